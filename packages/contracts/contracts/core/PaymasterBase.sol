@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.23;
+
+import {Ownable, Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {MessageHashUtils} from "@openzeppelin/contracts/utils/cryptography/MessageHashUtils.sol";
+import {IEntryPointStake} from "./IEntryPointStake.sol";
+
+/// @title PaymasterBase
+/// @notice Version-agnostic core of every paymaster here: the EntryPoint it serves, a two-step owner,
+///         a set of accepted signers (so a signer can be rotated without downtime), deposit and stake
+///         management, signature checking and validationData packing.
+/// @dev The owner manages signers and funds; signers only sign sponsorships. The two roles are separate
+///      so the hot signing key in the service never controls funds.
+abstract contract PaymasterBase is Ownable2Step {
+    // ---------------------------------------------------------------- errors
+    /// @notice A function reserved to the EntryPoint was called by `caller`.
+    error NotEntryPoint(address caller);
+    /// @notice paymasterAndData has `length` bytes where exactly `expected` are required.
+    error InvalidPaymasterDataLength(uint256 length, uint256 expected);
+    /// @notice A zero address was given where a real one is required.
+    error ZeroAddress();
+    /// @notice `signer` is already an accepted signer.
+    error SignerAlreadyAdded(address signer);
+    /// @notice `signer` is not an accepted signer.
+    error SignerNotFound(address signer);
+
+    // ---------------------------------------------------------------- events
+    /// @notice `signer` may now sign sponsorships.
+    event SignerAdded(address indexed signer);
+    /// @notice `signer` may no longer sign sponsorships.
+    event SignerRemoved(address indexed signer);
+
+    // ---------------------------------------------------------------- constants
+    /// @notice validationData bit that tells the EntryPoint the signature is invalid.
+    uint256 internal constant SIG_VALIDATION_FAILED = 1;
+    /// @notice Bytes of validUntil (uint48) + validAfter (uint48) at the start of paymasterData.
+    uint256 internal constant VALIDITY_LENGTH = 12;
+    /// @notice Only 65-byte (r, s, v) ECDSA signatures are accepted.
+    uint256 internal constant SIGNATURE_LENGTH = 65;
+
+    // ---------------------------------------------------------------- storage
+    /// @notice The EntryPoint this paymaster serves.
+    IEntryPointStake public immutable entryPoint;
+    /// @notice Whether an address is an accepted sponsorship signer.
+    mapping(address signer => bool accepted) public isSigner;
+
+    // ---------------------------------------------------------------- constructor
+    /// @param entryPoint_ The EntryPoint this paymaster serves.
+    /// @param owner_ The owner (manages signers, deposit and stake).
+    /// @param signers_ The initially accepted signers.
+    constructor(address entryPoint_, address owner_, address[] memory signers_) Ownable(owner_) {
+        if (entryPoint_ == address(0)) revert ZeroAddress();
+        entryPoint = IEntryPointStake(entryPoint_);
+        for (uint256 i = 0; i < signers_.length; i++) {
+            _addSigner(signers_[i]);
+        }
+    }
+
+    /// @dev Reverts unless called by the EntryPoint.
+    modifier onlyEntryPoint() {
+        if (msg.sender != address(entryPoint)) revert NotEntryPoint(msg.sender);
+        _;
+    }
+
+    // ---------------------------------------------------------------- admin: signers
+    /// @notice Accepts `signer` as a sponsorship signer. Rotation: add the new signer, let the old
+    ///         signer's signatures expire, then remove the old one.
+    function addSigner(address signer) external onlyOwner {
+        _addSigner(signer);
+    }
+
+    /// @notice Stops accepting `signer`; signatures it already issued fail from now on.
+    function removeSigner(address signer) external onlyOwner {
+        if (!isSigner[signer]) revert SignerNotFound(signer);
+        isSigner[signer] = false;
+        emit SignerRemoved(signer);
+    }
+
+    // ---------------------------------------------------------------- admin: deposit and stake
+    /// @notice Adds the sent value to this paymaster's EntryPoint deposit. Anyone may top it up.
+    function deposit() external payable {
+        entryPoint.depositTo{value: msg.value}(address(this));
+    }
+
+    /// @notice Withdraws `amount` of the EntryPoint deposit to `to`.
+    function withdrawTo(address payable to, uint256 amount) external onlyOwner {
+        entryPoint.withdrawTo(to, amount);
+    }
+
+    /// @notice Stakes the sent value in the EntryPoint with `unstakeDelaySec`.
+    function addStake(uint32 unstakeDelaySec) external payable onlyOwner {
+        entryPoint.addStake{value: msg.value}(unstakeDelaySec);
+    }
+
+    /// @notice Starts the unstake delay.
+    function unlockStake() external onlyOwner {
+        entryPoint.unlockStake();
+    }
+
+    /// @notice Withdraws the unlocked stake to `to`.
+    function withdrawStake(address payable to) external onlyOwner {
+        entryPoint.withdrawStake(to);
+    }
+
+    /// @notice This paymaster's current EntryPoint deposit, in wei.
+    function getDeposit() external view returns (uint256) {
+        return entryPoint.balanceOf(address(this));
+    }
+
+    // ---------------------------------------------------------------- internal
+    function _addSigner(address signer) private {
+        if (signer == address(0)) revert ZeroAddress();
+        if (isSigner[signer]) revert SignerAlreadyAdded(signer);
+        isSigner[signer] = true;
+        emit SignerAdded(signer);
+    }
+
+    /// @dev validUntil and validAfter, the first 12 bytes of paymasterData.
+    function _parseValidity(bytes calldata paymasterData) internal pure returns (uint48 validUntil, uint48 validAfter) {
+        validUntil = uint48(bytes6(paymasterData[0:6]));
+        validAfter = uint48(bytes6(paymasterData[6:12]));
+    }
+
+    /// @dev Reverts unless paymasterAndData has exactly the layout's length.
+    function _requireLength(bytes calldata paymasterAndData, uint256 expected) internal pure {
+        if (paymasterAndData.length != expected) revert InvalidPaymasterDataLength(paymasterAndData.length, expected);
+    }
+
+    /// @dev Packs validationData for the EntryPoint. A bad, malleable (high-s) or unknown-signer signature
+    ///      sets SIG_VALIDATION_FAILED instead of reverting, so estimation with a dummy signature follows the
+    ///      same code path. The time window is enforced by the EntryPoint (no TIMESTAMP here, ERC-7562).
+    function _validationData(bytes32 hash, bytes calldata signature, uint48 validUntil, uint48 validAfter)
+        internal
+        view
+        returns (uint256)
+    {
+        (address recovered, ECDSA.RecoverError err,) =
+            ECDSA.tryRecover(MessageHashUtils.toEthSignedMessageHash(hash), signature);
+        uint256 sigFailed = (err != ECDSA.RecoverError.NoError || !isSigner[recovered]) ? SIG_VALIDATION_FAILED : 0;
+        return sigFailed | (uint256(validUntil) << 160) | (uint256(validAfter) << 208);
+    }
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.23;
+
+import {UserOperation} from "@account-abstraction/contracts-v06/interfaces/UserOperation.sol";
+import {BasePaymasterV06} from "./BasePaymasterV06.sol";
+import {PaymasterBase} from "../core/PaymasterBase.sol";
+import {TokenChargeBase} from "../core/TokenChargeBase.sol";
+
+/// @title ERC20PaymasterV06
+/// @notice Pays EntryPoint v0.6 gas for user operations whose sender pays in an allowlisted ERC-20 token at
+///         a signed exchange rate. Must be staked (it returns a context).
+/// @dev paymasterAndData = paymaster (20) | validUntil (6) | validAfter (6) | token (20) | exchangeRate (32)
+///      | chargeMode (1) | signature (65) = 150 bytes. postOp never reverts with fewer than 32 bytes of data:
+///      v0.6's EntryPoint would revert the whole bundle on such a revert.
+contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
+    /// @notice Exact length of paymasterAndData.
+    uint256 public constant PAYMASTER_AND_DATA_LENGTH = PAYMASTER_DATA_OFFSET + TOKEN_PAYMASTER_DATA_LENGTH;
+
+    /// @param entryPoint_ EntryPoint v0.6.
+    /// @param owner_ Owner (signers, tokens, treasury, deposit, stake).
+    /// @param signers_ Initially accepted signers.
+    /// @param treasury_ Receives token payments.
+    /// @param postOpGas_ Gas postOp uses, charged on top of actualGasCost.
+    constructor(address entryPoint_, address owner_, address[] memory signers_, address treasury_, uint256 postOpGas_)
+        PaymasterBase(entryPoint_, owner_, signers_)
+        TokenChargeBase(treasury_, postOpGas_)
+    {}
+
+    /// @notice The hash a signer signs (as an EIP-191 personal message) to sponsor `userOp` in `token`.
+    /// @param userOp The user operation; its paymasterAndData is not part of the hash.
+    /// @param validUntil Last second the sponsorship is valid.
+    /// @param validAfter First second the sponsorship is valid.
+    /// @param token The token the sender pays with.
+    /// @param exchangeRate Token base units per 1e18 wei.
+    /// @param chargeMode CHARGE_IN_POSTOP or PRE_CHARGE.
+    function getHash(
+        UserOperation calldata userOp,
+        uint48 validUntil,
+        uint48 validAfter,
+        address token,
+        uint256 exchangeRate,
+        uint8 chargeMode
+    ) public view returns (bytes32) {
+        return keccak256(
+            abi.encode(
+                _userOpFieldsHash(userOp),
+                block.chainid,
+                address(this),
+                validUntil,
+                validAfter,
+                token,
+                exchangeRate,
+                chargeMode
+            )
+        );
+    }
+
+    function _validatePaymasterUserOp(UserOperation calldata userOp, uint256 maxCost)
+        internal
+        override
+        returns (bytes memory context, uint256 validationData)
+    {
+        _requireLength(userOp.paymasterAndData, PAYMASTER_AND_DATA_LENGTH);
+        (TokenPaymasterData memory data, bytes calldata signature) =
+            _parseTokenData(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:]);
+        _checkTokenData(data);
+        validationData = _validationData(
+            getHash(userOp, data.validUntil, data.validAfter, data.token, data.exchangeRate, data.chargeMode),
+            signature,
+            data.validUntil,
+            data.validAfter
+        );
+        // maxCost already reserves postOp gas (v0.6 allows verificationGasLimit for it); postOpGas on top
+        // keeps the pre-charge an upper bound of what postOp will compute.
+        uint256 preCharged = _preCharge(data, userOp.sender, maxCost + postOpGas * userOp.maxFeePerGas);
+        context = abi.encode(
+            ChargeContext({
+                sender: userOp.sender,
+                token: data.token,
+                exchangeRate: data.exchangeRate,
+                preCharged: preCharged,
+                maxFeePerGas: userOp.maxFeePerGas,
+                maxPriorityFeePerGas: userOp.maxPriorityFeePerGas,
+                postOpGasLimit: 0
+            })
+        );
+    }
+
+    /// @dev A failed charge reverts with TokenChargeFailed (over 32 bytes) so the EntryPoint reverts the op's
+    ///      execution and calls again in postOpReverted mode, where the sender's allowance and balance are
+    ///      restored. If that charge fails too, the loss is this op's gas cost and is reported by an event.
+    function _postOp(PostOpMode mode, bytes calldata context, uint256 actualGasCost) internal override {
+        ChargeContext memory ctx = abi.decode(context, (ChargeContext));
+        uint256 gasCostWei = actualGasCost + postOpGas * _userOpGasPrice(ctx);
+        (bool paid, uint256 amount) = _settleCharge(ctx, gasCostWei);
+        if (paid) return;
+        if (mode != PostOpMode.postOpReverted) revert TokenChargeFailed(ctx.token, ctx.sender, amount);
+        emit TokenChargeUnpaid(ctx.sender, ctx.token, amount);
+    }
+
+    /// @dev The gas price the v0.6 EntryPoint charges the op (BASEFEE is allowed in postOp).
+    function _userOpGasPrice(ChargeContext memory ctx) private view returns (uint256) {
+        if (ctx.maxFeePerGas == ctx.maxPriorityFeePerGas) return ctx.maxFeePerGas;
+        uint256 price = ctx.maxPriorityFeePerGas + block.basefee;
+        return price < ctx.maxFeePerGas ? price : ctx.maxFeePerGas;
+    }
+}

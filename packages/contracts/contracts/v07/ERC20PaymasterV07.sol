@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.23;
+
+import {PackedUserOperation} from "@account-abstraction/contracts-v07/interfaces/PackedUserOperation.sol";
+import {BasePaymasterV07} from "./BasePaymasterV07.sol";
+import {PaymasterBase} from "../core/PaymasterBase.sol";
+import {TokenChargeBase} from "../core/TokenChargeBase.sol";
+
+/// @title ERC20PaymasterV07
+/// @notice Pays EntryPoint v0.7 gas for user operations whose sender pays in an allowlisted ERC-20 token at
+///         a signed exchange rate. Must be staked (it returns a context).
+/// @dev paymasterAndData = paymaster (20) | paymasterVerificationGasLimit (16) | paymasterPostOpGasLimit (16)
+///      | validUntil (6) | validAfter (6) | token (20) | exchangeRate (32) | chargeMode (1) | signature (65)
+///      = 182 bytes. v0.7 has no second postOp: a failed postOp charge reverts the op's execution and the
+///      paymaster pays that op's gas (bounded loss); PRE_CHARGE avoids even that.
+contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
+    /// @notice paymasterPostOpGasLimit is below the gas postOp needs.
+    error PostOpGasLimitTooLow(uint256 postOpGasLimit, uint256 required);
+
+    /// @notice Exact length of paymasterAndData.
+    uint256 public constant PAYMASTER_AND_DATA_LENGTH = PAYMASTER_DATA_OFFSET + TOKEN_PAYMASTER_DATA_LENGTH;
+    /// @notice EntryPoint v0.7 charges 10% of the unused execution gas (callGasLimit + postOp limit).
+    uint256 public constant UNUSED_GAS_PENALTY_PERCENT = 10;
+
+    /// @param entryPoint_ EntryPoint v0.7.
+    /// @param owner_ Owner (signers, tokens, treasury, deposit, stake).
+    /// @param signers_ Initially accepted signers.
+    /// @param treasury_ Receives token payments.
+    /// @param postOpGas_ Gas postOp uses, charged on top of actualGasCost.
+    constructor(address entryPoint_, address owner_, address[] memory signers_, address treasury_, uint256 postOpGas_)
+        PaymasterBase(entryPoint_, owner_, signers_)
+        TokenChargeBase(treasury_, postOpGas_)
+    {}
+
+    /// @notice The hash a signer signs (as an EIP-191 personal message) to sponsor `userOp` in `token`.
+    /// @param userOp The packed user operation; only paymasterAndData[20:52] of its paymasterAndData is hashed.
+    /// @param validUntil Last second the sponsorship is valid.
+    /// @param validAfter First second the sponsorship is valid.
+    /// @param token The token the sender pays with.
+    /// @param exchangeRate Token base units per 1e18 wei.
+    /// @param chargeMode CHARGE_IN_POSTOP or PRE_CHARGE.
+    function getHash(
+        PackedUserOperation calldata userOp,
+        uint48 validUntil,
+        uint48 validAfter,
+        address token,
+        uint256 exchangeRate,
+        uint8 chargeMode
+    ) public view returns (bytes32) {
+        return keccak256(
+            abi.encode(
+                _userOpFieldsHash(userOp),
+                block.chainid,
+                address(this),
+                validUntil,
+                validAfter,
+                token,
+                exchangeRate,
+                chargeMode
+            )
+        );
+    }
+
+    /// @notice Gas charged on top of actualGasCost for an op with `postOpGasLimit`: postOp's own gas plus the
+    ///         EntryPoint's 10% penalty on the part of the postOp limit it leaves unused.
+    function postOpGasCharge(uint256 postOpGasLimit) public view returns (uint256) {
+        uint256 used = postOpGas;
+        uint256 unused = postOpGasLimit > used ? postOpGasLimit - used : 0;
+        return used + (unused * UNUSED_GAS_PENALTY_PERCENT) / 100;
+    }
+
+    function _validatePaymasterUserOp(PackedUserOperation calldata userOp, uint256 maxCost)
+        internal
+        override
+        returns (bytes memory context, uint256 validationData)
+    {
+        _requireLength(userOp.paymasterAndData, PAYMASTER_AND_DATA_LENGTH);
+        (TokenPaymasterData memory data, bytes calldata signature) =
+            _parseTokenData(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:]);
+        _checkTokenData(data);
+        (, uint256 postOpGasLimit) = _paymasterGasLimits(userOp);
+        if (postOpGasLimit < postOpGas) revert PostOpGasLimitTooLow(postOpGasLimit, postOpGas);
+        validationData = _validationData(
+            getHash(userOp, data.validUntil, data.validAfter, data.token, data.exchangeRate, data.chargeMode),
+            signature,
+            data.validUntil,
+            data.validAfter
+        );
+        // maxCost already includes the postOp gas limit at maxFeePerGas, which bounds postOpGasCharge.
+        uint256 preCharged = _preCharge(data, userOp.sender, maxCost);
+        uint256 maxFeePerGas = uint128(uint256(userOp.gasFees));
+        context = abi.encode(
+            ChargeContext({
+                sender: userOp.sender,
+                token: data.token,
+                exchangeRate: data.exchangeRate,
+                preCharged: preCharged,
+                maxFeePerGas: maxFeePerGas,
+                maxPriorityFeePerGas: uint256(userOp.gasFees) >> 128,
+                postOpGasLimit: postOpGasLimit
+            })
+        );
+    }
+
+    /// @dev A failed charge reverts: the EntryPoint then reverts the op's execution, and the paymaster pays
+    ///      that op's gas (bounded by the signed limits).
+    function _postOp(PostOpMode, bytes calldata context, uint256 actualGasCost, uint256 actualUserOpFeePerGas)
+        internal
+        override
+    {
+        ChargeContext memory ctx = abi.decode(context, (ChargeContext));
+        uint256 gasCostWei = actualGasCost + postOpGasCharge(ctx.postOpGasLimit) * actualUserOpFeePerGas;
+        (bool paid, uint256 amount) = _settleCharge(ctx, gasCostWei);
+        if (!paid) revert TokenChargeFailed(ctx.token, ctx.sender, amount);
+    }
+}
