@@ -1,0 +1,44 @@
+/**
+ * Fixed addresses, salts and init-code inputs of the deterministic deployment.
+ * Importing this module loads nothing beyond the module itself.
+ */
+import type { Address } from "../manifest.ts";
+
+/** Arachnid's deterministic deployment proxy (CREATE2 factory), present on most public chains. */
+export const CREATE2_DEPLOYER_ADDRESS: Address = "0x4e59b44847b379578588920cA78FbF26c0B4956C";
+
+/**
+ * Runtime code of the CREATE2 deployer proxy. Calldata = salt (32 bytes) ‖ init code; it CREATE2s with the
+ * call value and returns the 20-byte address, or reverts when the deployment fails.
+ */
+export const CREATE2_DEPLOYER_RUNTIME_CODE =
+  "0x7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffe03601600081602082378035828234f58015156039578182fd5b8082525050506014600cf3" as const;
+
+/** Canonical EntryPoint v0.6 address (shipped bytecode of @account-abstraction/contracts 0.6.0, salt 0). */
+export const ENTRY_POINT_V06_ADDRESS: Address = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789";
+/** Canonical EntryPoint v0.7 address (shipped bytecode of @account-abstraction/contracts 0.7.0). */
+export const ENTRY_POINT_V07_ADDRESS: Address = "0x0000000071727De22E5E9d8BAf0edAc6f37da032";
+
+/** Salts that put the shipped EntryPoint bytecode at its canonical address. */
+export const ENTRY_POINT_V06_SALT = "0x0000000000000000000000000000000000000000000000000000000000000000" as const;
+export const ENTRY_POINT_V07_SALT = "0x90d8084deab30c2a37c45e8d47f49f2f7965183cb6990a98943ef94940681de3" as const;
+
+/** Chain ids `deployLocalStack` accepts without `allowNonLocalChain` (Hardhat / Anvil, Ganache / Geth dev). */
+export const LOCAL_CHAIN_IDS: readonly number[] = [31337, 1337];
+
+/** Defaults of `deployLocalStack` options. */
+/**
+ * Gas the ERC-20 paymasters' postOp and the EntryPoint's work after it take, charged on top of actualGasCost.
+ * Measured by test/erc20Paymaster.test.ts with a treasury that already holds the token: ~22.6k (v0.6 and
+ * v0.7 alike), plus a 10% margin.
+ */
+export const DEFAULT_POST_OP_GAS = 25_000n;
+export const DEFAULT_DEPOSIT_TARGET = 100n * 10n ** 18n;
+export const DEFAULT_STAKE_AMOUNT = 10n ** 18n;
+export const DEFAULT_UNSTAKE_DELAY_SEC = 86_400;
+
+/** The two local test tokens (TestToken constructor arguments). */
+export const LOCAL_TEST_TOKENS = [
+  { symbol: "USDC", name: "Test USD Coin (local test token)", decimals: 6 },
+  { symbol: "DAI", name: "Test Dai Stablecoin (local test token)", decimals: 18 },
+] as const;

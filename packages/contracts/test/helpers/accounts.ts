@@ -1,0 +1,55 @@
+// Accounts prepared outside the paymaster flow (deployed, funded with tokens, paymasters approved).
+import { Contract, MaxUint256, type Wallet } from "ethers";
+import type { EntryPointVersion } from "@paymaster/shared";
+import { networkHelpers, type Stack } from "./stack.ts";
+import { accountCallData, newAccount, randomOwner } from "./userOps.ts";
+
+export interface ReadyAccount {
+  owner: Wallet;
+  address: string;
+}
+
+/** The account runs `calls` directly from its owner (SimpleAccount lets the owner call execute). */
+export async function ownerExecute(
+  version: EntryPointVersion,
+  account: ReadyAccount,
+  calls: { to: string; value?: bigint; data: string }[],
+) {
+  const tx = await account.owner.sendTransaction({ to: account.address, data: accountCallData(version, calls) });
+  await tx.wait();
+}
+
+/** A deployed SimpleAccount holding 1000 USDC and 1000 DAI, with an owner that has ETH for direct calls. */
+export async function readyAccount(
+  stack: Stack,
+  version: EntryPointVersion,
+  { approveErc20Paymaster = true, salt = 0n }: { approveErc20Paymaster?: boolean; salt?: bigint } = {},
+): Promise<ReadyAccount> {
+  const owner = randomOwner();
+  await networkHelpers.setBalance(owner.address, 10n ** 19n);
+  const { address } = await newAccount(stack, version, owner.address, salt);
+  await (await stack.v[version].factory.getFunction("createAccount")(owner.address, salt)).wait();
+  await (await stack.tokens.USDC.mint(address, 1_000n * 10n ** 6n)).wait();
+  await (await stack.tokens.DAI.mint(address, 1_000n * 10n ** 18n)).wait();
+  const account = { owner, address };
+  if (approveErc20Paymaster) {
+    const paymaster = await stack.v[version].erc20.getAddress();
+    await ownerExecute(version, account, [
+      { to: await stack.tokens.USDC.getAddress(), data: approveData(stack, paymaster, MaxUint256) },
+      { to: await stack.tokens.DAI.getAddress(), data: approveData(stack, paymaster, MaxUint256) },
+    ]);
+  }
+  return account;
+}
+
+/** calldata of token.approve(spender, amount). */
+export function approveData(stack: Stack, spender: string, amount: bigint): string {
+  return stack.tokens.USDC.interface.encodeFunctionData("approve", [spender, amount]);
+}
+
+/** calldata of token.transfer(to, amount). */
+export function transferData(stack: Stack, to: string, amount: bigint): string {
+  return stack.tokens.USDC.interface.encodeFunctionData("transfer", [to, amount]);
+}
+
+export type { Contract };

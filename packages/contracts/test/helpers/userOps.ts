@@ -1,0 +1,277 @@
+// Building, sponsoring, signing and submitting user operations the same way for EntryPoint v0.6 and v0.7.
+import { Contract, Interface, Wallet, concat, dataSlice, getBytes, toBeHex, zeroPadValue, type Signer } from "ethers";
+import {
+  encodeErc20PaymasterData,
+  encodeVerifyingPaymasterData,
+  erc20PaymasterHash,
+  packUserOpV07,
+  verifyingPaymasterHash,
+  type EntryPointVersion,
+  type Hex,
+  type UserOperationV06,
+  type UserOperationV07,
+} from "@paymaster/shared";
+import { ethers, type Stack } from "./stack.ts";
+
+export const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7"];
+
+/** One shape for both versions; v0.6 ignores the paymaster gas limits. */
+export interface TestOp {
+  sender: string;
+  nonce: bigint;
+  initCode: string;
+  callData: string;
+  callGasLimit: bigint;
+  verificationGasLimit: bigint;
+  preVerificationGas: bigint;
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+  paymaster: string;
+  paymasterVerificationGasLimit: bigint;
+  paymasterPostOpGasLimit: bigint;
+  paymasterData: string;
+  signature: string;
+}
+
+export interface Window {
+  validUntil: number;
+  validAfter: number;
+}
+
+export interface TokenFields {
+  token: string;
+  exchangeRate: bigint;
+  chargeMode: 0 | 1;
+}
+
+export type PaymasterKind = "verifying" | "erc20";
+
+const accountInterface = {
+  "v0.6": new Interface([
+    "function execute(address dest, uint256 value, bytes func)",
+    "function executeBatch(address[] dest, bytes[] func)",
+  ]),
+  "v0.7": new Interface([
+    "function execute(address dest, uint256 value, bytes func)",
+    "function executeBatch(address[] dest, uint256[] value, bytes[] func)",
+  ]),
+};
+
+/** callData for the account executing `calls` (one call -> execute, several -> executeBatch). */
+export function accountCallData(version: EntryPointVersion, calls: { to: string; value?: bigint; data: string }[]): string {
+  const iface = accountInterface[version];
+  if (calls.length === 1) {
+    const [call] = calls;
+    return iface.encodeFunctionData("execute", [call!.to, call!.value ?? 0n, call!.data]);
+  }
+  const targets = calls.map((c) => c.to);
+  const data = calls.map((c) => c.data);
+  return version === "v0.6"
+    ? iface.encodeFunctionData("executeBatch", [targets, data])
+    : iface.encodeFunctionData("executeBatch", [targets, calls.map((c) => c.value ?? 0n), data]);
+}
+
+/** A counterfactual SimpleAccount of `owner`: its address and the initCode that deploys it. */
+export async function newAccount(stack: Stack, version: EntryPointVersion, owner: string, salt = 0n) {
+  const factory = stack.v[version].factory;
+  const address: string = await factory.getFunction("getAddress")(owner, salt);
+  const initCode = concat([await factory.getAddress(), factory.interface.encodeFunctionData("createAccount", [owner, salt])]);
+  return { address, initCode };
+}
+
+/** Fees comfortably above the current base fee. */
+export async function currentFees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> {
+  const block = await ethers.provider.getBlock("latest");
+  const base = block?.baseFeePerGas ?? 1_000_000_000n;
+  const maxPriorityFeePerGas = 1_000_000_000n;
+  return { maxFeePerGas: base * 2n + maxPriorityFeePerGas, maxPriorityFeePerGas };
+}
+
+/** An op with generous limits, not yet sponsored nor signed. */
+export async function draftOp(fields: Partial<TestOp> & { sender: string; callData: string }): Promise<TestOp> {
+  return {
+    nonce: 0n,
+    initCode: "0x",
+    callGasLimit: 200_000n,
+    verificationGasLimit: 600_000n,
+    preVerificationGas: 60_000n,
+    ...(await currentFees()),
+    paymaster: "0x",
+    paymasterVerificationGasLimit: 150_000n,
+    paymasterPostOpGasLimit: 120_000n,
+    paymasterData: "0x",
+    signature: "0x",
+    ...fields,
+  };
+}
+
+export function toUserOpV06(op: TestOp): UserOperationV06 {
+  return {
+    sender: op.sender as Hex,
+    nonce: op.nonce,
+    initCode: op.initCode as Hex,
+    callData: op.callData as Hex,
+    callGasLimit: op.callGasLimit,
+    verificationGasLimit: op.verificationGasLimit,
+    preVerificationGas: op.preVerificationGas,
+    maxFeePerGas: op.maxFeePerGas,
+    maxPriorityFeePerGas: op.maxPriorityFeePerGas,
+    paymasterAndData: (op.paymaster === "0x" ? "0x" : concat([op.paymaster, op.paymasterData])) as Hex,
+    signature: op.signature as Hex,
+  };
+}
+
+export function toUserOpV07(op: TestOp): UserOperationV07 {
+  const hasFactory = op.initCode !== "0x";
+  const hasPaymaster = op.paymaster !== "0x";
+  return {
+    sender: op.sender as Hex,
+    nonce: op.nonce,
+    ...(hasFactory ? { factory: dataSlice(op.initCode, 0, 20) as Hex, factoryData: dataSlice(op.initCode, 20) as Hex } : {}),
+    callData: op.callData as Hex,
+    callGasLimit: op.callGasLimit,
+    verificationGasLimit: op.verificationGasLimit,
+    preVerificationGas: op.preVerificationGas,
+    maxFeePerGas: op.maxFeePerGas,
+    maxPriorityFeePerGas: op.maxPriorityFeePerGas,
+    ...(hasPaymaster
+      ? {
+          paymaster: op.paymaster as Hex,
+          paymasterVerificationGasLimit: op.paymasterVerificationGasLimit,
+          paymasterPostOpGasLimit: op.paymasterPostOpGasLimit,
+          paymasterData: op.paymasterData as Hex,
+        }
+      : {}),
+    signature: op.signature as Hex,
+  };
+}
+
+/** The struct the version's EntryPoint takes (v0.6 UserOperation, v0.7 PackedUserOperation). */
+export function toChainOp(version: EntryPointVersion, op: TestOp) {
+  return version === "v0.6" ? toUserOpV06(op) : packUserOpV07(toUserOpV07(op));
+}
+
+/** The paymaster hash computed off-chain by @paymaster/shared. */
+export function offChainPaymasterHash(
+  version: EntryPointVersion,
+  kind: PaymasterKind,
+  op: TestOp,
+  chainId: bigint,
+  paymaster: string,
+  window: Window,
+  tokenFields?: TokenFields,
+): Hex {
+  const userOp = version === "v0.6" ? toUserOpV06(op) : toUserOpV07(op);
+  const common = { version, userOp, chainId, paymaster: paymaster as Hex, ...window } as const;
+  if (kind === "verifying") return verifyingPaymasterHash(common as Parameters<typeof verifyingPaymasterHash>[0]);
+  if (!tokenFields) throw new Error("erc20 hash needs token fields");
+  return erc20PaymasterHash({ ...common, ...tokenFields, token: tokenFields.token as Hex } as Parameters<
+    typeof erc20PaymasterHash
+  >[0]);
+}
+
+/** The paymaster's on-chain getHash for the op. */
+export async function onChainPaymasterHash(
+  version: EntryPointVersion,
+  paymaster: Contract,
+  op: TestOp,
+  window: Window,
+  tokenFields?: TokenFields,
+): Promise<string> {
+  const chainOp = toChainOp(version, op);
+  return tokenFields
+    ? paymaster.getFunction("getHash")(chainOp, window.validUntil, window.validAfter, tokenFields.token, tokenFields.exchangeRate, tokenFields.chargeMode)
+    : paymaster.getFunction("getHash")(chainOp, window.validUntil, window.validAfter);
+}
+
+/** A window that is valid now: validAfter slightly in the past, validUntil 5 minutes ahead. */
+export async function validWindow(): Promise<Window> {
+  const block = await ethers.provider.getBlock("latest");
+  const now = block!.timestamp;
+  return { validUntil: now + 300, validAfter: now - 60 };
+}
+
+/** paymasterData without a signature yet: the fields the hash covers. */
+export function paymasterDataFor(kind: PaymasterKind, window: Window, signature: string, tokenFields?: TokenFields): string {
+  if (kind === "verifying") return encodeVerifyingPaymasterData(window, signature as Hex);
+  if (!tokenFields) throw new Error("erc20 paymaster data needs token fields");
+  return encodeErc20PaymasterData({ ...window, ...tokenFields, token: tokenFields.token as Hex }, signature as Hex);
+}
+
+export interface SponsorOptions {
+  kind: PaymasterKind;
+  paymaster: Contract;
+  signer: Wallet;
+  window?: Window;
+  tokenFields?: TokenFields;
+  /** Hash for another chain id (replay tests). */
+  chainId?: bigint;
+  /** Hash for another paymaster address (replay tests). */
+  hashPaymaster?: string;
+}
+
+/** Sets the paymaster fields and the signer's signature over the off-chain hash. */
+export async function sponsor(stack: Stack, version: EntryPointVersion, op: TestOp, opts: SponsorOptions): Promise<TestOp> {
+  const window = opts.window ?? (await validWindow());
+  const paymaster = await opts.paymaster.getAddress();
+  const sponsored = { ...op, paymaster };
+  const hash = offChainPaymasterHash(
+    version,
+    opts.kind,
+    sponsored,
+    opts.chainId ?? stack.chainId,
+    opts.hashPaymaster ?? paymaster,
+    window,
+    opts.tokenFields,
+  );
+  const signature = await opts.signer.signMessage(getBytes(hash));
+  return { ...sponsored, paymasterData: paymasterDataFor(opts.kind, window, signature, opts.tokenFields) };
+}
+
+/** The account owner's signature over the EntryPoint's userOpHash (SimpleAccount: EIP-191). */
+export async function signAsOwner(stack: Stack, version: EntryPointVersion, op: TestOp, owner: Wallet): Promise<TestOp> {
+  const userOpHash: string = await stack.v[version].entryPoint.getFunction("getUserOpHash")(toChainOp(version, op));
+  return { ...op, signature: await owner.signMessage(getBytes(userOpHash)) };
+}
+
+/** Submits the ops through handleOps from a bundler EOA. */
+export async function handleOps(stack: Stack, version: EntryPointVersion, ops: TestOp[], bundler?: Signer) {
+  const entryPoint = bundler ? (stack.v[version].entryPoint.connect(bundler) as Contract) : stack.v[version].entryPoint;
+  return entryPoint.getFunction("handleOps")(
+    ops.map((op) => toChainOp(version, op)),
+    stack.beneficiary,
+    { gasLimit: 10_000_000n },
+  );
+}
+
+/** The UserOperationEvent of a mined handleOps transaction. */
+export async function userOperationEvent(stack: Stack, version: EntryPointVersion, tx: { hash: string }) {
+  const receipt = await ethers.provider.getTransactionReceipt(tx.hash);
+  const entryPoint = stack.v[version].entryPoint;
+  for (const log of receipt!.logs) {
+    const parsed = entryPoint.interface.parseLog(log);
+    if (parsed?.name === "UserOperationEvent") {
+      return {
+        userOpHash: parsed.args.userOpHash as string,
+        sender: parsed.args.sender as string,
+        paymaster: parsed.args.paymaster as string,
+        success: parsed.args.success as boolean,
+        actualGasCost: parsed.args.actualGasCost as bigint,
+        actualGasUsed: parsed.args.actualGasUsed as bigint,
+      };
+    }
+  }
+  throw new Error("no UserOperationEvent in the receipt");
+}
+
+/** A fresh owner key for a fresh account. */
+export function randomOwner(): Wallet {
+  return new Wallet(Wallet.createRandom().privateKey, ethers.provider);
+}
+
+/** 2-D nonce: key in the high 192 bits, sequence in the low 64. */
+export function nonceWithKey(key: bigint, sequence = 0n): bigint {
+  return (key << 64n) | sequence;
+}
+
+export { toBeHex, zeroPadValue };

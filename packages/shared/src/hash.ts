@@ -1,0 +1,97 @@
+// The hash the paymaster contracts' getHash returns and the service signs (docs/paymaster-data.md):
+// keccak256(abi.encode(fieldsHash, chainId, paymaster, validUntil, validAfter[, token, rate, mode])).
+// Each Solidity type's range is checked, so a value the contract could never receive is refused
+// instead of being hashed into a signature that can never verify.
+import { keccak256 } from "viem";
+import { addressWord, bytes32Word, keccakWord, keccakWords, uintWord } from "./abiWords.ts";
+import { initCodeV07 } from "./userOperation.ts";
+import type { Erc20ModeFields, ValidityWindow } from "./paymasterData.ts";
+import type { Address, Hex, UserOperationV06, UserOperationV07, VersionedUserOperation } from "./types.ts";
+
+/** Inputs of VerifyingPaymasterV06/V07.getHash plus what the contract reads itself (chainid, address(this)). */
+export type VerifyingPaymasterHashParams = VersionedUserOperation &
+  ValidityWindow & {
+    chainId: bigint | number;
+    /** The paymaster contract's address (address(this) in getHash). */
+    paymaster: Address;
+  };
+
+/** Inputs of ERC20PaymasterV06/V07.getHash. */
+export type Erc20PaymasterHashParams = VerifyingPaymasterHashParams & Erc20ModeFields;
+
+/**
+ * keccak256(abi.encode(sender, nonce, keccak256(initCode), keccak256(callData), callGasLimit,
+ * verificationGasLimit, preVerificationGas, maxFeePerGas, maxPriorityFeePerGas)) — BasePaymasterV06.
+ * paymasterAndData and signature are not covered (they hold the signature being made).
+ */
+export function userOpFieldsHashV06(op: UserOperationV06): Hex {
+  return keccakWords([
+    addressWord(op.sender, "sender"),
+    uintWord(op.nonce, 256, "nonce"),
+    keccakWord(op.initCode, "initCode"),
+    keccakWord(op.callData, "callData"),
+    uintWord(op.callGasLimit, 256, "callGasLimit"),
+    uintWord(op.verificationGasLimit, 256, "verificationGasLimit"),
+    uintWord(op.preVerificationGas, 256, "preVerificationGas"),
+    uintWord(op.maxFeePerGas, 256, "maxFeePerGas"),
+    uintWord(op.maxPriorityFeePerGas, 256, "maxPriorityFeePerGas"),
+  ]);
+}
+
+/**
+ * The v0.6 field order plus paymasterVerificationGasLimit and paymasterPostOpGasLimit — BasePaymasterV07.
+ * initCode = factory ‖ factoryData (empty without a factory); absent paymaster gas limits are 0. The
+ * values packed into bytes32 on-chain (gas limits, fees) are uint128, so they are range-checked as such.
+ */
+export function userOpFieldsHashV07(op: UserOperationV07): Hex {
+  return keccakWords([
+    addressWord(op.sender, "sender"),
+    uintWord(op.nonce, 256, "nonce"),
+    keccakWord(initCodeV07(op), "initCode"),
+    keccakWord(op.callData, "callData"),
+    uintWord(op.callGasLimit, 128, "callGasLimit"),
+    uintWord(op.verificationGasLimit, 128, "verificationGasLimit"),
+    uintWord(op.preVerificationGas, 256, "preVerificationGas"),
+    uintWord(op.maxFeePerGas, 128, "maxFeePerGas"),
+    uintWord(op.maxPriorityFeePerGas, 128, "maxPriorityFeePerGas"),
+    uintWord(op.paymasterVerificationGasLimit ?? 0n, 128, "paymasterVerificationGasLimit"),
+    uintWord(op.paymasterPostOpGasLimit ?? 0n, 128, "paymasterPostOpGasLimit"),
+  ]);
+}
+
+/** The fields hash of either version. */
+export function userOpFieldsHash(versioned: VersionedUserOperation): Hex {
+  return versioned.version === "v0.6" ? userOpFieldsHashV06(versioned.userOp) : userOpFieldsHashV07(versioned.userOp);
+}
+
+/** VerifyingPaymasterV06/V07.getHash: the bytes32 a signer signs (as an EIP-191 message) to sponsor. */
+export function verifyingPaymasterHash(params: VerifyingPaymasterHashParams): Hex {
+  return keccakWords(commonWords(params));
+}
+
+/** ERC20PaymasterV06/V07.getHash: the verifying words plus token, exchangeRate and chargeMode (uint8). */
+export function erc20PaymasterHash(params: Erc20PaymasterHashParams): Hex {
+  return keccakWords([
+    ...commonWords(params),
+    addressWord(params.token, "token"),
+    uintWord(params.exchangeRate, 256, "exchangeRate"),
+    uintWord(params.chargeMode, 8, "chargeMode"),
+  ]);
+}
+
+const EIP191_PREFIX_32 = "19457468657265756d205369676e6564204d6573736167653a0a3332"; // "\x19Ethereum Signed Message:\n32"
+
+/** keccak256("\x19Ethereum Signed Message:\n32" ‖ hash): MessageHashUtils.toEthSignedMessageHash(bytes32). */
+export function toEthSignedMessageHash(hash: Hex): Hex {
+  return keccak256(`0x${EIP191_PREFIX_32}${bytes32Word(hash, "hash")}`);
+}
+
+function commonWords(params: VerifyingPaymasterHashParams): string[] {
+  return [
+    userOpFieldsHash(params).slice(2),
+    uintWord(params.chainId, 256, "chainId"),
+    addressWord(params.paymaster, "paymaster"),
+    uintWord(params.validUntil, 48, "validUntil"),
+    uintWord(params.validAfter, 48, "validAfter"),
+  ];
+}

@@ -1,0 +1,60 @@
+// The networks the service can run on (its config names one) and the canonical EntryPoint addresses
+// (deployed at the same address on every chain by deterministic deployment).
+import type { Address, EntryPointVersion } from "./types.ts";
+
+/** Network name -> chain id. Frozen: the registry is configuration, never mutated at runtime. */
+export const NETWORKS = Object.freeze({
+  "ethereum-mainnet": { chainId: 1 },
+  "ethereum-sepolia": { chainId: 11155111 },
+  "optimism-mainnet": { chainId: 10 },
+  "optimism-sepolia": { chainId: 11155420 },
+  "arbitrum-one": { chainId: 42161 },
+  "arbitrum-nova": { chainId: 42170 },
+  "arbitrum-sepolia": { chainId: 421614 },
+  "scroll-mainnet": { chainId: 534352 },
+  "scroll-sepolia": { chainId: 534351 },
+  "base-mainnet": { chainId: 8453 },
+  "base-sepolia": { chainId: 84532 },
+  /** Hardhat / anvil node started by the contracts package. */
+  local: { chainId: 31337 },
+} as const);
+
+/** A supported network's name. */
+export type NetworkName = keyof typeof NETWORKS;
+
+/** Every supported network name (for config validation and help texts). */
+export const NETWORK_NAMES = Object.freeze(Object.keys(NETWORKS) as NetworkName[]);
+
+/** Whether `value` names a supported network (own keys only, so "toString" is not a network). */
+export function isNetworkName(value: unknown): value is NetworkName {
+  return typeof value === "string" && Object.hasOwn(NETWORKS, value);
+}
+
+/** Chain id of a supported network. */
+export function chainIdOf(name: NetworkName): number {
+  return NETWORKS[name].chainId;
+}
+
+/** The network with `chainId`, or undefined when none is supported. */
+export function networkOfChainId(chainId: number | bigint): NetworkName | undefined {
+  return NETWORK_NAMES.find((name) => BigInt(NETWORKS[name].chainId) === BigInt(chainId));
+}
+
+/** Canonical EntryPoint v0.6 address. */
+export const ENTRY_POINT_V06_ADDRESS: Address = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789";
+/** Canonical EntryPoint v0.7 address. */
+export const ENTRY_POINT_V07_ADDRESS: Address = "0x0000000071727De22E5E9d8BAf0edAc6f37da032";
+
+/** Canonical EntryPoint address per version. */
+export const ENTRY_POINT_ADDRESSES: Readonly<Record<EntryPointVersion, Address>> = Object.freeze({
+  "v0.6": ENTRY_POINT_V06_ADDRESS,
+  "v0.7": ENTRY_POINT_V07_ADDRESS,
+});
+
+/** Every supported EntryPoint version. */
+export const ENTRY_POINT_VERSIONS: readonly EntryPointVersion[] = Object.freeze(["v0.6", "v0.7"]);
+
+/** Whether `value` is a supported EntryPoint version. */
+export function isEntryPointVersion(value: unknown): value is EntryPointVersion {
+  return value === "v0.6" || value === "v0.7";
+}

@@ -1,0 +1,65 @@
+import { expect } from "chai";
+import {
+  chainIdOf,
+  ENTRY_POINT_ADDRESSES,
+  ENTRY_POINT_V06_ADDRESS,
+  ENTRY_POINT_V07_ADDRESS,
+  isEntryPointVersion,
+  isNetworkName,
+  NETWORK_NAMES,
+  NETWORKS,
+  networkOfChainId,
+} from "../src/index.ts";
+import { getAddress } from "viem";
+
+describe("networks", () => {
+  it("maps every network to its chain id", () => {
+    const expected = {
+      "ethereum-mainnet": 1,
+      "ethereum-sepolia": 11155111,
+      "optimism-mainnet": 10,
+      "optimism-sepolia": 11155420,
+      "arbitrum-one": 42161,
+      "arbitrum-nova": 42170,
+      "arbitrum-sepolia": 421614,
+      "scroll-mainnet": 534352,
+      "scroll-sepolia": 534351,
+      "base-mainnet": 8453,
+      "base-sepolia": 84532,
+      local: 31337,
+    };
+    expect(Object.fromEntries(NETWORK_NAMES.map((name) => [name, chainIdOf(name)]))).to.deep.equal(expected);
+    expect(Object.keys(NETWORKS)).to.have.members(Object.keys(expected));
+  });
+
+  it("has unique chain ids with a reverse lookup", () => {
+    const ids = NETWORK_NAMES.map(chainIdOf);
+    expect(new Set(ids).size).to.equal(ids.length);
+    expect(networkOfChainId(8453)).to.equal("base-mainnet");
+    expect(networkOfChainId(31337n)).to.equal("local");
+    expect(networkOfChainId(5)).to.equal(undefined);
+  });
+
+  it("isNetworkName accepts only registry names", () => {
+    expect(isNetworkName("arbitrum-nova")).to.equal(true);
+    expect(isNetworkName("local")).to.equal(true);
+    for (const bad of ["mainnet", "Base-Mainnet", "toString", "__proto__", "", 1, undefined, null]) {
+      expect(isNetworkName(bad), String(bad)).to.equal(false);
+    }
+  });
+
+  it("is frozen", () => {
+    expect(Object.isFrozen(NETWORKS)).to.equal(true);
+    expect(Object.isFrozen(NETWORK_NAMES)).to.equal(true);
+  });
+
+  it("has the canonical, checksummed EntryPoint addresses", () => {
+    expect(ENTRY_POINT_V06_ADDRESS).to.equal("0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789");
+    expect(ENTRY_POINT_V07_ADDRESS).to.equal("0x0000000071727De22E5E9d8BAf0edAc6f37da032");
+    expect(getAddress(ENTRY_POINT_V06_ADDRESS)).to.equal(ENTRY_POINT_V06_ADDRESS);
+    expect(getAddress(ENTRY_POINT_V07_ADDRESS)).to.equal(ENTRY_POINT_V07_ADDRESS);
+    expect(ENTRY_POINT_ADDRESSES).to.deep.equal({ "v0.6": ENTRY_POINT_V06_ADDRESS, "v0.7": ENTRY_POINT_V07_ADDRESS });
+    expect(isEntryPointVersion("v0.7")).to.equal(true);
+    expect(isEntryPointVersion("0.7")).to.equal(false);
+  });
+});

@@ -1,0 +1,126 @@
+// Reference encodings built with viem's generic encodeAbiParameters straight from the Solidity
+// (BasePaymasterV06/V07._userOpFieldsHash, getHash, EntryPoint getUserOpHash), independent of the
+// hand-built word buffers in src/. The golden literals in the tests were first produced by these.
+import { concat, encodeAbiParameters, keccak256, pad, toHex, type Hex } from "viem";
+import type { Address, UserOperationV06, UserOperationV07 } from "../src/index.ts";
+
+const u256 = { type: "uint256" } as const;
+const b32 = { type: "bytes32" } as const;
+const addr = { type: "address" } as const;
+const u48 = { type: "uint48" } as const;
+
+export function refFieldsHashV06(op: UserOperationV06): Hex {
+  return keccak256(
+    encodeAbiParameters(
+      [addr, u256, b32, b32, u256, u256, u256, u256, u256],
+      [
+        op.sender,
+        op.nonce,
+        keccak256(op.initCode),
+        keccak256(op.callData),
+        op.callGasLimit,
+        op.verificationGasLimit,
+        op.preVerificationGas,
+        op.maxFeePerGas,
+        op.maxPriorityFeePerGas,
+      ],
+    ),
+  );
+}
+
+export function refFieldsHashV07(op: UserOperationV07): Hex {
+  const initCode = op.factory ? concat([op.factory, op.factoryData ?? "0x"]) : "0x";
+  return keccak256(
+    encodeAbiParameters(
+      [addr, u256, b32, b32, u256, u256, u256, u256, u256, u256, u256],
+      [
+        op.sender,
+        op.nonce,
+        keccak256(initCode),
+        keccak256(op.callData),
+        op.callGasLimit,
+        op.verificationGasLimit,
+        op.preVerificationGas,
+        op.maxFeePerGas,
+        op.maxPriorityFeePerGas,
+        op.paymasterVerificationGasLimit ?? 0n,
+        op.paymasterPostOpGasLimit ?? 0n,
+      ],
+    ),
+  );
+}
+
+export function refVerifyingHash(fields: Hex, chainId: bigint, paymaster: Address, validUntil: number, validAfter: number): Hex {
+  return keccak256(
+    encodeAbiParameters([b32, u256, addr, u48, u48], [fields, chainId, paymaster, validUntil, validAfter]),
+  );
+}
+
+export function refErc20Hash(
+  fields: Hex,
+  chainId: bigint,
+  paymaster: Address,
+  validUntil: number,
+  validAfter: number,
+  token: Address,
+  exchangeRate: bigint,
+  chargeMode: number,
+): Hex {
+  return keccak256(
+    encodeAbiParameters(
+      [b32, u256, addr, u48, u48, addr, u256, { type: "uint8" }],
+      [fields, chainId, paymaster, validUntil, validAfter, token, exchangeRate, chargeMode],
+    ),
+  );
+}
+
+export function refUserOpHashV06(op: UserOperationV06, entryPoint: Address, chainId: bigint): Hex {
+  const inner = keccak256(
+    encodeAbiParameters(
+      [addr, u256, b32, b32, u256, u256, u256, u256, u256, b32],
+      [
+        op.sender,
+        op.nonce,
+        keccak256(op.initCode),
+        keccak256(op.callData),
+        op.callGasLimit,
+        op.verificationGasLimit,
+        op.preVerificationGas,
+        op.maxFeePerGas,
+        op.maxPriorityFeePerGas,
+        keccak256(op.paymasterAndData),
+      ],
+    ),
+  );
+  return keccak256(encodeAbiParameters([b32, addr, u256], [inner, entryPoint, chainId]));
+}
+
+export function refUserOpHashV07(op: UserOperationV07, entryPoint: Address, chainId: bigint): Hex {
+  const initCode = op.factory ? concat([op.factory, op.factoryData ?? "0x"]) : "0x";
+  const accountGasLimits = concat([pad(toHex(op.verificationGasLimit), { size: 16 }), pad(toHex(op.callGasLimit), { size: 16 })]);
+  const gasFees = concat([pad(toHex(op.maxPriorityFeePerGas), { size: 16 }), pad(toHex(op.maxFeePerGas), { size: 16 })]);
+  const paymasterAndData = op.paymaster
+    ? concat([
+        op.paymaster,
+        pad(toHex(op.paymasterVerificationGasLimit ?? 0n), { size: 16 }),
+        pad(toHex(op.paymasterPostOpGasLimit ?? 0n), { size: 16 }),
+        op.paymasterData ?? "0x",
+      ])
+    : "0x";
+  const inner = keccak256(
+    encodeAbiParameters(
+      [addr, u256, b32, b32, b32, u256, b32, b32],
+      [
+        op.sender,
+        op.nonce,
+        keccak256(initCode),
+        keccak256(op.callData),
+        accountGasLimits,
+        op.preVerificationGas,
+        gasFees,
+        keccak256(paymasterAndData),
+      ],
+    ),
+  );
+  return keccak256(encodeAbiParameters([b32, addr, u256], [inner, entryPoint, chainId]));
+}
