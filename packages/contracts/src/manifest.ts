@@ -2,19 +2,16 @@
  * The deployment manifest: every address a local (or explicitly allowed) deployment produced, as JSON.
  * Written by `deployLocalStack` callers (`writeManifest`), read by the service (`readManifest`).
  *
- * This module imports nothing but Node built-ins and ethers' address helpers, so the service can read a
+ * This module imports nothing but Node built-ins, ethers' address helpers and @paymaster/shared, so the service can read a
  * manifest without loading Hardhat.
  */
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { getAddress, isAddress } from "ethers";
 
-/** A 0x-prefixed, EIP-55 checksummed address. */
-export type Address = `0x${string}`;
+import { ENTRY_POINT_VERSIONS, type Address, type EntryPointVersion } from "@paymaster/shared";
 
-/** EntryPoint versions this project deploys paymasters for. */
-export type EntryPointVersion = "v0.6" | "v0.7";
-export const ENTRY_POINT_VERSIONS: readonly EntryPointVersion[] = ["v0.6", "v0.7"];
+export { ENTRY_POINT_VERSIONS, type Address, type EntryPointVersion };
 
 /** Everything deployed for one EntryPoint version. */
 export interface EntryPointDeployment {

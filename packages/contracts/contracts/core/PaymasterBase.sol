@@ -127,6 +127,26 @@ abstract contract PaymasterBase is Ownable2Step {
         if (paymasterAndData.length != expected) revert InvalidPaymasterDataLength(paymasterAndData.length, expected);
     }
 
+    /// @dev The verifying paymasters' hash: the op's fields, where (chain, paymaster) and when it is valid.
+    function _verifyingHash(bytes32 userOpFieldsHash, uint48 validUntil, uint48 validAfter)
+        internal
+        view
+        returns (bytes32)
+    {
+        return keccak256(abi.encode(userOpFieldsHash, block.chainid, address(this), validUntil, validAfter));
+    }
+
+    /// @dev validationData of a verifying paymasterData (validity window | signature), already length-checked.
+    function _verifyingValidationData(bytes calldata paymasterData, bytes32 userOpFieldsHash)
+        internal
+        view
+        returns (uint256)
+    {
+        (uint48 validUntil, uint48 validAfter) = _parseValidity(paymasterData);
+        bytes32 hash = _verifyingHash(userOpFieldsHash, validUntil, validAfter);
+        return _validationData(hash, paymasterData[VALIDITY_LENGTH:], validUntil, validAfter);
+    }
+
     /// @dev Packs validationData for the EntryPoint. A bad, malleable (high-s) or unknown-signer signature
     ///      sets SIG_VALIDATION_FAILED instead of reverting, so estimation with a dummy signature follows the
     ///      same code path. The time window is enforced by the EntryPoint (no TIMESTAMP here, ERC-7562).

@@ -120,7 +120,7 @@ abstract contract TokenChargeBase is PaymasterBase {
 
     /// @dev Parses the fixed layout; `paymasterData` is already known to have the exact length.
     function _parseTokenData(bytes calldata paymasterData)
-        internal
+        private
         pure
         returns (TokenPaymasterData memory data, bytes calldata signature)
     {
@@ -131,8 +131,38 @@ abstract contract TokenChargeBase is PaymasterBase {
         signature = paymasterData[65:130];
     }
 
+    /// @dev The ERC-20 paymasters' hash: the verifying hash's fields plus every mode field.
+    function _tokenHash(
+        bytes32 userOpFieldsHash,
+        uint48 validUntil,
+        uint48 validAfter,
+        address token,
+        uint256 exchangeRate,
+        uint8 chargeMode
+    ) internal view returns (bytes32) {
+        return keccak256(
+            abi.encode(
+                userOpFieldsHash, block.chainid, address(this), validUntil, validAfter, token, exchangeRate, chargeMode
+            )
+        );
+    }
+
+    /// @dev Parses and checks an ERC-20 paymasterData (already length-checked) and its signature.
+    function _tokenValidation(bytes calldata paymasterData, bytes32 userOpFieldsHash)
+        internal
+        view
+        returns (TokenPaymasterData memory data, uint256 validationData)
+    {
+        bytes calldata signature;
+        (data, signature) = _parseTokenData(paymasterData);
+        _checkTokenData(data);
+        bytes32 hash =
+            _tokenHash(userOpFieldsHash, data.validUntil, data.validAfter, data.token, data.exchangeRate, data.chargeMode);
+        validationData = _validationData(hash, signature, data.validUntil, data.validAfter);
+    }
+
     /// @dev Checks the signed mode fields; reverts on what no valid signature could make acceptable.
-    function _checkTokenData(TokenPaymasterData memory data) internal view {
+    function _checkTokenData(TokenPaymasterData memory data) private view {
         if (data.chargeMode > PRE_CHARGE) revert UnknownChargeMode(data.chargeMode);
         if (data.exchangeRate == 0) revert ZeroExchangeRate();
         if (!isSupportedToken[data.token]) revert UnsupportedToken(data.token);

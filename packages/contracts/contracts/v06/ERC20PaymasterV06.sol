@@ -41,18 +41,7 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
         uint256 exchangeRate,
         uint8 chargeMode
     ) public view returns (bytes32) {
-        return keccak256(
-            abi.encode(
-                _userOpFieldsHash(userOp),
-                block.chainid,
-                address(this),
-                validUntil,
-                validAfter,
-                token,
-                exchangeRate,
-                chargeMode
-            )
-        );
+        return _tokenHash(_userOpFieldsHash(userOp), validUntil, validAfter, token, exchangeRate, chargeMode);
     }
 
     function _validatePaymasterUserOp(UserOperation calldata userOp, uint256 maxCost)
@@ -61,15 +50,8 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
         returns (bytes memory context, uint256 validationData)
     {
         _requireLength(userOp.paymasterAndData, PAYMASTER_AND_DATA_LENGTH);
-        (TokenPaymasterData memory data, bytes calldata signature) =
-            _parseTokenData(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:]);
-        _checkTokenData(data);
-        validationData = _validationData(
-            getHash(userOp, data.validUntil, data.validAfter, data.token, data.exchangeRate, data.chargeMode),
-            signature,
-            data.validUntil,
-            data.validAfter
-        );
+        TokenPaymasterData memory data;
+        (data, validationData) = _tokenValidation(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:], _userOpFieldsHash(userOp));
         // maxCost already reserves postOp gas (v0.6 allows verificationGasLimit for it); postOpGas on top
         // keeps the pre-charge an upper bound of what postOp will compute.
         uint256 preCharged = _preCharge(data, userOp.sender, maxCost + postOpGas * userOp.maxFeePerGas);

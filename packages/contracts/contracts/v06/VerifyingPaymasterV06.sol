@@ -28,7 +28,7 @@ contract VerifyingPaymasterV06 is BasePaymasterV06 {
         view
         returns (bytes32)
     {
-        return keccak256(abi.encode(_userOpFieldsHash(userOp), block.chainid, address(this), validUntil, validAfter));
+        return _verifyingHash(_userOpFieldsHash(userOp), validUntil, validAfter);
     }
 
     /// @dev No context: the EntryPoint does not call postOp.
@@ -39,10 +39,7 @@ contract VerifyingPaymasterV06 is BasePaymasterV06 {
         returns (bytes memory, uint256)
     {
         _requireLength(userOp.paymasterAndData, PAYMASTER_AND_DATA_LENGTH);
-        bytes calldata data = userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:];
-        (uint48 validUntil, uint48 validAfter) = _parseValidity(data);
-        bytes calldata signature = data[VALIDITY_LENGTH:];
-        return ("", _validationData(getHash(userOp, validUntil, validAfter), signature, validUntil, validAfter));
+        return ("", _verifyingValidationData(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:], _userOpFieldsHash(userOp)));
     }
 
     /// @dev Never reached: validation returns an empty context.

@@ -47,18 +47,7 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
         uint256 exchangeRate,
         uint8 chargeMode
     ) public view returns (bytes32) {
-        return keccak256(
-            abi.encode(
-                _userOpFieldsHash(userOp),
-                block.chainid,
-                address(this),
-                validUntil,
-                validAfter,
-                token,
-                exchangeRate,
-                chargeMode
-            )
-        );
+        return _tokenHash(_userOpFieldsHash(userOp), validUntil, validAfter, token, exchangeRate, chargeMode);
     }
 
     /// @notice Gas charged on top of actualGasCost for an op with `postOpGasLimit`: postOp's own gas plus the
@@ -75,17 +64,10 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
         returns (bytes memory context, uint256 validationData)
     {
         _requireLength(userOp.paymasterAndData, PAYMASTER_AND_DATA_LENGTH);
-        (TokenPaymasterData memory data, bytes calldata signature) =
-            _parseTokenData(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:]);
-        _checkTokenData(data);
+        TokenPaymasterData memory data;
+        (data, validationData) = _tokenValidation(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:], _userOpFieldsHash(userOp));
         (, uint256 postOpGasLimit) = _paymasterGasLimits(userOp);
         if (postOpGasLimit < postOpGas) revert PostOpGasLimitTooLow(postOpGasLimit, postOpGas);
-        validationData = _validationData(
-            getHash(userOp, data.validUntil, data.validAfter, data.token, data.exchangeRate, data.chargeMode),
-            signature,
-            data.validUntil,
-            data.validAfter
-        );
         // maxCost already includes the postOp gas limit at maxFeePerGas, which bounds postOpGasCharge.
         uint256 preCharged = _preCharge(data, userOp.sender, maxCost);
         uint256 maxFeePerGas = uint128(uint256(userOp.gasFees));

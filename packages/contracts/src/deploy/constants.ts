@@ -14,10 +14,8 @@ export const CREATE2_DEPLOYER_ADDRESS: Address = "0x4e59b44847b379578588920cA78F
 export const CREATE2_DEPLOYER_RUNTIME_CODE =
   "0x7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffe03601600081602082378035828234f58015156039578182fd5b8082525050506014600cf3" as const;
 
-/** Canonical EntryPoint v0.6 address (shipped bytecode of @account-abstraction/contracts 0.6.0, salt 0). */
-export const ENTRY_POINT_V06_ADDRESS: Address = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789";
-/** Canonical EntryPoint v0.7 address (shipped bytecode of @account-abstraction/contracts 0.7.0). */
-export const ENTRY_POINT_V07_ADDRESS: Address = "0x0000000071727De22E5E9d8BAf0edAc6f37da032";
+/** Canonical EntryPoint addresses (shipped bytecode of @account-abstraction/contracts 0.6.0 / 0.7.0). */
+export { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
 
 /** Salts that put the shipped EntryPoint bytecode at its canonical address. */
 export const ENTRY_POINT_V06_SALT = "0x0000000000000000000000000000000000000000000000000000000000000000" as const;
