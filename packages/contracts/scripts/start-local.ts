@@ -10,9 +10,8 @@
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { BrowserProvider } from "ethers";
-import { deployLocalStack, writeManifest } from "../src/deploy/index.ts";
-import { startLocalChain } from "../src/localChain.ts";
+import { writeManifest } from "../src/deploy/index.ts";
+import { startLocalStack } from "../src/localStack.ts";
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const manifestPath =
@@ -23,7 +22,7 @@ const port = process.env.LOCAL_CHAIN_PORT !== undefined ? Number(process.env.LOC
 const host = process.env.LOCAL_CHAIN_HOST ?? "127.0.0.1";
 
 const started = performance.now();
-const chain = await startLocalChain({ port, host });
+const { chain, manifest, signer: signerAccount, deployMs } = await startLocalStack({ port, host });
 
 let stopping = false;
 async function stop(signal: NodeJS.Signals): Promise<void> {
@@ -45,18 +44,6 @@ process.on("SIGINT", (s) => void stop(s));
 process.on("SIGTERM", (s) => void stop(s));
 
 try {
-  const [deployerAccount, signerAccount, treasuryAccount] = chain.accounts;
-  if (deployerAccount === undefined || signerAccount === undefined || treasuryAccount === undefined) {
-    throw new Error("the local chain has fewer than 3 dev accounts");
-  }
-  const provider = new BrowserProvider(chain.provider, chain.chainId, { cacheTimeout: -1 });
-  const deployer = await provider.getSigner(deployerAccount.address);
-  const deployStarted = performance.now();
-  const manifest = await deployLocalStack(deployer, {
-    signers: [signerAccount.address],
-    treasury: treasuryAccount.address,
-  });
-  const deployMs = performance.now() - deployStarted;
   await writeManifest(manifestPath, manifest);
 
   const rows: [string, string, string][] = [

@@ -6,3 +6,5 @@ export * from "./artifacts.ts";
 export * from "./deploy/index.ts";
 export { startLocalChain, loopbackHost } from "./localChain.ts";
 export type { LocalAccount, LocalChain, LocalChainOptions } from "./localChain.ts";
+export { startLocalStack } from "./localStack.ts";
+export type { LocalStack } from "./localStack.ts";

@@ -1,0 +1,12 @@
+import fs from "node:fs"; import os from "node:os"; import path from "node:path";
+import { openSqliteStore } from "../src/store/sqlite.ts";
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pm-bench-"));
+const store = openSqliteStore(path.join(dir, "b.sqlite"));
+const p = await store.createProject("b"); const { apiKey } = await store.createApiKey(p.id);
+const SENDER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as const; const EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as const;
+const op = (nonce: bigint) => ({ network: "local", entryPoint: EP, version: "v0.6" as const, sender: SENDER, nonce, mode: "sponsor" as const, projectId: p.id, apiKeyId: apiKey.id, strategyId: null, token: null, exchangeRate: null, maxTokenCost: null, maxCostWei: 10n ** 15n, validUntil: 2e9, validAfter: 1.7e9 });
+const N = Number(process.env.N ?? 10000);
+const t0 = process.hrtime.bigint();
+for (let i = 0; i < N; i++) await store.reserveSponsorship(op(BigInt(i)));
+console.log((Number(process.hrtime.bigint() - t0) / 1000 / N).toFixed(1), "µs/op");
+await store.close(); fs.rmSync(dir, { recursive: true });

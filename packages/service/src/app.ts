@@ -1,0 +1,189 @@
+/**
+ * The HTTP application: one error middleware at the top decides what clients see (RpcErrors as they are,
+ * anything else INTERNAL_ERROR with a generic message, the real error logged with the request id), then the
+ * routes:
+ *
+ *   POST /api/v1/paymaster/:network?apiKey=KEY   the v1 dialect (src/rpc/v1.ts)
+ *   GET  /health                                 {status: "ok", networks: [...]}
+ *   anything else                                ROUTE_NOT_FOUND (404) in the v1 envelope
+ *
+ * `listen` serves it on a loopback address only.
+ */
+import { randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import { isIPv4, isIPv6, type AddressInfo } from "node:net";
+import Koa from "koa";
+import { Router } from "@koa/router";
+import type { ServiceContext } from "./context.ts";
+import { createMethodRegistry } from "./rpc/dispatch.ts";
+import { RpcError, toClientError } from "./rpc/errors.ts";
+import { stringifyJson } from "./rpc/json.ts";
+import type { MethodDefinition } from "./rpc/method.ts";
+import { sendV1Error, v1Handler, type V1State } from "./rpc/v1.ts";
+import { Timing, withTiming } from "./timing.ts";
+
+export type AppState = V1State;
+
+/** The service's Koa application. */
+export function createApp(service: ServiceContext, methods: readonly MethodDefinition<any>[]): Koa<AppState> {
+  const registry = createMethodRegistry(methods);
+  const logger = service.logger;
+  const app = new Koa<AppState>();
+
+  // Errors that escape every middleware (e.g. a socket failing mid-write) are only logged.
+  app.silent = true;
+  app.on("error", (error: unknown) => {
+    logger.error({ err: error }, "unhandled application error");
+  });
+
+  app.use(async (ctx, next) => {
+    const startedAt = process.hrtime.bigint();
+    const requestId = randomUUID();
+    ctx.state.startedAt = startedAt;
+    ctx.state.requestId = requestId;
+    ctx.set("X-Request-Id", requestId);
+    ctx.set("X-Content-Type-Options", "nosniff");
+    let reason: string | undefined;
+    const timing = new Timing();
+    try {
+      await withTiming(timing, next);
+    } catch (error) {
+      const clientError = toClientError(error);
+      reason = clientError.reason;
+      const internal = (): RpcError => new RpcError("INTERNAL_ERROR", "Internal error; quote the requestId to the operator", { requestId });
+      if (error instanceof RpcError) {
+        try {
+          sendV1Error(ctx, error);
+        } catch (renderError) {
+          // Details that cannot be serialized (a cycle) are a bug of the thrower, not the client's business.
+          logger.error({ err: renderError, requestId, reason: error.reason }, "could not render an error");
+          reason = "INTERNAL_ERROR";
+          sendV1Error(ctx, internal());
+        }
+      } else {
+        // The real error stays here; the client gets a generic message and the id to quote.
+        logger.error({ err: error, requestId, rpcMethod: ctx.state.rpcMethod, path: ctx.path }, "internal error");
+        sendV1Error(ctx, internal());
+      }
+    } finally {
+      ctx.set("Server-Timing", timing.serverTiming());
+      // ctx.path never includes the query string, so the apiKey is not logged.
+      logger.info(
+        {
+          requestId,
+          httpMethod: ctx.method,
+          path: ctx.path.length > 200 ? `${ctx.path.slice(0, 200)}…` : ctx.path,
+          status: ctx.status,
+          rpcMethod: ctx.state.rpcMethod,
+          reason,
+          durationMs: Number(process.hrtime.bigint() - startedAt) / 1e6,
+          chainMs: Number(timing.chainNs) / 1e6,
+        },
+        "request",
+      );
+    }
+  });
+
+  const router = new Router<AppState>();
+  router.post("/api/v1/paymaster/:network", v1Handler(service, registry));
+  router.get("/health", (ctx) => {
+    ctx.status = 200;
+    ctx.type = "application/json";
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = stringifyJson({ status: "ok", networks: [...service.networks.keys()] });
+  });
+  app.use(router.routes());
+  app.use(() => {
+    throw new RpcError("ROUTE_NOT_FOUND");
+  });
+  return app;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Serving
+
+export interface ListenOptions {
+  /** A loopback address: 127.0.0.0/8 or ::1. Anything else is refused. */
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+}
+
+export interface RunningServer {
+  /** e.g. http://127.0.0.1:8080 */
+  readonly url: string;
+  readonly server: Server;
+  /** Stops accepting, lets in-flight requests finish (at most `SHUTDOWN_GRACE_MS`), then resolves. */
+  close(): Promise<void>;
+}
+
+/** Server timeouts: slow clients cannot hold a connection or a request open for long. */
+export const SERVER_TIMEOUTS = Object.freeze({
+  /** Time to receive the request headers. */
+  headersTimeoutMs: 10_000,
+  /** Time to receive the whole request (headers and body). */
+  requestTimeoutMs: 30_000,
+  /** Idle time of a kept-alive connection between requests. */
+  keepAliveTimeoutMs: 5_000,
+  /** Inactivity of a socket (no bytes either way) before it is closed. */
+  socketTimeoutMs: 120_000,
+});
+
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Whether `host` is a literal loopback address (127.0.0.0/8 or ::1); host names are not resolved. */
+export function isLoopbackHost(host: string): boolean {
+  if (isIPv4(host)) return host.startsWith("127.");
+  if (isIPv6(host)) {
+    const lower = host.toLowerCase();
+    return lower === "::1" || lower === "0:0:0:0:0:0:0:1" || /^::ffff:127\.\d+\.\d+\.\d+$/.test(lower);
+  }
+  return false;
+}
+
+/** Serves `app` on a loopback address; refuses any other host. */
+export async function listen(app: Koa<any, any>, options: ListenOptions): Promise<RunningServer> {
+  const { host, port } = options;
+  if (!isLoopbackHost(host)) {
+    throw new Error(`Refusing to listen on ${JSON.stringify(host)}: only loopback addresses (127.0.0.0/8, ::1) are allowed`);
+  }
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`Invalid port ${port}`);
+
+  const server = createServer(
+    {
+      headersTimeout: SERVER_TIMEOUTS.headersTimeoutMs,
+      requestTimeout: SERVER_TIMEOUTS.requestTimeoutMs,
+      keepAliveTimeout: SERVER_TIMEOUTS.keepAliveTimeoutMs,
+    },
+    app.callback(),
+  );
+  server.headersTimeout = SERVER_TIMEOUTS.headersTimeoutMs;
+  server.requestTimeout = SERVER_TIMEOUTS.requestTimeoutMs;
+  server.keepAliveTimeout = SERVER_TIMEOUTS.keepAliveTimeoutMs;
+  server.setTimeout(SERVER_TIMEOUTS.socketTimeoutMs);
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ host, port }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= new Promise<void>((resolve) => {
+      const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      force.unref();
+      server.close(() => {
+        clearTimeout(force);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+    return closing;
+  };
+  return { url, server, close };
+}

@@ -1,0 +1,286 @@
+/**
+ * Loading the configuration: a JSON file (`--config <path>` or PAYMASTER_CONFIG) plus environment overrides,
+ * validated once at start-up into a deeply frozen `ServiceConfig`. Secrets (signer keys) come only from the
+ * environment or from key files; a config file that carries them is refused. See docs/configuration.md.
+ */
+import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { privateKeyToAddress } from "viem/accounts";
+import { NETWORK_NAMES, isNetworkName, type Address, type NetworkName } from "@paymaster/shared";
+
+import { ConfigError } from "./errors.ts";
+import { deepFreeze, formatPath, parseServiceConfig, type ConfigIssue } from "./schema.ts";
+import type { EntryPointConfig, GasCaps, NetworkConfig, ServiceConfig, TokenConfig } from "./types.ts";
+
+export { ConfigError } from "./errors.ts";
+
+/** Environment variables for the top-level settings. */
+export const ENV_OVERRIDES = Object.freeze({
+  host: "PAYMASTER_HOST",
+  port: "PAYMASTER_PORT",
+  databasePath: "PAYMASTER_DB_PATH",
+  logLevel: "PAYMASTER_LOG_LEVEL",
+  bodyLimitBytes: "PAYMASTER_BODY_LIMIT_BYTES",
+} as const);
+const NUMERIC_OVERRIDES: ReadonlySet<string> = new Set(["port", "bodyLimitBytes"]);
+
+export const CONFIG_PATH_ENV = "PAYMASTER_CONFIG";
+const NETWORK_ENV_PREFIX = "PAYMASTER_NETWORK_";
+const NETWORK_ENV_SETTINGS = ["RPC_URL", "SIGNER_KEYS", "SIGNER_KEY_FILE"] as const;
+
+/** "base-sepolia" -> "BASE_SEPOLIA": the <NAME> in PAYMASTER_NETWORK_<NAME>_… */
+export function networkEnvName(name: string): string {
+  return name.toUpperCase().replace(/[^A-Z0-9]+/g, "_");
+}
+
+/** The environment variable carrying `setting` for network `name`. */
+export function networkEnvVar(name: string, setting: (typeof NETWORK_ENV_SETTINGS)[number]): string {
+  return `${NETWORK_ENV_PREFIX}${networkEnvName(name)}_${setting}`;
+}
+
+/** The config file named by `--config <path>` / `--config=<path>`, else PAYMASTER_CONFIG, else undefined. */
+export function configFilePath(argv: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--config") {
+      const value = argv[i + 1];
+      if (value === undefined || value === "" || value.startsWith("--")) {
+        throw new ConfigError(["--config: needs a file path (--config <path>)"]);
+      }
+      return path.resolve(value);
+    }
+    if (arg.startsWith("--config=")) {
+      const value = arg.slice("--config=".length);
+      if (value === "") throw new ConfigError(["--config: needs a file path (--config=<path>)"]);
+      return path.resolve(value);
+    }
+  }
+  const fromEnv = env[CONFIG_PATH_ENV];
+  return fromEnv === undefined || fromEnv === "" ? undefined : path.resolve(fromEnv);
+}
+
+/**
+ * The service configuration, or undefined when none is given (neither `--config` nor PAYMASTER_CONFIG): the
+ * caller then starts the embedded local stack. Throws `ConfigError` listing every problem.
+ */
+export async function loadConfig({
+  argv,
+  env,
+}: {
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+}): Promise<ServiceConfig | undefined> {
+  const file = configFilePath(argv, env);
+  if (file === undefined) return undefined;
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new ConfigError([`cannot read the configuration file: ${(err as Error).message}`], file);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError([`the configuration file is not valid JSON: ${(err as Error).message}`], file);
+  }
+  return buildConfig(json, env, file);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === "" ? undefined : value.trim();
+}
+
+/**
+ * Validates a parsed configuration document merged with the environment. Relative paths (databasePath,
+ * key files) resolve against the process's working directory. Throws `ConfigError` with every issue.
+ */
+export function buildConfig(json: unknown, env: NodeJS.ProcessEnv, source?: string): ServiceConfig {
+  if (!isRecord(json)) throw new ConfigError(["(config): must be a JSON object"], source);
+  const issues: ConfigIssue[] = [];
+  /** Formatted field path -> where its value came from, for the messages. */
+  const origins = new Map<string, string>();
+  /** Formatted field path -> what to do when it is missing. */
+  const hints = new Map<string, string>();
+  const raw: Record<string, unknown> = structuredClone(json);
+
+  for (const [field, variable] of Object.entries(ENV_OVERRIDES)) {
+    const value = envValue(env, variable);
+    if (value === undefined) continue;
+    raw[field] = NUMERIC_OVERRIDES.has(field) && /^\d+$/.test(value) ? Number(value) : value;
+    origins.set(field, variable);
+  }
+
+  if (Array.isArray(raw.networks)) {
+    raw.networks.forEach((network: unknown, i) => {
+      if (!isRecord(network)) return;
+      const where = `networks[${i}]`;
+      const name = typeof network.name === "string" ? network.name : undefined;
+      if (Object.hasOwn(network, "signerKeys")) {
+        const hint =
+          name === undefined
+            ? `PAYMASTER_NETWORK_<NAME>_SIGNER_KEYS or PAYMASTER_NETWORK_<NAME>_SIGNER_KEY_FILE`
+            : `${networkEnvVar(name, "SIGNER_KEYS")} (comma-separated) or ${networkEnvVar(name, "SIGNER_KEY_FILE")} (one key per line)`;
+        issues.push({
+          path: ["networks", i, "signerKeys"],
+          message: `signer keys are secrets and are not accepted in the configuration file: set ${hint}`,
+          origin: "", // the file itself: no "(from …)"
+        });
+        delete network.signerKeys;
+      }
+      if (!isNetworkName(name)) {
+        network.signerKeys = []; // the name is reported; keys cannot be looked up without it
+        return;
+      }
+
+      const rpcVar = networkEnvVar(name, "RPC_URL");
+      hints.set(`${where}.rpcUrl`, `set it in the file or in ${rpcVar}`);
+      const rpcUrl = envValue(env, rpcVar);
+      if (rpcUrl !== undefined) {
+        network.rpcUrl = rpcUrl;
+        origins.set(`${where}.rpcUrl`, rpcVar);
+      }
+
+      const keysVar = networkEnvVar(name, "SIGNER_KEYS");
+      const fileVar = networkEnvVar(name, "SIGNER_KEY_FILE");
+      const keys = envValue(env, keysVar);
+      const keyFile = envValue(env, fileVar);
+      let signerKeys: string[] = [];
+      if (keys !== undefined && keyFile !== undefined) {
+        issues.push({ path: ["networks", i, "signerKeys"], message: `set ${keysVar} or ${fileVar}, not both` });
+      } else if (keys !== undefined) {
+        signerKeys = keys.split(",").map((k) => k.trim()).filter((k) => k !== "");
+        origins.set(`${where}.signerKeys`, keysVar);
+      } else if (keyFile !== undefined) {
+        const file = path.resolve(keyFile);
+        origins.set(`${where}.signerKeys`, `${fileVar} (${file})`);
+        try {
+          signerKeys = readFileSync(file, "utf8")
+            .split(/\r?\n/)
+            .map((line) => line.trim())
+            .filter((line) => line !== "" && !line.startsWith("#"));
+        } catch (err) {
+          issues.push({
+            path: ["networks", i, "signerKeys"],
+            message: `cannot read the key file: ${(err as Error).message}`,
+          });
+        }
+      }
+      if (signerKeys.length === 0 && !issues.some((x) => formatPath(x.path) === `${where}.signerKeys`)) {
+        issues.push({
+          path: ["networks", i, "signerKeys"],
+          message: `no signer key: set ${keysVar} (comma-separated 0x keys) or ${fileVar} (one key per line)`,
+        });
+      }
+      network.signerKeys = signerKeys;
+    });
+  }
+
+  // A PAYMASTER_NETWORK_… variable that names no known network (or no known setting) is a typo: say so.
+  // Variables for known networks that this file does not configure are ignored.
+  const known = new Map(NETWORK_NAMES.map((n): [string, NetworkName] => [networkEnvName(n), n]));
+  for (const variable of Object.keys(env)) {
+    if (!variable.startsWith(NETWORK_ENV_PREFIX)) continue;
+    const rest = variable.slice(NETWORK_ENV_PREFIX.length);
+    const setting = NETWORK_ENV_SETTINGS.find((s) => rest.endsWith(`_${s}`));
+    const name = setting === undefined ? undefined : rest.slice(0, -(setting.length + 1));
+    if (setting === undefined || name === undefined) {
+      issues.push({ path: [variable], message: `is not a known setting (…_${NETWORK_ENV_SETTINGS.join(", …_")})` });
+    } else if (!known.has(name)) {
+      issues.push({ path: [variable], message: `names no known network (known: ${[...known.keys()].join(", ")})` });
+    }
+  }
+
+  const parsed = parseServiceConfig(raw);
+  if (!parsed.ok) issues.push(...parsed.issues);
+  if (issues.length > 0 || !parsed.ok) {
+    throw new ConfigError(
+      issues.map((issue) => describe(issue, origins, hints)),
+      source,
+    );
+  }
+  const config = parsed.value;
+  const databasePath =
+    config.databasePath === ":memory:" ? config.databasePath : path.resolve(config.databasePath);
+  return deepFreeze({ ...config, databasePath });
+}
+
+function describe(issue: ConfigIssue, origins: ReadonlyMap<string, string>, hints: ReadonlyMap<string, string>): string {
+  const where = formatPath(issue.path);
+  let origin = issue.origin;
+  for (let n = issue.path.length; n > 0 && origin === undefined; n--) origin = origins.get(formatPath(issue.path.slice(0, n)));
+  const hint = issue.message === "is required" ? hints.get(where) : undefined;
+  return `${where}${origin === undefined || origin === "" ? "" : ` (from ${origin})`}: ${issue.message}${hint === undefined ? "" : `: ${hint}`}`;
+}
+
+// ---- redaction
+
+export interface RedactedNetworkConfig {
+  name: NetworkName;
+  chainId: number;
+  /** Scheme and host only: query, userinfo and path often carry a provider key. */
+  rpcUrl: string;
+  entryPoints: NetworkConfig["entryPoints"];
+  /** The signers' addresses (never the keys). */
+  signerAddresses: Address[];
+  tokens: readonly TokenConfig[];
+  nativeUsdPrice: NetworkConfig["nativeUsdPrice"];
+  /** Gas amounts as decimal strings (JSON has no bigint). */
+  caps: { [K in keyof GasCaps]: GasCaps[K] extends bigint ? string : GasCaps[K] };
+}
+
+export interface RedactedServiceConfig extends Omit<ServiceConfig, "networks"> {
+  networks: RedactedNetworkConfig[];
+}
+
+/**
+ * An RPC URL safe to log: scheme, host and port. Query strings and userinfo are dropped, and so is the path
+ * (shown as "/…"), because providers put keys there too (…/v2/<key>).
+ */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname !== "" && u.pathname !== "/" ? "/…" : ""}`;
+  } catch {
+    return "(unparseable URL)";
+  }
+}
+
+/** A copy of `config` that is safe to log and to JSON.stringify: no signer key, no provider key. */
+export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
+  return {
+    host: config.host,
+    port: config.port,
+    databasePath: config.databasePath,
+    bodyLimitBytes: config.bodyLimitBytes,
+    signatureTtlSeconds: config.signatureTtlSeconds,
+    logLevel: config.logLevel,
+    networks: config.networks.map(
+      (n): RedactedNetworkConfig => ({
+        name: n.name,
+        chainId: n.chainId,
+        rpcUrl: redactUrl(n.rpcUrl),
+        entryPoints: Object.fromEntries(
+          Object.entries(n.entryPoints).map(([v, ep]) => [v, { ...(ep as EntryPointConfig) }]),
+        ),
+        signerAddresses: n.signerKeys.map((key) => privateKeyToAddress(key)),
+        tokens: n.tokens.map((t) => ({ ...t, priceSource: { ...t.priceSource } })),
+        nativeUsdPrice: { ...n.nativeUsdPrice },
+        caps: {
+          maxVerificationGasLimit: n.caps.maxVerificationGasLimit.toString(),
+          maxCallGasLimit: n.caps.maxCallGasLimit.toString(),
+          maxPreVerificationGas: n.caps.maxPreVerificationGas.toString(),
+          maxPaymasterVerificationGasLimit: n.caps.maxPaymasterVerificationGasLimit.toString(),
+          maxPaymasterPostOpGasLimit: n.caps.maxPaymasterPostOpGasLimit.toString(),
+          maxFeeMultiplierBps: n.caps.maxFeeMultiplierBps,
+        },
+      }),
+    ),
+  };
+}

@@ -1,0 +1,384 @@
+/**
+ * The configuration schema (zod): field by field shapes, ranges, normalisation (checksummed addresses, bigint
+ * caps, defaults) and the cross-field checks (chain ids against the registry, duplicate networks, token symbols
+ * and addresses). `parseServiceConfig` collects every issue; `load.ts` adds the environment and formats them.
+ */
+import { BlockList, isIPv4, isIPv6 } from "node:net";
+import { z } from "zod";
+import { getAddress, isAddress } from "viem";
+import { privateKeyToAddress } from "viem/accounts";
+import {
+  ENTRY_POINT_ADDRESSES,
+  NETWORK_NAMES,
+  NETWORKS,
+  isNetworkName,
+  type Address,
+  type EntryPointVersion,
+  type Hex,
+  type NetworkName,
+} from "@paymaster/shared";
+
+import type { PriceSource } from "../store/types.ts";
+import { DEFAULT_GAS_CAPS, type GasCaps, type NetworkConfig, type ServiceConfig } from "./types.ts";
+
+// ---- defaults and limits (documented in docs/configuration.md)
+
+export const DEFAULT_HOST = "127.0.0.1";
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_DATABASE_PATH = ".data/paymaster.sqlite";
+export const DEFAULT_BODY_LIMIT_BYTES = 131_072;
+export const DEFAULT_SIGNATURE_TTL_SECONDS = 300;
+export const DEFAULT_LOG_LEVEL = "info";
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+export const BODY_LIMIT_RANGE = { min: 1024, max: 16 * 1024 * 1024 } as const;
+/** Bundlers want validUntil >= now + 30 s; a long window holds reservations (and funds) that long. */
+export const SIGNATURE_TTL_RANGE = { min: 30, max: 3600 } as const;
+export const TOKEN_DECIMALS_MAX = 36;
+export const MARKUP_BPS_MAX = 10_000;
+/** A fee multiplier below 1x would refuse every op priced at the market. */
+export const FEE_MULTIPLIER_BPS_RANGE = { min: 10_000, max: 1_000_000 } as const;
+const UINT128_MAX = (1n << 128n) - 1n;
+const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
+
+// ---- shared pieces
+
+/** Error text for a wrong type that says "is required" when the field is simply missing. */
+function expected(what: string) {
+  return (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : `must be ${what}`);
+}
+
+function integer(what: string, min: number, max: number) {
+  const message = `must be ${what} from ${min} to ${max}`;
+  return z
+    .number({ error: expected(`an integer (${what} from ${min} to ${max})`) })
+    .int({ error: `must be an integer (${what} from ${min} to ${max})` })
+    .min(min, { error: message })
+    .max(max, { error: message });
+}
+
+/** An address in any case (mixed case must be a correct EIP-55 checksum), not zero; normalised to checksummed. */
+export const addressSchema = z
+  .string({ error: expected("an address (0x + 40 hex digits)") })
+  .refine((v) => isAddress(v, { strict: false }), { error: "must be an address (0x + 40 hex digits)", abort: true })
+  .refine((v) => isAddress(v, { strict: true }), {
+    error: "has a wrong EIP-55 checksum (write it all lowercase or correctly checksummed)",
+    abort: true,
+  })
+  .refine((v) => v.toLowerCase() !== ZERO_ADDRESS, { error: "must not be the zero address" })
+  .transform((v) => getAddress(v) as Address);
+
+const USD_DECIMAL_RE = /^(?:0|[1-9]\d*)(?:\.\d+)?$/;
+
+export const priceSourceSchema = z.discriminatedUnion(
+  "type",
+  [
+    z.strictObject({
+      type: z.literal("fixed"),
+      usd: z
+        .string({ error: expected('a decimal string such as "1.00"') })
+        .regex(USD_DECIMAL_RE, { error: 'must be a decimal string such as "1.00" (no sign, no exponent)', abort: true })
+        .refine((v) => /[1-9]/.test(v), { error: "must be greater than 0" }),
+    }),
+    z.strictObject({
+      type: z.literal("chainlink"),
+      feed: addressSchema,
+      maxAgeSeconds: integer("a number of seconds", 1, 7 * 24 * 3600).optional(),
+    }),
+  ],
+  {
+    error: expected('{"type":"fixed","usd":"<decimal>"} or {"type":"chainlink","feed":"<address>","maxAgeSeconds"?:<n>}'),
+  },
+) satisfies z.ZodType<PriceSource>;
+
+/** A gas amount: a decimal string (any size) or a JSON number (safe integers only). */
+const gasAmount = z.unknown().transform((value, ctx): bigint => {
+  let amount: bigint | undefined;
+  if (typeof value === "number" && Number.isSafeInteger(value)) amount = BigInt(value);
+  else if (typeof value === "string" && /^\d+$/.test(value)) amount = BigInt(value);
+  if (amount === undefined) {
+    const message =
+      typeof value === "number"
+        ? "must be a non-negative integer; write numbers above 2^53 as decimal strings"
+        : "must be a positive integer (a JSON number or a decimal string)";
+    ctx.issues.push({ code: "custom", message, input: value });
+    return z.NEVER;
+  }
+  if (amount <= 0n || amount > UINT128_MAX) {
+    ctx.issues.push({ code: "custom", message: "must be greater than 0 and fit in 128 bits", input: value });
+    return z.NEVER;
+  }
+  return amount;
+});
+
+export const gasCapsSchema = z
+  .strictObject({
+    maxVerificationGasLimit: gasAmount.optional(),
+    maxCallGasLimit: gasAmount.optional(),
+    maxPreVerificationGas: gasAmount.optional(),
+    maxPaymasterVerificationGasLimit: gasAmount.optional(),
+    maxPaymasterPostOpGasLimit: gasAmount.optional(),
+    maxFeeMultiplierBps: integer("basis points", FEE_MULTIPLIER_BPS_RANGE.min, FEE_MULTIPLIER_BPS_RANGE.max).optional(),
+  })
+  .optional()
+  .transform(
+    (caps): GasCaps => ({
+      maxVerificationGasLimit: caps?.maxVerificationGasLimit ?? DEFAULT_GAS_CAPS.maxVerificationGasLimit,
+      maxCallGasLimit: caps?.maxCallGasLimit ?? DEFAULT_GAS_CAPS.maxCallGasLimit,
+      maxPreVerificationGas: caps?.maxPreVerificationGas ?? DEFAULT_GAS_CAPS.maxPreVerificationGas,
+      maxPaymasterVerificationGasLimit:
+        caps?.maxPaymasterVerificationGasLimit ?? DEFAULT_GAS_CAPS.maxPaymasterVerificationGasLimit,
+      maxPaymasterPostOpGasLimit: caps?.maxPaymasterPostOpGasLimit ?? DEFAULT_GAS_CAPS.maxPaymasterPostOpGasLimit,
+      maxFeeMultiplierBps: caps?.maxFeeMultiplierBps ?? DEFAULT_GAS_CAPS.maxFeeMultiplierBps,
+    }),
+  );
+
+const SYMBOL_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$/;
+
+export const tokenSchema = z.strictObject({
+  symbol: z
+    .string({ error: expected("a token symbol") })
+    .regex(SYMBOL_RE, { error: "must be 1-32 letters, digits, '.', '_' or '-'", abort: true })
+    .refine((v) => !isAddress(v, { strict: false }), { error: "must not look like an address" }),
+  address: addressSchema,
+  decimals: integer("an integer", 0, TOKEN_DECIMALS_MAX),
+  priceSource: priceSourceSchema,
+  markupBps: integer("basis points", 0, MARKUP_BPS_MAX),
+});
+
+function entryPointSchema(version: EntryPointVersion) {
+  return z.strictObject({
+    /** Defaults to the canonical EntryPoint address of the version. */
+    entryPoint: addressSchema.optional().transform((a) => a ?? ENTRY_POINT_ADDRESSES[version]),
+    verifyingPaymaster: addressSchema,
+    erc20Paymaster: addressSchema,
+  });
+}
+
+export const entryPointsSchema = z
+  .strictObject(
+    { "v0.6": entryPointSchema("v0.6").optional(), "v0.7": entryPointSchema("v0.7").optional() },
+    { error: expected('an object keyed by EntryPoint version ("v0.6", "v0.7")') },
+  )
+  .refine((eps) => eps["v0.6"] !== undefined || eps["v0.7"] !== undefined, {
+    error: 'configure at least one EntryPoint version ("v0.6" or "v0.7")',
+  });
+
+/** Whether `key` is a usable secp256k1 private key (non-zero, below the curve order). */
+function isPrivateKey(key: string): boolean {
+  try {
+    privateKeyToAddress(key as Hex);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A signer private key. Error texts never contain the key. */
+export const signerKeySchema = z
+  .string({ error: "must be a 32-byte hex private key (0x + 64 hex digits)" })
+  .regex(/^0x[0-9a-fA-F]{64}$/, { error: "must be a 32-byte hex private key (0x + 64 hex digits)", abort: true })
+  .refine(isPrivateKey, { error: "is not a valid secp256k1 private key" })
+  .transform((k) => k.toLowerCase() as Hex);
+
+const RPC_PROTOCOLS = new Set(["http:", "https:", "ws:", "wss:"]);
+
+function isRpcUrl(value: string): boolean {
+  try {
+    return RPC_PROTOCOLS.has(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
+export const networkSchema = z
+  .strictObject({
+    name: z.enum(NETWORK_NAMES as [NetworkName, ...NetworkName[]], {
+      error: `must be one of: ${NETWORK_NAMES.join(", ")}`,
+    }),
+    /** Optional: defaults to the registry's chain id, and must equal it when given (checked in crossCheck). */
+    chainId: z.number({ error: expected("an integer") }).int({ error: "must be an integer" }).positive().optional(),
+    rpcUrl: z
+      .string({ error: expected("a URL") })
+      .refine(isRpcUrl, { error: "must be an http(s):// or ws(s):// URL" }),
+    entryPoints: entryPointsSchema,
+    signerKeys: z
+      .array(signerKeySchema, { error: expected("a list of private keys") })
+      .refine((keys) => new Set(keys).size === keys.length, { error: "lists the same key twice" }),
+    tokens: z.array(tokenSchema, { error: expected("an array of tokens") }).default([]),
+    nativeUsdPrice: priceSourceSchema,
+    caps: gasCapsSchema,
+  })
+  .transform(
+    (n): NetworkConfig => ({
+      name: n.name,
+      chainId: n.chainId ?? NETWORKS[n.name].chainId,
+      rpcUrl: n.rpcUrl,
+      entryPoints: n.entryPoints,
+      signerKeys: n.signerKeys,
+      tokens: n.tokens,
+      nativeUsdPrice: n.nativeUsdPrice,
+      caps: n.caps,
+    }),
+  );
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+
+/** Loopback: 127.0.0.0/8, ::1 (any spelling), or the name "localhost". */
+export function isLoopbackHost(host: string): boolean {
+  if (host === "localhost") return true;
+  if (isIPv4(host)) return LOOPBACK.check(host, "ipv4");
+  if (isIPv6(host)) return LOOPBACK.check(host, "ipv6");
+  return false;
+}
+
+export const serviceConfigSchema = z
+  .strictObject(
+    {
+      host: z
+        .string({ error: expected("a host") })
+        .refine(isLoopbackHost, {
+          error:
+            "must be a loopback address (127.0.0.0/8, ::1 or localhost): the service is meant to sit behind a reverse proxy",
+        })
+        .default(DEFAULT_HOST),
+      port: integer("a port", 0, 65_535).default(DEFAULT_PORT),
+      databasePath: z.string({ error: expected("a file path") }).min(1, { error: "must not be empty" }).default(DEFAULT_DATABASE_PATH),
+      bodyLimitBytes: integer("a number of bytes", BODY_LIMIT_RANGE.min, BODY_LIMIT_RANGE.max).default(
+        DEFAULT_BODY_LIMIT_BYTES,
+      ),
+      signatureTtlSeconds: integer("a number of seconds", SIGNATURE_TTL_RANGE.min, SIGNATURE_TTL_RANGE.max).default(
+        DEFAULT_SIGNATURE_TTL_SECONDS,
+      ),
+      logLevel: z.enum(LOG_LEVELS, { error: `must be one of: ${LOG_LEVELS.join(", ")}` }).default(DEFAULT_LOG_LEVEL),
+      networks: z
+        .array(networkSchema, { error: expected("an array of networks") })
+        .min(1, { error: "configure at least one network" }),
+    },
+    { error: "must be a JSON object" },
+  )
+  .transform((c): ServiceConfig => c);
+
+// ---- issues
+
+export interface ConfigIssue {
+  path: readonly (string | number)[];
+  message: string;
+  /** Where the offending value came from, when that is not what the path suggests (e.g. "the configuration file"). */
+  origin?: string;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The checks that span fields, run on the raw input (so they report even when other fields are wrong):
+ * each network's chainId equals the registry's, no network twice, token symbols (case-insensitive) and
+ * addresses unique per network.
+ */
+export function crossCheck(raw: unknown): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  if (!isRecord(raw) || !Array.isArray(raw.networks)) return issues;
+  const seenNetworks = new Map<string, number>();
+  raw.networks.forEach((network: unknown, i) => {
+    if (!isRecord(network)) return;
+    const { name, chainId } = network;
+    if (isNetworkName(name)) {
+      const expectedId = NETWORKS[name].chainId;
+      if (typeof chainId === "number" && chainId !== expectedId) {
+        issues.push({
+          path: ["networks", i, "chainId"],
+          message: `must be ${expectedId} for ${name} (the network registry's chain id), not ${chainId}`,
+        });
+      }
+      const first = seenNetworks.get(name);
+      if (first !== undefined) {
+        issues.push({ path: ["networks", i, "name"], message: `"${name}" is already configured by networks[${first}]` });
+      } else {
+        seenNetworks.set(name, i);
+      }
+    }
+    if (!Array.isArray(network.tokens)) return;
+    const symbols = new Map<string, number>();
+    const addresses = new Map<string, number>();
+    network.tokens.forEach((token: unknown, k) => {
+      if (!isRecord(token)) return;
+      if (typeof token.symbol === "string") {
+        const key = token.symbol.toLowerCase();
+        const first = symbols.get(key);
+        if (first !== undefined) {
+          issues.push({
+            path: ["networks", i, "tokens", k, "symbol"],
+            message: `"${token.symbol}" is already used by tokens[${first}] (symbols are unique per network, ignoring case)`,
+          });
+        } else symbols.set(key, k);
+      }
+      if (typeof token.address === "string" && isAddress(token.address, { strict: false })) {
+        const key = token.address.toLowerCase();
+        const first = addresses.get(key);
+        if (first !== undefined) {
+          issues.push({
+            path: ["networks", i, "tokens", k, "address"],
+            message: `is already listed as tokens[${first}]`,
+          });
+        } else addresses.set(key, k);
+      }
+    });
+  });
+  return issues;
+}
+
+/** Zod's issues as ours: one per unrecognised key, with the key in the path. */
+function fromZod(issues: readonly z.core.$ZodIssue[]): ConfigIssue[] {
+  return issues.flatMap((issue): ConfigIssue[] => {
+    const path = issue.path.map((p) => (typeof p === "number" ? p : String(p)));
+    if (issue.code === "unrecognized_keys") {
+      return issue.keys.map((key) => ({ path: [...path, key], message: "is not a known setting" }));
+    }
+    return [{ path, message: issue.message }];
+  });
+}
+
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; issues: ConfigIssue[] };
+
+/** Validates and normalises a whole configuration (secrets already merged in), collecting every issue. */
+export function parseServiceConfig(raw: unknown): ParseResult<ServiceConfig> {
+  const result = serviceConfigSchema.safeParse(raw);
+  const issues = [...(result.success ? [] : fromZod(result.error.issues)), ...crossCheck(raw)];
+  if (issues.length > 0 || !result.success) return { ok: false, issues };
+  return { ok: true, value: result.data };
+}
+
+/** Validates and normalises one network's configuration (used for the embedded local network). */
+export function parseNetworkConfig(raw: unknown): ParseResult<NetworkConfig> {
+  const result = networkSchema.safeParse(raw);
+  const issues = [
+    ...(result.success ? [] : fromZod(result.error.issues)),
+    ...crossCheck({ networks: [raw] }).map((issue) => ({ ...issue, path: issue.path.slice(2) })),
+  ];
+  if (issues.length > 0 || !result.success) return { ok: false, issues };
+  return { ok: true, value: result.data };
+}
+
+/** `networks[0].entryPoints["v0.6"].verifyingPaymaster` */
+export function formatPath(path: readonly (string | number)[]): string {
+  let out = "";
+  for (const segment of path) {
+    if (typeof segment === "number") out += `[${segment}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(segment)) out += out === "" ? segment : `.${segment}`;
+    else out += `[${JSON.stringify(segment)}]`;
+  }
+  return out === "" ? "(config)" : out;
+}
+
+/** Freezes `value` and everything reachable from it. */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Reflect.ownKeys(value)) deepFreeze((value as Record<PropertyKey, unknown>)[key]);
+  }
+  return value;
+}

@@ -1,0 +1,69 @@
+/**
+ * The validated, frozen configuration the service runs on. Built by `loadConfig` (file + environment
+ * overrides, secrets only from the environment or files) or, with no configuration at all, by the embedded
+ * local stack.
+ */
+import type { Address, EntryPointVersion, Hex, NetworkName } from "@paymaster/shared";
+import type { PriceSource } from "../store/types.ts";
+
+export interface EntryPointConfig {
+  entryPoint: Address;
+  verifyingPaymaster: Address;
+  erc20Paymaster: Address;
+}
+
+export interface TokenConfig {
+  symbol: string;
+  address: Address;
+  decimals: number;
+  priceSource: PriceSource;
+  /** Markup on the exchange rate in basis points (100 = 1%). */
+  markupBps: number;
+}
+
+/** What the service refuses to sign above (security.md: caps on every gas limit and on fees). */
+export interface GasCaps {
+  maxVerificationGasLimit: bigint;
+  maxCallGasLimit: bigint;
+  maxPreVerificationGas: bigint;
+  maxPaymasterVerificationGasLimit: bigint;
+  maxPaymasterPostOpGasLimit: bigint;
+  /** A client's maxFeePerGas may be at most this many times the market's (basis points: 30000 = 3x). */
+  maxFeeMultiplierBps: number;
+}
+
+export interface NetworkConfig {
+  name: NetworkName;
+  chainId: number;
+  rpcUrl: string;
+  entryPoints: Partial<Record<EntryPointVersion, EntryPointConfig>>;
+  /** Paymaster signer private keys (secret: from the environment or a file only). The first one signs. */
+  signerKeys: readonly Hex[];
+  tokens: readonly TokenConfig[];
+  /** USD price of the network's native currency. */
+  nativeUsdPrice: PriceSource;
+  caps: GasCaps;
+}
+
+export interface ServiceConfig {
+  /** Loopback only (127.0.0.1 or ::1). */
+  host: string;
+  port: number;
+  /** SQLite file path (embedded default). */
+  databasePath: string;
+  /** Request bodies above this many bytes get BODY_TOO_LARGE. */
+  bodyLimitBytes: number;
+  /** Lifetime of a paymaster signature (the spec: 5 minutes). */
+  signatureTtlSeconds: number;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  networks: readonly NetworkConfig[];
+}
+
+export const DEFAULT_GAS_CAPS: GasCaps = Object.freeze({
+  maxVerificationGasLimit: 1_000_000n,
+  maxCallGasLimit: 5_000_000n,
+  maxPreVerificationGas: 1_000_000n,
+  maxPaymasterVerificationGasLimit: 300_000n,
+  maxPaymasterPostOpGasLimit: 200_000n,
+  maxFeeMultiplierBps: 30_000,
+});

@@ -1,0 +1,41 @@
+/**
+ * What every handler can reach: the frozen configuration, the store, the configured networks (each with its
+ * chain access and signer), a logger and a clock. Built once at start-up.
+ */
+import type { Logger } from "pino";
+import type { EntryPointVersion } from "@paymaster/shared";
+import type { EntryPointConfig, NetworkConfig, ServiceConfig } from "./config/types.ts";
+import type { Store } from "./store/types.ts";
+import type { ChainRpc } from "./chain/rpc.ts";
+import type { Market } from "./chain/market.ts";
+import type { PriceOracle } from "./sponsor/price.ts";
+import type { PaymasterSigner } from "./signer/signer.ts";
+
+/** What sponsoring on a network needs from its chain, read or built once at start-up. */
+export interface NetworkChain {
+  readonly rpc: ChainRpc;
+  readonly market: Market;
+  readonly prices: PriceOracle;
+  readonly signer: PaymasterSigner;
+  /** Per version: the ERC-20 paymaster's postOpGas and treasury, read from the contract at start-up. */
+  readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; treasury: `0x${string}` }>>;
+}
+
+export interface NetworkRuntime {
+  readonly config: NetworkConfig;
+  /** The EntryPoint versions this network serves, in a stable order (v0.6 first). */
+  readonly versions: readonly EntryPointVersion[];
+  entryPoint(version: EntryPointVersion): EntryPointConfig | undefined;
+  /** Chain access and signer; absent only in tests of methods that never touch the chain. */
+  readonly chain?: NetworkChain;
+}
+
+export interface ServiceContext {
+  readonly config: ServiceConfig;
+  readonly store: Store;
+  /** Configured networks by enum name ("local", "base-sepolia", ...): a network is supported when configured. */
+  readonly networks: ReadonlyMap<string, NetworkRuntime>;
+  readonly logger: Logger;
+  /** Wall-clock unix seconds (injectable for tests). */
+  now(): number;
+}

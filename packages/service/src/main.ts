@@ -1,0 +1,85 @@
+/**
+ * Entry point. With a configuration (`--config <file>` or PAYMASTER_CONFIG) it serves the configured networks;
+ * with none, the embedded default: a local chain in-process, everything deployed, a demo project seeded, and
+ * ready-to-run curl lines printed. Stops cleanly on SIGINT/SIGTERM.
+ */
+import { loadConfig, redactConfig } from "./config/load.ts";
+import { startService } from "./server.ts";
+import { approveCallData, demoUserOp, executeCallData, startEmbedded, type Embedded } from "./local/embedded.ts";
+
+function curl(endpoint: string, method: string, params?: unknown[]): string {
+  const body = JSON.stringify({ id: 1, jsonrpc: "2.0", method, ...(params ? { params } : {}) });
+  return `curl -s -X POST '${endpoint}' -H 'content-type: application/json' -d '${body}'`;
+}
+
+function banner(embedded: Embedded): string {
+  const { stack, endpoint, strategyCode, demoAccounts, manifestPath } = embedded;
+  const [v06, v07] = demoAccounts;
+  const owner = stack.chain.accounts[3]!.address;
+  const usdc = stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
+  const noop = executeCallData(owner);
+  const lines = [
+    "",
+    "Paymaster service (embedded local stack)",
+    "",
+    `  Chain RPC        ${stack.chain.url}  (chain id ${stack.chain.chainId})`,
+    `  Endpoint         ${endpoint}`,
+    `  Demo API key     ${embedded.apiKey}`,
+    `  Strategy code    ${strategyCode}`,
+    `  Tokens           ${stack.manifest.tokens.map((t) => `${t.symbol} (${t.decimals} decimals, ${t.address})`).join(", ")}`,
+    `  Manifest         ${manifestPath}`,
+    `  Demo accounts    v0.6 ${v06!.sender}, v0.7 ${v07!.sender} (owner ${owner} = dev account #3; 1 ETH gas tank and 1000 of each token each)`,
+    "",
+    "Try it:",
+    "",
+    curl(endpoint, "pm_supportEntrypoint"),
+    curl(endpoint, "pm_paymasterAccount"),
+    "# Sponsor mode (the demo strategy pays), EntryPoint v0.6:",
+    curl(endpoint, "pm_sponsorUserOperation", [demoUserOp(v06!, noop), { strategy_code: strategyCode }]),
+    "# ERC-20 mode: the op's own call approves the paymaster, USDC pays, EntryPoint v0.7:",
+    curl(endpoint, "pm_sponsorUserOperation", [
+      demoUserOp(v07!, approveCallData(usdc.address, stack.manifest.entryPoints["v0.7"].erc20Paymaster)),
+      { token: "USDC", version: "v0.7" },
+    ]),
+    "# User Sponsor mode (the sender's gas tank pays):",
+    curl(endpoint, "pm_sponsorUserOperation", [demoUserOp(v07!, noop), { version: "v0.7" }]),
+    curl(endpoint, "pm_estimateUserOperationGas", [demoUserOp(v06!, noop), { strategy_code: strategyCode }]),
+    curl(endpoint, "pm_getPaymasterStubData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
+    curl(endpoint, "pm_getPaymasterData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
+    "",
+    "Ctrl-C stops everything.",
+  ];
+  return lines.join("\n");
+}
+
+const config = await loadConfig({ argv: process.argv.slice(2), env: process.env });
+let close: () => Promise<void>;
+if (config === undefined) {
+  const embedded = await startEmbedded({
+    chainPort: Number(process.env.PAYMASTER_LOCAL_CHAIN_PORT ?? 8545),
+    servicePort: Number(process.env.PAYMASTER_PORT ?? 3000),
+    logLevel: (process.env.PAYMASTER_LOG_LEVEL as "info" | undefined) ?? "warn",
+  });
+  console.log(banner(embedded));
+  close = embedded.close;
+} else {
+  const running = await startService(config);
+  console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config) }));
+  close = running.close;
+}
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    console.log(`\n${signal}: shutting down`);
+    close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error("shutdown failed:", error);
+        process.exit(1);
+      },
+    );
+  });
+}

@@ -1,0 +1,18 @@
+/**
+ * pm_getPaymasterStubData (ERC-7677): listed by the spec as "Coming". Until ERC-7677 support lands it answers
+ * METHOD_NOT_AVAILABLE (501) whatever the params.
+ */
+import { z } from "zod";
+import { RpcError } from "../rpc/errors.ts";
+import { defineMethod } from "../rpc/method.ts";
+
+export const pm_getPaymasterStubData = defineMethod({
+  name: "pm_getPaymasterStubData",
+  params: z.unknown(),
+  async handler() {
+    throw new RpcError(
+      "METHOD_NOT_AVAILABLE",
+      "pm_getPaymasterStubData is not available yet: it comes with ERC-7677 support. Use pm_sponsorUserOperation",
+    );
+  },
+});

@@ -1,0 +1,121 @@
+/**
+ * Dialect-independent dispatch: a call that an envelope (v1, or standard JSON-RPC 2.0) has already taken
+ * apart is resolved and run in a fixed order: network -> method -> params -> API key -> handler. The result
+ * is returned as is; every refusal is thrown as an RpcError for the dialect to render. Errors a handler or
+ * a schema throws pass through untouched (RpcErrors stay what they are; anything else is the dialect's
+ * INTERNAL_ERROR).
+ */
+import type { z } from "zod";
+import { isNetworkName } from "@paymaster/shared";
+import type { NetworkRuntime, ServiceContext } from "../context.ts";
+import type { ApiKey, Store } from "../store/types.ts";
+import { RpcError } from "./errors.ts";
+import type { MethodDefinition } from "./method.ts";
+import { truncate } from "./schemas.ts";
+
+/** Methods by wire name. */
+export type MethodRegistry = ReadonlyMap<string, MethodDefinition<any>>;
+
+/** The registry of `methods`; two definitions with one name is a programming error. */
+export function createMethodRegistry(methods: readonly MethodDefinition<any>[]): MethodRegistry {
+  const registry = new Map<string, MethodDefinition<any>>();
+  for (const method of methods) {
+    if (registry.has(method.name)) throw new Error(`Method ${method.name} is defined twice`);
+    registry.set(method.name, method);
+  }
+  return registry;
+}
+
+/** One call, already out of its envelope. */
+export interface DispatchRequest {
+  /** The network enum value from the path. */
+  network: string;
+  /** The apiKey query value(s) as received: absent, once, or (refused) repeated. */
+  apiKey: string | readonly string[] | undefined;
+  method: string;
+  /** The envelope's params; undefined when the field was omitted. */
+  params: unknown;
+}
+
+/** Longest API key looked up in the store; longer ones cannot be ours. */
+export const API_KEY_MAX_CHARS = 256;
+
+/** Longest client string echoed back in a message or details. */
+const ECHO_MAX_CHARS = 64;
+
+/** Runs one call: resolves the network, the method and its params, authenticates, calls the handler. */
+export async function dispatch(service: ServiceContext, methods: MethodRegistry, request: DispatchRequest): Promise<unknown> {
+  const network = resolveNetwork(service, request.network);
+  const method = findMethod(methods, request.method);
+  const params = await parseParams(method, request.params);
+  const apiKey = await authenticate(service.store, request.apiKey);
+  return method.handler(params, { service, network, apiKey });
+}
+
+/** The configured network named `name`, else NETWORK_NOT_FOUND listing the configured ones. */
+export function resolveNetwork(service: ServiceContext, name: string): NetworkRuntime {
+  const network = service.networks.get(name);
+  if (network !== undefined) return network;
+  const supported = [...service.networks.keys()];
+  const quoted = JSON.stringify(truncate(name, ECHO_MAX_CHARS));
+  const what = isNetworkName(name) ? `Network ${quoted} is not configured on this service` : `Unknown network ${quoted}`;
+  throw new RpcError("NETWORK_NOT_FOUND", `${what}; supported networks: ${supported.join(", ") || "none"}`, { supported });
+}
+
+/** The method named `name`, else METHOD_NOT_FOUND. */
+export function findMethod(methods: MethodRegistry, name: string): MethodDefinition<any> {
+  const method = methods.get(name);
+  if (method !== undefined) return method;
+  throw new RpcError("METHOD_NOT_FOUND", `Unknown method ${JSON.stringify(truncate(name, ECHO_MAX_CHARS))}`, {
+    methods: [...methods.keys()],
+  });
+}
+
+/** At most this many issues are reported. */
+const MAX_ISSUES = 20;
+const MAX_ISSUE_MESSAGE_CHARS = 240;
+
+export interface ParamsIssue {
+  /** Where in `params` (indices and keys), e.g. [0, "callData"]. */
+  path: (string | number)[];
+  message: string;
+}
+
+/** A path as text: params[0].callData. */
+export function formatParamsPath(path: readonly (string | number)[]): string {
+  return path.reduce<string>(
+    (text, key) => (typeof key === "number" ? `${text}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `${text}.${key}` : `${text}[${JSON.stringify(key)}]`),
+    "params",
+  );
+}
+
+/** Zod issues as bounded, client-safe details. */
+export function toParamsIssues(issues: readonly z.core.$ZodIssue[]): ParamsIssue[] {
+  return issues.slice(0, MAX_ISSUES).map((issue) => ({
+    path: issue.path.map((key) => (typeof key === "number" ? key : truncate(String(key), ECHO_MAX_CHARS))),
+    message: truncate(issue.message, MAX_ISSUE_MESSAGE_CHARS),
+  }));
+}
+
+/** The method's params, parsed by its schema; INVALID_PARAMS with `details.issues` when they do not fit. */
+export async function parseParams<P>(method: MethodDefinition<P>, params: unknown): Promise<P> {
+  // RpcErrors thrown from inside a schema (UNSUPPORTED_ENTRYPOINT_VERSION, MODE_CONFLICT) propagate as is.
+  const parsed = await method.params.safeParseAsync(params);
+  if (parsed.success) return parsed.data;
+  const issues = toParamsIssues(parsed.error.issues);
+  const first = issues[0];
+  const more = parsed.error.issues.length - 1;
+  const summary = first === undefined ? "" : `: ${formatParamsPath(first.path)}: ${first.message}${more > 0 ? ` (and ${more} more)` : ""}`;
+  throw new RpcError("INVALID_PARAMS", `Invalid params for ${method.name}${summary}`, { issues });
+}
+
+/** The active key behind the apiKey query value, else API_KEY_MISSING / API_KEY_INVALID / API_KEY_REVOKED. */
+export async function authenticate(store: Store, apiKey: string | readonly string[] | undefined): Promise<ApiKey> {
+  if (apiKey === undefined || apiKey === "") throw new RpcError("API_KEY_MISSING");
+  if (typeof apiKey !== "string") throw new RpcError("API_KEY_INVALID", "Give the apiKey query parameter once");
+  if (apiKey.length > API_KEY_MAX_CHARS) throw new RpcError("API_KEY_INVALID");
+  const key = await store.findApiKey(apiKey);
+  if (key === undefined) throw new RpcError("API_KEY_INVALID");
+  if (key.status !== "active") throw new RpcError("API_KEY_REVOKED");
+  return key;
+}

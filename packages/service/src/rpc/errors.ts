@@ -1,0 +1,78 @@
+/**
+ * The error catalogue: every refusal the service can answer, with a stable `reason` (UPPER_SNAKE), the
+ * v1 dialect's HTTP status, and the JSON-RPC 2.0 code the standard dialect uses. A handler throws
+ * `RpcError`; only the envelope decides how it is rendered. Anything that is not an RpcError becomes
+ * INTERNAL_ERROR with a generic message: no stack trace or internal text ever reaches a client.
+ */
+
+export interface ReasonSpec {
+  /** v1 dialect: HTTP status and envelope `code`. */
+  readonly status: number;
+  /** Standard dialect: JSON-RPC error code (EIP-1474 / ERC-7769). */
+  readonly jsonRpcCode: number;
+  /** Default message when the thrower gives none. */
+  readonly message: string;
+}
+
+export const REASONS = {
+  // ---- the request itself
+  PARSE_ERROR: { status: 400, jsonRpcCode: -32700, message: "The body is not valid JSON" },
+  INVALID_REQUEST: { status: 400, jsonRpcCode: -32600, message: "The request envelope is invalid" },
+  BODY_TOO_LARGE: { status: 413, jsonRpcCode: -32600, message: "The request body is too large" },
+  ROUTE_NOT_FOUND: { status: 404, jsonRpcCode: -32601, message: "No such endpoint: use POST /api/v1/paymaster/<network>?apiKey=<API_KEY>" },
+  METHOD_NOT_FOUND: { status: 404, jsonRpcCode: -32601, message: "Unknown method" },
+  METHOD_NOT_AVAILABLE: { status: 501, jsonRpcCode: -32601, message: "This method is not available yet" },
+  INVALID_PARAMS: { status: 400, jsonRpcCode: -32602, message: "Invalid params" },
+  NETWORK_NOT_FOUND: { status: 404, jsonRpcCode: -32602, message: "Unknown or unsupported network" },
+  UNSUPPORTED_ENTRYPOINT_VERSION: { status: 400, jsonRpcCode: -32602, message: "Unsupported EntryPoint version" },
+  MODE_CONFLICT: { status: 400, jsonRpcCode: -32602, message: "strategy_code and token cannot be used together" },
+  // ---- who is asking
+  API_KEY_MISSING: { status: 401, jsonRpcCode: -32001, message: "The apiKey query parameter is missing" },
+  API_KEY_INVALID: { status: 401, jsonRpcCode: -32001, message: "The API key is not valid" },
+  API_KEY_REVOKED: { status: 401, jsonRpcCode: -32001, message: "The API key has been revoked" },
+  RATE_LIMITED: { status: 429, jsonRpcCode: -32504, message: "Too many requests for this API key" },
+  // ---- the mode and its policy
+  STRATEGY_NOT_FOUND: { status: 404, jsonRpcCode: -32501, message: "Unknown strategy" },
+  STRATEGY_NOT_ALLOWED: { status: 403, jsonRpcCode: -32501, message: "The strategy does not allow this request" },
+  TOKEN_NOT_SUPPORTED: { status: 400, jsonRpcCode: -32501, message: "The token is not supported on this network" },
+  TOKEN_BALANCE_INSUFFICIENT: { status: 402, jsonRpcCode: -32501, message: "The sender's token balance cannot cover the maximum cost" },
+  TOKEN_ALLOWANCE_INSUFFICIENT: { status: 402, jsonRpcCode: -32501, message: "The sender's allowance to the paymaster cannot cover the maximum cost" },
+  GAS_TANK_INSUFFICIENT: { status: 402, jsonRpcCode: -32501, message: "The sender's gas tank cannot cover the maximum cost" },
+  GAS_LIMIT_TOO_HIGH: { status: 400, jsonRpcCode: -32501, message: "A gas limit is above this network's cap" },
+  FEE_TOO_HIGH: { status: 400, jsonRpcCode: -32501, message: "A fee is far above the market" },
+  // ---- what the chain says
+  SIMULATION_FAILED: { status: 422, jsonRpcCode: -32501, message: "The EntryPoint would reject this user operation" },
+  EXECUTION_REVERTED: { status: 422, jsonRpcCode: -32521, message: "The user operation's calls revert" },
+  PAYMASTER_DEPOSIT_LOW: { status: 503, jsonRpcCode: -32508, message: "The paymaster's deposit cannot cover this user operation" },
+  CHAIN_UNAVAILABLE: { status: 503, jsonRpcCode: -32603, message: "The network's RPC endpoint is unavailable" },
+  // ---- ours
+  INTERNAL_ERROR: { status: 500, jsonRpcCode: -32603, message: "Internal error" },
+} as const satisfies Record<string, ReasonSpec>;
+
+export type Reason = keyof typeof REASONS;
+
+/** A refusal that is safe to show the client: a stable reason, a clear message, and plain details. */
+export class RpcError extends Error {
+  readonly reason: Reason;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(reason: Reason, message?: string, details: Record<string, unknown> = {}) {
+    super(message ?? REASONS[reason].message);
+    this.name = "RpcError";
+    this.reason = reason;
+    this.details = details;
+  }
+
+  get status(): number {
+    return REASONS[this.reason].status;
+  }
+
+  get jsonRpcCode(): number {
+    return REASONS[this.reason].jsonRpcCode;
+  }
+}
+
+/** What a client may see of any thrown value: RpcErrors as they are, everything else as INTERNAL_ERROR. */
+export function toClientError(error: unknown): RpcError {
+  return error instanceof RpcError ? error : new RpcError("INTERNAL_ERROR");
+}

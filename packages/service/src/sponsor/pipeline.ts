@@ -1,0 +1,410 @@
+/**
+ * The sponsor pipeline, shared by pm_sponsorUserOperation (reserve + sign) and pm_estimateUserOperationGas
+ * (neither):
+ *   mode -> policy -> gas (fill missing fields, fees from the chain) -> price (ERC-20) -> simulation of
+ *   validation and execution -> reserve the maximum cost -> sign with a 5-minute window.
+ * Nothing is signed that the simulation says the EntryPoint would reject, and nothing before the reservation.
+ */
+import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
+import {
+  ChargeMode,
+  STUB_SIGNATURE,
+  encodeErc20PaymasterData,
+  encodePaymasterAndDataV06,
+  encodePaymasterAndDataV07,
+  encodeVerifyingPaymasterData,
+  erc20PaymasterHash,
+  getUserOpHash,
+  maxGasCostV06,
+  maxGasCostV07,
+  packUserOpV07,
+  preChargeGasCostV06,
+  preChargeGasCostV07,
+  tokenCost,
+  verifyingPaymasterHash,
+  type Address,
+  type EntryPointVersion,
+  type Hex,
+  type UserOperationV06,
+  type UserOperationV07,
+} from "@paymaster/shared";
+import type { CallContext } from "../rpc/method.ts";
+import type { NetworkChain } from "../context.ts";
+import type { SponsorRequest } from "../rpc/schemas.ts";
+import type { EntryPointConfig } from "../config/types.ts";
+import { RpcError } from "../rpc/errors.ts";
+import { simulateHandleOp, type SimulatedOp, type SimulationFailure } from "../chain/entryPoint.ts";
+import { ERC20_POST_OP_HEADROOM, PAYMASTER_VERIFICATION_GAS, limitsFromSimulation, preVerificationGas } from "./gas.ts";
+import { exchangeRate } from "./price.ts";
+import { resolveMode, type ResolvedMode } from "./policy.ts";
+import { chainWait } from "../timing.ts";
+
+export interface GasValues {
+  callGasLimit: bigint;
+  verificationGasLimit: bigint;
+  preVerificationGas: bigint;
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+  /** v0.7 only (0 for v0.6). */
+  paymasterVerificationGasLimit: bigint;
+  paymasterPostOpGasLimit: bigint;
+}
+
+export interface TokenQuote {
+  symbol: string;
+  address: Address;
+  decimals: number;
+  exchangeRate: bigint;
+  maxTokenCost: bigint;
+  chargeMode: ChargeMode;
+}
+
+export interface PipelineResult {
+  version: EntryPointVersion;
+  entryPoint: Address;
+  paymaster: Address;
+  mode: ResolvedMode;
+  gas: GasValues;
+  maxCostWei: bigint;
+  token: TokenQuote | null;
+  /** Final (signed) or stub paymasterAndData, full field (v0.7 packed with the gas limits). */
+  paymasterAndData: Hex;
+  /** Set when signed: the EntryPoint's hash of the returned op. */
+  userOpHash: Hex | null;
+  validUntil: number;
+  validAfter: number;
+  sponsorshipId: string | null;
+}
+
+const ZERO: Address = "0x0000000000000000000000000000000000000000";
+
+function requireChain(call: CallContext): NetworkChain {
+  const chain = call.network.chain;
+  if (!chain) throw new RpcError("INTERNAL_ERROR");
+  return chain;
+}
+
+/** The version's op with the given gas values and paymaster data (paymasterData excludes the address). */
+function buildOp(request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): SimulatedOp {
+  if (request.version === "v0.6") {
+    const u = request.userOp;
+    const userOp: UserOperationV06 = {
+      sender: u.sender,
+      nonce: u.nonce,
+      initCode: u.initCode,
+      callData: u.callData,
+      callGasLimit: gas.callGasLimit,
+      verificationGasLimit: gas.verificationGasLimit,
+      preVerificationGas: gas.preVerificationGas,
+      maxFeePerGas: gas.maxFeePerGas,
+      maxPriorityFeePerGas: gas.maxPriorityFeePerGas,
+      paymasterAndData: encodePaymasterAndDataV06(paymaster, paymasterData),
+      signature: u.signature,
+    };
+    return { version: "v0.6", userOp };
+  }
+  const u = request.userOp;
+  const userOp: UserOperationV07 = {
+    sender: u.sender,
+    nonce: u.nonce,
+    ...(u.factory ? { factory: u.factory, factoryData: u.factoryData ?? "0x" } : {}),
+    callData: u.callData,
+    callGasLimit: gas.callGasLimit,
+    verificationGasLimit: gas.verificationGasLimit,
+    preVerificationGas: gas.preVerificationGas,
+    maxFeePerGas: gas.maxFeePerGas,
+    maxPriorityFeePerGas: gas.maxPriorityFeePerGas,
+    paymaster,
+    paymasterVerificationGasLimit: gas.paymasterVerificationGasLimit,
+    paymasterPostOpGasLimit: gas.paymasterPostOpGasLimit,
+    paymasterData,
+    signature: u.signature,
+  };
+  return { version: "v0.7", userOp };
+}
+
+function paymasterAndDataOf(op: SimulatedOp): Hex {
+  if (op.version === "v0.6") return op.userOp.paymasterAndData;
+  const u = op.userOp;
+  return encodePaymasterAndDataV07({
+    paymaster: u.paymaster!,
+    paymasterVerificationGasLimit: u.paymasterVerificationGasLimit!,
+    paymasterPostOpGasLimit: u.paymasterPostOpGasLimit!,
+    paymasterData: u.paymasterData!,
+  });
+}
+
+function maxGasCost(op: SimulatedOp): bigint {
+  return op.version === "v0.6" ? maxGasCostV06(op.userOp) : maxGasCostV07(op.userOp);
+}
+
+/** A given (non-zero) client value, else undefined: zero means "estimate it". */
+function given(value: bigint | undefined): bigint | undefined {
+  return value === undefined || value === 0n ? undefined : value;
+}
+
+function simulationError(failure: SimulationFailure): RpcError {
+  const details = { aaCode: failure.aaCode, entryPointReason: failure.reason, ...(failure.inner ? { revertData: failure.inner.slice(0, 514) } : {}) };
+  if (failure.aaCode === "AA31") return new RpcError("PAYMASTER_DEPOSIT_LOW", undefined, details);
+  return new RpcError("SIMULATION_FAILED", `The EntryPoint would reject this user operation: ${failure.reason}`, details);
+}
+
+async function tokenRead(chain: NetworkChain, token: Address, functionName: "balanceOf" | "allowance", args: Address[]): Promise<bigint> {
+  const data = encodeFunctionData({ abi: erc20Abi as Abi, functionName, args });
+  const output = await chain.rpc.request<Hex>("eth_call", [{ to: token, data }, "latest"]);
+  return decodeFunctionResult({ abi: erc20Abi as Abi, functionName, data: output }) as bigint;
+}
+
+function checkCaps(gas: GasValues, call: CallContext, marketMaxFee: bigint) {
+  const caps = call.network.config.caps;
+  const limits: [keyof GasValues, bigint][] = [
+    ["verificationGasLimit", caps.maxVerificationGasLimit],
+    ["callGasLimit", caps.maxCallGasLimit],
+    ["preVerificationGas", caps.maxPreVerificationGas],
+    ["paymasterVerificationGasLimit", caps.maxPaymasterVerificationGasLimit],
+    ["paymasterPostOpGasLimit", caps.maxPaymasterPostOpGasLimit],
+  ];
+  for (const [field, limit] of limits) {
+    if (gas[field] > limit) {
+      throw new RpcError("GAS_LIMIT_TOO_HIGH", `${field} ${gas[field]} is above this network's cap ${limit}`, {
+        rule: field,
+        limit: limit.toString(),
+        value: gas[field].toString(),
+      });
+    }
+  }
+  const feeCap = (marketMaxFee * BigInt(caps.maxFeeMultiplierBps)) / 10_000n;
+  if (gas.maxFeePerGas > feeCap) {
+    throw new RpcError("FEE_TOO_HIGH", `maxFeePerGas ${gas.maxFeePerGas} is above ${feeCap} (market x ${caps.maxFeeMultiplierBps / 10_000})`, {
+      rule: "maxFeePerGas",
+      limit: feeCap.toString(),
+      value: gas.maxFeePerGas.toString(),
+    });
+  }
+  if (gas.maxPriorityFeePerGas > gas.maxFeePerGas) {
+    throw new RpcError("INVALID_PARAMS", "maxPriorityFeePerGas is above maxFeePerGas", {
+      issues: [{ path: "0.maxPriorityFeePerGas", message: "must not exceed maxFeePerGas" }],
+    });
+  }
+}
+
+export interface PipelineOptions {
+  /** Reserve the maximum cost and sign (pm_sponsorUserOperation); otherwise answer with stub data. */
+  sign: boolean;
+}
+
+export async function runSponsorPipeline(request: SponsorRequest, call: CallContext, options: PipelineOptions): Promise<PipelineResult> {
+  const { service, network } = call;
+  const chain = requireChain(call);
+  const entry: EntryPointConfig | undefined = network.entryPoint(request.version);
+  if (!entry) {
+    throw new RpcError("UNSUPPORTED_ENTRYPOINT_VERSION", `${network.config.name} does not serve EntryPoint ${request.version}`, {
+      supported: network.versions,
+    });
+  }
+
+  // ---- mode and policy (store only)
+  const market = await chainWait(chain.market.current());
+  const now = Math.max(service.now(), market.timestamp);
+  const mode = await resolveMode(call, request, now);
+  const paymaster = mode.mode === "erc20" ? entry.erc20Paymaster : entry.verifyingPaymaster;
+  const erc20Info = chain.erc20[request.version];
+  const postOpGas = mode.mode === "erc20" ? erc20Info!.postOpGas : 0n;
+
+  // ---- fees and the limits the client gave
+  const u = request.userOp;
+  const clientPmVerification = request.version === "v0.7" ? given(request.userOp.paymasterVerificationGasLimit) : undefined;
+  const clientPmPostOp = request.version === "v0.7" ? given(request.userOp.paymasterPostOpGasLimit) : undefined;
+  const gas: GasValues = {
+    callGasLimit: given(u.callGasLimit) ?? 0n,
+    verificationGasLimit: given(u.verificationGasLimit) ?? 0n,
+    preVerificationGas: given(u.preVerificationGas) ?? 0n,
+    maxFeePerGas: given(u.maxFeePerGas) ?? market.maxFeePerGas,
+    maxPriorityFeePerGas: given(u.maxPriorityFeePerGas) ?? market.maxPriorityFeePerGas,
+    paymasterVerificationGasLimit:
+      request.version === "v0.6" ? 0n : (clientPmVerification ?? PAYMASTER_VERIFICATION_GAS[mode.mode === "erc20" ? "erc20" : "verifying"]),
+    paymasterPostOpGasLimit:
+      request.version === "v0.6" ? 0n : mode.mode === "erc20" ? maxOf(clientPmPostOp ?? 0n, postOpGas + ERC20_POST_OP_HEADROOM) : (clientPmPostOp ?? 0n),
+  };
+  if (gas.maxPriorityFeePerGas > gas.maxFeePerGas && given(u.maxPriorityFeePerGas) === undefined) gas.maxPriorityFeePerGas = gas.maxFeePerGas;
+
+  const validUntil = now + service.config.signatureTtlSeconds;
+  const validAfter = now - 60;
+  const window = { validUntil, validAfter };
+
+  // ---- ERC-20: the rate, and what the sender holds and allows
+  let token: TokenQuote | null = null;
+  let tokenRate = 0n;
+  let balance = 0n;
+  let allowance = 0n;
+  if (mode.mode === "erc20") {
+    const [nativeUsd, tokenUsd, held, allowed] = await chainWait(
+      Promise.all([
+        chain.prices.usd(network.config.nativeUsdPrice),
+        chain.prices.usd(mode.token.priceSource),
+        tokenRead(chain, mode.token.address, "balanceOf", [u.sender]),
+        tokenRead(chain, mode.token.address, "allowance", [u.sender, paymaster]),
+      ]),
+    );
+    tokenRate = exchangeRate(nativeUsd, tokenUsd, mode.token.decimals, mode.token.markupBps);
+    balance = held;
+    allowance = allowed;
+  }
+  const stubData = (chargeMode: ChargeMode): Hex =>
+    mode.mode === "erc20"
+      ? encodeErc20PaymasterData({ ...window, token: mode.token.address, exchangeRate: tokenRate, chargeMode }, STUB_SIGNATURE)
+      : encodeVerifyingPaymasterData(window, STUB_SIGNATURE);
+  // Estimation runs at a 1-wei price, where any allowance covers a pre-charge.
+  let chargeMode: ChargeMode = mode.mode === "erc20" && allowance === 0n ? ChargeMode.InPostOp : ChargeMode.PreCharge;
+
+  // ---- estimation of what the client left out, from one run with generous limits at a 1-wei price
+  const needsEstimate = gas.callGasLimit === 0n || gas.verificationGasLimit === 0n;
+  if (gas.preVerificationGas === 0n) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, stubData(chargeMode)));
+  if (needsEstimate) {
+    const caps = network.config.caps;
+    const generous: GasValues = {
+      ...gas,
+      callGasLimit: gas.callGasLimit || caps.maxCallGasLimit,
+      verificationGasLimit: gas.verificationGasLimit || caps.maxVerificationGasLimit,
+      maxFeePerGas: 1n,
+      maxPriorityFeePerGas: 1n,
+      paymasterVerificationGasLimit: request.version === "v0.7" ? caps.maxPaymasterVerificationGasLimit : 0n,
+    };
+    const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
+    const outcome = await chainWait(simulateHandleOp(chain.rpc, entry.entryPoint, probe));
+    if (!outcome.ok) throw simulationError(outcome.failure);
+    const measured = limitsFromSimulation(probe, outcome.result, postOpGas);
+    if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
+    if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
+  }
+  checkCaps(gas, call, market.maxFeePerGas);
+
+  // ---- ERC-20: maximum token cost against balance and allowance
+  let maxCostWei = maxGasCost(buildOp(request, gas, paymaster, stubData(chargeMode)));
+  if (mode.mode === "erc20") {
+    const op = buildOp(request, gas, paymaster, stubData(chargeMode));
+    const preChargeWei = op.version === "v0.6" ? preChargeGasCostV06(op.userOp, postOpGas) : preChargeGasCostV07(op.userOp);
+    const maxTokenCost = tokenCost(preChargeWei, tokenRate);
+    if (balance < maxTokenCost) {
+      throw new RpcError("TOKEN_BALANCE_INSUFFICIENT", undefined, {
+        token: mode.token.symbol,
+        required: maxTokenCost.toString(),
+        balance: balance.toString(),
+      });
+    }
+    // Pre-charge when the allowance already covers the maximum; otherwise charge in postOp, which the
+    // simulation below must show succeeding (the op's own calls may approve the paymaster).
+    chargeMode = allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
+    token = {
+      symbol: mode.token.symbol,
+      address: mode.token.address,
+      decimals: mode.token.decimals,
+      exchangeRate: tokenRate,
+      maxTokenCost,
+      chargeMode,
+    };
+  }
+
+  // ---- the final simulation: validation with the real limits and fees, the op's calls, the token charge
+  const finalStub = buildOp(request, gas, paymaster, stubData(chargeMode));
+  const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, stubData(chargeMode));
+  const treasury = erc20Info?.treasury ?? ZERO;
+  const treasuryBalanceCall = encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [treasury] });
+  const [full, calls, treasuryBefore] = await chainWait(
+    Promise.all([
+      mode.mode === "erc20"
+        ? simulateHandleOp(chain.rpc, entry.entryPoint, finalStub, mode.token.address, treasuryBalanceCall)
+        : simulateHandleOp(chain.rpc, entry.entryPoint, finalStub),
+      // The op's calls, run once from the EntryPoint right after validation (simulateHandleOp's target call).
+      simulateHandleOp(chain.rpc, entry.entryPoint, withoutCalls, u.sender, u.callData),
+      mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [treasury]) : Promise.resolve(0n),
+    ]),
+  );
+  if (!full.ok) throw simulationError(full.failure);
+  if (!calls.ok) throw simulationError(calls.failure);
+  if (!calls.result.targetSuccess) {
+    throw new RpcError("EXECUTION_REVERTED", undefined, { revertData: calls.result.targetResult.slice(0, 514) });
+  }
+  if (mode.mode === "erc20") {
+    const after = full.result.targetSuccess ? (decodeFunctionResult({ abi: erc20Abi as Abi, functionName: "balanceOf", data: full.result.targetResult }) as bigint) : 0n;
+    if (after <= treasuryBefore) {
+      throw new RpcError("TOKEN_ALLOWANCE_INSUFFICIENT", "The paymaster could not charge the token: approve the paymaster first, or in this op's own calls", {
+        token: mode.token.symbol,
+        paymaster,
+        required: token!.maxTokenCost.toString(),
+      });
+    }
+  }
+  maxCostWei = maxGasCost(finalStub);
+
+  const result: PipelineResult = {
+    version: request.version,
+    entryPoint: entry.entryPoint,
+    paymaster,
+    mode,
+    gas,
+    maxCostWei,
+    token,
+    paymasterAndData: paymasterAndDataOf(finalStub),
+    userOpHash: null,
+    validUntil,
+    validAfter,
+    sponsorshipId: null,
+  };
+  if (!options.sign) return result;
+
+  // ---- reserve, then sign
+  const reservation = await service.store.reserveSponsorship({
+    network: network.config.name,
+    entryPoint: entry.entryPoint,
+    version: request.version,
+    sender: u.sender,
+    nonce: u.nonce,
+    mode: mode.mode,
+    projectId: call.apiKey.projectId,
+    apiKeyId: call.apiKey.id,
+    strategyId: mode.mode === "sponsor" ? mode.strategy.id : null,
+    token: token?.address ?? null,
+    exchangeRate: token?.exchangeRate ?? null,
+    maxTokenCost: token?.maxTokenCost ?? null,
+    maxCostWei,
+    validUntil,
+    validAfter,
+  });
+  if (!reservation.ok) {
+    throw new RpcError("GAS_TANK_INSUFFICIENT", undefined, {
+      requiredWei: reservation.requiredWei.toString(),
+      availableWei: reservation.availableWei.toString(),
+    });
+  }
+  const record = reservation.record;
+  try {
+    const chainId = network.config.chainId;
+    const hashParams = { ...finalStub, chainId, paymaster, ...window } as const;
+    const hash =
+      mode.mode === "erc20"
+        ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate: tokenRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
+        : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
+    const signature = await chain.signer.signHash(hash);
+    const paymasterData =
+      mode.mode === "erc20"
+        ? encodeErc20PaymasterData({ ...window, token: mode.token.address, exchangeRate: tokenRate, chargeMode }, signature)
+        : encodeVerifyingPaymasterData(window, signature);
+    const signed = buildOp(request, gas, paymaster, paymasterData);
+    const userOpHash = getUserOpHash({ ...signed, entryPoint: entry.entryPoint, chainId } as Parameters<typeof getUserOpHash>[0]);
+    result.paymasterAndData = paymasterAndDataOf(signed);
+    result.userOpHash = userOpHash;
+    result.sponsorshipId = record.id;
+    await service.store.markSigned(record.id, { userOpHash, paymasterAndData: result.paymasterAndData });
+    return result;
+  } catch (error) {
+    await service.store.releaseSponsorship(record.id);
+    throw error;
+  }
+}
+
+function maxOf(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
+
+export { packUserOpV07 };

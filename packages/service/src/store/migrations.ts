@@ -1,0 +1,120 @@
+/**
+ * The SQLite schema as ordered migrations. Each runs once, inside the transaction that records it in
+ * `schema_migrations`; never edit a released migration, append a new one.
+ *
+ * Conventions:
+ * - STRICT tables (SQLite checks column types).
+ * - Amounts (wei, token base units, nonces, exchange rates) are TEXT holding a decimal integer: SQLite's INTEGER
+ *   is 64-bit and wei overflows it. They are converted to bigint at the store boundary and never summed in SQL.
+ * - Addresses are stored checksummed (the store normalises every address it is given), so equality on the
+ *   column is equality of addresses regardless of the caller's casing; hashes are stored lowercase.
+ * - Times are unix seconds.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly Migration[] = Object.freeze([
+  {
+    version: 1,
+    name: "initial schema",
+    sql: `
+      CREATE TABLE projects (
+        id          TEXT PRIMARY KEY,
+        name        TEXT NOT NULL,
+        created_at  INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE TABLE api_keys (
+        id          TEXT PRIMARY KEY,
+        project_id  TEXT NOT NULL REFERENCES projects(id),
+        key_hash    TEXT NOT NULL,            -- sha256(plaintext), hex; the plaintext is never stored
+        prefix      TEXT NOT NULL,
+        label       TEXT,
+        status      TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+        created_at  INTEGER NOT NULL,
+        revoked_at  INTEGER
+      ) STRICT;
+      CREATE UNIQUE INDEX api_keys_key_hash ON api_keys(key_hash);
+      CREATE INDEX api_keys_project ON api_keys(project_id);
+
+      CREATE TABLE strategies (
+        id           TEXT PRIMARY KEY,
+        project_id   TEXT NOT NULL REFERENCES projects(id),
+        code         TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        status       TEXT NOT NULL CHECK (status IN ('enabled', 'disabled')),
+        valid_from   INTEGER,
+        valid_until  INTEGER,
+        networks     TEXT,                    -- JSON array of network names, NULL = every configured network
+        created_at   INTEGER NOT NULL
+      ) STRICT;
+      CREATE UNIQUE INDEX strategies_code ON strategies(code);
+      CREATE INDEX strategies_project ON strategies(project_id);
+
+      CREATE TABLE tokens (
+        network       TEXT NOT NULL,
+        address       TEXT NOT NULL,          -- checksummed, so (network, address) is (network, lower(address))
+        symbol        TEXT NOT NULL,
+        decimals      INTEGER NOT NULL CHECK (decimals BETWEEN 0 AND 255),
+        price_source  TEXT NOT NULL,          -- JSON PriceSource
+        markup_bps    INTEGER NOT NULL CHECK (markup_bps BETWEEN 0 AND 10000),
+        enabled       INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+        updated_at    INTEGER NOT NULL,
+        PRIMARY KEY (network, address)
+      ) STRICT;
+      CREATE UNIQUE INDEX tokens_symbol ON tokens(network, symbol COLLATE NOCASE);
+
+      CREATE TABLE gas_tanks (
+        network       TEXT NOT NULL,
+        sender        TEXT NOT NULL,          -- checksummed
+        balance_wei   TEXT NOT NULL,          -- decimal: credited minus settled spending
+        reserved_wei  TEXT NOT NULL,          -- decimal: held by outstanding user-mode reservations
+        updated_at    INTEGER NOT NULL,
+        PRIMARY KEY (network, sender)
+      ) STRICT;
+
+      CREATE TABLE gas_tank_credits (
+        reference   TEXT PRIMARY KEY,         -- idempotency key ("admin:…", a deposit tx hash + log index, …)
+        network     TEXT NOT NULL,
+        sender      TEXT NOT NULL,
+        amount_wei  TEXT NOT NULL,
+        created_at  INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX gas_tank_credits_tank ON gas_tank_credits(network, sender);
+
+      CREATE TABLE sponsorships (
+        id                  TEXT PRIMARY KEY,
+        network             TEXT NOT NULL,
+        entry_point         TEXT NOT NULL,    -- checksummed
+        version             TEXT NOT NULL CHECK (version IN ('v0.6', 'v0.7')),
+        sender              TEXT NOT NULL,    -- checksummed
+        nonce               TEXT NOT NULL,    -- decimal uint256 (2-D nonces do not fit 64 bits)
+        mode                TEXT NOT NULL CHECK (mode IN ('sponsor', 'erc20', 'user')),
+        project_id          TEXT NOT NULL REFERENCES projects(id),
+        api_key_id          TEXT NOT NULL REFERENCES api_keys(id),
+        strategy_id         TEXT REFERENCES strategies(id),
+        token               TEXT,
+        exchange_rate       TEXT,
+        max_token_cost      TEXT,
+        max_cost_wei        TEXT NOT NULL,
+        valid_until         INTEGER NOT NULL,
+        valid_after         INTEGER NOT NULL,
+        user_op_hash        TEXT,             -- lowercase hex
+        paymaster_and_data  TEXT,
+        status              TEXT NOT NULL CHECK (status IN ('reserved', 'signed', 'settled', 'released')),
+        created_at          INTEGER NOT NULL,
+        updated_at          INTEGER NOT NULL
+      ) STRICT;
+      -- At most one active sponsorship per (network, EntryPoint, sender, nonce): the database itself refuses a second.
+      CREATE UNIQUE INDEX sponsorships_active_op ON sponsorships(network, entry_point, sender, nonce)
+        WHERE status IN ('reserved', 'signed');
+      CREATE INDEX sponsorships_user_op_hash ON sponsorships(user_op_hash) WHERE user_op_hash IS NOT NULL;
+      -- No index on valid_until: the expiry sweeper's "status IN ('reserved', 'signed') AND valid_until < ?" scans
+      -- sponsorships_active_op (only open sponsorships are in it, a set bounded by the signature lifetime), and
+      -- every index costs a page write on each reservation.
+    `,
+  },
+]);

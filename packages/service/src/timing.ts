@@ -1,0 +1,45 @@
+/**
+ * Where a request's time goes: wall time spent waiting on the chain versus the service's own work. The
+ * HTTP layer opens a Timing per request (AsyncLocalStorage), chain calls add their waits to it, and the
+ * response reports both in a `Server-Timing` header (the bench reads it).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+
+export class Timing {
+  readonly startedAt = process.hrtime.bigint();
+  chainNs = 0n;
+  chainCalls = 0;
+
+  /** Total elapsed, chain-wait and own nanoseconds so far. */
+  snapshot(): { totalNs: bigint; chainNs: bigint; ownNs: bigint; chainCalls: number } {
+    const totalNs = process.hrtime.bigint() - this.startedAt;
+    return { totalNs, chainNs: this.chainNs, ownNs: totalNs - this.chainNs, chainCalls: this.chainCalls };
+  }
+
+  /** `Server-Timing` header value: chain and own durations in milliseconds. */
+  serverTiming(): string {
+    const { chainNs, ownNs, chainCalls } = this.snapshot();
+    const ms = (ns: bigint) => (Number(ns) / 1e6).toFixed(3);
+    return `chain;dur=${ms(chainNs)};desc="${chainCalls} waits", own;dur=${ms(ownNs)}`;
+  }
+}
+
+const current = new AsyncLocalStorage<Timing>();
+
+/** Runs `fn` with a fresh Timing as the current one. */
+export function withTiming<T>(timing: Timing, fn: () => T): T {
+  return current.run(timing, fn);
+}
+
+/** Awaits `promise`, counting the wait as chain time of the current request (if any). */
+export async function chainWait<T>(promise: Promise<T>): Promise<T> {
+  const timing = current.getStore();
+  if (!timing) return promise;
+  const start = process.hrtime.bigint();
+  timing.chainCalls++;
+  try {
+    return await promise;
+  } finally {
+    timing.chainNs += process.hrtime.bigint() - start;
+  }
+}

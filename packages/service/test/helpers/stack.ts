@@ -1,0 +1,197 @@
+// The embedded stack for service tests: a real local chain, a real SQLite file, the service on 127.0.0.1 —
+// plus the wallet side: building ops, asking the service over HTTP, signing as the account owner, submitting.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { decodeEventLog, decodeErrorResult, encodeFunctionData, type Abi } from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import {
+  EntryPointV06Artifact,
+  EntryPointV07Artifact,
+  ERC20PaymasterV06Artifact,
+  SimpleAccountFactoryV06Artifact,
+  TestTokenArtifact,
+} from "@paymaster/contracts/artifacts";
+import {
+  STUB_SIGNATURE,
+  getUserOpHash,
+  packUserOpV07,
+  type Address,
+  type EntryPointVersion,
+  type Hex,
+  type UserOperationV06,
+  type UserOperationV07,
+} from "@paymaster/shared";
+import { startEmbedded, type Embedded } from "../../src/local/embedded.ts";
+
+export type { Embedded };
+
+export async function startTestStack(): Promise<Embedded> {
+  return startEmbedded({
+    chainPort: 0,
+    servicePort: 0,
+    dataDir: path.join(mkdtempSync(path.join(tmpdir(), "paymaster-test-")), "data"),
+    logLevel: "silent",
+    pollMs: 100,
+  });
+}
+
+export interface Envelope<T = any> {
+  code: number;
+  message: string;
+  data: T;
+  cost: string;
+}
+
+/** POST a v1 request; returns the HTTP status and the parsed envelope. */
+export async function call<T = any>(endpoint: string, method: string, params?: unknown[]): Promise<{ status: number; body: Envelope<T> }> {
+  const response = await fetch(endpoint, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify({ id: 1, jsonrpc: "2.0", method, ...(params ? { params } : {}) }),
+  });
+  return { status: response.status, body: (await response.json()) as Envelope<T> };
+}
+
+/** JSON-RPC straight to the local chain. */
+export async function chainRequest<T>(embedded: Embedded, method: string, params: unknown[] = []): Promise<T> {
+  return (await embedded.stack.chain.provider.request({ method, params })) as T;
+}
+
+export async function ethCall(embedded: Embedded, to: Address, abi: Abi, functionName: string, args: unknown[] = []): Promise<any> {
+  const data = encodeFunctionData({ abi, functionName, args });
+  const { decodeFunctionResult } = await import("viem");
+  return decodeFunctionResult({ abi, functionName, data: await chainRequest<Hex>(embedded, "eth_call", [{ to, data }, "latest"]) });
+}
+
+export async function sendTx(embedded: Embedded, to: Address, data: Hex, from: Address = embedded.stack.owner.address) {
+  const hash = await chainRequest<Hex>(embedded, "eth_sendTransaction", [{ from, to, data, gas: "0x989680" }]);
+  return chainRequest<{ status: Hex; logs: { address: Address; topics: Hex[]; data: Hex }[] }>(embedded, "eth_getTransactionReceipt", [hash]);
+}
+
+export interface Wallet {
+  owner: PrivateKeyAccount;
+  version: EntryPointVersion;
+  sender: Address;
+  initCode: Hex;
+}
+
+/** A fresh owner and its counterfactual SimpleAccount (salt 0) for `version`. */
+export async function newWallet(embedded: Embedded, version: EntryPointVersion): Promise<Wallet> {
+  const owner = privateKeyToAccount(generatePrivateKey());
+  const factory = embedded.stack.manifest.entryPoints[version].simpleAccountFactory;
+  const abi = SimpleAccountFactoryV06Artifact.abi as Abi; // same createAccount/getAddress in v0.7
+  const sender = (await ethCall(embedded, factory, abi, "getAddress", [owner.address, 0n])) as Address;
+  const createAccount = encodeFunctionData({ abi, functionName: "createAccount", args: [owner.address, 0n] });
+  return { owner, version, sender, initCode: `${factory}${createAccount.slice(2)}` as Hex };
+}
+
+/** The wire userOp a wallet sends: hex fields, gas left for the service to fill, a stub signature. */
+export function wireOp(wallet: Wallet, callData: Hex, { deploy = true, nonce = 0n, extra = {} }: { deploy?: boolean; nonce?: bigint; extra?: Record<string, string> } = {}) {
+  const base = { sender: wallet.sender, nonce: `0x${nonce.toString(16)}`, callData, signature: STUB_SIGNATURE, ...extra };
+  if (!deploy) return base;
+  return wallet.version === "v0.6"
+    ? { ...base, initCode: wallet.initCode }
+    : { ...base, factory: `0x${wallet.initCode.slice(2, 42)}`, factoryData: `0x${wallet.initCode.slice(42)}` };
+}
+
+/** The domain op the EntryPoint will see: the wallet's fields plus what the service returned. */
+export function opFromResponse(wallet: Wallet, wire: ReturnType<typeof wireOp>, response: any): { version: "v0.6"; userOp: UserOperationV06 } | { version: "v0.7"; userOp: UserOperationV07 } {
+  const r = response.userOpResponse;
+  const gas = {
+    callGasLimit: BigInt(r.callGasLimit),
+    verificationGasLimit: BigInt(r.verificationGasLimit),
+    preVerificationGas: BigInt(r.preVerificationGas),
+    maxFeePerGas: BigInt(r.maxFeePerGas),
+    maxPriorityFeePerGas: BigInt(r.maxPriorityFeePerGas),
+  };
+  const w = wire as Record<string, string>;
+  if (wallet.version === "v0.6") {
+    return {
+      version: "v0.6",
+      userOp: { sender: wallet.sender, nonce: BigInt(w.nonce!), initCode: (w.initCode ?? "0x") as Hex, callData: w.callData as Hex, ...gas, paymasterAndData: r.paymasterAndData, signature: "0x" },
+    };
+  }
+  const pmd: Hex = r.paymasterAndData;
+  return {
+    version: "v0.7",
+    userOp: {
+      sender: wallet.sender,
+      nonce: BigInt(w.nonce!),
+      ...(w.factory ? { factory: w.factory as Address, factoryData: w.factoryData as Hex } : {}),
+      callData: w.callData as Hex,
+      ...gas,
+      paymaster: `0x${pmd.slice(2, 42)}` as Address,
+      paymasterVerificationGasLimit: BigInt(r.paymasterVerificationGasLimit),
+      paymasterPostOpGasLimit: BigInt(r.paymasterPostOpGasLimit),
+      paymasterData: `0x${pmd.slice(106)}` as Hex,
+      signature: "0x",
+    },
+  };
+}
+
+/** Signs the op as the account owner (SimpleAccount: EIP-191 over the EntryPoint's userOpHash). */
+export async function signAsOwner(embedded: Embedded, wallet: Wallet, op: ReturnType<typeof opFromResponse>) {
+  const entryPoint = embedded.stack.manifest.entryPoints[op.version].entryPoint;
+  const hash = getUserOpHash({ ...op, entryPoint, chainId: embedded.stack.chain.chainId } as Parameters<typeof getUserOpHash>[0]);
+  const signature = await wallet.owner.signMessage({ message: { raw: hash } });
+  return { ...op, userOp: { ...op.userOp, signature } } as typeof op;
+}
+
+const entryPointAbi = { "v0.6": EntryPointV06Artifact.abi as Abi, "v0.7": EntryPointV07Artifact.abi as Abi };
+
+export interface HandleOpsOutcome {
+  reverted: boolean;
+  /** The EntryPoint's FailedOp reason when handleOps reverted. */
+  failedOp?: string;
+  event?: { success: boolean; actualGasCost: bigint; actualGasUsed: bigint; paymaster: Address; userOpHash: Hex };
+  logs: { address: Address; topics: Hex[]; data: Hex }[];
+}
+
+/** Submits the op with handleOps from a dev account (the bundler). */
+export async function handleOps(embedded: Embedded, op: ReturnType<typeof opFromResponse>): Promise<HandleOpsOutcome> {
+  const { version } = op;
+  const entryPoint = embedded.stack.manifest.entryPoints[version].entryPoint;
+  const chainOp = version === "v0.6" ? op.userOp : packUserOpV07(op.userOp as UserOperationV07);
+  const beneficiary = embedded.stack.chain.accounts[9]!.address;
+  const data = encodeFunctionData({ abi: entryPointAbi[version], functionName: "handleOps", args: [[chainOp], beneficiary] });
+  try {
+    const receipt = await sendTx(embedded, entryPoint, data, embedded.stack.chain.accounts[8]!.address);
+    for (const log of receipt.logs) {
+      if (log.address.toLowerCase() !== entryPoint.toLowerCase()) continue;
+      try {
+        const decoded = decodeEventLog({ abi: entryPointAbi[version], data: log.data, topics: log.topics as [Hex, ...Hex[]] });
+        if (decoded.eventName === "UserOperationEvent") {
+          const args = decoded.args as any;
+          return { reverted: false, event: { success: args.success, actualGasCost: args.actualGasCost, actualGasUsed: args.actualGasUsed, paymaster: args.paymaster, userOpHash: args.userOpHash }, logs: receipt.logs };
+        }
+      } catch {
+        // another event
+      }
+    }
+    return { reverted: false, logs: receipt.logs };
+  } catch (error: any) {
+    const revertData: Hex | undefined = error?.data?.data ?? error?.data;
+    if (typeof revertData === "string" && revertData.startsWith("0x")) {
+      const decoded = decodeErrorResult({ abi: entryPointAbi[version], data: revertData });
+      return { reverted: true, failedOp: String((decoded.args as unknown[])[1]), logs: [] };
+    }
+    const text = String(error?.message ?? error);
+    const match = /AA\d\d[^"']*/.exec(text);
+    return { reverted: true, failedOp: match ? match[0] : text, logs: [] };
+  }
+}
+
+export const abis = { erc20Paymaster: ERC20PaymasterV06Artifact.abi as Abi, token: TestTokenArtifact.abi as Abi };
+
+/** Mints test tokens to `to`. */
+export async function mint(embedded: Embedded, symbol: "USDC" | "DAI", to: Address, amount: bigint) {
+  const token = embedded.stack.manifest.tokens.find((t) => t.symbol === symbol)!;
+  await sendTx(embedded, token.address, encodeFunctionData({ abi: abis.token, functionName: "mint", args: [to, amount] }));
+}
+
+/** Moves the chain's clock forward and mines a block. */
+export async function timeTravel(embedded: Embedded, seconds: number) {
+  await chainRequest(embedded, "evm_increaseTime", [seconds]);
+  await chainRequest(embedded, "evm_mine", []);
+}
