@@ -49,8 +49,8 @@ import type {
 const BUSY_TIMEOUT_MS = 5000;
 /**
  * Checkpoint the WAL every 10000 pages (~40 MB) instead of SQLite's 1000: a checkpoint copies pages back and
- * fsyncs, and at the default it ran every ~200 reservations and made up a third of reserveSponsorship's time
- * (measured: user-mode reserve ~85 µs -> ~55 µs). The price is a WAL file of up to ~40 MB on disk.
+ * fsyncs, and at the default it ran every ~200 reservations and cost a good part of reserveSponsorship's time
+ * (measured on a 2-core VM: user-mode reserve ~85 µs -> ~55-70 µs). The price is a WAL file of up to ~40 MB.
  */
 const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 /** API keys: `pm_` + 32 random bytes, base64url (43 chars): 46 chars in all. */
