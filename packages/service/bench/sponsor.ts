@@ -3,19 +3,28 @@
  *
  *   pnpm --filter @paymaster/service bench -- [--concurrency 8] [--requests 400] [--mode sponsor|erc20|user] [--version v0.6|v0.7]
  *
+ * The local chain runs in its own process (the contracts package's start-local), so its work never lands in
+ * the service's figures; the service and this client share the bench process.
+ *
  * Prints throughput, client-side p50/p99 latency, and where the server's time goes per request, from the
  * `Server-Timing` header: time waiting on the chain versus the service's own work. The headline figure is the
  * service's own time per sponsorship at concurrency 1 (no queueing behind other requests). Bounded: at most
  * 5000 requests and 120 s, then it stops by itself.
  */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { encodeFunctionData, maxUint256, type Abi } from "viem";
 import { SimpleAccountFactoryV06Artifact, SimpleAccountV06Artifact, TestTokenArtifact } from "@paymaster/contracts/artifacts";
+import { readManifest } from "@paymaster/contracts/manifest";
 import { STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
-import { executeCallData, startEmbedded } from "../src/local/embedded.ts";
+import { createChainRpc } from "../src/chain/rpc.ts";
+import { localNetworkConfig } from "../src/config/local.ts";
+import { embeddedConfig, executeCallData, seedDemo } from "../src/local/embedded.ts";
+import { startService } from "../src/server.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -32,32 +41,58 @@ const mode = values.mode as "sponsor" | "erc20" | "user";
 const version = values.version as EntryPointVersion;
 const deadline = Date.now() + 120_000;
 
-const embedded = await startEmbedded({
-  chainPort: 0,
-  servicePort: 0,
-  dataDir: path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data"),
-  logLevel: "silent",
-  pollMs: 1000,
-});
-const { stack } = embedded;
-const request = (method: string, params: unknown[]) => stack.chain.provider.request({ method, params });
+const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
+const manifestPath = path.join(dataDir, "manifest.json");
+
+/** Starts the chain process and waits for its RPC URL and signer key. */
+async function startChainProcess() {
+  const script = fileURLToPath(new URL("../../contracts/scripts/start-local.ts", import.meta.url));
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, LOCAL_CHAIN_PORT: "0", MANIFEST_PATH: manifestPath },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  const ready = await new Promise<{ url: string; signerKey: Hex }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the chain process did not start: ${output}`)), 60_000);
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      const url = /Local chain\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1];
+      const signerKey = /Signer key\s+(0x[0-9a-fA-F]{64})/.exec(output)?.[1] as Hex | undefined;
+      if (url && signerKey && output.includes("Ready in")) {
+        clearTimeout(timer);
+        resolve({ url, signerKey });
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`the chain process exited (${code}): ${output}`)));
+  });
+  return { ...ready, stop: () => child.kill("SIGINT") };
+}
+
+const chainProcess = await startChainProcess();
+const rpc = createChainRpc(chainProcess.url);
+const request = (method: string, params: unknown[]) => rpc.request<unknown>(method, params);
+const manifest = await readManifest(manifestPath);
+const running = await startService(embeddedConfig(localNetworkConfig({ manifest, rpcUrl: chainProcess.url, signerKey: chainProcess.signerKey }), dataDir, 0, "silent"), { pollMs: 1000 });
+const accounts = (await request("eth_accounts", [])) as Address[];
+const demo = await seedDemo(running.service.store, request, manifest, accounts[0]!, accounts[3]!);
+const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${demo.apiKey}`;
 
 // One deployed SimpleAccount (owner: dev account #4); every request uses its own 2-D nonce key, so all are valid.
-const owner = stack.chain.accounts[4]!.address;
-const factory = stack.manifest.entryPoints[version].simpleAccountFactory;
+const owner = accounts[4]!;
+const factory = manifest.entryPoints[version].simpleAccountFactory;
 const factoryAbi = SimpleAccountFactoryV06Artifact.abi as Abi;
 await request("eth_sendTransaction", [{ from: owner, to: factory, data: encodeFunctionData({ abi: factoryAbi, functionName: "createAccount", args: [owner, 0n] }) }]);
 const senderWord = (await request("eth_call", [{ to: factory, data: encodeFunctionData({ abi: factoryAbi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"])) as Hex;
 const sender = `0x${senderWord.slice(-40)}` as Address;
 let callData: Hex = executeCallData(owner);
 const extra: Record<string, string> = version === "v0.6" ? {} : { version };
-if (mode === "sponsor") extra.strategy_code = embedded.strategyCode;
-if (mode === "user") await embedded.running.service.store.creditGasTank("local", sender, 10n ** 21n, "bench");
+if (mode === "sponsor") extra.strategy_code = demo.strategyCode;
+if (mode === "user") await running.service.store.creditGasTank("local", sender, 10n ** 21n, "bench");
 if (mode === "erc20") {
-  const usdc = stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
+  const usdc = manifest.tokens.find((t) => t.symbol === "USDC")!;
   extra.token = "USDC";
   await request("eth_sendTransaction", [{ from: owner, to: usdc.address, data: encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "mint", args: [sender, 10n ** 15n] }) }]);
-  const approve = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "approve", args: [stack.manifest.entryPoints[version].erc20Paymaster, maxUint256] });
+  const approve = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "approve", args: [manifest.entryPoints[version].erc20Paymaster, maxUint256] });
   await request("eth_sendTransaction", [{ from: owner, to: sender, data: encodeFunctionData({ abi: SimpleAccountV06Artifact.abi as Abi, functionName: "execute", args: [usdc.address, 0n, approve] }) }]);
   callData = executeCallData(owner);
 }
@@ -76,7 +111,7 @@ interface Sample {
 
 async function one(): Promise<Sample> {
   const started = performance.now();
-  const response = await fetch(embedded.endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: body() });
+  const response = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: body() });
   const text = await response.text();
   const latencyMs = performance.now() - started;
   if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${text.slice(0, 300)}`);
@@ -121,10 +156,11 @@ function report(label: string, result: Awaited<ReturnType<typeof run>>) {
 }
 
 try {
-  console.log(`pm_sponsorUserOperation bench: mode ${mode}, EntryPoint ${version}, signer ${embedded.running.service.networks.get("local")!.chain!.signer.implementation}`);
+  console.log(`pm_sponsorUserOperation bench: mode ${mode}, EntryPoint ${version}, signer ${running.service.networks.get("local")!.chain!.signer.implementation}`);
   await run(30, 4); // warm-up: JIT, connections, caches
   report("concurrency 1 (the service's own time, no queueing)", await run(Math.min(200, requests), 1));
   report(`concurrency ${concurrency}`, await run(requests, concurrency));
 } finally {
-  await embedded.close();
+  await running.close();
+  chainProcess.stop();
 }

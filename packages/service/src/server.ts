@@ -26,7 +26,7 @@ export interface StartOptions {
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config);
+  const store = await openStore(config);
   const networks = new Map<string, NetworkRuntime>();
   try {
     for (const network of config.networks) {

@@ -142,7 +142,7 @@ describe("configuration", () => {
       expect(config.host).to.equal("127.0.0.1");
       expect(config.port).to.equal(8080);
       expect(config.databasePath).to.equal(path.resolve(".data/paymaster.sqlite"));
-      expect(config.bodyLimitBytes).to.equal(131_072);
+      expect(config.bodyLimitBytes).to.equal(262_144);
       expect(config.signatureTtlSeconds).to.equal(300);
       expect(config.logLevel).to.equal("info");
       expect(config.networks).to.have.length(1);

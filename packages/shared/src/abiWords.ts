@@ -2,8 +2,8 @@
 // and hashed once. Every hash the contracts and the EntryPoint compute here is keccak256 of such a
 // tuple, and skipping encodeAbiParameters' generic type walk keeps the service's signing path cheap.
 // Layout rule (Solidity ABI): each value is left-padded to 32 bytes; addresses and uints alike.
-import { keccak256 } from "viem";
 import { assertAddress, assertHexBytes, encodingError, uintDigits, type ErrorFactory } from "./bytes.ts";
+import { keccak256 } from "./keccak.ts";
 import type { Address, Hex } from "./types.ts";
 
 const ADDRESS_PAD = "000000000000000000000000"; // 12 zero bytes before the 20-byte address
@@ -27,10 +27,21 @@ export function bytes32Word(value: Hex, field: string, fail: ErrorFactory = enco
   return value.slice(2).toLowerCase();
 }
 
+// The service hashes an op's callData and initCode for the paymaster hash and again for the userOpHash:
+// the last few data hashes are remembered, keyed by content (a hit is always right), so large callData is
+// checked and hashed once per request.
+const recentDataWords = new Map<string, string>();
+const RECENT_DATA_WORDS = 8;
+
 /** The word of keccak256(bytes) (how Solidity's `keccak256(userOp.initCode)` enters a tuple). */
 export function keccakWord(value: Hex, field: string, fail?: ErrorFactory): string {
+  const known = recentDataWords.get(value);
+  if (known !== undefined) return known;
   assertHexBytes(value, field, fail);
-  return keccak256(value).slice(2);
+  const word = keccak256(value).slice(2);
+  if (recentDataWords.size >= RECENT_DATA_WORDS) recentDataWords.delete(recentDataWords.keys().next().value!);
+  recentDataWords.set(value, word);
+  return word;
 }
 
 /** keccak256 of the concatenated words, i.e. keccak256(abi.encode(...)). */

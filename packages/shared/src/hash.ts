@@ -2,8 +2,8 @@
 // keccak256(abi.encode(fieldsHash, chainId, paymaster, validUntil, validAfter[, token, rate, mode])).
 // Each Solidity type's range is checked, so a value the contract could never receive is refused
 // instead of being hashed into a signature that can never verify.
-import { keccak256 } from "viem";
 import { addressWord, bytes32Word, keccakWord, keccakWords, uintWord } from "./abiWords.ts";
+import { keccak256 } from "./keccak.ts";
 import { initCodeV07 } from "./userOperation.ts";
 import type { Erc20ModeFields, ValidityWindow } from "./paymasterData.ts";
 import type { Address, Hex, UserOperationV06, UserOperationV07, VersionedUserOperation } from "./types.ts";

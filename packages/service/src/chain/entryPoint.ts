@@ -3,11 +3,12 @@
  * FailedOp), v0.7's EntryPointSimulations code placed at the EntryPoint's address by a state override (it
  * returns ExecutionResult or reverts with FailedOp / FailedOpWithRevert). Both give the same result shape.
  */
-import { decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
+import { decodeErrorResult, decodeFunctionResult, type Abi } from "viem";
 import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
-import { packUserOpV07, type Address, type Hex, type UserOperationV06, type UserOperationV07 } from "@paymaster/shared";
+import type { Address, Hex, UserOperationV06, UserOperationV07 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
+import { encodeSimulateHandleOp } from "./userOpAbi.ts";
 
 export interface ExecutionResult {
   preOpGas: bigint;
@@ -31,7 +32,13 @@ export type SimulatedOp = { version: "v0.6"; userOp: UserOperationV06 } | { vers
 
 const entryPointV06Abi = EntryPointV06Artifact.abi as Abi;
 const simulationsV07Abi = EntryPointSimulationsV07Artifact.abi as Abi;
-const simulationsV07Code = EntryPointSimulationsV07Artifact.deployedBytecode as Hex;
+/**
+ * The simulation code (~21 kB) as pre-serialized JSON: every v0.7 simulation sends it as a state override, and
+ * JSON.stringify would otherwise scan the 42k-character string on every call.
+ */
+const simulationsV07CodeJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(
+  JSON.stringify(EntryPointSimulationsV07Artifact.deployedBytecode),
+);
 
 function failureOf(reason: string, inner: Hex | null): SimulationFailure {
   const match = /^(AA\d\d)/.exec(reason);
@@ -62,7 +69,7 @@ export async function simulateHandleOp(
   targetCallData: Hex = "0x",
 ): Promise<SimulationOutcome> {
   if (op.version === "v0.6") {
-    const data = encodeFunctionData({ abi: entryPointV06Abi, functionName: "simulateHandleOp", args: [op.userOp, target, targetCallData] });
+    const data = encodeSimulateHandleOp(op, target, targetCallData);
     let revert: Hex | undefined;
     try {
       await rpc.request("eth_call", [{ to: entryPoint, data }, "latest"]);
@@ -79,10 +86,9 @@ export async function simulateHandleOp(
     return { ok: true, result: { preOpGas, paid, targetSuccess, targetResult } };
   }
 
-  const packed = packUserOpV07(op.userOp);
-  const data = encodeFunctionData({ abi: simulationsV07Abi, functionName: "simulateHandleOp", args: [packed, target, targetCallData] });
+  const data = encodeSimulateHandleOp(op, target, targetCallData);
   try {
-    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulationsV07Code } }]);
+    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulationsV07CodeJson } }]);
     const result = decodeFunctionResult({ abi: simulationsV07Abi, functionName: "simulateHandleOp", data: output }) as {
       preOpGas: bigint;
       paid: bigint;

@@ -26,6 +26,8 @@ export const ENV_OVERRIDES = Object.freeze({
 const NUMERIC_OVERRIDES: ReadonlySet<string> = new Set(["port", "bodyLimitBytes"]);
 
 export const CONFIG_PATH_ENV = "PAYMASTER_CONFIG";
+/** The PostgreSQL URL (a secret: environment only). When set, the store is PostgreSQL instead of the SQLite file. */
+export const DATABASE_URL_ENV = "DATABASE_URL";
 const NETWORK_ENV_PREFIX = "PAYMASTER_NETWORK_";
 const NETWORK_ENV_SETTINGS = ["RPC_URL", "SIGNER_KEYS", "SIGNER_KEY_FILE"] as const;
 
@@ -115,6 +117,20 @@ export function buildConfig(json: unknown, env: NodeJS.ProcessEnv, source?: stri
     if (value === undefined) continue;
     raw[field] = NUMERIC_OVERRIDES.has(field) && /^\d+$/.test(value) ? Number(value) : value;
     origins.set(field, variable);
+  }
+
+  if (Object.hasOwn(raw, "databaseUrl")) {
+    issues.push({
+      path: ["databaseUrl"],
+      message: `the database URL is a secret (it carries the password) and is not accepted in the configuration file: set ${DATABASE_URL_ENV}`,
+      origin: "",
+    });
+    delete raw.databaseUrl;
+  }
+  const databaseUrl = envValue(env, DATABASE_URL_ENV);
+  if (databaseUrl !== undefined) {
+    raw.databaseUrl = databaseUrl;
+    origins.set("databaseUrl", DATABASE_URL_ENV);
   }
 
   if (Array.isArray(raw.networks)) {
@@ -252,12 +268,14 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** A copy of `config` that is safe to log and to JSON.stringify: no signer key, no provider key. */
+/** A copy of `config` that is safe to log and to JSON.stringify: no signer key, no provider key, no database password. */
 export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
   return {
     host: config.host,
     port: config.port,
     databasePath: config.databasePath,
+    // scheme, host and port only: never the user, password, database name or parameters
+    ...(config.databaseUrl === undefined ? {} : { databaseUrl: redactUrl(config.databaseUrl) }),
     bodyLimitBytes: config.bodyLimitBytes,
     signatureTtlSeconds: config.signatureTtlSeconds,
     logLevel: config.logLevel,

@@ -26,7 +26,7 @@ import { DEFAULT_GAS_CAPS, type GasCaps, type NetworkConfig, type ServiceConfig 
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 3000;
 export const DEFAULT_DATABASE_PATH = ".data/paymaster.sqlite";
-export const DEFAULT_BODY_LIMIT_BYTES = 131_072;
+export const DEFAULT_BODY_LIMIT_BYTES = 262_144; // the largest valid user operation is ~132 KiB of hex
 export const DEFAULT_SIGNATURE_TTL_SECONDS = 300;
 export const DEFAULT_LOG_LEVEL = "info";
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -234,6 +234,17 @@ export function isLoopbackHost(host: string): boolean {
   return false;
 }
 
+const POSTGRES_PROTOCOLS = new Set(["postgres:", "postgresql:"]);
+
+/** A PostgreSQL connection URL (postgres://user:password@host:port/database?…). */
+export function isPostgresUrl(value: string): boolean {
+  try {
+    return POSTGRES_PROTOCOLS.has(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
 export const serviceConfigSchema = z
   .strictObject(
     {
@@ -246,6 +257,11 @@ export const serviceConfigSchema = z
         .default(DEFAULT_HOST),
       port: integer("a port", 0, 65_535).default(DEFAULT_PORT),
       databasePath: z.string({ error: expected("a file path") }).min(1, { error: "must not be empty" }).default(DEFAULT_DATABASE_PATH),
+      /** From DATABASE_URL only (load.ts refuses it in the file). Messages never contain the value. */
+      databaseUrl: z
+        .string({ error: "must be a postgres:// or postgresql:// URL" })
+        .refine(isPostgresUrl, { error: "must be a postgres:// or postgresql:// URL" })
+        .optional(),
       bodyLimitBytes: integer("a number of bytes", BODY_LIMIT_RANGE.min, BODY_LIMIT_RANGE.max).default(
         DEFAULT_BODY_LIMIT_BYTES,
       ),

@@ -51,6 +51,11 @@ export interface ServiceConfig {
   port: number;
   /** SQLite file path (embedded default). */
   databasePath: string;
+  /**
+   * PostgreSQL connection URL (secret: from DATABASE_URL only, never logged). When set, the store is PostgreSQL
+   * (several replicas can share it) and `databasePath` is unused.
+   */
+  databaseUrl?: string;
   /** Request bodies above this many bytes get BODY_TOO_LARGE. */
   bodyLimitBytes: number;
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */

@@ -6,11 +6,13 @@
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { encodeFunctionData, getAddress, maxUint256, parseEther, type Abi } from "viem";
-import { startLocalStack, writeManifest, type LocalStack } from "@paymaster/contracts";
+import { startLocalStack, writeManifest, type DeploymentManifest, type LocalStack } from "@paymaster/contracts";
 import { SimpleAccountFactoryV06Artifact, SimpleAccountFactoryV07Artifact, SimpleAccountV06Artifact, TestTokenArtifact } from "@paymaster/contracts/artifacts";
 import { ENTRY_POINT_VERSIONS, STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { localNetworkConfig } from "../config/local.ts";
-import type { ServiceConfig } from "../config/types.ts";
+import type { NetworkConfig, ServiceConfig } from "../config/types.ts";
+import type { Store } from "../store/types.ts";
+import { DEFAULT_BODY_LIMIT_BYTES } from "../config/schema.ts";
 import { startService, type RunningService } from "../server.ts";
 
 export interface EmbeddedOptions {
@@ -44,14 +46,56 @@ export const DEMO_STRATEGY_CODE = "DEMO";
 /** What the demo accounts' gas tanks are credited with. */
 export const DEMO_GAS_TANK_WEI = parseEther("1");
 
-async function demoAccount(stack: LocalStack, version: EntryPointVersion, owner: Address): Promise<DemoAccount> {
-  const factory = stack.manifest.entryPoints[version].simpleAccountFactory;
+/** JSON-RPC to the local chain, in-process or over HTTP. */
+export type ChainRequest = (method: string, params: unknown[]) => Promise<unknown>;
+
+async function demoAccount(request: ChainRequest, manifest: DeploymentManifest, version: EntryPointVersion, owner: Address): Promise<DemoAccount> {
+  const factory = manifest.entryPoints[version].simpleAccountFactory;
   const abi = (version === "v0.6" ? SimpleAccountFactoryV06Artifact.abi : SimpleAccountFactoryV07Artifact.abi) as Abi;
   const createAccount = encodeFunctionData({ abi, functionName: "createAccount", args: [owner, 0n] });
   const call = encodeFunctionData({ abi, functionName: "getAddress", args: [owner, 0n] });
-  const result = (await stack.chain.provider.request({ method: "eth_call", params: [{ to: factory, data: call }, "latest"] })) as Hex;
+  const result = (await request("eth_call", [{ to: factory, data: call }, "latest"])) as Hex;
   const sender = getAddress(`0x${result.slice(-40)}`);
   return { version, sender, initCode: `${factory}${createAccount.slice(2)}` as Hex };
+}
+
+export interface Demo {
+  apiKey: string;
+  strategyCode: string;
+  demoAccounts: DemoAccount[];
+}
+
+/**
+ * Seeds the demo: a project, an API key, the DEMO strategy, and for the counterfactual SimpleAccounts of
+ * `demoOwner` a funded gas tank and 1000 of each test token (minted by the deployer `minter`, an unlocked
+ * dev account).
+ */
+export async function seedDemo(store: Store, request: ChainRequest, manifest: DeploymentManifest, minter: Address, demoOwner: Address): Promise<Demo> {
+  const project = await store.createProject("Demo project");
+  const { plaintext: apiKey } = await store.createApiKey(project.id, "demo");
+  await store.createStrategy({ projectId: project.id, code: DEMO_STRATEGY_CODE, name: "Demo: sponsor everything on local", networks: ["local"] });
+  const demoAccounts = await Promise.all(ENTRY_POINT_VERSIONS.map((v) => demoAccount(request, manifest, v, demoOwner)));
+  for (const account of demoAccounts) {
+    await store.creditGasTank("local", account.sender, DEMO_GAS_TANK_WEI, `demo:${account.version}`);
+    for (const token of manifest.tokens) {
+      const mint = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "mint", args: [account.sender, 1_000n * 10n ** BigInt(token.decimals)] });
+      await request("eth_sendTransaction", [{ from: minter, to: token.address, data: mint }]);
+    }
+  }
+  return { apiKey, strategyCode: DEMO_STRATEGY_CODE, demoAccounts };
+}
+
+/** The service configuration of the embedded default for a local chain at `rpcUrl`. */
+export function embeddedConfig(network: NetworkConfig, dataDir: string, servicePort: number, logLevel: ServiceConfig["logLevel"]): ServiceConfig {
+  return {
+    host: "127.0.0.1",
+    port: servicePort,
+    databasePath: path.join(dataDir, "paymaster.sqlite"),
+    bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES,
+    signatureTtlSeconds: 300,
+    logLevel,
+    networks: [network],
+  };
 }
 
 export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embedded> {
@@ -64,33 +108,11 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
     const manifestPath = path.join(dataDir, "deployment.local.json");
     await writeManifest(manifestPath, stack.manifest);
     const network = localNetworkConfig({ manifest: stack.manifest, rpcUrl: stack.chain.url, signerKey: stack.signer.privateKey });
-    running = await startService(
-      {
-        host: "127.0.0.1",
-        port: options.servicePort ?? 3000,
-        databasePath: path.join(dataDir, "paymaster.sqlite"),
-        bodyLimitBytes: 131_072,
-        signatureTtlSeconds: 300,
-        logLevel: options.logLevel ?? "info",
-        networks: [network],
-      },
-      { pollMs: options.pollMs ?? 250 },
-    );
-    const store = running.service.store;
-    const project = await store.createProject("Demo project");
-    const { plaintext: apiKey } = await store.createApiKey(project.id, "demo");
-    await store.createStrategy({ projectId: project.id, code: DEMO_STRATEGY_CODE, name: "Demo: sponsor everything on local", networks: ["local"] });
-
-    // Demo accounts: counterfactual SimpleAccounts of dev account #3, with a funded gas tank and test tokens.
-    const demoOwner = stack.chain.accounts[3]!.address;
-    const demoAccounts = await Promise.all(ENTRY_POINT_VERSIONS.map((v) => demoAccount(stack, v, demoOwner)));
-    for (const account of demoAccounts) {
-      await store.creditGasTank("local", account.sender, DEMO_GAS_TANK_WEI, `demo:${account.version}`);
-      for (const token of stack.manifest.tokens) {
-        const mint = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "mint", args: [account.sender, 1_000n * 10n ** BigInt(token.decimals)] });
-        await stack.chain.provider.request({ method: "eth_sendTransaction", params: [{ from: stack.owner.address, to: token.address, data: mint }] });
-      }
-    }
+    running = await startService(embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info"), {
+      pollMs: options.pollMs ?? 250,
+    });
+    const request: ChainRequest = (method, params) => stack.chain.provider.request({ method, params });
+    const { apiKey, demoAccounts } = await seedDemo(running.service.store, request, stack.manifest, stack.owner.address, stack.chain.accounts[3]!.address);
     const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${apiKey}`;
     const service = running;
     return {

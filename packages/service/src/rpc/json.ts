@@ -9,5 +9,11 @@ function bigintAsDecimal(_key: string, value: unknown): unknown {
 
 /** JSON.stringify that renders bigints as decimal strings. Throws on cycles like JSON.stringify. */
 export function stringifyJson(value: unknown): string {
-  return JSON.stringify(value, bigintAsDecimal) ?? "null";
+  // Plain JSON.stringify first (a replacer takes V8 off its fast serializer on every response); a bigint makes
+  // it throw, and only then is the replacer needed. A cycle throws in both, as before.
+  try {
+    return JSON.stringify(value) ?? "null";
+  } catch {
+    return JSON.stringify(value, bigintAsDecimal) ?? "null";
+  }
 }

@@ -4,46 +4,13 @@
  * way). Margins are deliberate: verification gas has no penalty for being unused; v0.7 charges 10% of unused
  * call gas, so the call gas limit stays close to what the calls used.
  */
-import { encodeAbiParameters, hexToBytes, type Hex } from "viem";
-import { packUserOpV07 } from "@paymaster/shared";
 import type { SimulatedOp, ExecutionResult } from "../chain/entryPoint.ts";
+import { encodeUserOpParameter } from "../chain/userOpAbi.ts";
 
 /** Gas the paymasters' own validation may take (v0.7 paymasterVerificationGasLimit), measured by the tests. */
 export const PAYMASTER_VERIFICATION_GAS = { verifying: 50_000n, erc20: 120_000n } as const;
 /** v0.7 paymasterPostOpGasLimit on top of the ERC-20 paymaster's postOpGas (covers a first payment to an empty treasury). */
 export const ERC20_POST_OP_HEADROOM = 25_000n;
-
-const USER_OP_V06_TUPLE = {
-  type: "tuple",
-  components: [
-    { name: "sender", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "initCode", type: "bytes" },
-    { name: "callData", type: "bytes" },
-    { name: "callGasLimit", type: "uint256" },
-    { name: "verificationGasLimit", type: "uint256" },
-    { name: "preVerificationGas", type: "uint256" },
-    { name: "maxFeePerGas", type: "uint256" },
-    { name: "maxPriorityFeePerGas", type: "uint256" },
-    { name: "paymasterAndData", type: "bytes" },
-    { name: "signature", type: "bytes" },
-  ],
-} as const;
-
-const USER_OP_V07_TUPLE = {
-  type: "tuple",
-  components: [
-    { name: "sender", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "initCode", type: "bytes" },
-    { name: "callData", type: "bytes" },
-    { name: "accountGasLimits", type: "bytes32" },
-    { name: "preVerificationGas", type: "uint256" },
-    { name: "gasFees", type: "bytes32" },
-    { name: "paymasterAndData", type: "bytes" },
-    { name: "signature", type: "bytes" },
-  ],
-} as const;
 
 /**
  * The calldata cost of the op inside a one-op bundle, the way eth-infinitism's bundler prices it: 21000 for
@@ -51,15 +18,18 @@ const USER_OP_V07_TUPLE = {
  * must already carry its final-length paymaster data and signature. (L2 data fees are not included.)
  */
 export function preVerificationGas(op: SimulatedOp): bigint {
-  const encoded: Hex =
+  const encoded =
     op.version === "v0.6"
-      ? encodeAbiParameters([USER_OP_V06_TUPLE], [{ ...op.userOp, preVerificationGas: 0xffffffn }])
-      : encodeAbiParameters([USER_OP_V07_TUPLE], [packUserOpV07({ ...op.userOp, preVerificationGas: 0xffffffn })]);
-  const bytes = hexToBytes(encoded);
-  let cost = 0n;
-  for (const byte of bytes) cost += byte === 0 ? 4n : 16n;
-  const words = BigInt(Math.ceil(bytes.length / 32));
-  return cost + 21_000n + 18_300n + 4n * words;
+      ? encodeUserOpParameter({ version: "v0.6", userOp: { ...op.userOp, preVerificationGas: 0xffffffn } })
+      : encodeUserOpParameter({ version: "v0.7", userOp: { ...op.userOp, preVerificationGas: 0xffffffn } });
+  // Zero bytes straight off the hex digits ("00" pairs): no byte array is built.
+  const bytes = (encoded.length - 2) / 2;
+  let zeros = 0;
+  for (let i = 2; i < encoded.length; i += 2) {
+    if (encoded.charCodeAt(i) === 48 && encoded.charCodeAt(i + 1) === 48) zeros++;
+  }
+  const words = Math.ceil(bytes / 32);
+  return BigInt(4 * zeros + 16 * (bytes - zeros) + 4 * words) + 21_000n + 18_300n;
 }
 
 export interface MeasuredLimits {

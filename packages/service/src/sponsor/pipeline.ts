@@ -183,7 +183,7 @@ function checkCaps(gas: GasValues, call: CallContext, marketMaxFee: bigint) {
   }
   if (gas.maxPriorityFeePerGas > gas.maxFeePerGas) {
     throw new RpcError("INVALID_PARAMS", "maxPriorityFeePerGas is above maxFeePerGas", {
-      issues: [{ path: "0.maxPriorityFeePerGas", message: "must not exceed maxFeePerGas" }],
+      issues: [{ path: [0, "maxPriorityFeePerGas"], message: "must not exceed maxFeePerGas" }],
     });
   }
 }
@@ -257,6 +257,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   // Estimation runs at a 1-wei price, where any allowance covers a pre-charge.
   let chargeMode: ChargeMode = mode.mode === "erc20" && allowance === 0n ? ChargeMode.InPostOp : ChargeMode.PreCharge;
 
+  checkCaps(gas, call, market.maxFeePerGas); // the client's own values first: an over-cap limit must never reach the simulation
   // ---- estimation of what the client left out, from one run with generous limits at a 1-wei price
   const needsEstimate = gas.callGasLimit === 0n || gas.verificationGasLimit === 0n;
   if (gas.preVerificationGas === 0n) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, stubData(chargeMode)));
@@ -280,7 +281,6 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   checkCaps(gas, call, market.maxFeePerGas);
 
   // ---- ERC-20: maximum token cost against balance and allowance
-  let maxCostWei = maxGasCost(buildOp(request, gas, paymaster, stubData(chargeMode)));
   if (mode.mode === "erc20") {
     const op = buildOp(request, gas, paymaster, stubData(chargeMode));
     const preChargeWei = op.version === "v0.6" ? preChargeGasCostV06(op.userOp, postOpGas) : preChargeGasCostV07(op.userOp);
@@ -335,7 +335,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       });
     }
   }
-  maxCostWei = maxGasCost(finalStub);
+  const maxCostWei = maxGasCost(finalStub);
 
   const result: PipelineResult = {
     version: request.version,

@@ -1,0 +1,161 @@
+// The hand-written user operation encodings (src/chain/userOpAbi.ts) against viem's generic encoder, and
+// preVerificationGas against its former implementation (viem's encodeAbiParameters, then a byte loop).
+import { expect } from "chai";
+import { encodeAbiParameters, encodeFunctionData, getAddress, hexToBytes, type Abi, type Hex } from "viem";
+import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
+import { STUB_SIGNATURE, packUserOpV07, type Address, type UserOperationV06, type UserOperationV07 } from "@paymaster/shared";
+import type { SimulatedOp } from "../src/chain/entryPoint.ts";
+import { encodeSimulateHandleOp, encodeUserOpParameter } from "../src/chain/userOpAbi.ts";
+import { preVerificationGas } from "../src/sponsor/gas.ts";
+
+const USER_OP_V06_TUPLE = {
+  type: "tuple",
+  components: [
+    { name: "sender", type: "address" },
+    { name: "nonce", type: "uint256" },
+    { name: "initCode", type: "bytes" },
+    { name: "callData", type: "bytes" },
+    { name: "callGasLimit", type: "uint256" },
+    { name: "verificationGasLimit", type: "uint256" },
+    { name: "preVerificationGas", type: "uint256" },
+    { name: "maxFeePerGas", type: "uint256" },
+    { name: "maxPriorityFeePerGas", type: "uint256" },
+    { name: "paymasterAndData", type: "bytes" },
+    { name: "signature", type: "bytes" },
+  ],
+} as const;
+
+const USER_OP_V07_TUPLE = {
+  type: "tuple",
+  components: [
+    { name: "sender", type: "address" },
+    { name: "nonce", type: "uint256" },
+    { name: "initCode", type: "bytes" },
+    { name: "callData", type: "bytes" },
+    { name: "accountGasLimits", type: "bytes32" },
+    { name: "preVerificationGas", type: "uint256" },
+    { name: "gasFees", type: "bytes32" },
+    { name: "paymasterAndData", type: "bytes" },
+    { name: "signature", type: "bytes" },
+  ],
+} as const;
+
+/** preVerificationGas as it was first written: viem's encoder, then a loop over the bytes. */
+function referencePreVerificationGas(op: SimulatedOp): bigint {
+  const encoded: Hex =
+    op.version === "v0.6"
+      ? encodeAbiParameters([USER_OP_V06_TUPLE], [{ ...op.userOp, preVerificationGas: 0xffffffn }])
+      : encodeAbiParameters([USER_OP_V07_TUPLE], [packUserOpV07({ ...op.userOp, preVerificationGas: 0xffffffn })]);
+  const bytes = hexToBytes(encoded);
+  let cost = 0n;
+  for (const byte of bytes) cost += byte === 0 ? 4n : 16n;
+  const words = BigInt(Math.ceil(bytes.length / 32));
+  return cost + 21_000n + 18_300n + 4n * words;
+}
+
+/** Deterministic pseudo-random bytes (xorshift32) with about `zeroShare` of them zero. */
+function bytesHex(length: number, seed: number, zeroShare = 0.3): Hex {
+  let x = seed || 1;
+  let out = "0x";
+  for (let i = 0; i < length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    const value = (x >>> 0) % 1000 < zeroShare * 1000 ? 0 : ((x >>> 8) & 0xff) || 1;
+    out += value.toString(16).padStart(2, "0");
+  }
+  return out as Hex;
+}
+
+const SENDER = getAddress("0x4c8d290a1b368ac4728d83a9e8321fc3af2b39b1");
+const FACTORY = getAddress("0x9406cc6185a346906296840746125a0e44976454");
+const PAYMASTER = getAddress("0x2222222222222222222222222222222222222222");
+const TARGET = getAddress("0xa0ee7a142d267c1f36714e4a8f75612f20a79720");
+
+const LENGTHS = [0, 1, 4, 31, 32, 33, 64, 100, 132, 1000, 4100];
+
+function opsV06(): UserOperationV06[] {
+  return LENGTHS.map((length, i) => ({
+    sender: SENDER,
+    nonce: (BigInt(i) << 64n) + BigInt(i),
+    initCode: i % 3 === 0 ? "0x" : (`0x${FACTORY.slice(2)}${bytesHex(length, i + 11).slice(2)}` as Hex),
+    callData: bytesHex(length, i + 1, i % 2 === 0 ? 0.3 : 0.9),
+    callGasLimit: BigInt(i * 12_345),
+    verificationGasLimit: 1_000_000n + BigInt(i),
+    preVerificationGas: 50_000n,
+    maxFeePerGas: 3_000_000_000n * BigInt(i + 1),
+    maxPriorityFeePerGas: i % 2 === 0 ? 0n : 1_000_000_000n,
+    paymasterAndData: i % 4 === 0 ? "0x" : (`0x${PAYMASTER.slice(2)}${bytesHex(77, i + 5).slice(2)}` as Hex),
+    signature: i % 5 === 0 ? "0x" : STUB_SIGNATURE,
+  }));
+}
+
+function opsV07(): UserOperationV07[] {
+  return LENGTHS.map((length, i) => ({
+    sender: SENDER,
+    nonce: (1n << 255n) + BigInt(i),
+    ...(i % 3 === 0 ? {} : { factory: FACTORY, factoryData: bytesHex(length, i + 11) }),
+    callData: bytesHex(length, i + 1, i % 2 === 0 ? 0.3 : 0.9),
+    callGasLimit: BigInt(i * 12_345),
+    verificationGasLimit: (1n << 128n) - 1n - BigInt(i),
+    preVerificationGas: 50_000n,
+    maxFeePerGas: 3_000_000_000n * BigInt(i + 1),
+    maxPriorityFeePerGas: i % 2 === 0 ? 0n : 1_000_000_000n,
+    ...(i % 4 === 0
+      ? {}
+      : { paymaster: PAYMASTER, paymasterVerificationGasLimit: 50_000n, paymasterPostOpGasLimit: BigInt(i * 1000), paymasterData: bytesHex(i % 2 ? 77 : 130, i + 5) }),
+    signature: i % 5 === 0 ? "0x" : STUB_SIGNATURE,
+  }));
+}
+
+describe("user operation ABI encoding", () => {
+  it("abi.encode of the op equals viem's (v0.6 UserOperation, v0.7 PackedUserOperation)", () => {
+    for (const userOp of opsV06()) {
+      expect(encodeUserOpParameter({ version: "v0.6", userOp })).to.equal(encodeAbiParameters([USER_OP_V06_TUPLE], [userOp]));
+    }
+    for (const userOp of opsV07()) {
+      expect(encodeUserOpParameter({ version: "v0.7", userOp })).to.equal(encodeAbiParameters([USER_OP_V07_TUPLE], [packUserOpV07(userOp)]));
+    }
+  });
+
+  it("simulateHandleOp calldata equals viem's encodeFunctionData", () => {
+    const targets: [Address, Hex][] = [
+      ["0x0000000000000000000000000000000000000000", "0x"],
+      [TARGET, bytesHex(36, 3)],
+      [TARGET, bytesHex(133, 4)],
+    ];
+    for (const [target, targetCallData] of targets) {
+      for (const userOp of opsV06()) {
+        const viem = encodeFunctionData({ abi: EntryPointV06Artifact.abi as Abi, functionName: "simulateHandleOp", args: [userOp, target, targetCallData] });
+        expect(encodeSimulateHandleOp({ version: "v0.6", userOp }, target, targetCallData)).to.equal(viem);
+      }
+      for (const userOp of opsV07()) {
+        const viem = encodeFunctionData({
+          abi: EntryPointSimulationsV07Artifact.abi as Abi,
+          functionName: "simulateHandleOp",
+          args: [packUserOpV07(userOp), target, targetCallData],
+        });
+        expect(encodeSimulateHandleOp({ version: "v0.7", userOp }, target, targetCallData)).to.equal(viem);
+      }
+    }
+  });
+
+  it("refuses values the ABI types cannot hold", () => {
+    const [op] = opsV06();
+    expect(() => encodeUserOpParameter({ version: "v0.6", userOp: { ...op!, nonce: 1n << 256n } })).to.throw(/uint256/);
+    expect(() => encodeUserOpParameter({ version: "v0.6", userOp: { ...op!, callGasLimit: -1n } })).to.throw(/uint256/);
+    expect(() => encodeUserOpParameter({ version: "v0.6", userOp: { ...op!, callData: "0xabc" as Hex } })).to.throw(/hex bytes/);
+    expect(() => encodeUserOpParameter({ version: "v0.6", userOp: { ...op!, sender: "0x1234" as Address } })).to.throw(/address/);
+  });
+
+  it("preVerificationGas equals the former viem-based computation", () => {
+    for (const userOp of opsV06()) {
+      const op: SimulatedOp = { version: "v0.6", userOp };
+      expect(preVerificationGas(op)).to.equal(referencePreVerificationGas(op));
+    }
+    for (const userOp of opsV07()) {
+      const op: SimulatedOp = { version: "v0.7", userOp };
+      expect(preVerificationGas(op)).to.equal(referencePreVerificationGas(op));
+    }
+  });
+});
