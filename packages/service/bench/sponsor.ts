@@ -152,7 +152,7 @@ function report(label: string, result: Awaited<ReturnType<typeof run>>) {
   console.log(`  client latency   ${fmt(percentile(col((s) => s.latencyMs), 50))} ${fmt(percentile(col((s) => s.latencyMs), 99))}`);
   console.log(`  server: chain    ${fmt(percentile(col((s) => s.chainMs), 50))} ${fmt(percentile(col((s) => s.chainMs), 99))}`);
   console.log(`  server: own      ${fmt(percentile(col((s) => s.ownMs), 50))} ${fmt(percentile(col((s) => s.ownMs), 99))}`);
-  console.log(`  process CPU per request (service + in-process chain + client): ${result.cpuMsPerRequest.toFixed(3)} ms`);
+  console.log(`  process CPU per request (service incl. chain-call encoding + client): ${result.cpuMsPerRequest.toFixed(3)} ms`);
 }
 
 try {

@@ -31,14 +31,18 @@ export function withTiming<T>(timing: Timing, fn: () => T): T {
   return current.run(timing, fn);
 }
 
-/** Awaits `promise`, counting the wait as chain time of the current request (if any). */
-export async function chainWait<T>(promise: Promise<T>): Promise<T> {
+/**
+ * Runs `call` and awaits it, counting it as chain time of the current request (if any): the wait, and also
+ * the synchronous work of making the calls (encoding calldata, building the JSON-RPC requests), which is the
+ * cost of a chain call rather than of the service's own decisions.
+ */
+export async function chainWait<T>(call: () => Promise<T>): Promise<T> {
   const timing = current.getStore();
-  if (!timing) return promise;
+  if (!timing) return call();
   const start = process.hrtime.bigint();
   timing.chainCalls++;
   try {
-    return await promise;
+    return await call();
   } finally {
     timing.chainNs += process.hrtime.bigint() - start;
   }

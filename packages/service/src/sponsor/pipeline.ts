@@ -204,7 +204,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   }
 
   // ---- mode and policy (store only)
-  const market = await chainWait(chain.market.current());
+  const market = await chainWait(() => chain.market.current());
   const now = Math.max(service.now(), market.timestamp);
   const mode = await resolveMode(call, request, now);
   const paymaster = mode.mode === "erc20" ? entry.erc20Paymaster : entry.verifyingPaymaster;
@@ -238,7 +238,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   let balance = 0n;
   let allowance = 0n;
   if (mode.mode === "erc20") {
-    const [nativeUsd, tokenUsd, held, allowed] = await chainWait(
+    const [nativeUsd, tokenUsd, held, allowed] = await chainWait(() =>
       Promise.all([
         chain.prices.usd(network.config.nativeUsdPrice),
         chain.prices.usd(mode.token.priceSource),
@@ -272,7 +272,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       paymasterVerificationGasLimit: request.version === "v0.7" ? caps.maxPaymasterVerificationGasLimit : 0n,
     };
     const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
-    const outcome = await chainWait(simulateHandleOp(chain.rpc, entry.entryPoint, probe));
+    const outcome = await chainWait(() => simulateHandleOp(chain.rpc, entry.entryPoint, probe));
     if (!outcome.ok) throw simulationError(outcome.failure);
     const measured = limitsFromSimulation(probe, outcome.result, postOpGas);
     if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
@@ -309,8 +309,9 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const finalStub = buildOp(request, gas, paymaster, stubData(chargeMode));
   const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, stubData(chargeMode));
   const treasury = erc20Info?.treasury ?? ZERO;
-  const treasuryBalanceCall = encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [treasury] });
-  const [full, calls, treasuryBefore] = await chainWait(
+  // Only ERC-20 mode reads the treasury's balance: viem's generic encoder is not worth running for the others.
+  const treasuryBalanceCall = mode.mode === "erc20" ? encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [treasury] }) : "0x";
+  const [full, calls, treasuryBefore] = await chainWait(() =>
     Promise.all([
       mode.mode === "erc20"
         ? simulateHandleOp(chain.rpc, entry.entryPoint, finalStub, mode.token.address, treasuryBalanceCall)
