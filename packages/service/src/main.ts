@@ -29,6 +29,7 @@ function banner(embedded: Embedded): string {
     `  Tokens           ${stack.manifest.tokens.map((t) => `${t.symbol} (${t.decimals} decimals, ${t.address})`).join(", ")}`,
     `  Manifest         ${manifestPath}`,
     `  Demo accounts    v0.6 ${v06!.sender}, v0.7 ${v07!.sender} (owner ${owner} = dev account #3; 1 ETH gas tank and 1000 of each token each)`,
+    `  Deposit address  ${embedded.running.service.networks.get("local")?.config.depositAddress} (dev account #5): ETH sent here is credited to the sender's gas tank after 1 confirmation`,
     "",
     "Try it:",
     "",

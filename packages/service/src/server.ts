@@ -10,10 +10,13 @@ import { createLogger } from "./log.ts";
 import { METHODS } from "./methods/index.ts";
 import { createNetworkRuntime } from "./network.ts";
 import { openStore } from "./store/index.ts";
+import { startWatcher, type Watcher } from "./settlement/watcher.ts";
 
 export interface RunningService {
   url: string;
   service: ServiceContext;
+  /** The settlement watcher of each network with chain access (empty with `watch: false`). */
+  watchers: ReadonlyMap<string, Watcher>;
   close(): Promise<void>;
 }
 
@@ -22,6 +25,11 @@ export interface StartOptions {
   /** Block poll interval of each network's market snapshot (ms). */
   pollMs?: number;
   now?: () => number;
+  /**
+   * Run a settlement watcher per network (default true). With several replicas sharing one database, run the
+   * watchers in one of them only.
+   */
+  watch?: boolean;
 }
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
@@ -49,11 +57,19 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   };
   const server = await listen(createApp(service, METHODS), { host: config.host, port: config.port });
   logger.info({ url: server.url, networks: [...networks.keys()] }, "paymaster service listening");
+  const watchers = new Map<string, Watcher>();
+  if (options.watch !== false) {
+    for (const runtime of networks.values()) {
+      if (runtime.chain) watchers.set(runtime.config.name, startWatcher({ network: runtime, store, logger, options: { now: service.now } }));
+    }
+  }
   return {
     url: server.url,
     service,
+    watchers,
     async close() {
       await server.close();
+      for (const watcher of watchers.values()) await watcher.stop();
       for (const runtime of networks.values()) runtime.chain?.market.stop();
       await store.close();
     },

@@ -18,7 +18,8 @@ import { isStoreError, StoreError } from "../src/store/errors.ts";
 import { SQLITE_MIGRATIONS, type Migration } from "../src/store/migrations.ts";
 import { openPostgresStore, POSTGRES_MIGRATIONS } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
-import type { NewSponsorship, SponsorshipRecord, Store } from "../src/store/types.ts";
+import type { CapCheck } from "../src/policy/types.ts";
+import type { NewSponsorship, ReserveResult, Settlement, SponsorshipRecord, Store } from "../src/store/types.ts";
 
 const NET = "base-sepolia";
 const EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as Address;
@@ -184,27 +185,36 @@ function postgresBackend(): Backend {
 
 const BACKENDS: readonly Backend[] = [sqliteBackend(), postgresBackend()];
 
-/** A script for `node` (child processes): opens the store, says "ready", waits for "go", reserves, prints its count. */
+/** JSON with bigints as "123n" (for child processes and workers), and back. */
+const bigintJson = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === "bigint" ? `${v}n` : v));
+
+/**
+ * A script for `node` (child processes): opens the store, says "ready", waits for "go", reserves `attempts` ops
+ * (nonces base, base + 1, …; `lanes` in flight at once) against `caps`, prints how many were accepted and the
+ * refusals by reason. Its argument is bigintJson.
+ */
 const RESERVE_SCRIPT = `
 import { createInterface } from "node:readline";
-const spec = JSON.parse(process.argv[2]);
+const spec = JSON.parse(process.argv[2], (_, v) => (typeof v === "string" && /^\\d+n$/.test(v) ? BigInt(v.slice(0, -1)) : v));
 const { [spec.opener]: open } = await import(spec.module);
 const store = await open(spec.target);
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 console.log("ready");
 await lines.next(); // "go": start together
 let ok = 0;
+const refused = {};
 let next = 0;
 async function lane() {
   while (next < spec.attempts) {
     const i = next++;
-    const r = await store.reserveSponsorship({ ...spec.op, nonce: BigInt(spec.base + i), maxCostWei: BigInt(spec.op.maxCostWei) });
+    const r = await store.reserveSponsorship({ ...spec.op, nonce: BigInt(spec.base + i) }, spec.caps);
     if (r.ok) ok++;
+    else refused[r.reason] = (refused[r.reason] ?? 0) + 1;
   }
 }
 await Promise.all(Array.from({ length: spec.lanes }, lane));
 await store.close();
-console.log(JSON.stringify({ ok }));
+console.log(JSON.stringify({ ok, refused }));
 process.exit(0);
 `;
 
@@ -266,10 +276,49 @@ for (const backend of BACKENDS) {
         exchangeRate: null,
         maxTokenCost: null,
         maxCostWei: 100n,
+        maxCostUsdMicros: 0n,
         validUntil: 2_000_000_000,
         validAfter: 1_700_000_000,
         ...over,
       };
+    }
+
+    /**
+     * Two child processes on the test's database reserve `attempts` ops each (distinct nonces, `lanes` in flight
+     * per process), started together; their answers.
+     */
+    async function twoProcesses(spec: {
+      op: NewSponsorship;
+      caps?: readonly CapCheck[];
+      attempts: number;
+      lanes: number;
+    }): Promise<{ ok: number; refused: Record<string, number> }[]> {
+      const script = path.join(dir, "reserve.mjs");
+      fs.writeFileSync(script, RESERVE_SCRIPT);
+      const children = [0, 1].map((p) =>
+        spawn(
+          process.execPath,
+          [
+            "--disable-warning=ExperimentalWarning",
+            script,
+            bigintJson({ module: backend.module, opener: backend.opener, target: backend.target(), base: p * 1000, ...spec }),
+          ],
+          { stdio: ["pipe", "pipe", "inherit"] },
+        ),
+      );
+      try {
+        const outputs = children.map((child) => createInterface({ input: child.stdout })[Symbol.asyncIterator]());
+        for (const lines of outputs) expect((await lines.next()).value).to.equal("ready");
+        for (const child of children) child.stdin.write("go\n");
+        const answers = await Promise.all(
+          outputs.map(async (lines) => JSON.parse((await lines.next()).value as string) as { ok: number; refused: Record<string, number> }),
+        );
+        await Promise.all(children.map((child) => (child.exitCode === null ? once(child, "exit") : undefined)));
+        expect(children.map((child) => child.exitCode)).to.deep.equal([0, 0]);
+        return answers;
+      } finally {
+        for (const child of children) if (child.exitCode === null) child.kill();
+      }
     }
 
     describe("opening", () => {
@@ -302,16 +351,17 @@ for (const backend of BACKENDS) {
           expect(
             await backend.count(
               `SELECT COUNT(*) AS n FROM pg_tables WHERE schemaname = 'public' AND tablename IN
-                 ('projects', 'api_keys', 'strategies', 'tokens', 'gas_tanks', 'gas_tank_credits', 'sponsorships')`,
+                 ('projects', 'api_keys', 'strategies', 'tokens', 'gas_tanks', 'gas_tank_credits', 'sponsorships',
+                  'strategy_usage', 'sponsorship_usage', 'cursors')`,
             ),
-          ).to.equal(7);
+          ).to.equal(10);
           // amounts are NUMERIC(78,0): every uint256 fits
           expect(
             await backend.count(
               `SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = 'public'
                  AND data_type = 'numeric' AND numeric_precision = 78 AND numeric_scale = 0`,
             ),
-          ).to.equal(7);
+          ).to.equal(16);
         });
 
         it("openStore opens PostgreSQL when databaseUrl is given (databasePath unused)", async () => {
@@ -922,42 +972,607 @@ for (const backend of BACKENDS) {
       it("two processes sharing one database hold one tank's limit exactly", async () => {
         const ids = await owner();
         await store.creditGasTank(NET, SENDER, 5000n, "c1"); // exactly 50 reservations of 100
-        const script = path.join(dir, "reserve.mjs");
-        fs.writeFileSync(script, RESERVE_SCRIPT);
-        const children = [0, 1].map((p) =>
-          spawn(
-            process.execPath,
-            [
-              "--disable-warning=ExperimentalWarning",
-              script,
-              JSON.stringify({
-                module: backend.module,
-                opener: backend.opener,
-                target: backend.target(),
-                op: { ...op(ids), nonce: undefined, maxCostWei: "100" },
-                base: p * 1000,
-                attempts: 80,
-                lanes: 4, // four reservations in flight per process
-              }),
-            ],
-            { stdio: ["pipe", "pipe", "inherit"] },
-          ),
-        );
-        try {
-          const outputs = children.map((child) => createInterface({ input: child.stdout })[Symbol.asyncIterator]());
-          for (const lines of outputs) expect((await lines.next()).value).to.equal("ready");
-          for (const child of children) child.stdin.write("go\n");
-          const answers = await Promise.all(
-            outputs.map(async (lines) => JSON.parse((await lines.next()).value as string) as { ok: number }),
-          );
-          await Promise.all(children.map((child) => (child.exitCode === null ? once(child, "exit") : undefined)));
-          expect(children.map((child) => child.exitCode)).to.deep.equal([0, 0]);
-          expect(answers[0]!.ok + answers[1]!.ok).to.equal(50);
-        } finally {
-          for (const child of children) if (child.exitCode === null) child.kill();
-        }
+        const answers = await twoProcesses({ op: op(ids), attempts: 80, lanes: 4 });
+        expect(answers[0]!.ok + answers[1]!.ok).to.equal(50);
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 5000n, reservedWei: 5000n });
         expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(50);
+      });
+    });
+
+    // ---- accounting: strategy rules and usage, caps, settlement, expiry, credits, cursors
+
+    const DAY = "2026-11-22";
+    const NEXT_DAY = "2026-11-23";
+    const HASH_C = `0x${"ef".repeat(32)}` as const;
+
+    /** The CapCheck of `scope` (key: "" / DAY / SENDER unless given) with `limits`. */
+    function cap(scope: CapCheck["scope"], limits: Pick<CapCheck, "maxWei" | "maxUsdMicros" | "maxOps">, key?: string): CapCheck {
+      const keys = { global: "", daily: DAY, perSender: SENDER };
+      return { scope, key: key ?? keys[scope], rulePrefix: `caps.${scope}`, ...limits };
+    }
+
+    /** A project, key and strategy (with `rules`). */
+    async function sponsorOwner(rules: Parameters<Store["setStrategyRules"]>[1] = {}) {
+      const ids = await owner();
+      const strategy = await store.createStrategy({ projectId: ids.projectId, code: `S${randomBytes(4).toString("hex")}`, name: "s", rules });
+      return { ...ids, strategyId: strategy.id };
+    }
+
+    /** A Sponsor-mode op of the strategy. */
+    function sop(ids: { projectId: string; apiKeyId: string; strategyId: string }, over: Partial<NewSponsorship> = {}): NewSponsorship {
+      return op(ids, { mode: "sponsor", strategyId: ids.strategyId, maxCostWei: 100n, maxCostUsdMicros: 300_000n, ...over });
+    }
+
+    function settlement(over: Partial<Settlement> = {}): Settlement {
+      return {
+        actualGasCostWei: 40n,
+        actualCostUsdMicros: 120_000n,
+        actualTokenCost: null,
+        success: true,
+        txHash: HASH_B,
+        blockNumber: 100n,
+        blockHash: HASH_A,
+        logIndex: 0,
+        ...over,
+      };
+    }
+
+    async function reserved(result: Promise<ReserveResult>): Promise<SponsorshipRecord> {
+      const r = await result;
+      if (!r.ok) throw new Error(`expected ok, got ${bigintJson(r)}`);
+      return r.record;
+    }
+
+    /** Reserved and signed (userOpHash derived from the id, so each is distinct). */
+    async function signed(result: Promise<ReserveResult>): Promise<SponsorshipRecord> {
+      const record = await reserved(result);
+      const userOpHash = `0x${Buffer.from(record.id.replaceAll("-", ""), "hex").toString("hex").padEnd(64, "0")}` as const;
+      await store.markSigned(record.id, { userOpHash, paymasterAndData: "0x01" });
+      return (await store.getSponsorship(record.id))!;
+    }
+
+    function usageOf(strategyId: string, scope: CapCheck["scope"] = "global", key?: string) {
+      return store.getUsage(strategyId, scope, key ?? { global: "", daily: DAY, perSender: SENDER }[scope]);
+    }
+
+    describe("strategy rules", () => {
+      const rules = {
+        senderAllowlist: [SENDER.toLowerCase() as Address],
+        targets: [{ address: USDC, selectors: ["0xA9059CBB" as const] }],
+        caps: { global: { maxWei: 10n ** 30n, maxUsd: "12.5", maxOps: 3 }, daily: { maxOps: 1 }, perOp: { maxWei: 5n } },
+        gasLimits: { maxCallGasLimit: 1_000_000n },
+        maxFeeMultiplierBps: 15_000,
+      };
+      const normalised = { ...rules, senderAllowlist: [SENDER], targets: [{ address: USDC, selectors: ["0xa9059cbb"] }] };
+
+      it("stores rules (normalised) and reads them back; {} by default; setStrategyRules replaces them", async () => {
+        const p = await store.createProject("Acme");
+        const s = await store.createStrategy({ projectId: p.id, code: "RULED", name: "r", rules });
+        expect(s.rules).to.deep.equal(normalised);
+        expect(await store.getStrategyByCode("RULED")).to.deep.equal(s);
+        const plain = await store.createStrategy({ projectId: p.id, code: "PLAIN", name: "p" });
+        expect(plain.rules).to.deep.equal({});
+        expect((await store.getStrategyByCode("PLAIN"))?.rules).to.deep.equal({});
+
+        // a caller mutating what it was given changes nothing stored
+        (await store.getStrategyByCode("RULED"))!.rules.caps!.global!.maxOps = 99;
+        expect((await store.getStrategyByCode("RULED"))?.rules.caps?.global?.maxOps).to.equal(3);
+
+        await store.setStrategyRules(plain.id, { caps: { perSender: { maxOps: 2, maxWei: 7n } } });
+        expect((await store.getStrategyByCode("PLAIN"))?.rules).to.deep.equal({ caps: { perSender: { maxOps: 2, maxWei: 7n } } });
+        await store.setStrategyRules(s.id, {});
+        expect((await store.getStrategyByCode("RULED"))?.rules).to.deep.equal({});
+        await store.setStrategyRules(s.id, rules);
+        await store.close();
+        expect((await (await open()).getStrategyByCode("RULED"))?.rules).to.deep.equal(normalised);
+      });
+
+      it("refuses invalid rules without writing, and an unknown strategy", async () => {
+        const p = await store.createProject("Acme");
+        const s = await store.createStrategy({ projectId: p.id, code: "R", name: "r", rules: { caps: { daily: { maxOps: 2 } } } });
+        const bad = [
+          { caps: { global: { maxOps: 0 } } },
+          { senderAlowlist: [] },
+          { senderAllowlist: ["0x1234"] },
+          { caps: { global: { maxUsd: "1.1234567" } } },
+          { targets: "everything" },
+        ] as unknown as Parameters<Store["setStrategyRules"]>[1][];
+        for (const b of bad) {
+          expect(isStoreError(await rejection(store.setStrategyRules(s.id, b)), "INVALID_INPUT"), bigintJson(b)).to.equal(true);
+          expect(isStoreError(await rejection(store.createStrategy({ projectId: p.id, code: "X", name: "x", rules: b })), "INVALID_INPUT")).to.equal(true);
+        }
+        expect((await store.getStrategyByCode("R"))?.rules).to.deep.equal({ caps: { daily: { maxOps: 2 } } });
+        expect(await store.getStrategyByCode("X")).to.equal(undefined);
+        expect(isStoreError(await rejection(store.setStrategyRules("missing", {})), "NOT_FOUND")).to.equal(true);
+      });
+    });
+
+    describe("caps", () => {
+      it("an unknown usage row is zeros; a malformed scope key is refused", async () => {
+        const ids = await sponsorOwner();
+        const zero = { reservedWei: 0n, spentWei: 0n, reservedUsdMicros: 0n, spentUsdMicros: 0n, ops: 0 };
+        expect(await store.getUsage(ids.strategyId, "global", "")).to.deep.equal(zero);
+        expect(await store.getUsage("no-such-strategy", "daily", DAY)).to.deep.equal(zero);
+        expect(await store.getUsage(ids.strategyId, "perSender", OTHER)).to.deep.equal(zero);
+        for (const [scope, key] of [["global", "x"], ["daily", "22/11/2026"], ["perSender", "0x12"], ["weekly", ""]] as const) {
+          const err = await rejection(store.getUsage(ids.strategyId, scope as CapCheck["scope"], key));
+          expect(isStoreError(err, "INVALID_INPUT"), `${scope} ${key}`).to.equal(true);
+        }
+      });
+
+      // Each cap kind of each scope: the limit is reachable exactly, one unit past it is refused (nothing
+      // written), another key of the scope is independent, and a release makes room again.
+      const kinds = {
+        maxWei: { limits: { maxWei: 1000n }, costs: [300n, 300n, 400n], over: "1001", cost: (c: bigint) => ({ maxCostWei: c, maxCostUsdMicros: 0n }) },
+        maxUsd: { limits: { maxUsdMicros: 2_500_000n }, costs: [1_000_000n, 1_000_000n, 500_000n], over: "2500001", cost: (c: bigint) => ({ maxCostWei: 10n ** 18n, maxCostUsdMicros: c }) },
+        maxOps: { limits: { maxOps: 3 }, costs: [5n, 5n, 5n], over: "4", cost: (c: bigint) => ({ maxCostWei: c, maxCostUsdMicros: c }) },
+      } as const;
+      for (const scope of ["global", "daily", "perSender"] as const) {
+        for (const [kind, k] of Object.entries(kinds)) {
+          it(`${scope} ${kind}: accepts up to the limit and refuses one past it with the rule, limit and value`, async () => {
+            const ids = await sponsorOwner();
+            const caps = [cap(scope, k.limits)];
+            const accepted = [];
+            for (const [i, c] of k.costs.entries()) {
+              accepted.push(await reserved(store.reserveSponsorship(sop(ids, { nonce: BigInt(i), ...k.cost(c) }), caps)));
+            }
+            const before = await usageOf(ids.strategyId, scope);
+            expect(before.ops).to.equal(3);
+            expect(before.reservedWei).to.equal(k.costs.reduce((a, c) => a + k.cost(c).maxCostWei, 0n));
+            expect(before.reservedUsdMicros).to.equal(k.costs.reduce((a, c) => a + k.cost(c).maxCostUsdMicros, 0n));
+
+            const one = kind === "maxOps" ? k.cost(5n) : k.cost(1n);
+            const refused = await store.reserveSponsorship(sop(ids, { nonce: 9n, ...one }), caps);
+            const limit = kind === "maxWei" ? "1000" : kind === "maxUsd" ? "2500000" : "3";
+            expect(refused).to.deep.equal({ ok: false, reason: "CAP_EXCEEDED", rule: `caps.${scope}.${kind}`, limit, value: k.over });
+            expect(await usageOf(ids.strategyId, scope)).to.deep.equal(before);
+            expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships")).to.equal(3);
+
+            // another key of the scope (another day, another sender, another strategy) has its own totals
+            if (scope === "global") {
+              const other = await sponsorOwner();
+              await reserved(store.reserveSponsorship(sop(other, { nonce: 9n, ...one }), caps));
+            } else {
+              const otherKey = scope === "daily" ? NEXT_DAY : OTHER;
+              const sender = scope === "daily" ? SENDER : OTHER;
+              await reserved(store.reserveSponsorship(sop(ids, { nonce: 9n, sender, ...one }), [cap(scope, k.limits, otherKey)]));
+              expect((await usageOf(ids.strategyId, scope, otherKey)).ops).to.equal(1);
+            }
+            expect(await usageOf(ids.strategyId, scope)).to.deep.equal(before);
+
+            // a release gives its share back, exactly once
+            await store.releaseSponsorship(accepted[0]!.id);
+            await store.releaseSponsorship(accepted[0]!.id);
+            const after = await usageOf(ids.strategyId, scope);
+            expect(after.ops).to.equal(2);
+            expect(after.reservedWei).to.equal(before.reservedWei - accepted[0]!.maxCostWei);
+            expect(after.reservedUsdMicros).to.equal(before.reservedUsdMicros - accepted[0]!.maxCostUsdMicros);
+            await reserved(store.reserveSponsorship(sop(ids, { nonce: 10n, ...one }), caps));
+          });
+        }
+      }
+
+      it("every check must hold: the first failing one is reported, in the order given, then maxWei, maxUsd, maxOps", async () => {
+        const ids = await sponsorOwner();
+        const checks = (sender: Address) => [cap("global", { maxOps: 10 }), cap("daily", { maxWei: 100n }), cap("perSender", { maxOps: 1 }, sender)];
+        await reserved(store.reserveSponsorship(sop(ids, { nonce: 0n, maxCostWei: 50n }), checks(SENDER)));
+        const second = await store.reserveSponsorship(sop(ids, { nonce: 1n, maxCostWei: 50n }), checks(SENDER));
+        expect(second).to.deep.include({ rule: "caps.perSender.maxOps", limit: "1", value: "2" });
+        await reserved(store.reserveSponsorship(sop(ids, { sender: OTHER, maxCostWei: 50n }), checks(OTHER))); // daily now 100
+        const third = await store.reserveSponsorship(sop(ids, { sender: OTHER, nonce: 1n, maxCostWei: 1n }), checks(OTHER));
+        expect(third).to.deep.include({ rule: "caps.daily.maxWei", limit: "100", value: "101" }); // before perSender's maxOps
+        expect((await usageOf(ids.strategyId)).ops).to.equal(2);
+        const fresh = await sponsorOwner(); // a strategy with nothing counted yet
+        const all = [cap("global", { maxWei: 0n, maxUsdMicros: 0n, maxOps: 0 })];
+        expect(await store.reserveSponsorship(sop(fresh, { maxCostWei: 1n }), all)).to.deep.include({ rule: "caps.global.maxWei" });
+        expect(await store.reserveSponsorship(sop(fresh, { maxCostWei: 0n }), all)).to.deep.include({ rule: "caps.global.maxUsd" });
+        const zeroCost = sop(fresh, { maxCostWei: 0n, maxCostUsdMicros: 0n });
+        expect(await store.reserveSponsorship(zeroCost, all)).to.deep.include({ rule: "caps.global.maxOps", limit: "0", value: "1" });
+      });
+
+      it("asking again for the same op replaces its reservation: the caps count it once", async () => {
+        const ids = await sponsorOwner();
+        const caps = [cap("global", { maxOps: 1, maxWei: 1000n }), cap("perSender", { maxOps: 1 })];
+        let last: SponsorshipRecord | undefined;
+        for (let i = 1; i <= 5; i++) {
+          const r = await store.reserveSponsorship(sop(ids, { nonce: 5n, maxCostWei: BigInt(i) * 100n, maxCostUsdMicros: BigInt(i) }), caps);
+          if (!r.ok) throw new Error(`ask ${i} refused: ${bigintJson(r)}`);
+          expect(r.replaced).to.equal(last?.id ?? null);
+          last = r.record;
+          if (i === 3) await store.markSigned(last.id, { userOpHash: HASH_C, paymasterAndData: "0x" }); // signed ones too
+        }
+        const once = { reservedWei: 500n, spentWei: 0n, reservedUsdMicros: 5n, spentUsdMicros: 0n, ops: 1 };
+        expect(await usageOf(ids.strategyId)).to.deep.equal(once);
+        expect(await usageOf(ids.strategyId, "perSender")).to.deep.equal(once);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(1);
+        const another = await store.reserveSponsorship(sop(ids, { nonce: 6n, maxCostWei: 1n }), caps);
+        expect(another).to.deep.include({ reason: "CAP_EXCEEDED", rule: "caps.global.maxOps", value: "2" });
+      });
+
+      it("a replacement is checked without the reservation it replaces, and a refused one leaves it in place", async () => {
+        const ids = await sponsorOwner();
+        const caps = [cap("global", { maxWei: 1000n })];
+        const a = await reserved(store.reserveSponsorship(sop(ids, { nonce: 0n, maxCostWei: 600n }), caps));
+        await reserved(store.reserveSponsorship(sop(ids, { nonce: 1n, maxCostWei: 300n }), caps));
+        const a2 = await reserved(store.reserveSponsorship(sop(ids, { nonce: 0n, maxCostWei: 700n }), caps)); // 700 + 300
+        expect((await store.getSponsorship(a.id))?.status).to.equal("released");
+        const a3 = await store.reserveSponsorship(sop(ids, { nonce: 0n, maxCostWei: 701n }), caps);
+        expect(a3).to.deep.equal({ ok: false, reason: "CAP_EXCEEDED", rule: "caps.global.maxWei", limit: "1000", value: "1001" });
+        expect((await store.getSponsorship(a2.id))?.status).to.equal("reserved");
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 1000n, ops: 2 });
+      });
+
+      it("a replacement leaves the rows the old reservation was counted in, even another day's", async () => {
+        const ids = await sponsorOwner();
+        const on = (day: string) => [cap("global", { maxOps: 1 }), cap("daily", { maxOps: 1 }, day)];
+        await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 100n }), on(DAY)));
+        const again = await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 150n }), on(NEXT_DAY)));
+        expect(await usageOf(ids.strategyId, "daily", DAY)).to.deep.include({ reservedWei: 0n, ops: 0 });
+        expect(await usageOf(ids.strategyId, "daily", NEXT_DAY)).to.deep.include({ reservedWei: 150n, ops: 1 });
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 150n, ops: 1 });
+        // replaced by a reservation without caps (e.g. the strategy's caps were removed): it leaves them all
+        const uncapped = await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 10n })));
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 0n, ops: 0 });
+        expect(await usageOf(ids.strategyId, "daily", NEXT_DAY)).to.deep.include({ reservedWei: 0n, ops: 0 });
+        expect(await store.getSponsorship(again.id)).to.deep.include({ status: "released" });
+        await store.releaseSponsorship(uncapped.id);
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 0n, ops: 0 });
+      });
+
+      it("caps apply in every mode, after the tank's own check", async () => {
+        const ids = await sponsorOwner();
+        await store.creditGasTank(NET, SENDER, 1000n, "c1");
+        const caps = [cap("global", { maxOps: 1 })];
+        await reserved(store.reserveSponsorship(sop(ids, { mode: "user", nonce: 0n }), caps));
+        expect(await store.reserveSponsorship(sop(ids, { mode: "user", nonce: 1n }), caps)).to.deep.include({ reason: "CAP_EXCEEDED" });
+        expect(await store.reserveSponsorship(sop(ids, { mode: "user", nonce: 1n, maxCostWei: 5000n }), caps)).to.deep.include({
+          reason: "GAS_TANK_INSUFFICIENT",
+        });
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ reservedWei: 100n });
+      });
+
+      it("refuses malformed caps and a missing maxCostUsdMicros without writing", async () => {
+        const ids = await sponsorOwner();
+        const bad: unknown[] = [
+          [cap("global", { maxOps: 1 }), cap("global", { maxWei: 1n })], // one scope twice
+          [{ ...cap("daily", { maxOps: 1 }), rulePrefix: "caps.global" }],
+          [cap("daily", { maxOps: 1 }, "yesterday")],
+          [cap("perSender", { maxOps: 1 }, "0xnope")],
+          [cap("global", { maxWei: -1n })],
+          [cap("global", { maxOps: 1.5 })],
+          [{ ...cap("global", {}), scope: "weekly" }],
+        ];
+        for (const caps of bad) {
+          const err = await rejection(store.reserveSponsorship(sop(ids), caps as CapCheck[]));
+          expect(isStoreError(err, "INVALID_INPUT"), bigintJson(caps)).to.equal(true);
+        }
+        const noStrategy = await rejection(store.reserveSponsorship(sop(ids, { strategyId: null }), [cap("global", { maxOps: 1 })]));
+        expect(isStoreError(noStrategy, "INVALID_INPUT")).to.equal(true);
+        const noUsd = await rejection(store.reserveSponsorship(sop(ids, { maxCostUsdMicros: undefined as unknown as bigint })));
+        expect(isStoreError(noUsd, "INVALID_INPUT")).to.equal(true);
+        const unknownStrategy = await rejection(store.reserveSponsorship(sop(ids, { strategyId: "nope" }), [cap("global", { maxOps: 1 })]));
+        expect(isStoreError(unknownStrategy, "NOT_FOUND")).to.equal(true);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships")).to.equal(0);
+        // a perSender key in any case is the checksummed sender's row
+        await reserved(store.reserveSponsorship(sop(ids), [cap("perSender", { maxOps: 1 }, SENDER.toLowerCase())]));
+        expect((await store.getUsage(ids.strategyId, "perSender", SENDER.toUpperCase().replace("0X", "0x"))).ops).to.equal(1);
+      });
+
+      it("100 concurrent reservations from two store instances against maxOps = 7: exactly 7", async () => {
+        const ids = await sponsorOwner();
+        const second = await open();
+        const caps = [cap("global", { maxOps: 7 }), cap("daily", { maxWei: 10n ** 30n })];
+        const results = await Promise.all(
+          Array.from({ length: 100 }, (_, i) =>
+            (i % 2 === 0 ? store : second).reserveSponsorship(sop(ids, { nonce: BigInt(i), maxCostWei: 10n }), caps),
+          ),
+        );
+        expect(results.filter((r) => r.ok)).to.have.length(7);
+        for (const r of results) {
+          if (!r.ok) expect(r).to.deep.equal({ ok: false, reason: "CAP_EXCEEDED", rule: "caps.global.maxOps", limit: "7", value: "8" });
+        }
+        expect(await usageOf(ids.strategyId)).to.deep.include({ ops: 7, reservedWei: 70n });
+        expect(await usageOf(ids.strategyId, "daily")).to.deep.include({ ops: 7, reservedWei: 70n });
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(7);
+      });
+
+      it("concurrent reservations, replacements and releases against a wei cap keep usage equal to what is held", async () => {
+        const ids = await sponsorOwner();
+        const second = await open();
+        const caps = [cap("global", { maxWei: 1000n }), cap("perSender", { maxOps: 100 })];
+        const records: SponsorshipRecord[] = [];
+        for (let round = 0; round < 4; round++) {
+          const releases = records.filter((_, k) => (k + round) % 4 === 0).map((r, k) => (k % 2 ? store : second).releaseSponsorship(r.id));
+          // 20 ops, each asked for twice at different costs
+          const reserves = Array.from({ length: 40 }, (_, i) =>
+            (i % 2 ? store : second).reserveSponsorship(sop(ids, { nonce: BigInt(i % 20), maxCostWei: 40n + BigInt((i * 7 + round) % 50) }), caps),
+          );
+          const [, results] = await Promise.all([Promise.all(releases), Promise.all(reserves)]);
+          for (const r of results) if (r.ok) records.push(r.record);
+        }
+        let held = 0n;
+        let active = 0;
+        for (const r of records) {
+          const now = await store.getSponsorship(r.id);
+          if (now?.status === "reserved") {
+            held += now.maxCostWei;
+            active++;
+          }
+        }
+        expect(active).to.be.at.most(20);
+        expect(held <= 1000n, `${held} held`).to.equal(true);
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: held, ops: active });
+        expect(await usageOf(ids.strategyId, "perSender")).to.deep.include({ reservedWei: held, ops: active });
+      });
+
+      it("two processes sharing one database hold a cap of 13 ops exactly", async () => {
+        const ids = await sponsorOwner();
+        const caps = [cap("global", { maxOps: 13 })];
+        const answers = await twoProcesses({ op: sop(ids), caps, attempts: 50, lanes: 4 });
+        expect(answers[0]!.ok + answers[1]!.ok).to.equal(13);
+        expect(answers.map((a) => a.refused.CAP_EXCEEDED ?? 0).reduce((a, b) => a + b)).to.equal(87);
+        expect(await usageOf(ids.strategyId)).to.deep.include({ ops: 13, reservedWei: 1300n });
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(13);
+      });
+    });
+
+    describe("settlement", () => {
+      it("settles a signed sponsorship: its reservation moves to spent exactly; settling again changes nothing", async () => {
+        const ids = await sponsorOwner();
+        const caps = [cap("global", { maxWei: 1400n }), cap("daily", { maxOps: 5 })];
+        const s = await signed(store.reserveSponsorship(sop(ids, { maxCostWei: 1000n, maxCostUsdMicros: 3_000_000n }), caps));
+        const facts = settlement({ actualGasCostWei: 400n, actualCostUsdMicros: 1_200_000n, txHash: HASH_B.toUpperCase().replace("0X", "0x") as `0x${string}` });
+        expect(await store.settleSponsorship(s.id, facts)).to.equal(true);
+        const spent = { reservedWei: 0n, spentWei: 400n, reservedUsdMicros: 0n, spentUsdMicros: 1_200_000n, ops: 1 };
+        expect(await usageOf(ids.strategyId)).to.deep.equal(spent);
+        expect(await usageOf(ids.strategyId, "daily")).to.deep.equal(spent);
+        const settled = await store.getSponsorship(s.id);
+        expect(settled).to.deep.equal({ ...s, status: "settled", settlement: { ...facts, txHash: HASH_B } });
+        expect(await store.findSponsorshipByUserOpHash(s.userOpHash!)).to.deep.equal(settled);
+
+        expect(await store.settleSponsorship(s.id, settlement({ actualGasCostWei: 1n }))).to.equal(false);
+        expect(await usageOf(ids.strategyId)).to.deep.equal(spent);
+        expect(await store.getSponsorship(s.id)).to.deep.equal(settled);
+
+        // what was spent stays counted against the cap: 400 + 1000 fits, one more wei does not
+        await reserved(store.reserveSponsorship(sop(ids, { nonce: 1n, maxCostWei: 1000n }), caps));
+        expect(await store.reserveSponsorship(sop(ids, { nonce: 2n, maxCostWei: 1n }), caps)).to.deep.include({ value: "1401" });
+
+        // a reserved (unsigned) one, or an unknown id, does not settle
+        const unsigned = await reserved(store.reserveSponsorship(sop(ids, { nonce: 3n })));
+        expect(await store.settleSponsorship(unsigned.id, settlement())).to.equal(false);
+        expect(await store.settleSponsorship("nope", settlement())).to.equal(false);
+        expect((await store.getSponsorship(unsigned.id))?.status).to.equal("reserved");
+        const bad = await rejection(store.settleSponsorship(unsigned.id, settlement({ txHash: "0x12" })));
+        expect(isStoreError(bad, "INVALID_INPUT")).to.equal(true);
+      });
+
+      it("User Sponsor mode: the tank pays the actual cost and frees the reservation; its balance may go negative", async () => {
+        const ids = await owner();
+        await store.creditGasTank(NET, SENDER, 1000n, "c1");
+        const a = await signed(store.reserveSponsorship(op(ids, { nonce: 0n, maxCostWei: 600n })));
+        expect(await store.settleSponsorship(a.id, settlement({ actualGasCostWei: 250n }))).to.equal(true);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 750n, reservedWei: 0n });
+        const b = await signed(store.reserveSponsorship(op(ids, { nonce: 1n, maxCostWei: 700n })));
+        expect(await store.revertGasTankCredit("c1")).to.equal(true); // the deposit was reorganised away
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: -250n, reservedWei: 700n });
+        expect(await store.settleSponsorship(b.id, settlement({ actualGasCostWei: 500n }))).to.equal(true);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: -750n, reservedWei: 0n });
+        expect(await store.reserveSponsorship(op(ids, { nonce: 2n, maxCostWei: 1n }))).to.deep.include({ availableWei: 0n });
+      });
+
+      it("ERC-20 mode: the token charge is recorded", async () => {
+        const ids = await owner();
+        const s = await signed(store.reserveSponsorship(op(ids, { mode: "erc20", token: USDC, exchangeRate: 3n, maxTokenCost: 999n })));
+        const facts = settlement({ actualTokenCost: 123_456n, success: false, blockNumber: 2n ** 40n, logIndex: 7 });
+        expect(await store.settleSponsorship(s.id, facts)).to.equal(true);
+        expect((await store.getSponsorship(s.id))?.settlement).to.deep.equal(facts);
+      });
+
+      it("unsettle is the exact inverse: signed again, the reservation held again", async () => {
+        const ids = await sponsorOwner();
+        await store.creditGasTank(NET, SENDER, 1000n, "c1");
+        const caps = [cap("global", { maxWei: 10_000n }), cap("perSender", { maxOps: 9 })];
+        const s = await signed(store.reserveSponsorship(sop(ids, { mode: "user", maxCostWei: 600n, maxCostUsdMicros: 9n }), caps));
+        const before = { g: await usageOf(ids.strategyId), p: await usageOf(ids.strategyId, "perSender"), t: await store.getGasTank(NET, SENDER) };
+        expect(await store.unsettleSponsorship(s.id)).to.equal(false); // not settled
+        expect(await store.settleSponsorship(s.id, settlement({ actualGasCostWei: 200n, actualCostUsdMicros: 3n }))).to.equal(true);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 800n, reservedWei: 0n });
+        expect(await store.unsettleSponsorship(s.id)).to.equal(true);
+        expect(await store.unsettleSponsorship(s.id)).to.equal(false);
+        expect(await store.unsettleSponsorship("nope")).to.equal(false);
+        expect(await store.getSponsorship(s.id)).to.deep.equal(s);
+        expect({ g: await usageOf(ids.strategyId), p: await usageOf(ids.strategyId, "perSender"), t: await store.getGasTank(NET, SENDER) }).to.deep.equal(before);
+        // and it can be settled again (the op was included again after the reorganisation)
+        expect(await store.settleSponsorship(s.id, settlement({ actualGasCostWei: 201n, blockNumber: 101n }))).to.equal(true);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 799n, reservedWei: 0n });
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 0n, spentWei: 201n, ops: 1 });
+      });
+
+      it("a sponsorship released by expiry whose op landed is still settled, counted again; unsettling releases it again", async () => {
+        const ids = await sponsorOwner();
+        await store.creditGasTank(NET, SENDER, 1000n, "c1");
+        const caps = [cap("global", { maxOps: 5 })];
+        const s = await signed(store.reserveSponsorship(sop(ids, { mode: "user", maxCostWei: 600n, validUntil: 1000 }), caps));
+        expect(await store.releaseExpired(2000, 60)).to.equal(1);
+        expect(await store.getSponsorship(s.id)).to.deep.include({ status: "released" });
+        const zero = { reservedWei: 0n, spentWei: 0n, reservedUsdMicros: 0n, spentUsdMicros: 0n, ops: 0 };
+        expect(await usageOf(ids.strategyId)).to.deep.equal(zero);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 1000n, reservedWei: 0n });
+
+        expect(await store.settleSponsorship(s.id, settlement({ actualGasCostWei: 300n, actualCostUsdMicros: 7n }))).to.equal(true);
+        expect(await store.getSponsorship(s.id)).to.deep.include({ status: "settled" });
+        expect(await usageOf(ids.strategyId)).to.deep.equal({ ...zero, spentWei: 300n, spentUsdMicros: 7n, ops: 1 });
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 700n, reservedWei: 0n });
+        expect(await store.settleSponsorship(s.id, settlement())).to.equal(false);
+
+        expect(await store.unsettleSponsorship(s.id)).to.equal(true);
+        expect(await store.getSponsorship(s.id)).to.deep.include({ status: "released", settlement: null });
+        expect(await usageOf(ids.strategyId)).to.deep.equal(zero);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 1000n, reservedWei: 0n });
+
+        // released before it was ever signed: its op cannot have landed
+        const unsigned = await reserved(store.reserveSponsorship(sop(ids, { nonce: 1n }), caps));
+        await store.releaseSponsorship(unsigned.id);
+        expect(await store.settleSponsorship(unsigned.id, settlement())).to.equal(false);
+      });
+
+      it("a replaced signature that lands is settled too; the op's newer reservation stays until it is released", async () => {
+        const ids = await sponsorOwner();
+        const caps = [cap("global", { maxOps: 5 })];
+        const first = await signed(store.reserveSponsorship(sop(ids, { maxCostWei: 100n }), caps));
+        const second = await signed(store.reserveSponsorship(sop(ids, { maxCostWei: 120n }), caps));
+        expect(await store.getSponsorship(first.id)).to.deep.include({ status: "released" });
+        expect(await store.settleSponsorship(first.id, settlement({ actualGasCostWei: 30n }))).to.equal(true);
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 120n, spentWei: 30n, ops: 2 });
+        await store.releaseSponsorship(second.id);
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 0n, spentWei: 30n, ops: 1 });
+      });
+
+      it("un-settling an op that has been reserved again since leaves it released, holding nothing", async () => {
+        const ids = await sponsorOwner();
+        const caps = [cap("global", { maxOps: 5 })];
+        const first = await signed(store.reserveSponsorship(sop(ids, { maxCostWei: 100n }), caps));
+        expect(await store.settleSponsorship(first.id, settlement({ actualGasCostWei: 30n }))).to.equal(true);
+        const again = await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 80n }), caps)); // same op
+        expect(again.id).to.not.equal(first.id);
+        expect(await store.unsettleSponsorship(first.id)).to.equal(true);
+        expect(await store.getSponsorship(first.id)).to.deep.include({ status: "released", settlement: null });
+        expect(await store.getSponsorship(again.id)).to.deep.include({ status: "reserved" });
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 80n, spentWei: 0n, ops: 1 });
+        // should the first signature land again after all, it is settled again
+        expect(await store.settleSponsorship(first.id, settlement({ actualGasCostWei: 31n }))).to.equal(true);
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 80n, spentWei: 31n, ops: 2 });
+      });
+
+      it("listSettledSince lists one network's settled sponsorships from a block on, in chain order", async () => {
+        const ids = await owner();
+        const s = [];
+        for (let i = 0; i < 4; i++) s.push(await signed(store.reserveSponsorship(op(ids, { mode: "sponsor", nonce: BigInt(i), network: i === 3 ? "local" : NET }))));
+        await store.settleSponsorship(s[0]!.id, settlement({ blockNumber: 10n }));
+        await store.settleSponsorship(s[1]!.id, settlement({ blockNumber: 12n, logIndex: 3 }));
+        await store.settleSponsorship(s[2]!.id, settlement({ blockNumber: 12n, logIndex: 1 }));
+        await store.settleSponsorship(s[3]!.id, settlement({ blockNumber: 12n }));
+        expect((await store.listSettledSince(NET, 11n)).map((r) => r.id)).to.deep.equal([s[2]!.id, s[1]!.id]);
+        expect((await store.listSettledSince(NET, 0n)).map((r) => r.id)).to.deep.equal([s[0]!.id, s[2]!.id, s[1]!.id]);
+        expect((await store.listSettledSince(NET, 13n))).to.deep.equal([]);
+        expect((await store.listSettledSince("local", 0n)).map((r) => r.settlement?.blockNumber)).to.deep.equal([12n]);
+        await store.unsettleSponsorship(s[2]!.id);
+        expect((await store.listSettledSince(NET, 11n)).map((r) => r.id)).to.deep.equal([s[1]!.id]);
+        expect((await store.listSettledSince(NET, 0n))[0]).to.deep.equal(await store.getSponsorship(s[0]!.id));
+      });
+    });
+
+    describe("expiry", () => {
+      it("releaseExpired releases exactly the reserved and signed ones past validUntil + grace, freeing usage and tanks", async () => {
+        const ids = await sponsorOwner();
+        await store.creditGasTank(NET, SENDER, 1000n, "c1");
+        const caps = [cap("global", { maxOps: 10 })];
+        const at = (nonce: bigint, validUntil: number, over: Partial<NewSponsorship> = {}) =>
+          store.reserveSponsorship(sop(ids, { nonce, validUntil, maxCostWei: 100n, ...over }), caps);
+        const a = await reserved(at(0n, 1000));
+        const b = await signed(at(1n, 1000));
+        const c = await reserved(at(2n, 1001)); // not yet
+        const d = await signed(at(3n, 900));
+        await store.settleSponsorship(d.id, settlement({ actualGasCostWei: 10n }));
+        const e = await reserved(at(4n, 900));
+        await store.releaseSponsorship(e.id);
+        const f = await reserved(at(5n, 1000, { mode: "user" }));
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 400n, spentWei: 10n, ops: 5 });
+
+        expect(await store.releaseExpired(1050, 50)).to.equal(0); // 1000 + 50 is not before 1050
+        expect(await store.releaseExpired(1051, 50)).to.equal(3);
+        expect(await store.releaseExpired(1051, 50)).to.equal(0);
+        const status = async (r: SponsorshipRecord) => (await store.getSponsorship(r.id))?.status;
+        expect(await Promise.all([a, b, c, d, e, f].map(status))).to.deep.equal(["released", "released", "reserved", "settled", "released", "released"]);
+        expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 100n, spentWei: 10n, ops: 2 });
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 1000n, reservedWei: 0n });
+        expect(await store.releaseExpired(1052, 0)).to.equal(1); // c
+        expect(isStoreError(await rejection(store.releaseExpired(-1, 0)), "INVALID_INPUT")).to.equal(true);
+        expect(isStoreError(await rejection(store.releaseExpired(1, 0.5)), "INVALID_INPUT")).to.equal(true);
+      });
+
+      it("releaseExpired, settlements, releases and reservations racing on two stores keep usage and tank exact", async () => {
+        const ids = await sponsorOwner();
+        await store.creditGasTank(NET, SENDER, 10n ** 6n, "c1");
+        const second = await open();
+        const caps = [cap("global", { maxOps: 1000 }), cap("daily", { maxWei: 10n ** 9n })];
+        const all: SponsorshipRecord[] = [];
+        for (let i = 0; i < 60; i++) {
+          const mode = i % 3 === 0 ? "user" : "sponsor";
+          all.push(await signed(store.reserveSponsorship(sop(ids, { nonce: BigInt(i), mode, validUntil: 1000 + (i % 2), maxCostWei: 100n + BigInt(i) }), caps)));
+        }
+        const stores = [store, second];
+        const work: Promise<unknown>[] = [];
+        const replacements: Promise<ReserveResult>[] = [];
+        for (let i = 0; i < 60; i++) {
+          const s = stores[i % 2]!;
+          if (i % 4 === 0) work.push(s.settleSponsorship(all[i]!.id, settlement({ actualGasCostWei: BigInt(i), actualCostUsdMicros: BigInt(i) })));
+          if (i % 4 === 1) work.push(s.releaseSponsorship(all[i]!.id));
+          if (i % 4 === 2) replacements.push(s.reserveSponsorship(sop(ids, { nonce: BigInt(i), maxCostWei: 7n, validUntil: 5000 }), caps)); // replaces
+          if (i % 10 === 0) work.push(stores[(i + 1) % 2]!.releaseExpired(1001, 0));
+          if (i % 4 === 3) work.push(s.settleSponsorship(all[i]!.id, settlement({ actualGasCostWei: 1n, actualCostUsdMicros: 1n }))); // maybe after expiry
+        }
+        const [, done] = await Promise.all([Promise.all(work), Promise.all(replacements)]);
+        for (const r of done) if (r.ok) all.push(r.record);
+        await store.releaseExpired(1001, 0); // everything of validUntil 1000 is released or settled by now
+
+        const expected = { reservedWei: 0n, spentWei: 0n, reservedUsdMicros: 0n, spentUsdMicros: 0n, ops: 0 };
+        let tankReserved = 0n;
+        let tankSpent = 0n;
+        for (const r of all) {
+          const now = (await store.getSponsorship(r.id))!;
+          if (now.status === "reserved" || now.status === "signed") {
+            if (r.validUntil === 1000) throw new Error(`${r.id} should have expired`);
+            expected.reservedWei += now.maxCostWei;
+            expected.reservedUsdMicros += now.maxCostUsdMicros;
+            expected.ops++;
+            if (now.mode === "user") tankReserved += now.maxCostWei;
+          }
+          if (now.status === "settled") {
+            expected.spentWei += now.settlement!.actualGasCostWei;
+            expected.spentUsdMicros += now.settlement!.actualCostUsdMicros;
+            expected.ops++;
+            if (now.mode === "user") tankSpent += now.settlement!.actualGasCostWei;
+          }
+        }
+        expect(await usageOf(ids.strategyId)).to.deep.equal(expected);
+        expect(await usageOf(ids.strategyId, "daily")).to.deep.equal(expected);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 10n ** 6n - tankSpent, reservedWei: tankReserved });
+        expect(expected.spentWei > 0n && expected.ops > 0).to.equal(true);
+      });
+    });
+
+    describe("credit reverts and cursors", () => {
+      it("revertGasTankCredit takes a credit and its amount back; unknown is false; the reference may be credited again", async () => {
+        await store.creditGasTank(NET, SENDER, 1000n, "tx:1");
+        await store.creditGasTank(NET, SENDER, 50n, "tx:2");
+        expect(await store.revertGasTankCredit("tx:1")).to.equal(true);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 50n });
+        expect(await store.revertGasTankCredit("tx:1")).to.equal(false);
+        expect(await store.revertGasTankCredit("unknown")).to.equal(false);
+        expect(await store.revertGasTankCredit("")).to.equal(false);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 50n });
+        // the deposit is included again after the reorganisation: credited again under its reference
+        expect((await store.creditGasTank(NET, SENDER, 1000n, "tx:1")).balanceWei).to.equal(1050n);
+        const second = await open();
+        const results = await Promise.all([store.revertGasTankCredit("tx:1"), second.revertGasTankCredit("tx:1")]);
+        expect(results.filter(Boolean)).to.have.length(1);
+        expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 50n, reservedWei: 0n });
+      });
+
+      it("cursors: unknown is undefined; set, overwritten, beyond 64 bits, kept across re-open", async () => {
+        expect(await store.getCursor("watcher:base-sepolia")).to.equal(undefined);
+        await store.setCursor("watcher:base-sepolia", 100n);
+        await store.setCursor("watcher:local", 2n ** 70n);
+        expect(await store.getCursor("watcher:base-sepolia")).to.equal(100n);
+        await store.setCursor("watcher:base-sepolia", 99n);
+        await store.close();
+        const again = await open();
+        expect(await again.getCursor("watcher:base-sepolia")).to.equal(99n);
+        expect(await again.getCursor("watcher:local")).to.equal(2n ** 70n);
+        expect(isStoreError(await rejection(again.setCursor("x", -1n)), "INVALID_INPUT")).to.equal(true);
+        expect(isStoreError(await rejection(again.setCursor("", 1n)), "INVALID_INPUT")).to.equal(true);
       });
     });
   });

@@ -38,6 +38,12 @@ export const TOKEN_DECIMALS_MAX = 36;
 export const MARKUP_BPS_MAX = 10_000;
 /** A fee multiplier below 1x would refuse every op priced at the market. */
 export const FEE_MULTIPLIER_BPS_RANGE = { min: 10_000, max: 1_000_000 } as const;
+/** Settlement watcher settings (defaults in src/settlement/watcher.ts WATCHER_DEFAULTS). */
+export const CONFIRMATIONS_RANGE = { min: 0, max: 1_000 } as const;
+export const REORG_DEPTH_RANGE = { min: 1, max: 10_000 } as const;
+export const EXPIRY_GRACE_SECONDS_RANGE = { min: 0, max: 86_400 } as const;
+export const WATCHER_POLL_MS_RANGE = { min: 100, max: 3_600_000 } as const;
+export const LOG_BLOCK_RANGE_RANGE = { min: 1, max: 100_000 } as const;
 const UINT128_MAX = (1n << 128n) - 1n;
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
@@ -208,6 +214,12 @@ export const networkSchema = z
     tokens: z.array(tokenSchema, { error: expected("an array of tokens") }).default([]),
     nativeUsdPrice: priceSourceSchema,
     caps: gasCapsSchema,
+    confirmations: integer("a number of blocks", CONFIRMATIONS_RANGE.min, CONFIRMATIONS_RANGE.max).optional(),
+    reorgDepth: integer("a number of blocks", REORG_DEPTH_RANGE.min, REORG_DEPTH_RANGE.max).optional(),
+    expiryGraceSeconds: integer("a number of seconds", EXPIRY_GRACE_SECONDS_RANGE.min, EXPIRY_GRACE_SECONDS_RANGE.max).optional(),
+    depositAddress: addressSchema.optional(),
+    pollMs: integer("milliseconds", WATCHER_POLL_MS_RANGE.min, WATCHER_POLL_MS_RANGE.max).optional(),
+    logBlockRange: integer("a number of blocks", LOG_BLOCK_RANGE_RANGE.min, LOG_BLOCK_RANGE_RANGE.max).optional(),
   })
   .transform(
     (n): NetworkConfig => ({
@@ -219,6 +231,13 @@ export const networkSchema = z
       tokens: n.tokens,
       nativeUsdPrice: n.nativeUsdPrice,
       caps: n.caps,
+      // Settlement watcher settings: present only when given (the watcher applies its defaults).
+      ...(n.confirmations === undefined ? {} : { confirmations: n.confirmations }),
+      ...(n.reorgDepth === undefined ? {} : { reorgDepth: n.reorgDepth }),
+      ...(n.expiryGraceSeconds === undefined ? {} : { expiryGraceSeconds: n.expiryGraceSeconds }),
+      ...(n.depositAddress === undefined ? {} : { depositAddress: n.depositAddress }),
+      ...(n.pollMs === undefined ? {} : { pollMs: n.pollMs }),
+      ...(n.logBlockRange === undefined ? {} : { logBlockRange: n.logBlockRange }),
     }),
   );
 

@@ -43,6 +43,19 @@ export interface NetworkConfig {
   /** USD price of the network's native currency. */
   nativeUsdPrice: PriceSource;
   caps: GasCaps;
+  // ---- settlement watcher (src/settlement/watcher.ts); absent = the watcher's defaults (WATCHER_DEFAULTS)
+  /** Blocks an event must be buried under before it settles or credits (default 2). */
+  confirmations?: number;
+  /** Blocks below the watcher's cursor re-verified and rescanned after a reorg (default 64). */
+  reorgDepth?: number;
+  /** An unused signature's reservation is released this many seconds after its validUntil (default 120). */
+  expiryGraceSeconds?: number;
+  /** ETH sent here in a top-level transaction is credited to the sending address's gas tank. */
+  depositAddress?: Address;
+  /** The watcher's poll interval in milliseconds (default 5000). */
+  pollMs?: number;
+  /** Most blocks per eth_getLogs request (default 2000; some providers allow fewer). */
+  logBlockRange?: number;
 }
 
 export interface ServiceConfig {

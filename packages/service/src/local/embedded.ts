@@ -22,7 +22,15 @@ export interface EmbeddedOptions {
   dataDir?: string;
   logLevel?: ServiceConfig["logLevel"];
   pollMs?: number;
+  /** Run the settlement watcher (default true; tests drive their own with `watch: false`). */
+  watch?: boolean;
 }
+
+/** The embedded watcher: 1 confirmation (automine puts each transaction in its own block), a 500 ms poll. */
+export const EMBEDDED_CONFIRMATIONS = 1;
+export const EMBEDDED_WATCHER_POLL_MS = 500;
+/** Dev account #5 is the embedded stack's gas-tank deposit address. */
+export const EMBEDDED_DEPOSIT_ACCOUNT_INDEX = 5;
 
 export interface DemoAccount {
   version: EntryPointVersion;
@@ -107,9 +115,15 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
   try {
     const manifestPath = path.join(dataDir, "deployment.local.json");
     await writeManifest(manifestPath, stack.manifest);
-    const network = localNetworkConfig({ manifest: stack.manifest, rpcUrl: stack.chain.url, signerKey: stack.signer.privateKey });
+    const network: NetworkConfig = {
+      ...localNetworkConfig({ manifest: stack.manifest, rpcUrl: stack.chain.url, signerKey: stack.signer.privateKey }),
+      confirmations: EMBEDDED_CONFIRMATIONS,
+      pollMs: EMBEDDED_WATCHER_POLL_MS,
+      depositAddress: stack.chain.accounts[EMBEDDED_DEPOSIT_ACCOUNT_INDEX]!.address,
+    };
     running = await startService(embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info"), {
       pollMs: options.pollMs ?? 250,
+      watch: options.watch ?? true,
     });
     const request: ChainRequest = (method, params) => stack.chain.provider.request({ method, params });
     const { apiKey, demoAccounts } = await seedDemo(running.service.store, request, stack.manifest, stack.owner.address, stack.chain.accounts[3]!.address);

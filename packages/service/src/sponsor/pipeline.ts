@@ -36,7 +36,9 @@ import { RpcError } from "../rpc/errors.ts";
 import { simulateHandleOp, type SimulatedOp, type SimulationFailure } from "../chain/entryPoint.ts";
 import { ERC20_POST_OP_HEADROOM, PAYMASTER_VERIFICATION_GAS, limitsFromSimulation, preVerificationGas } from "./gas.ts";
 import { exchangeRate } from "./price.ts";
-import { resolveMode, type ResolvedMode } from "./policy.ts";
+import { callRules, capVerdicts, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
+import { capChecks, evaluateRules, weiToUsdMicros } from "../policy/rules.ts";
+import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait } from "../timing.ts";
 
 export interface GasValues {
@@ -74,6 +76,9 @@ export interface PipelineResult {
   validUntil: number;
   validAfter: number;
   sponsorshipId: string | null;
+  /** Sponsor mode: every policy verdict (all passing unless this is a dry run). */
+  verdicts: RuleVerdict[];
+  maxCostUsdMicros: bigint;
 }
 
 const ZERO: Address = "0x0000000000000000000000000000000000000000";
@@ -191,6 +196,11 @@ function checkCaps(gas: GasValues, call: CallContext, marketMaxFee: bigint) {
 export interface PipelineOptions {
   /** Reserve the maximum cost and sign (pm_sponsorUserOperation); otherwise answer with stub data. */
   sign: boolean;
+  /**
+   * Policy only (the dry run): collect every verdict instead of refusing on the first, include the caps'
+   * current totals, and stop before the final simulation. Implies sign = false.
+   */
+  dryRun?: boolean;
 }
 
 export async function runSponsorPipeline(request: SponsorRequest, call: CallContext, options: PipelineOptions): Promise<PipelineResult> {
@@ -206,13 +216,23 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   // ---- mode and policy (store only)
   const market = await chainWait(() => chain.market.current());
   const now = Math.max(service.now(), market.timestamp);
-  const mode = await resolveMode(call, request, now);
+  const mode = await resolveMode(call, request);
+  const verdicts: RuleVerdict[] = [];
+  const u = request.userOp;
+  if (mode.mode === "sponsor") {
+    // Cheap checks first, so a refused sender or call costs no chain work.
+    const early = [
+      ...strategyVerdicts(mode.strategy, network.config.name, now),
+      ...evaluateRules(callRules(mode.strategy.rules), ruleInput(u.sender, u.callData, request.version)),
+    ];
+    if (!options.dryRun) refuseOnFirstFailure(mode.strategy, early);
+    verdicts.push(...early);
+  }
   const paymaster = mode.mode === "erc20" ? entry.erc20Paymaster : entry.verifyingPaymaster;
   const erc20Info = chain.erc20[request.version];
   const postOpGas = mode.mode === "erc20" ? erc20Info!.postOpGas : 0n;
 
   // ---- fees and the limits the client gave
-  const u = request.userOp;
   const clientPmVerification = request.version === "v0.7" ? given(request.userOp.paymasterVerificationGasLimit) : undefined;
   const clientPmPostOp = request.version === "v0.7" ? given(request.userOp.paymasterPostOpGasLimit) : undefined;
   const gas: GasValues = {
@@ -305,6 +325,43 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     };
   }
 
+  // ---- the strategy's gas, fee and per-op rules, and its caps
+  const nativeUsd = await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
+  const maxCostUsdMicros = weiToUsdMicros(maxGasCost(buildOp(request, gas, paymaster, stubData(chargeMode))), nativeUsd);
+  const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now, sender: u.sender }) : [];
+  if (mode.mode === "sponsor") {
+    const costWei = maxGasCost(buildOp(request, gas, paymaster, stubData(chargeMode)));
+    const late = evaluateRules(mode.strategy.rules, {
+      ...ruleInput(u.sender, u.callData, request.version),
+      gas,
+      marketMaxFeePerGas: market.maxFeePerGas,
+      maxCostWei: costWei,
+      maxCostUsdMicros,
+    }).filter((v) => !verdicts.some((early) => early.rule === v.rule));
+    if (!options.dryRun) refuseOnFirstFailure(mode.strategy, late);
+    verdicts.push(...late);
+    if (options.dryRun) verdicts.push(...(await capVerdicts(service.store, mode.strategy, caps, costWei, maxCostUsdMicros)));
+  }
+  if (options.dryRun) {
+    const stub = buildOp(request, gas, paymaster, stubData(chargeMode));
+    return {
+      version: request.version,
+      entryPoint: entry.entryPoint,
+      paymaster,
+      mode,
+      gas,
+      maxCostWei: maxGasCost(stub),
+      token,
+      paymasterAndData: paymasterAndDataOf(stub),
+      userOpHash: null,
+      validUntil,
+      validAfter,
+      sponsorshipId: null,
+      verdicts,
+      maxCostUsdMicros,
+    };
+  }
+
   // ---- the final simulation: validation with the real limits and fees, the op's calls, the token charge
   const finalStub = buildOp(request, gas, paymaster, stubData(chargeMode));
   const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, stubData(chargeMode));
@@ -351,6 +408,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     validUntil,
     validAfter,
     sponsorshipId: null,
+    verdicts,
+    maxCostUsdMicros,
   };
   if (!options.sign) return result;
 
@@ -369,9 +428,17 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     exchangeRate: token?.exchangeRate ?? null,
     maxTokenCost: token?.maxTokenCost ?? null,
     maxCostWei,
+    maxCostUsdMicros,
     validUntil,
     validAfter,
-  });
+  }, caps);
+  if (!reservation.ok && reservation.reason === "CAP_EXCEEDED") {
+    throw new RpcError("STRATEGY_NOT_ALLOWED", `Strategy ${mode.mode === "sponsor" ? mode.strategy.code : ""} refuses this request: ${reservation.rule} would be exceeded`, {
+      rule: reservation.rule,
+      limit: reservation.limit,
+      value: reservation.value,
+    });
+  }
   if (!reservation.ok) {
     throw new RpcError("GAS_TANK_INSUFFICIENT", undefined, {
       requiredWei: reservation.requiredWei.toString(),
@@ -402,6 +469,11 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     await service.store.releaseSponsorship(record.id);
     throw error;
   }
+}
+
+/** The parts of a rule input that need no gas figures (gas rules are not configured in the early pass). */
+function ruleInput(sender: Address, callData: Hex, entryPointVersion: EntryPointVersion) {
+  return { sender, callData, entryPointVersion, gas: { callGasLimit: 0n, verificationGasLimit: 0n, preVerificationGas: 0n, maxFeePerGas: 0n }, marketMaxFeePerGas: 0n, maxCostWei: 0n, maxCostUsdMicros: 0n };
 }
 
 function maxOf(a: bigint, b: bigint): bigint {

@@ -4,29 +4,92 @@
  */
 import type { CallContext } from "../rpc/method.ts";
 import { RpcError } from "../rpc/errors.ts";
-import type { SponsorMode, Strategy, Token } from "../store/types.ts";
+import type { SponsorMode, Store, Strategy, Token } from "../store/types.ts";
+import type { CapCheck, RuleVerdict, StrategyRules } from "../policy/types.ts";
 
 export type ResolvedMode =
   | { mode: "sponsor"; strategy: Strategy }
   | { mode: "erc20"; token: Token }
   | { mode: "user" };
 
-/** Sponsor mode's strategy rules that need no gas figures: ownership, status, time window, network. */
-export function checkStrategy(strategy: Strategy, call: CallContext, now: number): void {
-  const refuse = (rule: string, limit: unknown, value: unknown) => {
-    throw new RpcError("STRATEGY_NOT_ALLOWED", `Strategy ${strategy.code} refuses this request: ${rule}`, { rule, limit, value });
+/** Sponsor mode's strategy checks that need no gas figures: status, time window, network. */
+export function strategyVerdicts(strategy: Strategy, network: string, now: number): RuleVerdict[] {
+  const verdicts: RuleVerdict[] = [
+    {
+      rule: "status",
+      pass: strategy.status === "enabled",
+      limit: "enabled",
+      value: strategy.status,
+      message: strategy.status === "enabled" ? "The strategy is enabled" : "The strategy is disabled",
+    },
+  ];
+  if (strategy.validFrom !== null) {
+    const pass = now >= strategy.validFrom;
+    verdicts.push({ rule: "validFrom", pass, limit: strategy.validFrom, value: now, message: pass ? "The strategy has started" : "The strategy has not started yet" });
+  }
+  if (strategy.validUntil !== null) {
+    const pass = now <= strategy.validUntil;
+    verdicts.push({ rule: "validUntil", pass, limit: strategy.validUntil, value: now, message: pass ? "The strategy has not ended" : "The strategy has ended" });
+  }
+  if (strategy.networks !== null) {
+    const pass = strategy.networks.includes(network);
+    verdicts.push({ rule: "networks", pass, limit: strategy.networks, value: network, message: pass ? `The strategy allows ${network}` : `The strategy does not allow ${network}` });
+  }
+  return verdicts;
+}
+
+/** The rules of `rules` that need neither gas figures nor totals: who sends, and which calls. */
+export function callRules(rules: StrategyRules): StrategyRules {
+  const { senderAllowlist, senderDenylist, targets } = rules;
+  return {
+    ...(senderDenylist ? { senderDenylist } : {}),
+    ...(senderAllowlist ? { senderAllowlist } : {}),
+    ...(targets ? { targets } : {}),
   };
-  if (strategy.status !== "enabled") refuse("status", "enabled", strategy.status);
-  if (strategy.validFrom !== null && now < strategy.validFrom) refuse("validFrom", strategy.validFrom, now);
-  if (strategy.validUntil !== null && now > strategy.validUntil) refuse("validUntil", strategy.validUntil, now);
-  const network = call.network.config.name;
-  if (strategy.networks !== null && !strategy.networks.includes(network)) refuse("networks", strategy.networks, network);
+}
+
+/** Throws STRATEGY_NOT_ALLOWED naming the first failing verdict's rule, limit and value. */
+export function refuseOnFirstFailure(strategy: Strategy, verdicts: readonly RuleVerdict[]): void {
+  const failed = verdicts.find((v) => !v.pass);
+  if (!failed) return;
+  throw new RpcError("STRATEGY_NOT_ALLOWED", `Strategy ${strategy.code} refuses this request: ${failed.rule}: ${failed.message}`, {
+    rule: failed.rule,
+    limit: failed.limit,
+    value: failed.value,
+  });
+}
+
+/**
+ * Read-only cap verdicts for the dry run: the strategy's current totals plus this op against each cap. (The
+ * real check happens atomically in the store when the op is reserved.)
+ */
+export async function capVerdicts(store: Store, strategy: Strategy, checks: readonly CapCheck[], maxCostWei: bigint, maxCostUsdMicros: bigint): Promise<RuleVerdict[]> {
+  const verdicts: RuleVerdict[] = [];
+  for (const check of checks) {
+    const usage = await store.getUsage(strategy.id, check.scope, check.key);
+    const limits: [string, bigint | undefined, bigint][] = [
+      ["maxWei", check.maxWei, usage.reservedWei + usage.spentWei + maxCostWei],
+      ["maxUsd", check.maxUsdMicros, usage.reservedUsdMicros + usage.spentUsdMicros + maxCostUsdMicros],
+      ["maxOps", check.maxOps === undefined ? undefined : BigInt(check.maxOps), BigInt(usage.ops + 1)],
+    ];
+    for (const [name, limit, value] of limits) {
+      if (limit === undefined) continue;
+      const pass = value <= limit;
+      verdicts.push({
+        rule: `${check.rulePrefix}.${name}`,
+        pass,
+        limit: limit.toString(),
+        value: value.toString(),
+        message: `${pass ? "within" : "over"} the ${check.scope} cap${check.key ? ` (${check.key})` : ""}${name === "maxUsd" ? " (USD micro-units)" : ""}`,
+      });
+    }
+  }
+  return verdicts;
 }
 
 export async function resolveMode(
   call: CallContext,
   request: { strategyCode?: string; token?: string },
-  now: number,
 ): Promise<ResolvedMode> {
   const store = call.service.store;
   if (request.strategyCode !== undefined) {
@@ -35,7 +98,6 @@ export async function resolveMode(
     if (!strategy || strategy.projectId !== call.apiKey.projectId) {
       throw new RpcError("STRATEGY_NOT_FOUND", `Unknown strategy ${JSON.stringify(request.strategyCode)} for this API key's project`);
     }
-    checkStrategy(strategy, call, now);
     return { mode: "sponsor", strategy };
   }
   if (request.token !== undefined) {

@@ -117,4 +117,60 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = Object.freeze([
       -- every index costs a page write on each reservation.
     `,
   },
+  {
+    version: 2,
+    name: "strategy rules, usage and caps, settlement, cursors",
+    sql: `
+      -- JSON StrategyRules (policy/schema.ts serializeRules); '{}' = no rules.
+      ALTER TABLE strategies ADD COLUMN rules TEXT NOT NULL DEFAULT '{}';
+
+      -- maxCostWei in USD micro-units (1e-6 USD) at the native price when reserved: what USD caps hold.
+      ALTER TABLE sponsorships ADD COLUMN max_cost_usd_micros TEXT NOT NULL DEFAULT '0';
+      -- Why a released sponsorship was released; kept if it is settled afterwards (its signature landed anyway).
+      ALTER TABLE sponsorships ADD COLUMN release_reason TEXT CHECK (release_reason IN ('released', 'replaced', 'expired'));
+      -- The settlement (status 'settled' only; cleared when un-settled): what the chain charged, and where.
+      ALTER TABLE sponsorships ADD COLUMN actual_gas_cost_wei TEXT;
+      ALTER TABLE sponsorships ADD COLUMN actual_cost_usd_micros TEXT;
+      ALTER TABLE sponsorships ADD COLUMN actual_token_cost TEXT;
+      ALTER TABLE sponsorships ADD COLUMN settled_success INTEGER CHECK (settled_success IN (0, 1));
+      ALTER TABLE sponsorships ADD COLUMN settled_tx_hash TEXT;            -- lowercase hex
+      ALTER TABLE sponsorships ADD COLUMN settled_block_number INTEGER;
+      ALTER TABLE sponsorships ADD COLUMN settled_block_hash TEXT;         -- lowercase hex
+      ALTER TABLE sponsorships ADD COLUMN settled_log_index INTEGER;
+      ALTER TABLE sponsorships ADD COLUMN settled_at INTEGER;
+      CREATE INDEX sponsorships_settled_block ON sponsorships(network, settled_block_number) WHERE status = 'settled';
+
+      -- A strategy's totals per cap scope (see store/common.ts): active reservations, settled spending, ops.
+      CREATE TABLE strategy_usage (
+        strategy_id          TEXT NOT NULL REFERENCES strategies(id),
+        scope                TEXT NOT NULL CHECK (scope IN ('global', 'daily', 'perSender')),
+        key                  TEXT NOT NULL,     -- '' (global), 'YYYY-MM-DD' (daily, UTC), checksummed sender
+        reserved_wei         TEXT NOT NULL,     -- decimal
+        spent_wei            TEXT NOT NULL,
+        reserved_usd_micros  TEXT NOT NULL,
+        spent_usd_micros     TEXT NOT NULL,
+        ops                  INTEGER NOT NULL CHECK (ops >= 0),
+        updated_at           INTEGER NOT NULL,
+        PRIMARY KEY (strategy_id, scope, key)
+      ) STRICT;
+
+      -- The usage rows a sponsorship was reserved in (one per cap check), fixed when it is reserved: its release,
+      -- settlement and un-settlement change exactly these rows, even after the UTC day has turned.
+      CREATE TABLE sponsorship_usage (
+        sponsorship_id  TEXT NOT NULL REFERENCES sponsorships(id),
+        strategy_id     TEXT NOT NULL,
+        scope           TEXT NOT NULL,
+        key             TEXT NOT NULL,
+        PRIMARY KEY (sponsorship_id, strategy_id, scope, key),
+        FOREIGN KEY (strategy_id, scope, key) REFERENCES strategy_usage(strategy_id, scope, key)
+      ) STRICT;
+
+      -- Named positions (e.g. the last block a watcher fully processed).
+      CREATE TABLE cursors (
+        name        TEXT PRIMARY KEY,
+        value       TEXT NOT NULL,              -- decimal
+        updated_at  INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ]);

@@ -1,7 +1,7 @@
 /**
  * The store on PostgreSQL, for several service replicas sharing one database (DATABASE_URL). Same `Store`
- * interface and the same semantics as the SQLite store (sqlite.ts): same validation, same StoreError codes,
- * replace-not-double reservations, the same tank accounting and idempotent credits.
+ * interface and the same semantics as the SQLite store (sqlite.ts): validation, row conversion and the
+ * accounting (what each transition does to usage rows and tanks, the cap checks) are common.ts, used by both.
  *
  * Driver: `pg` (node-postgres), the widely used PostgreSQL driver for Node, pure JavaScript (no native addon to
  * build: `pg-native` is never loaded). One `Pool` per store; every query is a named prepared statement, so each
@@ -9,58 +9,61 @@
  *
  * Schema: ordered migrations in `schema_migrations`, applied in one transaction that first takes a
  * transaction-level advisory lock, so two processes starting together on an empty database serialise (the
- * second finds the migrations applied). Amounts (wei, token base units, nonces, exchange rates) are
- * NUMERIC(78,0) — every uint256 fits — and converted to bigint at this boundary (the pool's type parser turns
- * NUMERIC into bigint and BIGINT, used for unix seconds, into number). Addresses are stored checksummed, hashes
- * lowercase, as in SQLite.
+ * second finds the migrations applied). Amounts (wei, USD micro-units, token base units, nonces, exchange rates)
+ * are NUMERIC(78,0) — every uint256 fits — and converted to bigint at this boundary (the pool's type parser turns
+ * NUMERIC into bigint and BIGINT, used for unix seconds, counts and block numbers, into number). JSON columns
+ * are read as text (`::text`), as SQLite stores them. Addresses are stored checksummed, hashes lowercase.
  *
  * Concurrency (the reason this exists): transactions run at READ COMMITTED with explicit row locks rather than
- * SERIALIZABLE. Serializable would be correct too, but every conflicting pair of reservations on one tank would
- * abort one of them (a retry storm exactly when a tank is busy); row locks make them queue instead, and the
- * outcome is the same. The lock order is always gas tank row, then sponsorship row, in every transaction that
- * takes both (reserve, release), so two transactions can wait on each other only in one direction: no
- * deadlock. See `reserveSponsorship` for the details. What can still happen is benign and retried a bounded
- * number of times: two first reservations of the same op racing on the partial unique index (the loser
- * retries and replaces the winner), and, defensively, serialization failures or deadlocks reported by the
- * server.
+ * SERIALIZABLE. Serializable would be correct too, but every conflicting pair of reservations on one tank or
+ * one cap would abort one of them (a retry storm exactly when a cap is busy); row locks make them queue instead,
+ * and the outcome is the same. Every transaction that takes several of these locks takes them in one order:
+ *
+ *   1. the gas tank row (network, sender) — User Sponsor mode;
+ *   2. the strategy usage rows, in `lockOrder` (common.ts: sorted by strategy_id, scope, key);
+ *   3. sponsorship rows: the op's active sponsorship (reserve), or the sponsorship being released, settled or
+ *      un-settled and then (unsettle only) the op's active one.
+ *
+ * (A credit row is locked before its tank: creditGasTank, revertGasTankCredit.) So two transactions can wait on
+ * each other only in one direction: no deadlock. What must be locked is learned from unlocked reads of what
+ * never changes once written (a sponsorship's mode, network, sender and the usage rows it is linked to); where
+ * that can go stale — the op's active sponsorship replaced between the look and the lock — the attempt is
+ * abandoned and run again (`LockOrderRetry`). Also retried, a bounded number of times: two first reservations
+ * of one op racing on the partial unique index (the loser retries and replaces the winner), and, defensively,
+ * serialization failures or deadlocks reported by the server.
  */
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import type { PoolClient, QueryResultRow } from "pg";
 import { getAddress, isAddress } from "viem";
 import type { Address, Hex } from "@paymaster/shared";
 
+import type { CapCheck, StrategyRules } from "../policy/types.ts";
+import * as common from "./common.ts";
 import { StoreError } from "./errors.ts";
 import type { Migration } from "./migrations.ts";
 import type {
   ApiKey,
-  ApiKeyStatus,
   GasTank,
   NewSponsorship,
   NewStrategy,
-  PriceSource,
   Project,
   ReserveResult,
-  SponsorMode,
+  Settlement,
   SponsorshipRecord,
   SponsorshipStatus,
   Store,
   Strategy,
   StrategyStatus,
   Token,
+  UsageTotals,
 } from "./types.ts";
 
-/** API keys: `pm_` + 32 random bytes, base64url (43 chars): 46 chars in all (as in sqlite.ts). */
-const API_KEY_PREFIX = "pm_";
-const API_KEY_RANDOM_BYTES = 32;
-const API_KEY_DISPLAY_PREFIX_LENGTH = 10;
-const API_KEY_MAX_LENGTH = 256;
-
-/** Amount columns are NUMERIC(78,0); values are refused above uint256 (they mean nothing on an EVM chain). */
-const UINT256_MAX = (1n << 256n) - 1n;
 /** A transaction that hit a transient conflict is tried again, at most this many times in all. */
 const MAX_ATTEMPTS = 10;
+/** releaseExpired looks for expired sponsorships this many at a time. */
+const EXPIRY_BATCH = 500;
 /** Key of the advisory lock that serialises migrations ("paymastr" in ASCII). */
 const MIGRATION_LOCK_KEY = "8097880582120927346";
 
@@ -72,12 +75,6 @@ const FOREIGN_KEY_VIOLATION = "23503";
 const NUMERIC_VALUE_OUT_OF_RANGE = "22003";
 const SERIALIZATION_FAILURE = "40001";
 const DEADLOCK_DETECTED = "40P01";
-
-const SPONSOR_MODES: ReadonlySet<string> = new Set<SponsorMode>(["sponsor", "erc20", "user"]);
-const VERSIONS: ReadonlySet<string> = new Set(["v0.6", "v0.7"]);
-const STRATEGY_STATUSES: ReadonlySet<string> = new Set<StrategyStatus>(["enabled", "disabled"]);
-const BYTES32_RE = /^0x[0-9a-fA-F]{64}$/;
-const HEX_BYTES_RE = /^0x(?:[0-9a-fA-F]{2})*$/;
 
 /** SQLite's NOCASE folds ASCII only; `symbol_key` (see the migration) is the same fold, done in SQL. */
 const ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -189,69 +186,68 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = Object.freeze([
       CREATE INDEX sponsorships_user_op_hash ON sponsorships(user_op_hash) WHERE user_op_hash IS NOT NULL;
     `,
   },
+  {
+    version: 2,
+    name: "strategy rules, usage and caps, settlement, cursors",
+    sql: `
+      -- StrategyRules (policy/schema.ts serializeRules); {} = no rules.
+      ALTER TABLE strategies ADD COLUMN rules JSONB NOT NULL DEFAULT '{}';
+
+      -- A settlement debits the tank by what the chain charged, which may exceed what it holds, and a reverted
+      -- credit may already be spent: the balance may go negative (a debt), so the check goes.
+      ALTER TABLE gas_tanks DROP CONSTRAINT gas_tanks_balance_wei_check;
+
+      ALTER TABLE sponsorships
+        -- maxCostWei in USD micro-units (1e-6 USD) at the native price when reserved: what USD caps hold.
+        ADD COLUMN max_cost_usd_micros NUMERIC(78, 0) NOT NULL DEFAULT 0 CHECK (max_cost_usd_micros >= 0),
+        -- Why a released sponsorship was released; kept if it is settled afterwards (its signature landed anyway).
+        ADD COLUMN release_reason TEXT CHECK (release_reason IN ('released', 'replaced', 'expired')),
+        -- The settlement (status 'settled' only; cleared when un-settled): what the chain charged, and where.
+        ADD COLUMN actual_gas_cost_wei NUMERIC(78, 0),
+        ADD COLUMN actual_cost_usd_micros NUMERIC(78, 0),
+        ADD COLUMN actual_token_cost NUMERIC(78, 0),
+        ADD COLUMN settled_success BOOLEAN,
+        ADD COLUMN settled_tx_hash TEXT,                  -- lowercase hex
+        ADD COLUMN settled_block_number BIGINT,
+        ADD COLUMN settled_block_hash TEXT,               -- lowercase hex
+        ADD COLUMN settled_log_index INTEGER,
+        ADD COLUMN settled_at BIGINT;
+      CREATE INDEX sponsorships_settled_block ON sponsorships(network, settled_block_number) WHERE status = 'settled';
+
+      -- A strategy's totals per cap scope (see store/common.ts): active reservations, settled spending, ops.
+      CREATE TABLE strategy_usage (
+        strategy_id          TEXT NOT NULL REFERENCES strategies(id),
+        scope                TEXT NOT NULL CHECK (scope IN ('global', 'daily', 'perSender')),
+        key                  TEXT NOT NULL,     -- '' (global), 'YYYY-MM-DD' (daily, UTC), checksummed sender
+        reserved_wei         NUMERIC(78, 0) NOT NULL CHECK (reserved_wei >= 0),
+        spent_wei            NUMERIC(78, 0) NOT NULL CHECK (spent_wei >= 0),
+        reserved_usd_micros  NUMERIC(78, 0) NOT NULL CHECK (reserved_usd_micros >= 0),
+        spent_usd_micros     NUMERIC(78, 0) NOT NULL CHECK (spent_usd_micros >= 0),
+        ops                  BIGINT NOT NULL CHECK (ops >= 0),
+        updated_at           BIGINT NOT NULL,
+        PRIMARY KEY (strategy_id, scope, key)
+      );
+
+      -- The usage rows a sponsorship was reserved in (one per cap check), fixed when it is reserved: its release,
+      -- settlement and un-settlement change exactly these rows, even after the UTC day has turned.
+      CREATE TABLE sponsorship_usage (
+        sponsorship_id  TEXT NOT NULL REFERENCES sponsorships(id),
+        strategy_id     TEXT NOT NULL,
+        scope           TEXT NOT NULL,
+        key             TEXT NOT NULL,
+        PRIMARY KEY (sponsorship_id, strategy_id, scope, key),
+        FOREIGN KEY (strategy_id, scope, key) REFERENCES strategy_usage(strategy_id, scope, key)
+      );
+
+      -- Named positions (e.g. the last block a watcher fully processed).
+      CREATE TABLE cursors (
+        name        TEXT PRIMARY KEY,
+        value       NUMERIC(78, 0) NOT NULL CHECK (value >= 0),
+        updated_at  BIGINT NOT NULL
+      );
+    `,
+  },
 ]);
-
-// ---- row shapes
-
-interface ProjectRow {
-  id: string;
-  name: string;
-  created_at: number;
-}
-interface ApiKeyRow {
-  id: string;
-  project_id: string;
-  prefix: string;
-  label: string | null;
-  status: ApiKeyStatus;
-  created_at: number;
-}
-interface StrategyRow {
-  id: string;
-  project_id: string;
-  code: string;
-  name: string;
-  status: StrategyStatus;
-  valid_from: number | null;
-  valid_until: number | null;
-  networks: string[] | null;
-  created_at: number;
-}
-interface TokenRow {
-  network: string;
-  address: string;
-  symbol: string;
-  decimals: number;
-  price_source: PriceSource;
-  markup_bps: number;
-  enabled: boolean;
-}
-interface TankRow {
-  balance_wei: bigint;
-  reserved_wei: bigint;
-}
-interface SponsorshipRow {
-  id: string;
-  network: string;
-  entry_point: string;
-  version: "v0.6" | "v0.7";
-  sender: string;
-  nonce: bigint;
-  mode: SponsorMode;
-  project_id: string;
-  api_key_id: string;
-  strategy_id: string | null;
-  token: string | null;
-  exchange_rate: bigint | null;
-  max_token_cost: bigint | null;
-  max_cost_wei: bigint;
-  valid_until: number;
-  valid_after: number;
-  user_op_hash: string | null;
-  paymaster_and_data: string | null;
-  status: SponsorshipStatus;
-  created_at: number;
-}
 
 // ---- statements (named: prepared once per pooled connection)
 
@@ -260,11 +256,12 @@ interface Statement {
   readonly text: string;
 }
 
-const SPONSORSHIP_COLUMNS = `id, network, entry_point, version, sender, nonce, mode, project_id, api_key_id, strategy_id,
-  token, exchange_rate, max_token_cost, max_cost_wei, valid_until, valid_after, user_op_hash, paymaster_and_data,
-  status, created_at`;
-const STRATEGY_COLUMNS = "id, project_id, code, name, status, valid_from, valid_until, networks, created_at";
-const TOKEN_COLUMNS = "network, address, symbol, decimals, price_source, markup_bps, enabled";
+const STRATEGY_COLUMNS =
+  "id, project_id, code, name, status, valid_from, valid_until, networks::text AS networks, rules::text AS rules, created_at";
+const TOKEN_COLUMNS = "network, address, symbol, decimals, price_source::text AS price_source, markup_bps, enabled";
+const USAGE_COLUMNS = "reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops";
+const ACTIVE_OP = `SELECT id, mode, max_cost_wei, max_cost_usd_micros FROM sponsorships
+    WHERE network = $1 AND entry_point = $2 AND sender = $3 AND nonce = $4 AND status IN ('reserved', 'signed')`;
 
 function statements<T extends Record<string, string>>(texts: T): { readonly [K in keyof T]: Statement } {
   return Object.freeze(
@@ -282,10 +279,26 @@ const SQL = statements({
   selectApiKeyExists: "SELECT 1 FROM api_keys WHERE id = $1",
   revokeApiKey: "UPDATE api_keys SET status = 'revoked', revoked_at = $1 WHERE id = $2 AND status = 'active'",
 
-  insertStrategy: `INSERT INTO strategies (id, project_id, code, name, status, valid_from, valid_until, networks, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+  insertStrategy: `INSERT INTO strategies (id, project_id, code, name, status, valid_from, valid_until, networks, rules,
+      created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
   selectStrategyByCode: `SELECT ${STRATEGY_COLUMNS} FROM strategies WHERE code = $1`,
   updateStrategyStatus: "UPDATE strategies SET status = $1 WHERE id = $2",
+  updateStrategyRules: "UPDATE strategies SET rules = $1 WHERE id = $2",
+
+  selectUsage: `SELECT ${USAGE_COLUMNS} FROM strategy_usage WHERE strategy_id = $1 AND scope = $2 AND key = $3`,
+  lockUsage: `SELECT ${USAGE_COLUMNS} FROM strategy_usage WHERE strategy_id = $1 AND scope = $2 AND key = $3 FOR UPDATE`,
+  // Creates the row if missing, and locks it either way (ON CONFLICT DO UPDATE locks the existing row).
+  upsertLockUsage: `INSERT INTO strategy_usage (strategy_id, scope, key, reserved_wei, spent_wei, reserved_usd_micros,
+      spent_usd_micros, ops, updated_at)
+    VALUES ($1, $2, $3, 0, 0, 0, 0, 0, $4)
+    ON CONFLICT (strategy_id, scope, key) DO UPDATE SET updated_at = strategy_usage.updated_at
+    RETURNING ${USAGE_COLUMNS}`,
+  updateUsage: `UPDATE strategy_usage SET reserved_wei = $4, spent_wei = $5, reserved_usd_micros = $6,
+      spent_usd_micros = $7, ops = $8, updated_at = $9
+    WHERE strategy_id = $1 AND scope = $2 AND key = $3`,
+  selectLinks: `SELECT strategy_id AS "strategyId", scope, key FROM sponsorship_usage WHERE sponsorship_id = $1`,
+  insertLink: "INSERT INTO sponsorship_usage (sponsorship_id, strategy_id, scope, key) VALUES ($1, $2, $3, $4)",
 
   deleteTokenSymbolElsewhere: "DELETE FROM tokens WHERE network = $1 AND symbol_key = $2 AND address <> $3",
   upsertToken: `INSERT INTO tokens (network, address, symbol, decimals, price_source, markup_bps, enabled, updated_at)
@@ -305,69 +318,56 @@ const SQL = statements({
     ON CONFLICT (network, sender) DO UPDATE SET
       balance_wei = gas_tanks.balance_wei + EXCLUDED.balance_wei, updated_at = EXCLUDED.updated_at
     RETURNING balance_wei, reserved_wei`,
-  updateTankReserved: "UPDATE gas_tanks SET reserved_wei = $1, updated_at = $2 WHERE network = $3 AND sender = $4",
+  updateTank: "UPDATE gas_tanks SET balance_wei = $1, reserved_wei = $2, updated_at = $3 WHERE network = $4 AND sender = $5",
   insertCredit: `INSERT INTO gas_tank_credits (reference, network, sender, amount_wei, created_at)
     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (reference) DO NOTHING`,
   selectCredit: "SELECT network, sender, amount_wei FROM gas_tank_credits WHERE reference = $1",
+  deleteCredit: "DELETE FROM gas_tank_credits WHERE reference = $1 RETURNING network, sender, amount_wei",
 
-  selectActiveOp: `SELECT id, mode, max_cost_wei FROM sponsorships
-    WHERE network = $1 AND entry_point = $2 AND sender = $3 AND nonce = $4 AND status IN ('reserved', 'signed')`,
-  lockActiveOp: `SELECT id, mode, max_cost_wei FROM sponsorships
-    WHERE network = $1 AND entry_point = $2 AND sender = $3 AND nonce = $4 AND status IN ('reserved', 'signed')
-    FOR UPDATE`,
-  releaseActive: `UPDATE sponsorships SET status = 'released', updated_at = $1
-    WHERE id = $2 AND status IN ('reserved', 'signed') RETURNING mode, max_cost_wei`,
+  selectActiveOp: ACTIVE_OP,
+  lockActiveOp: `${ACTIVE_OP} FOR UPDATE`,
+  releaseActive: `UPDATE sponsorships SET status = 'released', release_reason = $1, updated_at = $2
+    WHERE id = $3 AND status IN ('reserved', 'signed')`,
   insertSponsorship: `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id,
-      api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, valid_until, valid_after, status,
-      created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 'reserved', $17, $17)`,
+      api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
+      valid_after, status, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'reserved', $18, $18)`,
   markSigned: `UPDATE sponsorships SET status = 'signed', user_op_hash = $1, paymaster_and_data = $2, updated_at = $3
     WHERE id = $4 AND status = 'reserved'`,
+  settle: `UPDATE sponsorships SET status = 'settled', actual_gas_cost_wei = $1, actual_cost_usd_micros = $2,
+      actual_token_cost = $3, settled_success = $4, settled_tx_hash = $5, settled_block_number = $6,
+      settled_block_hash = $7, settled_log_index = $8, settled_at = $9, updated_at = $9
+    WHERE id = $10`,
+  unsettle: `UPDATE sponsorships SET status = $1, release_reason = $2, actual_gas_cost_wei = NULL,
+      actual_cost_usd_micros = NULL, actual_token_cost = NULL, settled_success = NULL, settled_tx_hash = NULL,
+      settled_block_number = NULL, settled_block_hash = NULL, settled_log_index = NULL, settled_at = NULL,
+      updated_at = $3
+    WHERE id = $4`,
+  selectSettledSince: `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships
+    WHERE network = $1 AND status = 'settled' AND settled_block_number >= $2
+    ORDER BY settled_block_number, settled_log_index, seq`,
+  selectExpired: `SELECT id FROM sponsorships WHERE status IN ('reserved', 'signed') AND valid_until < $1
+    ORDER BY valid_until LIMIT $2`,
   selectSponsorshipStatus: "SELECT status FROM sponsorships WHERE id = $1",
-  selectSponsorshipForRelease: "SELECT network, sender, mode, status FROM sponsorships WHERE id = $1",
-  selectSponsorship: `SELECT ${SPONSORSHIP_COLUMNS} FROM sponsorships WHERE id = $1`,
-  selectSponsorshipByHash: `SELECT ${SPONSORSHIP_COLUMNS} FROM sponsorships WHERE user_op_hash = $1
+  selectSponsorshipPlan: "SELECT network, sender, mode FROM sponsorships WHERE id = $1",
+  selectSponsorship: `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships WHERE id = $1`,
+  lockSponsorship: `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships WHERE id = $1 FOR UPDATE`,
+  selectSponsorshipByHash: `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships WHERE user_op_hash = $1
     ORDER BY (status = 'released'), created_at DESC, seq DESC LIMIT 1`,
+
+  selectCursor: "SELECT value FROM cursors WHERE name = $1",
+  upsertCursor: `INSERT INTO cursors (name, value, updated_at) VALUES ($1, $2, $3)
+    ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
 });
 
-// ---- helpers (validation mirrors sqlite.ts, so both stores refuse the same input the same way)
+// ---- helpers
 
-function nowSeconds(): number {
-  return Math.floor(Date.now() / 1000);
-}
-
-function sha256Hex(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
-}
-
-function invalid(message: string): never {
-  throw new StoreError("INVALID_INPUT", message);
-}
-
-function address(value: unknown, what: string): Address {
-  if (typeof value !== "string" || !isAddress(value, { strict: false })) invalid(`${what} is not an address`);
-  return getAddress(value);
-}
-
-function nonNegative(value: unknown, what: string): bigint {
-  if (typeof value !== "bigint" || value < 0n) invalid(`${what} must be a non-negative bigint`);
-  if (value > UINT256_MAX) invalid(`${what} does not fit in 256 bits`);
-  return value;
-}
-
-function optionalNonNegative(value: unknown, what: string): bigint | null {
-  return value === null || value === undefined ? null : nonNegative(value, what);
-}
-
-function unixSeconds(value: unknown, what: string): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    invalid(`${what} must be unix seconds (a non-negative integer)`);
-  }
-  return value;
-}
-
-function optionalUnixSeconds(value: unknown, what: string): number | null {
-  return value === null || value === undefined ? null : unixSeconds(value, what);
+/** The op's active sponsorship, as reserve reads it. */
+interface ActiveRow {
+  id: string;
+  mode: SponsorshipRecord["mode"];
+  max_cost_wei: bigint;
+  max_cost_usd_micros: bigint;
 }
 
 function asciiLower(text: string): string {
@@ -390,91 +390,14 @@ function isTransient(err: unknown): boolean {
   return state === SERIALIZATION_FAILURE || state === DEADLOCK_DETECTED;
 }
 
-function toProject(row: ProjectRow): Project {
-  return { id: row.id, name: row.name, createdAt: row.created_at };
-}
-
-function toApiKey(row: ApiKeyRow): ApiKey {
-  return {
-    id: row.id,
-    projectId: row.project_id,
-    prefix: row.prefix,
-    label: row.label,
-    status: row.status,
-    createdAt: row.created_at,
-  };
-}
-
-function toStrategy(row: StrategyRow): Strategy {
-  return {
-    id: row.id,
-    projectId: row.project_id,
-    code: row.code,
-    name: row.name,
-    status: row.status,
-    validFrom: row.valid_from,
-    validUntil: row.valid_until,
-    networks: row.networks,
-    createdAt: row.created_at,
-  };
-}
-
-function toToken(row: TokenRow): Token {
-  return {
-    network: row.network,
-    symbol: row.symbol,
-    address: row.address as Address,
-    decimals: row.decimals,
-    priceSource: row.price_source,
-    markupBps: row.markup_bps,
-    enabled: row.enabled,
-  };
-}
-
-function toSponsorship(row: SponsorshipRow): SponsorshipRecord {
-  return {
-    id: row.id,
-    network: row.network,
-    entryPoint: row.entry_point as Address,
-    version: row.version,
-    sender: row.sender as Address,
-    nonce: row.nonce,
-    mode: row.mode,
-    projectId: row.project_id,
-    apiKeyId: row.api_key_id,
-    strategyId: row.strategy_id,
-    token: row.token as Address | null,
-    exchangeRate: row.exchange_rate,
-    maxTokenCost: row.max_token_cost,
-    maxCostWei: row.max_cost_wei,
-    validUntil: row.valid_until,
-    validAfter: row.valid_after,
-    userOpHash: row.user_op_hash as Hex | null,
-    paymasterAndData: row.paymaster_and_data as Hex | null,
-    status: row.status,
-    createdAt: row.created_at,
-  };
-}
-
-function validPriceSource(source: unknown): PriceSource {
-  const s = source as Partial<Record<string, unknown>> | null;
-  if (s?.type === "fixed" && typeof s.usd === "string" && /^\d+(\.\d+)?$/.test(s.usd)) {
-    return { type: "fixed", usd: s.usd };
-  }
-  if (s?.type === "chainlink") {
-    const feed = address(s.feed, "priceSource.feed");
-    if (s.maxAgeSeconds === undefined) return { type: "chainlink", feed };
-    if (typeof s.maxAgeSeconds !== "number" || !Number.isSafeInteger(s.maxAgeSeconds) || s.maxAgeSeconds <= 0) {
-      invalid("priceSource.maxAgeSeconds must be a positive integer");
-    }
-    return { type: "chainlink", feed, maxAgeSeconds: s.maxAgeSeconds };
-  }
-  return invalid('priceSource must be {type:"fixed", usd:"<decimal>"} or {type:"chainlink", feed:<address>}');
+/** A lost race for the op's one active sponsorship (partial unique index): the next attempt sees the winner. */
+function isActiveOpRace(err: unknown): boolean {
+  return err instanceof LockOrderRetry || (sqlState(err) === UNIQUE_VIOLATION && constraintOf(err) === "sponsorships_active_op");
 }
 
 /**
  * Type parsing for this pool only (the global `pg.types` stays untouched): NUMERIC (amounts, scale 0) as bigint,
- * BIGINT (unix seconds, counts) as number — the store only writes safe integers there.
+ * BIGINT (unix seconds, counts, block numbers) as number — the store only writes safe integers there.
  */
 const TYPES: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: "text" | "binary") => {
@@ -515,7 +438,7 @@ async function migrate(pool: pg.Pool, migrations: readonly Migration[]): Promise
         await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
           m.version,
           m.name,
-          nowSeconds(),
+          common.nowSeconds(),
         ]);
       }
       await client.query("COMMIT");
@@ -554,6 +477,13 @@ type Queryable = pg.Pool | PoolClient;
 interface Tx {
   client: PoolClient;
   rollbackOnly(): void;
+}
+
+/** What a sponsorship's status change does (see #transition): the delta to apply and the statement that changes the row. */
+interface Change {
+  delta: common.Delta;
+  statement: Statement;
+  values: unknown[];
 }
 
 class PostgresStore implements Store {
@@ -613,32 +543,23 @@ class PostgresStore implements Store {
   // ---- projects and API keys
 
   async createProject(name: string): Promise<Project> {
-    if (typeof name !== "string" || name.trim() === "") invalid("project name must be a non-empty string");
-    const project: Project = { id: randomUUID(), name, createdAt: nowSeconds() };
+    const project: Project = { id: randomUUID(), name: common.projectName(name), createdAt: common.nowSeconds() };
     await this.#query(this.#pool, SQL.insertProject, [project.id, project.name, project.createdAt]);
     return project;
   }
 
   async getProject(id: string): Promise<Project | undefined> {
-    const row = await this.#one<ProjectRow>(this.#pool, SQL.selectProject, [id]);
-    return row && toProject(row);
+    const row = await this.#one<common.ProjectRow>(this.#pool, SQL.selectProject, [id]);
+    return row && common.toProject(row);
   }
 
   async createApiKey(projectId: string, label?: string): Promise<{ apiKey: ApiKey; plaintext: string }> {
-    const plaintext = API_KEY_PREFIX + randomBytes(API_KEY_RANDOM_BYTES).toString("base64url");
-    const apiKey: ApiKey = {
-      id: randomUUID(),
-      projectId,
-      prefix: plaintext.slice(0, API_KEY_DISPLAY_PREFIX_LENGTH),
-      label: label ?? null,
-      status: "active",
-      createdAt: nowSeconds(),
-    };
+    const { apiKey, plaintext, keyHash } = common.newApiKey(projectId, label);
     try {
       await this.#query(this.#pool, SQL.insertApiKey, [
         apiKey.id,
-        apiKey.projectId,
-        sha256Hex(plaintext),
+        projectId,
+        keyHash,
         apiKey.prefix,
         apiKey.label,
         apiKey.status,
@@ -652,15 +573,13 @@ class PostgresStore implements Store {
   }
 
   async findApiKey(plaintext: string): Promise<ApiKey | undefined> {
-    if (typeof plaintext !== "string" || plaintext.length === 0 || plaintext.length > API_KEY_MAX_LENGTH) {
-      return undefined;
-    }
-    const row = await this.#one<ApiKeyRow>(this.#pool, SQL.selectApiKeyByHash, [sha256Hex(plaintext)]);
-    return row && toApiKey(row);
+    const hash = common.apiKeyLookupHash(plaintext);
+    const row = hash === undefined ? undefined : await this.#one<common.ApiKeyRow>(this.#pool, SQL.selectApiKeyByHash, [hash]);
+    return row && common.toApiKey(row);
   }
 
   async revokeApiKey(id: string): Promise<void> {
-    const result = await this.#query(this.#pool, SQL.revokeApiKey, [nowSeconds(), id]);
+    const result = await this.#query(this.#pool, SQL.revokeApiKey, [common.nowSeconds(), id]);
     if (result.rowCount === 0 && (await this.#one(this.#pool, SQL.selectApiKeyExists, [id])) === undefined) {
       throw new StoreError("NOT_FOUND", `API key ${id} not found`);
     }
@@ -669,25 +588,7 @@ class PostgresStore implements Store {
   // ---- strategies
 
   async createStrategy(input: NewStrategy): Promise<Strategy> {
-    if (typeof input.code !== "string" || input.code === "") invalid("strategy code must be a non-empty string");
-    if (typeof input.name !== "string") invalid("strategy name must be a string");
-    const status = input.status ?? "enabled";
-    if (!STRATEGY_STATUSES.has(status)) invalid(`strategy status must be "enabled" or "disabled"`);
-    const networks = input.networks ?? null;
-    if (networks !== null && (!Array.isArray(networks) || networks.some((n) => typeof n !== "string"))) {
-      invalid("strategy networks must be an array of network names or null");
-    }
-    const strategy: Strategy = {
-      id: randomUUID(),
-      projectId: input.projectId,
-      code: input.code,
-      name: input.name,
-      status,
-      validFrom: optionalUnixSeconds(input.validFrom, "validFrom"),
-      validUntil: optionalUnixSeconds(input.validUntil, "validUntil"),
-      networks: networks === null ? null : [...networks],
-      createdAt: nowSeconds(),
-    };
+    const { strategy, networksJson, rulesJson } = common.newStrategy(input);
     try {
       await this.#query(this.#pool, SQL.insertStrategy, [
         strategy.id,
@@ -697,7 +598,8 @@ class PostgresStore implements Store {
         strategy.status,
         strategy.validFrom,
         strategy.validUntil,
-        strategy.networks === null ? null : JSON.stringify(strategy.networks),
+        networksJson,
+        rulesJson,
         strategy.createdAt,
       ]);
     } catch (err) {
@@ -711,14 +613,23 @@ class PostgresStore implements Store {
   }
 
   async getStrategyByCode(code: string): Promise<Strategy | undefined> {
-    const row = await this.#one<StrategyRow>(this.#pool, SQL.selectStrategyByCode, [code]);
-    return row && toStrategy(row);
+    const row = await this.#one<common.StrategyRow>(this.#pool, SQL.selectStrategyByCode, [code]);
+    return row && common.toStrategy(row);
   }
 
   async setStrategyStatus(id: string, status: StrategyStatus): Promise<void> {
-    if (!STRATEGY_STATUSES.has(status)) invalid(`strategy status must be "enabled" or "disabled"`);
-    const result = await this.#query(this.#pool, SQL.updateStrategyStatus, [status, id]);
+    const result = await this.#query(this.#pool, SQL.updateStrategyStatus, [common.strategyStatus(status), id]);
     if (result.rowCount === 0) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
+  }
+
+  async setStrategyRules(id: string, rules: StrategyRules): Promise<void> {
+    const result = await this.#query(this.#pool, SQL.updateStrategyRules, [common.validRules(rules).json, id]);
+    if (result.rowCount === 0) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
+  }
+
+  async getUsage(strategyId: string, scope: CapCheck["scope"], key: string): Promise<UsageTotals> {
+    const row = common.scopeKey(scope, key);
+    return common.toUsage(await this.#one<common.UsageRow>(this.#pool, SQL.selectUsage, [strategyId, row.scope, row.key]));
   }
 
   // ---- tokens
@@ -730,15 +641,7 @@ class PostgresStore implements Store {
    * runs again and then sees (and replaces) the winner's row.
    */
   async upsertToken(token: Token): Promise<void> {
-    const addr = address(token.address, "token address");
-    if (typeof token.symbol !== "string" || token.symbol === "") invalid("token symbol must be a non-empty string");
-    if (!Number.isInteger(token.decimals) || token.decimals < 0 || token.decimals > 255) {
-      invalid("token decimals must be an integer in [0, 255]");
-    }
-    if (!Number.isInteger(token.markupBps) || token.markupBps < 0 || token.markupBps > 10_000) {
-      invalid("token markupBps must be an integer in [0, 10000]");
-    }
-    const priceSource = JSON.stringify(validPriceSource(token.priceSource));
+    const { address: addr, priceSourceJson } = common.validToken(token);
     await this.#transaction(
       async ({ client }) => {
         await this.#query(client, SQL.deleteTokenSymbolElsewhere, [token.network, asciiLower(token.symbol), addr]);
@@ -747,10 +650,10 @@ class PostgresStore implements Store {
           addr,
           token.symbol,
           token.decimals,
-          priceSource,
+          priceSourceJson,
           token.markupBps,
           token.enabled,
-          nowSeconds(),
+          common.nowSeconds(),
         ]);
       },
       (err) => sqlState(err) === UNIQUE_VIOLATION,
@@ -758,15 +661,15 @@ class PostgresStore implements Store {
   }
 
   async listTokens(network: string): Promise<Token[]> {
-    return (await this.#query<TokenRow>(this.#pool, SQL.selectTokens, [network])).rows.map(toToken);
+    return (await this.#query<common.TokenRow>(this.#pool, SQL.selectTokens, [network])).rows.map(common.toToken);
   }
 
   async findToken(network: string, symbolOrAddress: string): Promise<Token | undefined> {
     if (typeof symbolOrAddress !== "string" || symbolOrAddress === "") return undefined;
     const row = isAddress(symbolOrAddress, { strict: false })
-      ? await this.#one<TokenRow>(this.#pool, SQL.selectTokenByAddress, [network, getAddress(symbolOrAddress)])
-      : await this.#one<TokenRow>(this.#pool, SQL.selectTokenBySymbol, [network, asciiLower(symbolOrAddress)]);
-    return row && toToken(row);
+      ? await this.#one<common.TokenRow>(this.#pool, SQL.selectTokenByAddress, [network, getAddress(symbolOrAddress)])
+      : await this.#one<common.TokenRow>(this.#pool, SQL.selectTokenBySymbol, [network, asciiLower(symbolOrAddress)]);
+    return row && common.toToken(row);
   }
 
   // ---- gas tanks
@@ -777,13 +680,10 @@ class PostgresStore implements Store {
    * balance, in one atomic upsert.
    */
   async creditGasTank(network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank> {
-    const who = address(sender, "sender");
-    if (typeof amountWei !== "bigint" || amountWei <= 0n) invalid("credit amount must be a positive bigint (wei)");
-    if (amountWei > UINT256_MAX) invalid("credit amount does not fit in 256 bits");
-    if (typeof reference !== "string" || reference === "") invalid("credit reference must be a non-empty string");
+    const { sender: who } = common.validCredit(sender, amountWei, reference);
     try {
       return await this.#transaction(async ({ client }): Promise<GasTank> => {
-        const now = nowSeconds();
+        const now = common.nowSeconds();
         const inserted = await this.#query(client, SQL.insertCredit, [reference, network, who, amountWei, now]);
         if (inserted.rowCount === 0) {
           const prior = await this.#one<{ network: string; sender: string; amount_wei: bigint }>(
@@ -792,161 +692,192 @@ class PostgresStore implements Store {
             [reference],
           );
           if (prior && (prior.network !== network || prior.sender !== who || prior.amount_wei !== amountWei)) {
-            throw new StoreError(
-              "CONFLICT",
-              `credit reference "${reference}" was already used for ${prior.amount_wei} wei to ${prior.sender} on ${prior.network}`,
-            );
+            throw common.creditConflict(reference, prior);
           }
           return this.#tank(client, network, who);
         }
-        const tank = await this.#one<TankRow>(client, SQL.creditTank, [network, who, amountWei, now]);
-        return { network, sender: who, balanceWei: tank!.balance_wei, reservedWei: tank!.reserved_wei };
+        const tank = await this.#one<common.TankRow>(client, SQL.creditTank, [network, who, amountWei, now]);
+        return { network, sender: who, ...common.toTank(tank) };
       });
     } catch (err) {
-      if (sqlState(err) === NUMERIC_VALUE_OUT_OF_RANGE) invalid("the tank's balance would not fit in the database");
+      if (sqlState(err) === NUMERIC_VALUE_OUT_OF_RANGE) common.invalid("the tank's balance would not fit in the database");
       throw err;
     }
   }
 
+  /**
+   * The credit row is deleted first (of two concurrent reverts one finds it), then the tank is locked and its
+   * balance reduced — possibly below zero, when the credit was spent already. The reference is free again.
+   */
+  async revertGasTankCredit(reference: string): Promise<boolean> {
+    if (typeof reference !== "string" || reference === "") return false;
+    return this.#transaction(async ({ client }) => {
+      const credit = await this.#one<{ network: string; sender: Address; amount_wei: bigint }>(client, SQL.deleteCredit, [
+        reference,
+      ]);
+      if (!credit) return false;
+      const tank = await this.#lockTank(client, credit.network, credit.sender);
+      const balanceWei = tank.balanceWei - credit.amount_wei;
+      const now = common.nowSeconds();
+      await this.#query(client, SQL.updateTank, [balanceWei, tank.reservedWei, now, credit.network, credit.sender]);
+      return true;
+    });
+  }
+
   async getGasTank(network: string, sender: Address): Promise<GasTank> {
-    return this.#tank(this.#pool, network, address(sender, "sender"));
+    return this.#tank(this.#pool, network, common.address(sender, "sender"));
   }
 
   async #tank(on: Queryable, network: string, sender: Address): Promise<GasTank> {
-    const row = await this.#one<TankRow>(on, SQL.selectTank, [network, sender]);
-    return { network, sender, balanceWei: row?.balance_wei ?? 0n, reservedWei: row?.reserved_wei ?? 0n };
+    return { network, sender, ...common.toTank(await this.#one<common.TankRow>(on, SQL.selectTank, [network, sender])) };
+  }
+
+  /** Locks the tank row (lock order 1), creating an empty one first if there is none. */
+  async #lockTank(client: PoolClient, network: string, sender: string): Promise<{ balanceWei: bigint; reservedWei: bigint }> {
+    let row = await this.#one<common.TankRow>(client, SQL.lockTank, [network, sender]);
+    if (!row) {
+      await this.#query(client, SQL.insertEmptyTank, [network, sender, common.nowSeconds()]);
+      row = await this.#one<common.TankRow>(client, SQL.lockTank, [network, sender]);
+    }
+    return common.toTank(row);
+  }
+
+  /** Locks usage rows (lock order 2) in common.lockOrder, creating missing ones when `create`; their totals by usageId. */
+  async #lockUsage(client: PoolClient, keys: readonly common.UsageKey[], create: boolean): Promise<Map<string, UsageTotals>> {
+    const totals = new Map<string, UsageTotals>();
+    const now = common.nowSeconds();
+    for (const k of common.lockOrder(keys)) {
+      const row = create
+        ? await this.#one<common.UsageRow>(client, SQL.upsertLockUsage, [k.strategyId, k.scope, k.key, now])
+        : await this.#one<common.UsageRow>(client, SQL.lockUsage, [k.strategyId, k.scope, k.key]);
+      totals.set(common.usageId(k), common.toUsage(row));
+    }
+    return totals;
+  }
+
+  async #writeUsage(
+    client: PoolClient,
+    writes: readonly { key: common.UsageKey; totals: UsageTotals }[],
+    now: number,
+  ): Promise<void> {
+    for (const { key: k, totals: u } of writes) {
+      await this.#query(client, SQL.updateUsage, [
+        k.strategyId,
+        k.scope,
+        k.key,
+        u.reservedWei,
+        u.spentWei,
+        u.reservedUsdMicros,
+        u.spentUsdMicros,
+        u.ops,
+        now,
+      ]);
+    }
+  }
+
+  /** The usage rows a sponsorship counts in: written with it, never changed, so safe to read before locking. */
+  async #links(on: Queryable, id: string): Promise<common.UsageKey[]> {
+    return (await this.#query<common.UsageKey & QueryResultRow>(on, SQL.selectLinks, [id])).rows;
   }
 
   // ---- sponsorships
 
   /**
-   * One READ COMMITTED transaction with row locks, in a fixed order: the tank row first, then the active
-   * sponsorship of the op.
+   * One READ COMMITTED transaction with row locks in the lock order (see the module comment):
    *
-   * - User mode: lock the sender's tank (`SELECT … FOR UPDATE`; a missing tank is inserted ON CONFLICT DO NOTHING
-   *   and then locked, unless nothing could fit in it anyway). Every transaction that changes this tank's
-   *   `reserved_wei` holds this lock, so the balance and reserved amount read under it stay true until COMMIT:
-   *   reservations against one tank queue here, across connections and processes, and never over-reserve.
-   * - Other modes lock the tank only when the op's active sponsorship is a user-mode one (its reservation is
-   *   given back). That is learned from an unlocked read first, so the tank is still locked before the
-   *   sponsorship row; should the locked row then turn out to be user-mode after all (it changed in between),
-   *   the attempt is abandoned and run again.
-   * - The active sponsorship of (network, entryPoint, sender, nonce) is then locked, so a concurrent release or
-   *   replacement of it waits for this transaction (or this one for it: under READ COMMITTED a row that stopped
-   *   being active while we waited is simply not returned). Two first reservations of one op can both find
-   *   none; the partial unique index lets only one insert, and the other retries and replaces it.
+   * - First an unlocked look at the op's active sponsorship (network, entryPoint, sender, nonce) — the one this
+   *   reservation replaces — for what replacing it involves: its tank when it is user-mode, its usage rows.
+   * - 1. The tank: User Sponsor mode locks the sender's tank (a missing tank is inserted ON CONFLICT DO NOTHING
+   *   and then locked, unless nothing could fit in it anyway); other modes lock it only when the active
+   *   sponsorship is user-mode (its reservation is given back). Every transaction that changes a tank holds this
+   *   lock, so the balance and reserved amount read under it stay true until COMMIT: reservations against one
+   *   tank queue here, across connections and processes, and never over-reserve.
+   * - 2. The usage rows of the caps and of the active sponsorship, in common.lockOrder (missing ones created): likewise
+   *   every reservation, release, settlement against one cap row queues on it, so a cap is never exceeded.
+   * - 3. The active sponsorship, locked, so a concurrent release or replacement of it waits for this transaction
+   *   (or this one for it: under READ COMMITTED a row that stopped being active while we waited is simply not
+   *   returned). Should the locked one not be the one looked at (replaced in between) and need a tank or usage
+   *   row not locked yet, the attempt is abandoned and run again (LockOrderRetry). Two first reservations of one
+   *   op can both find none; the partial unique index lets only one insert, and the other retries and replaces it.
    *
-   * A refusal (GAS_TANK_INSUFFICIENT) ends in ROLLBACK: nothing is written, the earlier sponsorship stays.
+   * Then common.planTank and common.planCaps decide; a refusal ends in ROLLBACK: nothing is written, the earlier
+   * sponsorship stays.
    */
-  async reserveSponsorship(input: NewSponsorship): Promise<ReserveResult> {
-    if (!SPONSOR_MODES.has(input.mode)) invalid(`mode must be one of sponsor, erc20, user`);
-    if (!VERSIONS.has(input.version)) invalid(`version must be v0.6 or v0.7`);
-    const entryPoint = address(input.entryPoint, "entryPoint");
-    const sender = address(input.sender, "sender");
-    const nonce = nonNegative(input.nonce, "nonce");
-    const maxCostWei = nonNegative(input.maxCostWei, "maxCostWei");
-    const token = input.token === null || input.token === undefined ? null : address(input.token, "token");
-    const exchangeRate = optionalNonNegative(input.exchangeRate, "exchangeRate");
-    const maxTokenCost = optionalNonNegative(input.maxTokenCost, "maxTokenCost");
-    const validUntil = unixSeconds(input.validUntil, "validUntil");
-    const validAfter = unixSeconds(input.validAfter, "validAfter");
-    const { network } = input;
-    if (typeof network !== "string" || network === "") invalid("network must be a non-empty string");
-    const opKey = [network, entryPoint, sender, nonce];
+  async reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult> {
+    const record = common.newSponsorshipRecord(input, common.nowSeconds());
+    const checks = common.validCapChecks(caps, record.strategyId);
+    const { network, sender } = record;
+    const opKey = [network, record.entryPoint, sender, record.nonce];
+    const capKeys = checks.map((c): common.UsageKey => ({ strategyId: record.strategyId!, scope: c.scope, key: c.key }));
 
     try {
-      return await this.#transaction(
-        async ({ client, rollbackOnly }): Promise<ReserveResult> => {
-          type Active = { id: string; mode: SponsorMode; max_cost_wei: bigint };
-          let tank: TankRow | undefined;
-          let tankLocked = false;
-          if (input.mode === "user") {
-            tank = await this.#one<TankRow>(client, SQL.lockTank, [network, sender]);
-            if (!tank && maxCostWei > 0n) {
-              // No tank: nothing fits (a tank-less sender has no user-mode reservation to give back either).
-              rollbackOnly();
-              return { ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei: 0n, requiredWei: maxCostWei };
-            }
-            if (!tank) {
-              await this.#query(client, SQL.insertEmptyTank, [network, sender, nowSeconds()]);
-              tank = await this.#one<TankRow>(client, SQL.lockTank, [network, sender]);
-            }
-            tankLocked = true;
-          } else {
-            const peek = await this.#one<Active>(client, SQL.selectActiveOp, opKey);
-            if (peek?.mode === "user") {
-              tank = await this.#one<TankRow>(client, SQL.lockTank, [network, sender]);
-              tankLocked = true;
-            }
-          }
-          const previous = await this.#one<Active>(client, SQL.lockActiveOp, opKey);
-          if (previous?.mode === "user" && !tankLocked) throw new LockOrderRetry();
-          const freedWei = previous?.mode === "user" ? previous.max_cost_wei : 0n;
+      return await this.#transaction(async ({ client, rollbackOnly }): Promise<ReserveResult> => {
+        const peek = await this.#one<ActiveRow>(client, SQL.selectActiveOp, opKey);
+        const peekLinks = peek ? await this.#links(client, peek.id) : [];
 
-          let reservedWei = tank ? tank.reserved_wei : 0n;
-          reservedWei = reservedWei > freedWei ? reservedWei - freedWei : 0n;
-          if (input.mode === "user") {
-            const balanceWei = tank ? tank.balance_wei : 0n;
-            const availableWei = balanceWei > reservedWei ? balanceWei - reservedWei : 0n;
-            if (availableWei < maxCostWei) {
-              rollbackOnly(); // nothing written: the earlier sponsorship stays active
-              return { ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei, requiredWei: maxCostWei };
-            }
-            reservedWei += maxCostWei;
+        let tank: { balanceWei: bigint; reservedWei: bigint } | undefined;
+        if (record.mode === "user") {
+          const row = await this.#one<common.TankRow>(client, SQL.lockTank, [network, sender]);
+          if (!row && record.maxCostWei > 0n) {
+            // No tank: nothing fits (a tank-less sender has no user-mode reservation to give back either).
+            rollbackOnly();
+            return { ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei: 0n, requiredWei: record.maxCostWei };
           }
+          tank = row ? common.toTank(row) : await this.#lockTank(client, network, sender);
+        } else if (peek?.mode === "user") {
+          tank = await this.#lockTank(client, network, sender);
+        }
+        const totals = await this.#lockUsage(client, [...capKeys, ...peekLinks], true);
+        const previous = await this.#one<ActiveRow>(client, SQL.lockActiveOp, opKey);
+        const previousLinks = !previous ? [] : previous.id === peek?.id ? peekLinks : await this.#links(client, previous.id);
+        if (previous?.mode === "user" && !tank) throw new LockOrderRetry();
+        if (previousLinks.some((k) => !totals.has(common.usageId(k)))) throw new LockOrderRetry();
 
-          const now = nowSeconds();
-          if (previous) await this.#query(client, SQL.releaseActive, [now, previous.id]);
-          if (tank && (input.mode === "user" || freedWei > 0n)) {
-            await this.#query(client, SQL.updateTankReserved, [reservedWei, now, network, sender]);
-          }
-          const record: SponsorshipRecord = {
-            id: randomUUID(),
-            network,
-            entryPoint,
-            version: input.version,
-            sender,
-            nonce,
-            mode: input.mode,
-            projectId: input.projectId,
-            apiKeyId: input.apiKeyId,
-            strategyId: input.strategyId ?? null,
-            token,
-            exchangeRate,
-            maxTokenCost,
-            maxCostWei,
-            validUntil,
-            validAfter,
-            userOpHash: null,
-            paymasterAndData: null,
-            status: "reserved",
-            createdAt: now,
-          };
-          await this.#query(client, SQL.insertSponsorship, [
-            record.id,
-            network,
-            entryPoint,
-            record.version,
-            sender,
-            nonce,
-            record.mode,
-            record.projectId,
-            record.apiKeyId,
-            record.strategyId,
-            token,
-            exchangeRate,
-            maxTokenCost,
-            maxCostWei,
-            validUntil,
-            validAfter,
-            now,
-          ]);
-          return { ok: true, record, replaced: previous?.id ?? null };
-        },
-        (err) =>
-          err instanceof LockOrderRetry ||
-          (sqlState(err) === UNIQUE_VIOLATION && constraintOf(err) === "sponsorships_active_op"),
-      );
+        const freedWei = previous?.mode === "user" ? previous.max_cost_wei : 0n;
+        const tankPlan = common.planTank(record.mode, tank ?? { balanceWei: 0n, reservedWei: 0n }, freedWei, record.maxCostWei);
+        if (!tankPlan.ok) {
+          rollbackOnly(); // nothing written: the earlier sponsorship stays active
+          return tankPlan;
+        }
+        const capPlan = common.planCaps({
+          strategyId: record.strategyId,
+          checks,
+          cost: { wei: record.maxCostWei, usdMicros: record.maxCostUsdMicros },
+          previous: previous ? { links: previousLinks, max: common.rowCost(previous) } : null,
+          totals,
+        });
+        if (!capPlan.ok) {
+          rollbackOnly();
+          return capPlan;
+        }
+
+        const now = record.createdAt;
+        if (previous) await this.#query(client, SQL.releaseActive, ["replaced", now, previous.id]);
+        if (tank) await this.#query(client, SQL.updateTank, [tank.balanceWei, tankPlan.reservedWei, now, network, sender]);
+        await this.#query(client, SQL.insertSponsorship, [
+          record.id,
+          network,
+          record.entryPoint,
+          record.version,
+          sender,
+          record.nonce,
+          record.mode,
+          record.projectId,
+          record.apiKeyId,
+          record.strategyId,
+          record.token,
+          record.exchangeRate,
+          record.maxTokenCost,
+          record.maxCostWei,
+          record.maxCostUsdMicros,
+          record.validUntil,
+          record.validAfter,
+          now,
+        ]);
+        await this.#writeUsage(client, capPlan.writes, now);
+        for (const k of capPlan.links) await this.#query(client, SQL.insertLink, [record.id, k.strategyId, k.scope, k.key]);
+        return { ok: true, record, replaced: previous?.id ?? null };
+      }, isActiveOpRace);
     } catch (err) {
       if (sqlState(err) === FOREIGN_KEY_VIOLATION) {
         throw new StoreError("NOT_FOUND", "sponsorship refers to an unknown project, API key or strategy");
@@ -956,18 +887,8 @@ class PostgresStore implements Store {
   }
 
   async markSigned(id: string, signed: { userOpHash: Hex; paymasterAndData: Hex }): Promise<void> {
-    if (typeof signed.userOpHash !== "string" || !BYTES32_RE.test(signed.userOpHash)) {
-      invalid("userOpHash must be 32 bytes of 0x-hex");
-    }
-    if (typeof signed.paymasterAndData !== "string" || !HEX_BYTES_RE.test(signed.paymasterAndData)) {
-      invalid("paymasterAndData must be 0x-hex bytes");
-    }
-    const result = await this.#query(this.#pool, SQL.markSigned, [
-      signed.userOpHash.toLowerCase(),
-      signed.paymasterAndData,
-      nowSeconds(),
-      id,
-    ]);
+    const { userOpHash, paymasterAndData } = common.validSigned(signed);
+    const result = await this.#query(this.#pool, SQL.markSigned, [userOpHash, paymasterAndData, common.nowSeconds(), id]);
     if (result.rowCount === 1) return;
     const row = await this.#one<{ status: SponsorshipStatus }>(this.#pool, SQL.selectSponsorshipStatus, [id]);
     if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
@@ -975,34 +896,112 @@ class PostgresStore implements Store {
   }
 
   /**
-   * Idempotent: releasing a released, settled or unknown sponsorship changes nothing. A user-mode one gives its
-   * reservation back to the tank in the same transaction, the tank locked first (the order reserve uses); the
-   * status change itself is conditional, so of two concurrent releases only one gives back.
+   * Changes one sponsorship's status in one transaction, in the lock order: its tank (User Sponsor mode), its
+   * usage rows, then its own row (FOR UPDATE). `decide` sees the locked row and answers the change — the delta
+   * for the usage rows and tank, and the statement for the row — or null to change nothing (answered false).
    */
-  async releaseSponsorship(id: string): Promise<void> {
-    const row = await this.#one<{ network: string; sender: string; mode: SponsorMode; status: SponsorshipStatus }>(
-      this.#pool,
-      SQL.selectSponsorshipForRelease,
-      [id],
+  async #transition(
+    id: string,
+    decide: (row: common.SponsorshipRow, client: PoolClient, now: number) => Promise<Change | null>,
+  ): Promise<boolean> {
+    const plan = await this.#one<{ network: string; sender: string; mode: string }>(this.#pool, SQL.selectSponsorshipPlan, [id]);
+    if (!plan) return false;
+    const links = await this.#links(this.#pool, id);
+    return this.#transaction(async ({ client }) => {
+      const tank = plan.mode === "user" ? await this.#lockTank(client, plan.network, plan.sender) : undefined;
+      const usage = await this.#lockUsage(client, links, false);
+      const row = await this.#one<common.SponsorshipRow>(client, SQL.lockSponsorship, [id]);
+      const now = common.nowSeconds();
+      const change = row && (await decide(row, client, now));
+      if (!change) return false;
+      await this.#query(client, change.statement, change.values);
+      await this.#writeUsage(
+        client,
+        links.map((k) => ({ key: k, totals: common.applyUsage(usage.get(common.usageId(k))!, change.delta) })),
+        now,
+      );
+      if (tank) {
+        const t = common.applyTank(tank, change.delta);
+        await this.#query(client, SQL.updateTank, [t.balanceWei, t.reservedWei, now, plan.network, plan.sender]);
+      }
+      return true;
+    }, isActiveOpRace);
+  }
+
+  #release(id: string, reason: common.ReleaseReason): Promise<boolean> {
+    return this.#transition(id, async (row, _client, now) =>
+      row.status === "reserved" || row.status === "signed"
+        ? { delta: common.releaseDelta(common.rowCost(row)), statement: SQL.releaseActive, values: [reason, now, id] }
+        : null,
     );
-    if (!row || (row.status !== "reserved" && row.status !== "signed")) return;
-    if (row.mode !== "user") {
-      await this.#query(this.#pool, SQL.releaseActive, [nowSeconds(), id]);
-      return;
-    }
-    await this.#transaction(async ({ client }) => {
-      const tank = await this.#one<TankRow>(client, SQL.lockTank, [row.network, row.sender]);
-      const now = nowSeconds();
-      const released = await this.#one<{ max_cost_wei: bigint }>(client, SQL.releaseActive, [now, id]);
-      if (!released || !tank) return;
-      const reserved = tank.reserved_wei - released.max_cost_wei;
-      await this.#query(client, SQL.updateTankReserved, [reserved > 0n ? reserved : 0n, now, row.network, row.sender]);
+  }
+
+  /** Idempotent: releasing a released, settled or unknown sponsorship changes nothing. */
+  async releaseSponsorship(id: string): Promise<void> {
+    await this.#release(id, "released");
+  }
+
+  /** See common.settleDelta for which sponsorships settle. */
+  async settleSponsorship(id: string, settlement: Settlement): Promise<boolean> {
+    const valid = common.validSettlement(settlement);
+    const actual = { wei: valid.actualGasCostWei, usdMicros: valid.actualCostUsdMicros };
+    return this.#transition(id, async (row, _client, now) => {
+      const delta = common.settleDelta(row, actual);
+      return delta && { delta, statement: SQL.settle, values: [...common.settlementColumns(valid), now, id] };
     });
   }
 
+  /**
+   * See common.unsettleTransition. The op's active sponsorship, if any, is locked after this one's row (the
+   * lock order's last step); should one be inserted concurrently, the unique index refuses one of the two
+   * transactions and it runs again.
+   */
+  async unsettleSponsorship(id: string): Promise<boolean> {
+    return this.#transition(id, async (row, client, now) => {
+      if (row.status !== "settled") return null;
+      const active = await this.#one(client, SQL.lockActiveOp, [row.network, row.entry_point, row.sender, row.nonce]);
+      const change = common.unsettleTransition(row, active !== undefined);
+      return change && { delta: change.delta, statement: SQL.unsettle, values: [change.status, change.releaseReason, now, id] };
+    });
+  }
+
+  async listSettledSince(network: string, fromBlock: bigint): Promise<SponsorshipRecord[]> {
+    const from = common.amount(fromBlock, "fromBlock");
+    if (from > BigInt(Number.MAX_SAFE_INTEGER)) return [];
+    const { rows } = await this.#query<common.SponsorshipRow>(this.#pool, SQL.selectSettledSince, [network, from]);
+    return rows.map(common.toSponsorship);
+  }
+
+  /**
+   * Releases (reason "expired") every reserved or signed sponsorship with validUntil + graceSeconds < now, each in
+   * its own transaction under the lock order (as releaseSponsorship); one settled or replaced meanwhile is left
+   * alone, so this may run while other replicas reserve and settle.
+   */
+  async releaseExpired(now: number, graceSeconds: number): Promise<number> {
+    const cutoff = common.validExpiry(now, graceSeconds);
+    let released = 0;
+    for (;;) {
+      const { rows } = await this.#query<{ id: string }>(this.#pool, SQL.selectExpired, [cutoff, EXPIRY_BATCH]);
+      let batch = 0;
+      for (const { id } of rows) if (await this.#release(id, "expired")) batch++;
+      released += batch;
+      // A full batch of which none could be released (all changed meanwhile) would be found again: stop.
+      if (rows.length < EXPIRY_BATCH || batch === 0) return released;
+    }
+  }
+
+  async getCursor(name: string): Promise<bigint | undefined> {
+    return (await this.#one<{ value: bigint }>(this.#pool, SQL.selectCursor, [common.cursorName(name)]))?.value;
+  }
+
+  async setCursor(name: string, value: bigint): Promise<void> {
+    const values = [common.cursorName(name), common.amount(value, "cursor value"), common.nowSeconds()];
+    await this.#query(this.#pool, SQL.upsertCursor, values);
+  }
+
   async getSponsorship(id: string): Promise<SponsorshipRecord | undefined> {
-    const row = await this.#one<SponsorshipRow>(this.#pool, SQL.selectSponsorship, [id]);
-    return row && toSponsorship(row);
+    const row = await this.#one<common.SponsorshipRow>(this.#pool, SQL.selectSponsorship, [id]);
+    return row && common.toSponsorship(row);
   }
 
   /**
@@ -1010,9 +1009,10 @@ class PostgresStore implements Store {
    * released one, then the newest (as in sqlite.ts).
    */
   async findSponsorshipByUserOpHash(userOpHash: Hex): Promise<SponsorshipRecord | undefined> {
-    if (typeof userOpHash !== "string" || !BYTES32_RE.test(userOpHash)) return undefined;
-    const row = await this.#one<SponsorshipRow>(this.#pool, SQL.selectSponsorshipByHash, [userOpHash.toLowerCase()]);
-    return row && toSponsorship(row);
+    const hash = common.hashKey(userOpHash);
+    if (hash === undefined) return undefined;
+    const row = await this.#one<common.SponsorshipRow>(this.#pool, SQL.selectSponsorshipByHash, [hash]);
+    return row && common.toSponsorship(row);
   }
 
   async close(): Promise<void> {
@@ -1022,7 +1022,7 @@ class PostgresStore implements Store {
   }
 }
 
-/** Thrown inside a reservation that found it would have to take the tank lock after a sponsorship lock. */
+/** Thrown inside a reservation that found it would have to take a lock out of the lock order. */
 class LockOrderRetry extends Error {
   override name = "LockOrderRetry";
 }

@@ -18,32 +18,37 @@
  *
  * Amounts are TEXT decimals converted at this boundary (see migrations.ts). Statements are prepared once per
  * store instance: `findApiKey` and `reserveSponsorship` run on every sponsorship request.
+ *
+ * Validation, row conversion and the accounting (what each transition does to usage rows and tanks, the cap
+ * checks) are common.ts, shared with postgres.ts. Here every read-modify-write is one BEGIN IMMEDIATE
+ * transaction, so it needs no row locks: SQLite's single writer lock orders them, across processes too.
  */
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { getAddress, isAddress } from "viem";
 import type { Address, Hex } from "@paymaster/shared";
 
+import type { CapCheck, StrategyRules } from "../policy/types.ts";
+import * as common from "./common.ts";
 import { StoreError } from "./errors.ts";
 import { SQLITE_MIGRATIONS, type Migration } from "./migrations.ts";
 import type {
   ApiKey,
-  ApiKeyStatus,
   GasTank,
   NewSponsorship,
   NewStrategy,
-  PriceSource,
   Project,
   ReserveResult,
-  SponsorMode,
+  Settlement,
   SponsorshipRecord,
   SponsorshipStatus,
   Store,
   Strategy,
   StrategyStatus,
   Token,
+  UsageTotals,
 } from "./types.ts";
 
 const BUSY_TIMEOUT_MS = 5000;
@@ -53,129 +58,20 @@ const BUSY_TIMEOUT_MS = 5000;
  * (measured on a 2-core VM: user-mode reserve ~85 µs -> ~55-70 µs). The price is a WAL file of up to ~40 MB.
  */
 const WAL_AUTOCHECKPOINT_PAGES = 10_000;
-/** API keys: `pm_` + 32 random bytes, base64url (43 chars): 46 chars in all. */
-const API_KEY_PREFIX = "pm_";
-const API_KEY_RANDOM_BYTES = 32;
-/** How many leading characters of the plaintext are kept to recognise a key ("pm_" + 7). */
-const API_KEY_DISPLAY_PREFIX_LENGTH = 10;
-/** Longer inputs are not keys: answer without hashing them. */
-const API_KEY_MAX_LENGTH = 256;
+/** releaseExpired releases at most this many sponsorships per write transaction (others may write in between). */
+const EXPIRY_BATCH = 500;
 
 // SQLite extended result codes (https://sqlite.org/rescode.html).
 const SQLITE_CONSTRAINT_FOREIGNKEY = 787;
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 const SQLITE_CONSTRAINT_UNIQUE = 2067;
 
-const SPONSOR_MODES: ReadonlySet<string> = new Set<SponsorMode>(["sponsor", "erc20", "user"]);
-const VERSIONS: ReadonlySet<string> = new Set(["v0.6", "v0.7"]);
-const STRATEGY_STATUSES: ReadonlySet<string> = new Set<StrategyStatus>(["enabled", "disabled"]);
-const BYTES32_RE = /^0x[0-9a-fA-F]{64}$/;
-const HEX_BYTES_RE = /^0x(?:[0-9a-fA-F]{2})*$/;
-
-// ---- row shapes (what SELECT * returns)
-
-interface ProjectRow {
+/** The op's active sponsorship, as reserve reads it. */
+interface ActiveRow {
   id: string;
-  name: string;
-  created_at: number;
-}
-interface ApiKeyRow {
-  id: string;
-  project_id: string;
-  prefix: string;
-  label: string | null;
-  status: ApiKeyStatus;
-  created_at: number;
-}
-interface StrategyRow {
-  id: string;
-  project_id: string;
-  code: string;
-  name: string;
-  status: StrategyStatus;
-  valid_from: number | null;
-  valid_until: number | null;
-  networks: string | null;
-  created_at: number;
-}
-interface TokenRow {
-  network: string;
-  address: string;
-  symbol: string;
-  decimals: number;
-  price_source: string;
-  markup_bps: number;
-  enabled: number;
-}
-interface TankRow {
-  balance_wei: string;
-  reserved_wei: string;
-}
-interface CreditRow {
-  network: string;
-  sender: string;
-  amount_wei: string;
-}
-interface SponsorshipRow {
-  id: string;
-  network: string;
-  entry_point: string;
-  version: "v0.6" | "v0.7";
-  sender: string;
-  nonce: string;
-  mode: SponsorMode;
-  project_id: string;
-  api_key_id: string;
-  strategy_id: string | null;
-  token: string | null;
-  exchange_rate: string | null;
-  max_token_cost: string | null;
+  mode: SponsorshipRecord["mode"];
   max_cost_wei: string;
-  valid_until: number;
-  valid_after: number;
-  user_op_hash: string | null;
-  paymaster_and_data: string | null;
-  status: SponsorshipStatus;
-  created_at: number;
-}
-
-// ---- helpers
-
-function nowSeconds(): number {
-  return Math.floor(Date.now() / 1000);
-}
-
-function sha256Hex(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
-}
-
-function invalid(message: string): never {
-  throw new StoreError("INVALID_INPUT", message);
-}
-
-function address(value: unknown, what: string): Address {
-  if (typeof value !== "string" || !isAddress(value, { strict: false })) invalid(`${what} is not an address`);
-  return getAddress(value);
-}
-
-function nonNegative(value: unknown, what: string): bigint {
-  if (typeof value !== "bigint" || value < 0n) invalid(`${what} must be a non-negative bigint`);
-  return value;
-}
-
-function optionalNonNegative(value: unknown, what: string): string | null {
-  return value === null || value === undefined ? null : nonNegative(value, what).toString();
-}
-
-function unixSeconds(value: unknown, what: string): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    invalid(`${what} must be unix seconds (a non-negative integer)`);
-  }
-  return value;
-}
-
-function optionalUnixSeconds(value: unknown, what: string): number | null {
-  return value === null || value === undefined ? null : unixSeconds(value, what);
+  max_cost_usd_micros: string;
 }
 
 function sqliteErrcode(err: unknown): number | undefined {
@@ -190,88 +86,6 @@ function isUniqueViolation(err: unknown): boolean {
 
 function isForeignKeyViolation(err: unknown): boolean {
   return sqliteErrcode(err) === SQLITE_CONSTRAINT_FOREIGNKEY;
-}
-
-function toProject(row: ProjectRow): Project {
-  return { id: row.id, name: row.name, createdAt: row.created_at };
-}
-
-function toApiKey(row: ApiKeyRow): ApiKey {
-  return {
-    id: row.id,
-    projectId: row.project_id,
-    prefix: row.prefix,
-    label: row.label,
-    status: row.status,
-    createdAt: row.created_at,
-  };
-}
-
-function toStrategy(row: StrategyRow): Strategy {
-  return {
-    id: row.id,
-    projectId: row.project_id,
-    code: row.code,
-    name: row.name,
-    status: row.status,
-    validFrom: row.valid_from,
-    validUntil: row.valid_until,
-    networks: row.networks === null ? null : (JSON.parse(row.networks) as string[]),
-    createdAt: row.created_at,
-  };
-}
-
-function toToken(row: TokenRow): Token {
-  return {
-    network: row.network,
-    symbol: row.symbol,
-    address: row.address as Address,
-    decimals: row.decimals,
-    priceSource: JSON.parse(row.price_source) as PriceSource,
-    markupBps: row.markup_bps,
-    enabled: row.enabled === 1,
-  };
-}
-
-function toSponsorship(row: SponsorshipRow): SponsorshipRecord {
-  return {
-    id: row.id,
-    network: row.network,
-    entryPoint: row.entry_point as Address,
-    version: row.version,
-    sender: row.sender as Address,
-    nonce: BigInt(row.nonce),
-    mode: row.mode,
-    projectId: row.project_id,
-    apiKeyId: row.api_key_id,
-    strategyId: row.strategy_id,
-    token: row.token as Address | null,
-    exchangeRate: row.exchange_rate === null ? null : BigInt(row.exchange_rate),
-    maxTokenCost: row.max_token_cost === null ? null : BigInt(row.max_token_cost),
-    maxCostWei: BigInt(row.max_cost_wei),
-    validUntil: row.valid_until,
-    validAfter: row.valid_after,
-    userOpHash: row.user_op_hash as Hex | null,
-    paymasterAndData: row.paymaster_and_data as Hex | null,
-    status: row.status,
-    createdAt: row.created_at,
-  };
-}
-
-function validPriceSource(source: unknown): PriceSource {
-  const s = source as Partial<Record<string, unknown>> | null;
-  if (s?.type === "fixed" && typeof s.usd === "string" && /^\d+(\.\d+)?$/.test(s.usd)) {
-    return { type: "fixed", usd: s.usd };
-  }
-  if (s?.type === "chainlink") {
-    const feed = address(s.feed, "priceSource.feed");
-    if (s.maxAgeSeconds === undefined) return { type: "chainlink", feed };
-    if (typeof s.maxAgeSeconds !== "number" || !Number.isSafeInteger(s.maxAgeSeconds) || s.maxAgeSeconds <= 0) {
-      invalid("priceSource.maxAgeSeconds must be a positive integer");
-    }
-    return { type: "chainlink", feed, maxAgeSeconds: s.maxAgeSeconds };
-  }
-  return invalid('priceSource must be {type:"fixed", usd:"<decimal>"} or {type:"chainlink", feed:<address>}');
 }
 
 /** Creates the file's directory (and the file, owner-only) when missing, so a default path just works. */
@@ -307,7 +121,7 @@ function migrate(db: DatabaseSync, migrations: readonly Migration[]): void {
     for (const m of migrations) {
       if (m.version <= row.v) continue;
       db.exec(m.sql);
-      record.run(m.version, m.name, nowSeconds());
+      record.run(m.version, m.name, common.nowSeconds());
     }
     db.exec("COMMIT");
   } catch (err) {
@@ -367,37 +181,20 @@ class SqliteStore implements Store {
   // ---- projects and API keys
 
   async createProject(name: string): Promise<Project> {
-    if (typeof name !== "string" || name.trim() === "") invalid("project name must be a non-empty string");
-    const project: Project = { id: randomUUID(), name, createdAt: nowSeconds() };
+    const project: Project = { id: randomUUID(), name: common.projectName(name), createdAt: common.nowSeconds() };
     this.#s.insertProject.run(project.id, project.name, project.createdAt);
     return project;
   }
 
   async getProject(id: string): Promise<Project | undefined> {
-    const row = this.#s.selectProject.get(id) as ProjectRow | undefined;
-    return row && toProject(row);
+    const row = this.#s.selectProject.get(id) as common.ProjectRow | undefined;
+    return row && common.toProject(row);
   }
 
   async createApiKey(projectId: string, label?: string): Promise<{ apiKey: ApiKey; plaintext: string }> {
-    const plaintext = API_KEY_PREFIX + randomBytes(API_KEY_RANDOM_BYTES).toString("base64url");
-    const apiKey: ApiKey = {
-      id: randomUUID(),
-      projectId,
-      prefix: plaintext.slice(0, API_KEY_DISPLAY_PREFIX_LENGTH),
-      label: label ?? null,
-      status: "active",
-      createdAt: nowSeconds(),
-    };
+    const { apiKey, plaintext, keyHash } = common.newApiKey(projectId, label);
     try {
-      this.#s.insertApiKey.run(
-        apiKey.id,
-        apiKey.projectId,
-        sha256Hex(plaintext),
-        apiKey.prefix,
-        apiKey.label,
-        apiKey.status,
-        apiKey.createdAt,
-      );
+      this.#s.insertApiKey.run(apiKey.id, projectId, keyHash, apiKey.prefix, apiKey.label, apiKey.status, apiKey.createdAt);
     } catch (err) {
       if (isForeignKeyViolation(err)) throw new StoreError("NOT_FOUND", `project ${projectId} not found`);
       throw err;
@@ -406,15 +203,13 @@ class SqliteStore implements Store {
   }
 
   async findApiKey(plaintext: string): Promise<ApiKey | undefined> {
-    if (typeof plaintext !== "string" || plaintext.length === 0 || plaintext.length > API_KEY_MAX_LENGTH) {
-      return undefined;
-    }
-    const row = this.#s.selectApiKeyByHash.get(sha256Hex(plaintext)) as ApiKeyRow | undefined;
-    return row && toApiKey(row);
+    const hash = common.apiKeyLookupHash(plaintext);
+    const row = hash === undefined ? undefined : (this.#s.selectApiKeyByHash.get(hash) as common.ApiKeyRow | undefined);
+    return row && common.toApiKey(row);
   }
 
   async revokeApiKey(id: string): Promise<void> {
-    const result = this.#s.revokeApiKey.run(nowSeconds(), id);
+    const result = this.#s.revokeApiKey.run(common.nowSeconds(), id);
     if (Number(result.changes) === 0 && this.#s.selectApiKeyStatus.get(id) === undefined) {
       throw new StoreError("NOT_FOUND", `API key ${id} not found`);
     }
@@ -423,25 +218,7 @@ class SqliteStore implements Store {
   // ---- strategies
 
   async createStrategy(input: NewStrategy): Promise<Strategy> {
-    if (typeof input.code !== "string" || input.code === "") invalid("strategy code must be a non-empty string");
-    if (typeof input.name !== "string") invalid("strategy name must be a string");
-    const status = input.status ?? "enabled";
-    if (!STRATEGY_STATUSES.has(status)) invalid(`strategy status must be "enabled" or "disabled"`);
-    const networks = input.networks ?? null;
-    if (networks !== null && (!Array.isArray(networks) || networks.some((n) => typeof n !== "string"))) {
-      invalid("strategy networks must be an array of network names or null");
-    }
-    const strategy: Strategy = {
-      id: randomUUID(),
-      projectId: input.projectId,
-      code: input.code,
-      name: input.name,
-      status,
-      validFrom: optionalUnixSeconds(input.validFrom, "validFrom"),
-      validUntil: optionalUnixSeconds(input.validUntil, "validUntil"),
-      networks: networks === null ? null : [...networks],
-      createdAt: nowSeconds(),
-    };
+    const { strategy, networksJson, rulesJson } = common.newStrategy(input);
     try {
       this.#s.insertStrategy.run(
         strategy.id,
@@ -451,13 +228,12 @@ class SqliteStore implements Store {
         strategy.status,
         strategy.validFrom,
         strategy.validUntil,
-        strategy.networks === null ? null : JSON.stringify(strategy.networks),
+        networksJson,
+        rulesJson,
         strategy.createdAt,
       );
     } catch (err) {
-      if (isUniqueViolation(err)) {
-        throw new StoreError("DUPLICATE", `a strategy with code "${input.code}" already exists`);
-      }
+      if (isUniqueViolation(err)) throw new StoreError("DUPLICATE", `a strategy with code "${input.code}" already exists`);
       if (isForeignKeyViolation(err)) throw new StoreError("NOT_FOUND", `project ${input.projectId} not found`);
       throw err;
     }
@@ -465,14 +241,23 @@ class SqliteStore implements Store {
   }
 
   async getStrategyByCode(code: string): Promise<Strategy | undefined> {
-    const row = this.#s.selectStrategyByCode.get(code) as StrategyRow | undefined;
-    return row && toStrategy(row);
+    const row = this.#s.selectStrategyByCode.get(code) as common.StrategyRow | undefined;
+    return row && common.toStrategy(row);
   }
 
   async setStrategyStatus(id: string, status: StrategyStatus): Promise<void> {
-    if (!STRATEGY_STATUSES.has(status)) invalid(`strategy status must be "enabled" or "disabled"`);
-    const result = this.#s.updateStrategyStatus.run(status, id);
+    const result = this.#s.updateStrategyStatus.run(common.strategyStatus(status), id);
     if (Number(result.changes) === 0) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
+  }
+
+  async setStrategyRules(id: string, rules: StrategyRules): Promise<void> {
+    const result = this.#s.updateStrategyRules.run(common.validRules(rules).json, id);
+    if (Number(result.changes) === 0) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
+  }
+
+  async getUsage(strategyId: string, scope: CapCheck["scope"], key: string): Promise<UsageTotals> {
+    const row = common.scopeKey(scope, key);
+    return common.toUsage(this.#s.selectUsage.get(strategyId, row.scope, row.key) as common.UsageRow | undefined);
   }
 
   // ---- tokens
@@ -483,15 +268,7 @@ class SqliteStore implements Store {
    * so re-seeding the registry from an edited configuration converges on the configuration.
    */
   async upsertToken(token: Token): Promise<void> {
-    const addr = address(token.address, "token address");
-    if (typeof token.symbol !== "string" || token.symbol === "") invalid("token symbol must be a non-empty string");
-    if (!Number.isInteger(token.decimals) || token.decimals < 0 || token.decimals > 255) {
-      invalid("token decimals must be an integer in [0, 255]");
-    }
-    if (!Number.isInteger(token.markupBps) || token.markupBps < 0 || token.markupBps > 10_000) {
-      invalid("token markupBps must be an integer in [0, 10000]");
-    }
-    const priceSource = JSON.stringify(validPriceSource(token.priceSource));
+    const { address: addr, priceSourceJson } = common.validToken(token);
     this.#transaction(() => {
       this.#s.deleteTokenSymbolElsewhere.run(token.network, token.symbol, addr);
       this.#s.upsertToken.run(
@@ -499,16 +276,16 @@ class SqliteStore implements Store {
         addr,
         token.symbol,
         token.decimals,
-        priceSource,
+        priceSourceJson,
         token.markupBps,
         token.enabled ? 1 : 0,
-        nowSeconds(),
+        common.nowSeconds(),
       );
     });
   }
 
   async listTokens(network: string): Promise<Token[]> {
-    return (this.#s.selectTokens.all(network) as unknown as TokenRow[]).map(toToken);
+    return (this.#s.selectTokens.all(network) as unknown as common.TokenRow[]).map(common.toToken);
   }
 
   async findToken(network: string, symbolOrAddress: string): Promise<Token | undefined> {
@@ -517,137 +294,117 @@ class SqliteStore implements Store {
       isAddress(symbolOrAddress, { strict: false })
         ? this.#s.selectTokenByAddress.get(network, getAddress(symbolOrAddress))
         : this.#s.selectTokenBySymbol.get(network, symbolOrAddress)
-    ) as TokenRow | undefined;
-    return row && toToken(row);
+    ) as common.TokenRow | undefined;
+    return row && common.toToken(row);
   }
 
   // ---- gas tanks
 
   async creditGasTank(network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank> {
-    const who = address(sender, "sender");
-    if (typeof amountWei !== "bigint" || amountWei <= 0n) invalid("credit amount must be a positive bigint (wei)");
-    if (typeof reference !== "string" || reference === "") invalid("credit reference must be a non-empty string");
+    const credit = common.validCredit(sender, amountWei, reference);
+    const who = credit.sender;
     return this.#transaction(() => {
       const s = this.#s;
-      const prior = s.selectCredit.get(reference) as CreditRow | undefined;
+      const prior = s.selectCredit.get(reference) as { network: string; sender: string; amount_wei: string } | undefined;
       if (prior) {
         if (prior.network !== network || prior.sender !== who || BigInt(prior.amount_wei) !== amountWei) {
-          throw new StoreError(
-            "CONFLICT",
-            `credit reference "${reference}" was already used for ${prior.amount_wei} wei to ${prior.sender} on ${prior.network}`,
-          );
+          throw common.creditConflict(reference, prior);
         }
         return this.#tank(network, who);
       }
-      const now = nowSeconds();
-      s.insertCredit.run(reference, network, who, amountWei.toString(), now);
+      const now = common.nowSeconds();
+      s.insertCredit.run(reference, network, who, common.dec(amountWei), now);
       const tank = this.#tank(network, who);
       const balanceWei = tank.balanceWei + amountWei;
-      s.upsertTank.run(network, who, balanceWei.toString(), tank.reservedWei.toString(), now);
+      s.upsertTank.run(network, who, common.dec(balanceWei), common.dec(tank.reservedWei), now);
       return { ...tank, balanceWei };
     });
   }
 
+  /** The credit leaves the tank's balance (which may go negative: it was spent already) and its reference is free again. */
+  async revertGasTankCredit(reference: string): Promise<boolean> {
+    if (typeof reference !== "string" || reference === "") return false;
+    return this.#transaction(() => {
+      const s = this.#s;
+      const credit = s.selectCredit.get(reference) as { network: string; sender: Address; amount_wei: string } | undefined;
+      if (!credit) return false;
+      const tank = this.#tank(credit.network, credit.sender);
+      s.deleteCredit.run(reference);
+      const balanceWei = tank.balanceWei - BigInt(credit.amount_wei);
+      s.upsertTank.run(credit.network, credit.sender, common.dec(balanceWei), common.dec(tank.reservedWei), common.nowSeconds());
+      return true;
+    });
+  }
+
   async getGasTank(network: string, sender: Address): Promise<GasTank> {
-    return this.#tank(network, address(sender, "sender"));
+    return this.#tank(network, common.address(sender, "sender"));
   }
 
   #tank(network: string, sender: Address): GasTank {
-    const row = this.#s.selectTank.get(network, sender) as TankRow | undefined;
-    return {
-      network,
-      sender,
-      balanceWei: row ? BigInt(row.balance_wei) : 0n,
-      reservedWei: row ? BigInt(row.reserved_wei) : 0n,
-    };
+    return { network, sender, ...common.toTank(this.#s.selectTank.get(network, sender) as common.TankRow | undefined) };
   }
 
   // ---- sponsorships
 
-  async reserveSponsorship(input: NewSponsorship): Promise<ReserveResult> {
-    if (!SPONSOR_MODES.has(input.mode)) invalid(`mode must be one of sponsor, erc20, user`);
-    if (!VERSIONS.has(input.version)) invalid(`version must be v0.6 or v0.7`);
-    const entryPoint = address(input.entryPoint, "entryPoint");
-    const sender = address(input.sender, "sender");
-    const nonce = nonNegative(input.nonce, "nonce").toString();
-    const maxCostWei = nonNegative(input.maxCostWei, "maxCostWei");
-    const token = input.token === null || input.token === undefined ? null : address(input.token, "token");
-    const exchangeRate = optionalNonNegative(input.exchangeRate, "exchangeRate");
-    const maxTokenCost = optionalNonNegative(input.maxTokenCost, "maxTokenCost");
-    const validUntil = unixSeconds(input.validUntil, "validUntil");
-    const validAfter = unixSeconds(input.validAfter, "validAfter");
-    const { network } = input;
-    if (typeof network !== "string" || network === "") invalid("network must be a non-empty string");
+  /**
+   * One BEGIN IMMEDIATE transaction (SQLite's write lock, across processes): read the op's active sponsorship
+   * (to be replaced), the tank and the usage rows, decide (common.planTank, then common.planCaps), then write.
+   * A refusal writes nothing: the earlier sponsorship of the op stays active.
+   */
+  async reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult> {
+    const now = common.nowSeconds();
+    const record = common.newSponsorshipRecord(input, now);
+    const checks = common.validCapChecks(caps, record.strategyId);
+    const { network, sender } = record;
 
     return this.#transaction((rollback): ReserveResult => {
       const s = this.#s;
-      const previous = s.selectActiveOp.get(network, entryPoint, sender, nonce) as
-        | { id: string; mode: SponsorMode; max_cost_wei: string }
-        | undefined;
+      const opKey = [network, record.entryPoint, sender, common.dec(record.nonce)];
+      const previous = s.selectActiveOp.get(...opKey) as ActiveRow | undefined;
+      const previousLinks = previous ? this.#links(previous.id) : [];
       const freedWei = previous?.mode === "user" ? BigInt(previous.max_cost_wei) : 0n;
-
       // The tank is (network, sender): the same for the previous and the new sponsorship of this op.
-      let tank: TankRow | undefined;
-      let reservedWei = 0n;
-      if (input.mode === "user" || freedWei > 0n) {
-        tank = s.selectTank.get(network, sender) as TankRow | undefined;
-        reservedWei = tank ? BigInt(tank.reserved_wei) : 0n;
-        reservedWei = reservedWei > freedWei ? reservedWei - freedWei : 0n;
+      const tankTouched = record.mode === "user" || freedWei > 0n;
+      const tank = tankTouched ? this.#tank(network, sender) : { balanceWei: 0n, reservedWei: 0n };
+      const tankPlan = common.planTank(record.mode, tank, freedWei, record.maxCostWei);
+      if (!tankPlan.ok) {
+        rollback();
+        return tankPlan;
       }
-      if (input.mode === "user") {
-        const balanceWei = tank ? BigInt(tank.balance_wei) : 0n;
-        const availableWei = balanceWei > reservedWei ? balanceWei - reservedWei : 0n;
-        if (availableWei < maxCostWei) {
-          rollback(); // nothing written: the earlier sponsorship stays active
-          return { ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei, requiredWei: maxCostWei };
-        }
-        reservedWei += maxCostWei;
+      const capKeys = checks.map((c): common.UsageKey => ({ strategyId: record.strategyId!, scope: c.scope, key: c.key }));
+      const capPlan = common.planCaps({
+        strategyId: record.strategyId,
+        checks,
+        cost: { wei: record.maxCostWei, usdMicros: record.maxCostUsdMicros },
+        previous: previous ? { links: previousLinks, max: common.rowCost(previous) } : null,
+        totals: new Map([...capKeys, ...previousLinks].map((k) => [common.usageId(k), this.#usage(k)])),
+      });
+      if (!capPlan.ok) {
+        rollback();
+        return capPlan;
       }
 
-      const now = nowSeconds();
-      if (previous) s.releaseActive.run(now, previous.id);
-      if (tank) s.updateTankReserved.run(reservedWei.toString(), now, network, sender);
-      else if (input.mode === "user") s.upsertTank.run(network, sender, "0", reservedWei.toString(), now);
-      const record: SponsorshipRecord = {
-        id: randomUUID(),
-        network,
-        entryPoint,
-        version: input.version,
-        sender,
-        nonce: input.nonce,
-        mode: input.mode,
-        projectId: input.projectId,
-        apiKeyId: input.apiKeyId,
-        strategyId: input.strategyId ?? null,
-        token,
-        exchangeRate: exchangeRate === null ? null : BigInt(exchangeRate),
-        maxTokenCost: maxTokenCost === null ? null : BigInt(maxTokenCost),
-        maxCostWei,
-        validUntil,
-        validAfter,
-        userOpHash: null,
-        paymasterAndData: null,
-        status: "reserved",
-        createdAt: now,
-      };
+      if (previous) s.releaseActive.run("replaced", now, previous.id);
+      if (tankTouched) s.upsertTank.run(network, sender, common.dec(tank.balanceWei), common.dec(tankPlan.reservedWei), now);
       try {
         s.insertSponsorship.run(
           record.id,
           network,
-          entryPoint,
+          record.entryPoint,
           record.version,
           sender,
-          nonce,
+          common.dec(record.nonce),
           record.mode,
           record.projectId,
           record.apiKeyId,
           record.strategyId,
-          token,
-          exchangeRate,
-          maxTokenCost,
-          maxCostWei.toString(),
-          validUntil,
-          validAfter,
+          record.token,
+          common.dec(record.exchangeRate),
+          common.dec(record.maxTokenCost),
+          common.dec(record.maxCostWei),
+          common.dec(record.maxCostUsdMicros),
+          record.validUntil,
+          record.validAfter,
           now,
           now,
         );
@@ -657,23 +414,55 @@ class SqliteStore implements Store {
         }
         throw err;
       }
+      for (const w of capPlan.writes) this.#writeUsage(w.key, w.totals, now);
+      for (const k of capPlan.links) s.insertLink.run(record.id, k.strategyId, k.scope, k.key);
       return { ok: true, record, replaced: previous?.id ?? null };
     });
   }
 
-  async markSigned(id: string, signed: { userOpHash: Hex; paymasterAndData: Hex }): Promise<void> {
-    if (typeof signed.userOpHash !== "string" || !BYTES32_RE.test(signed.userOpHash)) {
-      invalid("userOpHash must be 32 bytes of 0x-hex");
-    }
-    if (typeof signed.paymasterAndData !== "string" || !HEX_BYTES_RE.test(signed.paymasterAndData)) {
-      invalid("paymasterAndData must be 0x-hex bytes");
-    }
-    const result = this.#s.markSigned.run(
-      signed.userOpHash.toLowerCase(),
-      signed.paymasterAndData,
-      nowSeconds(),
-      id,
+  /** The usage rows a sponsorship counts in. */
+  #links(id: string): common.UsageKey[] {
+    return this.#s.selectLinks.all(id) as unknown as common.UsageKey[];
+  }
+
+  #usage(k: common.UsageKey): UsageTotals {
+    return common.toUsage(this.#s.selectUsage.get(k.strategyId, k.scope, k.key) as common.UsageRow | undefined);
+  }
+
+  #writeUsage(k: common.UsageKey, u: UsageTotals, now: number): void {
+    this.#s.upsertUsage.run(
+      k.strategyId,
+      k.scope,
+      k.key,
+      common.dec(u.reservedWei),
+      common.dec(u.spentWei),
+      common.dec(u.reservedUsdMicros),
+      common.dec(u.spentUsdMicros),
+      u.ops,
+      now,
     );
+  }
+
+  /** Inside a transaction: a sponsorship's transition moves its usage rows and, in User Sponsor mode, its tank. */
+  #apply(row: common.SponsorshipRow, delta: common.Delta, now: number): void {
+    for (const k of this.#links(row.id)) this.#writeUsage(k, common.applyUsage(this.#usage(k), delta), now);
+    if (row.mode !== "user") return;
+    const tank = common.applyTank(this.#tank(row.network, row.sender as Address), delta);
+    this.#s.upsertTank.run(row.network, row.sender, common.dec(tank.balanceWei), common.dec(tank.reservedWei), now);
+  }
+
+  /** Inside a transaction: releases a reserved or signed sponsorship (false if it is neither). */
+  #release(id: string, reason: common.ReleaseReason, now: number): boolean {
+    const row = this.#s.selectSponsorship.get(id) as common.SponsorshipRow | undefined;
+    if (!row || (row.status !== "reserved" && row.status !== "signed")) return false;
+    this.#s.releaseActive.run(reason, now, id);
+    this.#apply(row, common.releaseDelta(common.rowCost(row)), now);
+    return true;
+  }
+
+  async markSigned(id: string, signed: { userOpHash: Hex; paymasterAndData: Hex }): Promise<void> {
+    const { userOpHash, paymasterAndData } = common.validSigned(signed);
+    const result = this.#s.markSigned.run(userOpHash, paymasterAndData, common.nowSeconds(), id);
     if (Number(result.changes) === 1) return;
     const row = this.#s.selectSponsorshipStatus.get(id) as { status: SponsorshipStatus } | undefined;
     if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
@@ -682,25 +471,77 @@ class SqliteStore implements Store {
 
   /** Idempotent: releasing a released, settled or unknown sponsorship changes nothing. */
   async releaseSponsorship(id: string): Promise<void> {
-    this.#transaction(() => {
-      const s = this.#s;
-      const row = s.selectSponsorshipForRelease.get(id) as
-        | { network: string; sender: string; mode: SponsorMode; max_cost_wei: string; status: SponsorshipStatus }
-        | undefined;
-      if (!row || (row.status !== "reserved" && row.status !== "signed")) return;
-      const now = nowSeconds();
-      s.releaseActive.run(now, id);
-      if (row.mode !== "user") return;
-      const tank = s.selectTank.get(row.network, row.sender) as TankRow | undefined;
-      if (!tank) return;
-      const reserved = BigInt(tank.reserved_wei) - BigInt(row.max_cost_wei);
-      s.updateTankReserved.run((reserved > 0n ? reserved : 0n).toString(), now, row.network, row.sender);
+    this.#transaction(() => this.#release(id, "released", common.nowSeconds()));
+  }
+
+  /** See common.settleDelta for which sponsorships settle. */
+  async settleSponsorship(id: string, settlement: Settlement): Promise<boolean> {
+    const valid = common.validSettlement(settlement);
+    return this.#transaction(() => {
+      const row = this.#s.selectSponsorship.get(id) as common.SponsorshipRow | undefined;
+      const delta = row && common.settleDelta(row, { wei: valid.actualGasCostWei, usdMicros: valid.actualCostUsdMicros });
+      if (!row || !delta) return false;
+      const now = common.nowSeconds();
+      this.#s.settle.run(...common.settlementColumns(valid), now, now, id);
+      this.#apply(row, delta, now);
+      return true;
     });
   }
 
+  /** See common.unsettleTransition. */
+  async unsettleSponsorship(id: string): Promise<boolean> {
+    return this.#transaction(() => {
+      const s = this.#s;
+      const row = s.selectSponsorship.get(id) as common.SponsorshipRow | undefined;
+      if (!row || row.status !== "settled") return false;
+      const taken = s.selectActiveOp.get(row.network, row.entry_point, row.sender, row.nonce) !== undefined;
+      const change = common.unsettleTransition(row, taken);
+      if (!change) return false;
+      const now = common.nowSeconds();
+      s.unsettle.run(change.status, change.releaseReason, now, id);
+      this.#apply(row, change.delta, now);
+      return true;
+    });
+  }
+
+  async listSettledSince(network: string, fromBlock: bigint): Promise<SponsorshipRecord[]> {
+    const from = common.amount(fromBlock, "fromBlock");
+    if (from > BigInt(Number.MAX_SAFE_INTEGER)) return [];
+    const rows = this.#s.selectSettledSince.all(network, Number(from)) as unknown as common.SponsorshipRow[];
+    return rows.map(common.toSponsorship);
+  }
+
+  /**
+   * Releases (reason "expired") every reserved or signed sponsorship with validUntil + graceSeconds < now, in
+   * write transactions of at most EXPIRY_BATCH; each release re-reads its row under the write lock, so one that
+   * was settled or replaced meanwhile is left alone.
+   */
+  async releaseExpired(now: number, graceSeconds: number): Promise<number> {
+    const cutoff = common.validExpiry(now, graceSeconds);
+    let released = 0;
+    for (;;) {
+      const batch = this.#transaction(() => {
+        const ids = this.#s.selectExpired.all(cutoff, EXPIRY_BATCH) as { id: string }[];
+        const at = common.nowSeconds();
+        for (const { id } of ids) if (this.#release(id, "expired", at)) released++;
+        return ids.length;
+      });
+      if (batch < EXPIRY_BATCH) return released;
+    }
+  }
+
+  async getCursor(name: string): Promise<bigint | undefined> {
+    const row = this.#s.selectCursor.get(common.cursorName(name)) as { value: string } | undefined;
+    return row && BigInt(row.value);
+  }
+
+  async setCursor(name: string, value: bigint): Promise<void> {
+    this.#s.upsertCursor.run(common.cursorName(name), common.dec(common.amount(value, "cursor value")), common.nowSeconds());
+  }
+
   async getSponsorship(id: string): Promise<SponsorshipRecord | undefined> {
-    const row = this.#s.selectSponsorship.get(id) as SponsorshipRow | undefined;
-    return row && toSponsorship(row);
+    const row = this.#s.selectSponsorship.get(id) as common.SponsorshipRow | undefined;
+    return row && common.toSponsorship(row);
   }
 
   /**
@@ -708,9 +549,9 @@ class SqliteStore implements Store {
    * second yields identical paymasterAndData), the active or settled one wins over a released one, then the newest.
    */
   async findSponsorshipByUserOpHash(userOpHash: Hex): Promise<SponsorshipRecord | undefined> {
-    if (typeof userOpHash !== "string" || !BYTES32_RE.test(userOpHash)) return undefined;
-    const row = this.#s.selectSponsorshipByHash.get(userOpHash.toLowerCase()) as SponsorshipRow | undefined;
-    return row && toSponsorship(row);
+    const hash = common.hashKey(userOpHash);
+    const row = hash === undefined ? undefined : (this.#s.selectSponsorshipByHash.get(hash) as common.SponsorshipRow | undefined);
+    return row && common.toSponsorship(row);
   }
 
   async close(): Promise<void> {
@@ -741,11 +582,33 @@ function prepareStatements(db: DatabaseSync) {
     revokeApiKey: p("UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'active'"),
 
     insertStrategy: p(
-      `INSERT INTO strategies (id, project_id, code, name, status, valid_from, valid_until, networks, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO strategies (id, project_id, code, name, status, valid_from, valid_until, networks, rules, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    selectStrategyByCode: p("SELECT * FROM strategies WHERE code = ?"),
+    selectStrategyByCode: p(
+      `SELECT id, project_id, code, name, status, valid_from, valid_until, networks, rules, created_at
+       FROM strategies WHERE code = ?`,
+    ),
     updateStrategyStatus: p("UPDATE strategies SET status = ? WHERE id = ?"),
+    updateStrategyRules: p("UPDATE strategies SET rules = ? WHERE id = ?"),
+
+    selectUsage: p(
+      `SELECT reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops FROM strategy_usage
+       WHERE strategy_id = ? AND scope = ? AND key = ?`,
+    ),
+    upsertUsage: p(
+      `INSERT INTO strategy_usage (strategy_id, scope, key, reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros,
+         ops, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (strategy_id, scope, key) DO UPDATE SET
+         reserved_wei = excluded.reserved_wei, spent_wei = excluded.spent_wei,
+         reserved_usd_micros = excluded.reserved_usd_micros, spent_usd_micros = excluded.spent_usd_micros,
+         ops = excluded.ops, updated_at = excluded.updated_at`,
+    ),
+    selectLinks: p(
+      "SELECT strategy_id AS strategyId, scope, key FROM sponsorship_usage WHERE sponsorship_id = ?",
+    ),
+    insertLink: p("INSERT INTO sponsorship_usage (sponsorship_id, strategy_id, scope, key) VALUES (?, ?, ?, ?)"),
 
     deleteTokenSymbolElsewhere: p(
       "DELETE FROM tokens WHERE network = ? AND symbol = ? COLLATE NOCASE AND address <> ?",
@@ -767,37 +630,62 @@ function prepareStatements(db: DatabaseSync) {
        ON CONFLICT (network, sender) DO UPDATE SET
          balance_wei = excluded.balance_wei, reserved_wei = excluded.reserved_wei, updated_at = excluded.updated_at`,
     ),
-    updateTankReserved: p("UPDATE gas_tanks SET reserved_wei = ?, updated_at = ? WHERE network = ? AND sender = ?"),
     selectCredit: p("SELECT network, sender, amount_wei FROM gas_tank_credits WHERE reference = ?"),
     insertCredit: p(
       "INSERT INTO gas_tank_credits (reference, network, sender, amount_wei, created_at) VALUES (?, ?, ?, ?, ?)",
     ),
+    deleteCredit: p("DELETE FROM gas_tank_credits WHERE reference = ?"),
 
     selectActiveOp: p(
-      `SELECT id, mode, max_cost_wei FROM sponsorships
+      `SELECT id, mode, max_cost_wei, max_cost_usd_micros FROM sponsorships
        WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`,
     ),
     releaseActive: p(
-      "UPDATE sponsorships SET status = 'released', updated_at = ? WHERE id = ? AND status IN ('reserved', 'signed')",
+      `UPDATE sponsorships SET status = 'released', release_reason = ?, updated_at = ?
+       WHERE id = ? AND status IN ('reserved', 'signed')`,
     ),
     insertSponsorship: p(
       `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id, api_key_id,
-         strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, valid_until, valid_after, status,
-         created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?)`,
+         strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
+         valid_after, status, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?)`,
     ),
     markSigned: p(
       `UPDATE sponsorships SET status = 'signed', user_op_hash = ?, paymaster_and_data = ?, updated_at = ?
        WHERE id = ? AND status = 'reserved'`,
     ),
-    selectSponsorshipStatus: p("SELECT status FROM sponsorships WHERE id = ?"),
-    selectSponsorshipForRelease: p(
-      "SELECT network, sender, mode, max_cost_wei, status FROM sponsorships WHERE id = ?",
+    settle: p(
+      `UPDATE sponsorships SET status = 'settled', actual_gas_cost_wei = ?, actual_cost_usd_micros = ?,
+         actual_token_cost = ?, settled_success = ?, settled_tx_hash = ?, settled_block_number = ?,
+         settled_block_hash = ?, settled_log_index = ?, settled_at = ?, updated_at = ?
+       WHERE id = ?`,
     ),
-    selectSponsorship: p("SELECT * FROM sponsorships WHERE id = ?"),
+    unsettle: p(
+      `UPDATE sponsorships SET status = ?, release_reason = ?, actual_gas_cost_wei = NULL, actual_cost_usd_micros = NULL,
+         actual_token_cost = NULL, settled_success = NULL, settled_tx_hash = NULL, settled_block_number = NULL,
+         settled_block_hash = NULL, settled_log_index = NULL, settled_at = NULL, updated_at = ?
+       WHERE id = ?`,
+    ),
+    selectSettledSince: p(
+      `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships
+       WHERE network = ? AND status = 'settled' AND settled_block_number >= ?
+       ORDER BY settled_block_number, settled_log_index, rowid`,
+    ),
+    // Scans sponsorships_active_op: only open sponsorships are in it (see migration 1).
+    selectExpired: p(
+      "SELECT id FROM sponsorships WHERE status IN ('reserved', 'signed') AND valid_until < ? ORDER BY valid_until LIMIT ?",
+    ),
+    selectSponsorshipStatus: p("SELECT status FROM sponsorships WHERE id = ?"),
+    selectSponsorship: p(`SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships WHERE id = ?`),
     selectSponsorshipByHash: p(
-      `SELECT * FROM sponsorships WHERE user_op_hash = ?
+      `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships WHERE user_op_hash = ?
        ORDER BY CASE status WHEN 'released' THEN 1 ELSE 0 END, created_at DESC, rowid DESC LIMIT 1`,
+    ),
+
+    selectCursor: p("SELECT value FROM cursors WHERE name = ?"),
+    upsertCursor: p(
+      `INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
     ),
   };
 }

@@ -4,6 +4,7 @@
  * unix seconds. API keys are stored hashed: the plaintext exists only in createApiKey's answer.
  */
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
+import type { CapCheck, StrategyRules } from "../policy/types.ts";
 
 export interface Project {
   id: string;
@@ -37,6 +38,8 @@ export interface Strategy {
   validUntil: number | null;
   /** Networks the strategy may be used on; null = every configured network. */
   networks: string[] | null;
+  /** Sender lists, call allowlist, caps, gas and fee ceilings ({} = none). */
+  rules: StrategyRules;
   createdAt: number;
 }
 
@@ -48,6 +51,7 @@ export interface NewStrategy {
   validFrom?: number | null;
   validUntil?: number | null;
   networks?: string[] | null;
+  rules?: StrategyRules;
 }
 
 export type PriceSource = { type: "fixed"; usd: string } | { type: "chainlink"; feed: Address; maxAgeSeconds?: number };
@@ -91,6 +95,8 @@ export interface SponsorshipRecord {
   exchangeRate: bigint | null;
   maxTokenCost: bigint | null;
   maxCostWei: bigint;
+  /** maxCostWei in USD micro-units (1e-6 USD) at the native price when reserved: what USD caps hold. */
+  maxCostUsdMicros: bigint;
   validUntil: number;
   validAfter: number;
   /** Set once signed: the EntryPoint's userOpHash of the op as returned, and its paymasterAndData. */
@@ -98,13 +104,47 @@ export interface SponsorshipRecord {
   paymasterAndData: Hex | null;
   status: SponsorshipStatus;
   createdAt: number;
+  /** Set when settled from the chain's UserOperationEvent. */
+  settlement: Settlement | null;
 }
 
-export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paymasterAndData" | "status" | "createdAt">;
+/** What the chain actually charged for a sponsored op, and where the event is. */
+export interface Settlement {
+  actualGasCostWei: bigint;
+  /** actualGasCostWei in USD micro-units at the native price when settled. */
+  actualCostUsdMicros: bigint;
+  /** ERC-20 mode: the tokens the paymaster charged (TokenCharged), else null. */
+  actualTokenCost: bigint | null;
+  success: boolean;
+  txHash: Hex;
+  blockNumber: bigint;
+  blockHash: Hex;
+  logIndex: number;
+}
+
+export type NewSponsorship = Omit<
+  SponsorshipRecord,
+  "id" | "userOpHash" | "paymasterAndData" | "status" | "createdAt" | "settlement"
+>;
 
 export type ReserveResult =
   | { ok: true; record: SponsorshipRecord; replaced: string | null }
-  | { ok: false; reason: "GAS_TANK_INSUFFICIENT"; availableWei: bigint; requiredWei: bigint };
+  | { ok: false; reason: "GAS_TANK_INSUFFICIENT"; availableWei: bigint; requiredWei: bigint }
+  /**
+   * A cap would be exceeded: the cap's rule (e.g. "caps.daily.maxUsd"), its limit and the total it would
+   * reach, as decimal strings (USD in micro-units, 1e-6 USD).
+   */
+  | { ok: false; reason: "CAP_EXCEEDED"; rule: string; limit: string; value: string };
+
+/** A strategy's totals in one cap scope: active reservations, settled spending and operations counted. */
+export interface UsageTotals {
+  reservedWei: bigint;
+  spentWei: bigint;
+  reservedUsdMicros: bigint;
+  spentUsdMicros: bigint;
+  /** Reserved, signed and settled sponsorships (released ones do not count). */
+  ops: number;
+}
 
 export interface Store {
   // ---- projects and API keys
@@ -120,6 +160,9 @@ export interface Store {
   createStrategy(input: NewStrategy): Promise<Strategy>;
   getStrategyByCode(code: string): Promise<Strategy | undefined>;
   setStrategyStatus(id: string, status: StrategyStatus): Promise<void>;
+  setStrategyRules(id: string, rules: StrategyRules): Promise<void>;
+  /** A strategy's totals for one cap scope (`key`: "" for global, "YYYY-MM-DD" for daily, the sender for perSender). */
+  getUsage(strategyId: string, scope: CapCheck["scope"], key: string): Promise<UsageTotals>;
 
   // ---- tokens (the network's token registry; seeded from configuration)
   upsertToken(token: Token): Promise<void>;
@@ -136,13 +179,34 @@ export interface Store {
   /**
    * Atomically records a sponsorship and reserves its maximum cost. One reservation per (network, entryPoint,
    * sender, nonce): asking again replaces the earlier one, never doubles it. In User Sponsor mode the sender's
-   * tank must cover maxCostWei over its other reservations, else nothing is written.
+   * tank must cover maxCostWei over its other reservations (checked first); every cap in `caps` (for
+   * input.strategyId; the pipeline passes them in Sponsor mode) must hold with this op counted: reserved + spent + maxCost <= maxWei / maxUsdMicros, and
+   * ops + 1 <= maxOps (a replaced reservation of the same op is not counted twice). Else nothing is written.
    */
-  reserveSponsorship(input: NewSponsorship): Promise<ReserveResult>;
+  reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult>;
   /** Records what was signed for a reserved sponsorship. */
   markSigned(id: string, signed: { userOpHash: Hex; paymasterAndData: Hex }): Promise<void>;
   /** Frees a reservation (signing failed, or it expired unused). */
   releaseSponsorship(id: string): Promise<void>;
+  /**
+   * Settles a signed sponsorship at what the chain charged: its reservation leaves the strategy's usage and
+   * the tank, the actual cost is added to spent (strategy usage in wei and USD; User Sponsor mode: the tank's
+   * balance is debited, and may go negative: a debt). Idempotent: false if already settled, never signed or
+   * unknown. A signed sponsorship that was since released (expired, replaced) is still settled when its op
+   * lands: the first signature for a nonce stays valid on chain, so it must be paid for.
+   */
+  settleSponsorship(id: string, settlement: Settlement): Promise<boolean>;
+  /** Undoes a settlement (its event was reorganised away): back to signed, the reservation held again. */
+  unsettleSponsorship(id: string): Promise<boolean>;
+  /** Settled sponsorships of `network` settled in blocks >= fromBlock (the watcher re-checks them for reorgs). */
+  listSettledSince(network: string, fromBlock: bigint): Promise<SponsorshipRecord[]>;
+  /** Releases reserved or signed sponsorships with validUntil + graceSeconds < now; returns how many. */
+  releaseExpired(now: number, graceSeconds: number): Promise<number>;
+  /** Removes a credit (a deposit whose transaction was reorganised away): false if unknown. */
+  revertGasTankCredit(reference: string): Promise<boolean>;
+  /** Named cursors (e.g. the last block a watcher fully processed). */
+  getCursor(name: string): Promise<bigint | undefined>;
+  setCursor(name: string, value: bigint): Promise<void>;
   getSponsorship(id: string): Promise<SponsorshipRecord | undefined>;
   findSponsorshipByUserOpHash(userOpHash: Hex): Promise<SponsorshipRecord | undefined>;
 

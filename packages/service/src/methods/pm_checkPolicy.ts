@@ -1,0 +1,44 @@
+/**
+ * pm_checkPolicy [userOp, extra]: the dry run. Runs the whole policy check of pm_sponsorUserOperation on the
+ * op (mode, the strategy's status, window, networks, sender lists, allowed calls, gas and fee ceilings, per-op
+ * and running caps; in User Sponsor mode the gas tank) and answers every rule's verdict and the first one that
+ * refuses, without simulating the final op, reserving or signing.
+ */
+import { defineMethod } from "../rpc/method.ts";
+import { sponsorParamsSchema } from "../rpc/schemas.ts";
+import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import type { RuleVerdict } from "../policy/types.ts";
+import { formatUsdMicros } from "../policy/rules.ts";
+
+export const pm_checkPolicy = defineMethod({
+  name: "pm_checkPolicy",
+  params: sponsorParamsSchema,
+  async handler(request, call) {
+    const result = await runSponsorPipeline(request, call, { sign: false, dryRun: true });
+    const verdicts: RuleVerdict[] = [...result.verdicts];
+    if (result.mode.mode === "user") {
+      const tank = await call.service.store.getGasTank(call.network.config.name, request.userOp.sender);
+      const available = tank.balanceWei - tank.reservedWei;
+      const pass = available >= result.maxCostWei;
+      verdicts.push({
+        rule: "gasTank",
+        pass,
+        limit: available.toString(),
+        value: result.maxCostWei.toString(),
+        message: pass ? "The sender's gas tank covers the maximum cost" : "The sender's gas tank cannot cover the maximum cost",
+      });
+    }
+    const rejectedBy = verdicts.find((v) => !v.pass) ?? null;
+    return {
+      mode: result.mode.mode,
+      strategyId: result.mode.mode === "sponsor" ? result.mode.strategy.code : "",
+      network: call.network.config.name,
+      entrypointVersion: result.version,
+      wouldSponsor: rejectedBy === null,
+      rejectedBy,
+      verdicts,
+      maxCostWei: result.maxCostWei.toString(),
+      maxCostUsd: formatUsdMicros(result.maxCostUsdMicros),
+    };
+  },
+});
