@@ -330,12 +330,15 @@ describe("settlement watcher (embedded local chain, real SQLite, tick() by hand)
     const tank = await store.getGasTank("local", user.wallet.sender);
     expect(tank.reservedWei).to.equal(user.record.maxCostWei);
     const grace = watcher.options.expiryGraceSeconds;
+    // The two sponsorships may have been signed a second apart: each is released only once its own
+    // validUntil + grace is in the past.
+    const earliest = Math.min(sponsor.record.validUntil, user.record.validUntil) + grace;
     const expiry = Math.max(sponsor.record.validUntil, user.record.validUntil) + grace;
 
     // At validUntil + grace exactly: not yet (released only when validUntil + grace < now).
-    await chainRequest(embedded, "evm_setNextBlockTimestamp", [`0x${expiry.toString(16)}`]);
+    await chainRequest(embedded, "evm_setNextBlockTimestamp", [`0x${earliest.toString(16)}`]);
     await mine();
-    expect(Number(BigInt((await latestBlock()).timestamp))).to.equal(expiry);
+    expect(Number(BigInt((await latestBlock()).timestamp))).to.equal(earliest);
     await watcher.tick();
     expect(await status(sponsor.userOpHash)).to.equal("signed");
     expect(await status(user.userOpHash)).to.equal("signed");
