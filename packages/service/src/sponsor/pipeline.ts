@@ -325,45 +325,45 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     };
   }
 
+  // ---- gas and charge mode are final: the op as it will be signed (with stub paymaster data)
+  const finalStub = buildOp(request, gas, paymaster, stubData(chargeMode));
+  const maxCostWei = maxGasCost(finalStub);
+
   // ---- the strategy's gas, fee and per-op rules, and its caps
   const nativeUsd = await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
-  const maxCostUsdMicros = weiToUsdMicros(maxGasCost(buildOp(request, gas, paymaster, stubData(chargeMode))), nativeUsd);
+  const maxCostUsdMicros = weiToUsdMicros(maxCostWei, nativeUsd);
   const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now, sender: u.sender }) : [];
   if (mode.mode === "sponsor") {
-    const costWei = maxGasCost(buildOp(request, gas, paymaster, stubData(chargeMode)));
     const late = evaluateRules(mode.strategy.rules, {
       ...ruleInput(u.sender, u.callData, request.version),
       gas,
       marketMaxFeePerGas: market.maxFeePerGas,
-      maxCostWei: costWei,
+      maxCostWei,
       maxCostUsdMicros,
     }).filter((v) => !verdicts.some((early) => early.rule === v.rule));
     if (!options.dryRun) refuseOnFirstFailure(mode.strategy, late);
     verdicts.push(...late);
-    if (options.dryRun) verdicts.push(...(await capVerdicts(service.store, mode.strategy, caps, costWei, maxCostUsdMicros)));
+    if (options.dryRun) verdicts.push(...(await capVerdicts(service.store, mode.strategy, caps, maxCostWei, maxCostUsdMicros)));
   }
-  if (options.dryRun) {
-    const stub = buildOp(request, gas, paymaster, stubData(chargeMode));
-    return {
-      version: request.version,
-      entryPoint: entry.entryPoint,
-      paymaster,
-      mode,
-      gas,
-      maxCostWei: maxGasCost(stub),
-      token,
-      paymasterAndData: paymasterAndDataOf(stub),
-      userOpHash: null,
-      validUntil,
-      validAfter,
-      sponsorshipId: null,
-      verdicts,
-      maxCostUsdMicros,
-    };
-  }
+  const result: PipelineResult = {
+    version: request.version,
+    entryPoint: entry.entryPoint,
+    paymaster,
+    mode,
+    gas,
+    maxCostWei,
+    token,
+    paymasterAndData: paymasterAndDataOf(finalStub),
+    userOpHash: null,
+    validUntil,
+    validAfter,
+    sponsorshipId: null,
+    verdicts,
+    maxCostUsdMicros,
+  };
+  if (options.dryRun) return result;
 
   // ---- the final simulation: validation with the real limits and fees, the op's calls, the token charge
-  const finalStub = buildOp(request, gas, paymaster, stubData(chargeMode));
   const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, stubData(chargeMode));
   const treasury = erc20Info?.treasury ?? ZERO;
   // Only ERC-20 mode reads the treasury's balance: viem's generic encoder is not worth running for the others.
@@ -393,24 +393,6 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       });
     }
   }
-  const maxCostWei = maxGasCost(finalStub);
-
-  const result: PipelineResult = {
-    version: request.version,
-    entryPoint: entry.entryPoint,
-    paymaster,
-    mode,
-    gas,
-    maxCostWei,
-    token,
-    paymasterAndData: paymasterAndDataOf(finalStub),
-    userOpHash: null,
-    validUntil,
-    validAfter,
-    sponsorshipId: null,
-    verdicts,
-    maxCostUsdMicros,
-  };
   if (!options.sign) return result;
 
   // ---- reserve, then sign
