@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { EntryPointVersion } from "@paymaster/shared";
 import type { EntryPointConfig, NetworkConfig, ServiceConfig } from "./config/types.ts";
 import type { Store } from "./store/types.ts";
+import type { RateLimiter } from "./rpc/rateLimit.ts";
 import type { ChainRpc } from "./chain/rpc.ts";
 import type { Market } from "./chain/market.ts";
 import type { PriceOracle } from "./sponsor/price.ts";
@@ -38,4 +39,6 @@ export interface ServiceContext {
   readonly logger: Logger;
   /** Wall-clock unix seconds (injectable for tests). */
   now(): number;
+  /** Per-API-key request limiter (absent: no limit). */
+  readonly rateLimiter?: RateLimiter;
 }

@@ -10,6 +10,7 @@ import { createLogger } from "./log.ts";
 import { METHODS } from "./methods/index.ts";
 import { createNetworkRuntime } from "./network.ts";
 import { openStore } from "./store/index.ts";
+import { DEFAULT_RATE_LIMIT, createRateLimiter } from "./rpc/rateLimit.ts";
 import { startWatcher, type Watcher } from "./settlement/watcher.ts";
 
 export interface RunningService {
@@ -54,6 +55,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     networks,
     logger,
     now: options.now ?? (() => Math.floor(Date.now() / 1000)),
+    rateLimiter: createRateLimiter(config.rateLimit ?? DEFAULT_RATE_LIMIT),
   };
   const server = await listen(createApp(service, METHODS), { host: config.host, port: config.port });
   logger.info({ url: server.url, networks: [...networks.keys()] }, "paymaster service listening");

@@ -284,6 +284,12 @@ export const serviceConfigSchema = z
       bodyLimitBytes: integer("a number of bytes", BODY_LIMIT_RANGE.min, BODY_LIMIT_RANGE.max).default(
         DEFAULT_BODY_LIMIT_BYTES,
       ),
+      rateLimit: z
+        .strictObject(
+          { perSecond: integer("requests per second", 1, 1_000_000), burst: integer("a number of requests", 1, 10_000_000) },
+          { error: "must be {perSecond, burst}" },
+        )
+        .optional(),
       signatureTtlSeconds: integer("a number of seconds", SIGNATURE_TTL_RANGE.min, SIGNATURE_TTL_RANGE.max).default(
         DEFAULT_SIGNATURE_TTL_SECONDS,
       ),

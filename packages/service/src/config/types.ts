@@ -71,6 +71,8 @@ export interface ServiceConfig {
   databaseUrl?: string;
   /** Request bodies above this many bytes get BODY_TOO_LARGE. */
   bodyLimitBytes: number;
+  /** Requests per API key (token bucket, per process); default 50/s with bursts of 100. */
+  rateLimit?: { perSecond: number; burst: number };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";

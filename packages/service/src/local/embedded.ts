@@ -101,6 +101,8 @@ export function embeddedConfig(network: NetworkConfig, dataDir: string, serviceP
     databasePath: path.join(dataDir, "paymaster.sqlite"),
     bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES,
     signatureTtlSeconds: 300,
+    // Local development and its tests fire bursts on one demo key.
+    rateLimit: { perSecond: 1_000, burst: 2_000 },
     logLevel,
     networks: [network],
   };

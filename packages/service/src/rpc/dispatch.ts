@@ -49,6 +49,8 @@ export async function dispatch(service: ServiceContext, methods: MethodRegistry,
   const method = findMethod(methods, request.method);
   const params = await parseParams(method, request.params);
   const apiKey = await authenticate(service.store, request.apiKey);
+  const retryAfterSeconds = service.rateLimiter?.take(apiKey.id) ?? 0;
+  if (retryAfterSeconds > 0) throw new RpcError("RATE_LIMITED", undefined, { retryAfterSeconds });
   return method.handler(params, { service, network, apiKey });
 }
 

@@ -25,6 +25,8 @@ export const REASONS = {
   INVALID_PARAMS: { status: 400, jsonRpcCode: -32602, message: "Invalid params" },
   NETWORK_NOT_FOUND: { status: 404, jsonRpcCode: -32602, message: "Unknown or unsupported network" },
   UNSUPPORTED_ENTRYPOINT_VERSION: { status: 400, jsonRpcCode: -32602, message: "Unsupported EntryPoint version" },
+  ENTRYPOINT_NOT_SUPPORTED: { status: 400, jsonRpcCode: -32602, message: "This network does not serve that EntryPoint" },
+  CHAIN_ID_MISMATCH: { status: 400, jsonRpcCode: -32602, message: "The chain id is not this network's" },
   MODE_CONFLICT: { status: 400, jsonRpcCode: -32602, message: "strategy_code and token cannot be used together" },
   // ---- who is asking
   API_KEY_MISSING: { status: 401, jsonRpcCode: -32001, message: "The apiKey query parameter is missing" },

@@ -1,3 +1,4 @@
+import type { RateLimiter } from "../../src/rpc/rateLimit.ts";
 /**
  * A real service for RPC tests: two literal networks ("local" with v0.6 and v0.7, "base-sepolia" with v0.7
  * only), a SQLite store in a temp dir with a project, an active key and a revoked key, the Koa app on
@@ -88,6 +89,8 @@ export interface TestServiceOptions {
   methods?: readonly MethodDefinition<any>[];
   bodyLimitBytes?: number;
   logDestination?: DestinationStream;
+  /** A per-key request limiter (none by default). */
+  rateLimiter?: RateLimiter;
 }
 
 export const TEST_BODY_LIMIT = 256 * 1024;
@@ -115,6 +118,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     networks: new Map(TEST_NETWORKS.map((config) => [config.name, runtimeOf(config)])),
     logger: options.logDestination ? createLogger("info", options.logDestination) : createLogger("silent"),
     now: () => Math.floor(Date.now() / 1000),
+    ...(options.rateLimiter ? { rateLimiter: options.rateLimiter } : {}),
   };
   const server = await listen(createApp(service, options.methods ?? METHODS), { host: "127.0.0.1", port: 0 });
 
