@@ -1492,6 +1492,18 @@ for (const backend of BACKENDS) {
         expect(isStoreError(await rejection(store.releaseExpired(1, 0.5)), "INVALID_INPUT")).to.equal(true);
       });
 
+      it("releaseExpired for one network leaves other networks' reservations alone", async () => {
+        const ids = await sponsorOwner();
+        const here = await reserved(store.reserveSponsorship(sop(ids, { nonce: 0n, validUntil: 900 })));
+        const there = await reserved(store.reserveSponsorship(sop(ids, { nonce: 1n, validUntil: 900, network: "optimism-sepolia" })));
+        expect(NET).to.not.equal("optimism-sepolia");
+        expect(await store.releaseExpired(2000, 0, "optimism-sepolia")).to.equal(1);
+        expect((await store.getSponsorship(here.id))?.status).to.equal("reserved");
+        expect((await store.getSponsorship(there.id))?.status).to.equal("released");
+        expect(await store.releaseExpired(2000, 0)).to.be.greaterThan(0);
+        expect((await store.getSponsorship(here.id))?.status).to.equal("released");
+      });
+
       it("releaseExpired, settlements, releases and reservations racing on two stores keep usage and tank exact", async () => {
         const ids = await sponsorOwner();
         await store.creditGasTank(NET, SENDER, 10n ** 6n, "c1");

@@ -429,7 +429,7 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
     if (complete && cursor >= safe) {
       // Caught up: every confirmed event has been settled, so a reservation still open after its validUntil
       // plus the grace period was not used in any confirmed block.
-      result.released = await store.releaseExpired(Math.max(now(), latest.timestamp), options.expiryGraceSeconds);
+      result.released = await store.releaseExpired(Math.max(now(), latest.timestamp), options.expiryGraceSeconds, network.config.name);
       if (result.released > 0) logger.info({ released: result.released }, "expired reservations released");
     }
     return result;

@@ -347,7 +347,7 @@ const SQL = statements({
     WHERE network = $1 AND status = 'settled' AND settled_block_number >= $2
     ORDER BY settled_block_number, settled_log_index, seq`,
   selectExpired: `SELECT id FROM sponsorships WHERE status IN ('reserved', 'signed') AND valid_until < $1
-    ORDER BY valid_until LIMIT $2`,
+    AND ($3::text IS NULL OR network = $3) ORDER BY valid_until LIMIT $2`,
   selectSponsorshipStatus: "SELECT status FROM sponsorships WHERE id = $1",
   selectSponsorshipPlan: "SELECT network, sender, mode FROM sponsorships WHERE id = $1",
   selectSponsorship: `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships WHERE id = $1`,
@@ -977,11 +977,11 @@ class PostgresStore implements Store {
    * its own transaction under the lock order (as releaseSponsorship); one settled or replaced meanwhile is left
    * alone, so this may run while other replicas reserve and settle.
    */
-  async releaseExpired(now: number, graceSeconds: number): Promise<number> {
+  async releaseExpired(now: number, graceSeconds: number, network?: string): Promise<number> {
     const cutoff = common.validExpiry(now, graceSeconds);
     let released = 0;
     for (;;) {
-      const { rows } = await this.#query<{ id: string }>(this.#pool, SQL.selectExpired, [cutoff, EXPIRY_BATCH]);
+      const { rows } = await this.#query<{ id: string }>(this.#pool, SQL.selectExpired, [cutoff, EXPIRY_BATCH, network ?? null]);
       let batch = 0;
       for (const { id } of rows) if (await this.#release(id, "expired")) batch++;
       released += batch;

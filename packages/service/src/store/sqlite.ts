@@ -516,12 +516,13 @@ class SqliteStore implements Store {
    * write transactions of at most EXPIRY_BATCH; each release re-reads its row under the write lock, so one that
    * was settled or replaced meanwhile is left alone.
    */
-  async releaseExpired(now: number, graceSeconds: number): Promise<number> {
+  async releaseExpired(now: number, graceSeconds: number, network?: string): Promise<number> {
     const cutoff = common.validExpiry(now, graceSeconds);
+    const only = network ?? null;
     let released = 0;
     for (;;) {
       const batch = this.#transaction(() => {
-        const ids = this.#s.selectExpired.all(cutoff, EXPIRY_BATCH) as { id: string }[];
+        const ids = this.#s.selectExpired.all(cutoff, only, only, EXPIRY_BATCH) as { id: string }[];
         const at = common.nowSeconds();
         for (const { id } of ids) if (this.#release(id, "expired", at)) released++;
         return ids.length;
@@ -673,7 +674,7 @@ function prepareStatements(db: DatabaseSync) {
     ),
     // Scans sponsorships_active_op: only open sponsorships are in it (see migration 1).
     selectExpired: p(
-      "SELECT id FROM sponsorships WHERE status IN ('reserved', 'signed') AND valid_until < ? ORDER BY valid_until LIMIT ?",
+      "SELECT id FROM sponsorships WHERE status IN ('reserved', 'signed') AND valid_until < ? AND (? IS NULL OR network = ?) ORDER BY valid_until LIMIT ?",
     ),
     selectSponsorshipStatus: p("SELECT status FROM sponsorships WHERE id = ?"),
     selectSponsorship: p(`SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships WHERE id = ?`),

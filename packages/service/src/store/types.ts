@@ -200,8 +200,11 @@ export interface Store {
   unsettleSponsorship(id: string): Promise<boolean>;
   /** Settled sponsorships of `network` settled in blocks >= fromBlock (the watcher re-checks them for reorgs). */
   listSettledSince(network: string, fromBlock: bigint): Promise<SponsorshipRecord[]>;
-  /** Releases reserved or signed sponsorships with validUntil + graceSeconds < now; returns how many. */
-  releaseExpired(now: number, graceSeconds: number): Promise<number>;
+  /**
+   * Releases reserved or signed sponsorships with validUntil + graceSeconds < now (of `network` only, when
+   * given: each network's watcher judges expiry by its own chain's clock); returns how many.
+   */
+  releaseExpired(now: number, graceSeconds: number, network?: string): Promise<number>;
   /** Removes a credit (a deposit whose transaction was reorganised away): false if unknown. */
   revertGasTankCredit(reference: string): Promise<boolean>;
   /** Named cursors (e.g. the last block a watcher fully processed). */
