@@ -4,6 +4,8 @@
  * routes:
  *
  *   POST /api/v1/paymaster/:network?apiKey=KEY   the v1 dialect (src/rpc/v1.ts)
+ *   POST /rpc/v1/:network?apiKey=KEY             the standard JSON-RPC 2.0 dialect (src/rpc/standard.ts); it
+ *                                                renders its own errors, never the v1 envelope
  *   GET  /health                                 {status: "ok", networks: [...]}
  *   anything else                                ROUTE_NOT_FOUND (404) in the v1 envelope
  *
@@ -19,6 +21,7 @@ import { createMethodRegistry } from "./rpc/dispatch.ts";
 import { RpcError, toClientError } from "./rpc/errors.ts";
 import { stringifyJson } from "./rpc/json.ts";
 import type { MethodDefinition } from "./rpc/method.ts";
+import { standardHandler } from "./rpc/standard.ts";
 import { sendV1Error, v1Handler, type V1State } from "./rpc/v1.ts";
 import { Timing, withTiming } from "./timing.ts";
 
@@ -86,6 +89,7 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
 
   const router = new Router<AppState>();
   router.post("/api/v1/paymaster/:network", v1Handler(service, registry));
+  router.post("/rpc/v1/:network", standardHandler(service, registry));
   router.get("/health", (ctx) => {
     ctx.status = 200;
     ctx.type = "application/json";

@@ -423,11 +423,11 @@ describe("v1 dialect over HTTP", () => {
       expectError(await t.call("m".repeat(129)), "INVALID_REQUEST");
     });
 
-    it("pm_getPaymasterStubData / pm_getPaymasterData -> METHOD_NOT_AVAILABLE 501 mentioning ERC-7677", async () => {
+    // ERC-7677 support landed (test/erc7677.test.ts covers the methods end to end): both dialects serve them.
+    it("pm_getPaymasterStubData / pm_getPaymasterData are served (ERC-7677): a wrong chain id -> CHAIN_ID_MISMATCH 400", async () => {
       for (const method of ["pm_getPaymasterStubData", "pm_getPaymasterData"]) {
-        const answer = await t.call(method, [validUserOpV07(), ENTRY_POINT_V07_ADDRESS, "0x7a69", {}]);
-        expectError(answer, "METHOD_NOT_AVAILABLE");
-        expect(answer.json.message).to.include("ERC-7677");
+        const answer = await t.call(method, [validUserOpV07(), ENTRY_POINT_V07_ADDRESS, "0x1", {}]);
+        expectError(answer, "CHAIN_ID_MISMATCH");
       }
     });
 

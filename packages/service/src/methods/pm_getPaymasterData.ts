@@ -1,18 +1,21 @@
 /**
- * pm_getPaymasterData (ERC-7677): listed by the spec as "Coming". Until ERC-7677 support lands it answers
- * METHOD_NOT_AVAILABLE (501) whatever the params.
+ * pm_getPaymasterData (ERC-7677) [userOp, entryPoint, chainIdHex, context]: runs the whole sponsor pipeline
+ * (reserves the maximum cost, signs for 5 minutes) like pm_sponsorUserOperation. The signature covers the
+ * op's gas fields, so the client's non-zero gas values (from its bundler's estimate after the stub) are the
+ * ones signed, when within the network's caps; zero or missing ones are estimated, as everywhere.
+ * Answers v0.6 `{paymasterAndData}`, v0.7 `{paymaster, paymasterData, paymasterVerificationGasLimit,
+ * paymasterPostOpGasLimit}` (the limits the signature covers; they override the client's).
  */
-import { z } from "zod";
-import { RpcError } from "../rpc/errors.ts";
 import { defineMethod } from "../rpc/method.ts";
+import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import { erc7677ParamsSchema, erc7677Request, paymasterFields } from "./erc7677.ts";
 
 export const pm_getPaymasterData = defineMethod({
   name: "pm_getPaymasterData",
-  params: z.unknown(),
-  async handler() {
-    throw new RpcError(
-      "METHOD_NOT_AVAILABLE",
-      "pm_getPaymasterData is not available yet: it comes with ERC-7677 support. Use pm_sponsorUserOperation",
-    );
+  params: erc7677ParamsSchema,
+  async handler(params, call) {
+    const request = await erc7677Request(params, call, "pm_getPaymasterData");
+    const result = await runSponsorPipeline(request, call, { sign: true });
+    return paymasterFields(result);
   },
 });

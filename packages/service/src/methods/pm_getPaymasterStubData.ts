@@ -1,18 +1,21 @@
 /**
- * pm_getPaymasterStubData (ERC-7677): listed by the spec as "Coming". Until ERC-7677 support lands it answers
- * METHOD_NOT_AVAILABLE (501) whatever the params.
+ * pm_getPaymasterStubData (ERC-7677) [userOp, entryPoint, chainIdHex, context]: runs the same pipeline as
+ * pm_estimateUserOperationGas (same refusals: the stub refuses what the final call would refuse; nothing is
+ * reserved or signed) and answers stub paymaster data of the final data's length, built with STUB_SIGNATURE
+ * (no zero bytes, so never cheaper calldata than the final data): v0.6 `{paymasterAndData}`, v0.7
+ * `{paymaster, paymasterData, paymasterVerificationGasLimit, paymasterPostOpGasLimit}`, plus `sponsor` and
+ * `isFinal: false` (the client then calls pm_getPaymasterData).
  */
-import { z } from "zod";
-import { RpcError } from "../rpc/errors.ts";
 import { defineMethod } from "../rpc/method.ts";
+import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import { SPONSOR_INFO, erc7677ParamsSchema, erc7677Request, paymasterFields } from "./erc7677.ts";
 
 export const pm_getPaymasterStubData = defineMethod({
   name: "pm_getPaymasterStubData",
-  params: z.unknown(),
-  async handler() {
-    throw new RpcError(
-      "METHOD_NOT_AVAILABLE",
-      "pm_getPaymasterStubData is not available yet: it comes with ERC-7677 support. Use pm_sponsorUserOperation",
-    );
+  params: erc7677ParamsSchema,
+  async handler(params, call) {
+    const request = await erc7677Request(params, call, "pm_getPaymasterStubData");
+    const result = await runSponsorPipeline(request, call, { sign: false });
+    return { ...paymasterFields(result), sponsor: { ...SPONSOR_INFO }, isFinal: false };
   },
 });
