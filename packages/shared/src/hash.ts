@@ -25,7 +25,15 @@ export type Erc20PaymasterHashParams = VerifyingPaymasterHashParams & Erc20ModeF
  * paymasterAndData and signature are not covered (they hold the signature being made).
  */
 export function userOpFieldsHashV06(op: UserOperationV06): Hex {
-  return keccakWords([
+  return keccakWords(userOpWordsV06(op));
+}
+
+/**
+ * The nine words both the paymaster hash and the EntryPoint's v0.6 userOpHash start with: sender, nonce,
+ * keccak(initCode), keccak(callData) and the five gas values, in the UserOperation's field order.
+ */
+export function userOpWordsV06(op: UserOperationV06) {
+  return [
     addressWord(op.sender, "sender"),
     uintWord(op.nonce, 256, "nonce"),
     keccakWord(op.initCode, "initCode"),
@@ -35,7 +43,7 @@ export function userOpFieldsHashV06(op: UserOperationV06): Hex {
     uintWord(op.preVerificationGas, 256, "preVerificationGas"),
     uintWord(op.maxFeePerGas, 256, "maxFeePerGas"),
     uintWord(op.maxPriorityFeePerGas, 256, "maxPriorityFeePerGas"),
-  ]);
+  ];
 }
 
 /**

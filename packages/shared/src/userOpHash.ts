@@ -2,6 +2,7 @@
 // id): keccak256(abi.encode(keccak256(encode(op)), entryPoint, chainId)). The paymaster never signs
 // it: it covers paymasterAndData, which holds the paymaster's own signature.
 import { addressWord, bytes32Word, keccakWord, keccakWords, uintWord } from "./abiWords.ts";
+import { userOpWordsV06 } from "./hash.ts";
 import { packUserOpV07 } from "./userOperation.ts";
 import type { Address, Hex, PackedUserOperation, UserOperationV06, UserOperationV07, VersionedUserOperation } from "./types.ts";
 
@@ -10,18 +11,7 @@ import type { Address, Hex, PackedUserOperation, UserOperationV06, UserOperation
  * keccak(initCode), keccak(callData), the five gas values, keccak(paymasterAndData).
  */
 export function getUserOpHashV06(op: UserOperationV06, entryPoint: Address, chainId: bigint | number): Hex {
-  const inner = keccakWords([
-    addressWord(op.sender, "sender"),
-    uintWord(op.nonce, 256, "nonce"),
-    keccakWord(op.initCode, "initCode"),
-    keccakWord(op.callData, "callData"),
-    uintWord(op.callGasLimit, 256, "callGasLimit"),
-    uintWord(op.verificationGasLimit, 256, "verificationGasLimit"),
-    uintWord(op.preVerificationGas, 256, "preVerificationGas"),
-    uintWord(op.maxFeePerGas, 256, "maxFeePerGas"),
-    uintWord(op.maxPriorityFeePerGas, 256, "maxPriorityFeePerGas"),
-    keccakWord(op.paymasterAndData, "paymasterAndData"),
-  ]);
+  const inner = keccakWords([...userOpWordsV06(op), keccakWord(op.paymasterAndData, "paymasterAndData")]);
   return outerHash(inner, entryPoint, chainId);
 }
 
