@@ -35,8 +35,8 @@ import type { EntryPointConfig } from "../config/types.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { simulateHandleOp, type SimulatedOp, type SimulationFailure } from "../chain/entryPoint.ts";
 import { ERC20_POST_OP_HEADROOM, PAYMASTER_VERIFICATION_GAS, limitsFromSimulation, preVerificationGas } from "./gas.ts";
-import { exchangeRate } from "./price.ts";
-import { callRules, capVerdicts, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
+import { exchangeRate, type UsdPrice } from "./price.ts";
+import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
 import { capChecks, evaluateRules, weiToUsdMicros } from "../policy/rules.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait } from "../timing.ts";
@@ -223,7 +223,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     // Cheap checks first, so a refused sender or call costs no chain work.
     const early = [
       ...strategyVerdicts(mode.strategy, network.config.name, now),
-      ...evaluateRules(callRules(mode.strategy.rules), ruleInput(u.sender, u.callData, request.version)),
+      ...evaluateRules(splitRules(mode.strategy.rules).call, ruleInput(u.sender, u.callData, request.version)),
     ];
     if (!options.dryRun) refuseOnFirstFailure(mode.strategy, early);
     verdicts.push(...early);
@@ -257,8 +257,9 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   let tokenRate = 0n;
   let balance = 0n;
   let allowance = 0n;
+  let nativeUsd: UsdPrice | undefined;
   if (mode.mode === "erc20") {
-    const [nativeUsd, tokenUsd, held, allowed] = await chainWait(() =>
+    const [native, tokenUsd, held, allowed] = await chainWait(() =>
       Promise.all([
         chain.prices.usd(network.config.nativeUsdPrice),
         chain.prices.usd(mode.token.priceSource),
@@ -266,7 +267,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
         tokenRead(chain, mode.token.address, "allowance", [u.sender, paymaster]),
       ]),
     );
-    tokenRate = exchangeRate(nativeUsd, tokenUsd, mode.token.decimals, mode.token.markupBps);
+    nativeUsd = native;
+    tokenRate = exchangeRate(native, tokenUsd, mode.token.decimals, mode.token.markupBps);
     balance = held;
     allowance = allowed;
   }
@@ -330,17 +332,18 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const maxCostWei = maxGasCost(finalStub);
 
   // ---- the strategy's gas, fee and per-op rules, and its caps
-  const nativeUsd = await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
+  nativeUsd ??= await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
   const maxCostUsdMicros = weiToUsdMicros(maxCostWei, nativeUsd);
   const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now, sender: u.sender }) : [];
   if (mode.mode === "sponsor") {
-    const late = evaluateRules(mode.strategy.rules, {
+    // The call rules already ran before any chain work; the rest need the gas figures.
+    const late = evaluateRules(splitRules(mode.strategy.rules).rest, {
       ...ruleInput(u.sender, u.callData, request.version),
       gas,
       marketMaxFeePerGas: market.maxFeePerGas,
       maxCostWei,
       maxCostUsdMicros,
-    }).filter((v) => !verdicts.some((early) => early.rule === v.rule));
+    });
     if (!options.dryRun) refuseOnFirstFailure(mode.strategy, late);
     verdicts.push(...late);
     if (options.dryRun) verdicts.push(...(await capVerdicts(service.store, mode.strategy, caps, maxCostWei, maxCostUsdMicros)));

@@ -38,14 +38,18 @@ export function strategyVerdicts(strategy: Strategy, network: string, now: numbe
   return verdicts;
 }
 
-/** The rules of `rules` that need neither gas figures nor totals: who sends, and which calls. */
-export function callRules(rules: StrategyRules): StrategyRules {
-  const { senderAllowlist, senderDenylist, targets } = rules;
-  return {
+/**
+ * `rules` split in two: the rules that need neither gas figures nor totals (who sends, and which calls: they
+ * run before any chain work) and the rest (gas, fee and per-op rules, run once gas is known).
+ */
+export function splitRules(rules: StrategyRules): { call: StrategyRules; rest: StrategyRules } {
+  const { senderAllowlist, senderDenylist, targets, ...rest } = rules;
+  const call: StrategyRules = {
     ...(senderDenylist ? { senderDenylist } : {}),
     ...(senderAllowlist ? { senderAllowlist } : {}),
     ...(targets ? { targets } : {}),
   };
+  return { call, rest };
 }
 
 /** Throws STRATEGY_NOT_ALLOWED naming the first failing verdict's rule, limit and value. */
