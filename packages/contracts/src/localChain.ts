@@ -23,6 +23,11 @@ export interface LocalChainOptions {
   chainId?: number;
   /** Log every JSON-RPC call to the console, as `hardhat node` does. Default false. */
   logging?: boolean;
+  /**
+   * "l1" (default: Ethereum rules, EIP-7702 type-4 transactions) or "op" (OP Stack rules: the GasPriceOracle
+   * and L1Block predeploys, receipts with the L1 data fee; type-4 transactions are refused).
+   */
+  chainType?: "l1" | "op";
 }
 
 /** A funded development account (the well-known Hardhat mnemonic: never use these keys on a real network). */
@@ -134,6 +139,8 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
   const host = loopbackHost(options.host ?? "127.0.0.1");
   const port = options.port ?? 8545;
   const chainId = options.chainId ?? 31337;
+  const chainType = options.chainType ?? "l1";
+  if (chainType !== "l1" && chainType !== "op") throw new Error(`startLocalChain: unknown chain type ${String(chainType)}`);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`startLocalChain: invalid port ${port}`);
   if (!Number.isSafeInteger(chainId) || chainId <= 0) throw new Error(`startLocalChain: invalid chain id ${chainId}`);
 
@@ -145,7 +152,7 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
       // Our build infos (artifacts/) are loaded into EDR, so reverts of our contracts decode in traces.
       paths: { artifacts: path.join(root, "artifacts"), cache: path.join(root, "cache") },
       networks: {
-        local: { type: "edr-simulated", chainType: "l1", chainId, allowUnlimitedContractSize: false },
+        local: { type: "edr-simulated", chainType, chainId, allowUnlimitedContractSize: false },
       },
     },
     {},

@@ -150,6 +150,7 @@ describe("configuration", () => {
       expect(n.name).to.equal("base-sepolia");
       expect(n.chainId).to.equal(84532);
       expect(n.rpcUrl).to.equal(validDoc().networks[0].rpcUrl);
+      expect(n.gasKind).to.equal("op-stack"); // the registry's kind for base-sepolia
       expect(n.entryPoints).to.deep.equal({
         "v0.6": { entryPoint: EP06, verifyingPaymaster: VPM, erc20Paymaster: EPM }, // canonical default, checksummed
         "v0.7": { entryPoint: EP07, verifyingPaymaster: VPM, erc20Paymaster: EPM },
@@ -300,6 +301,12 @@ describe("configuration", () => {
       const issues = issuesOf(mutate((d) => (d.networks[0].rpcUrl = "ftp://secret-host/")));
       expectIssue(issues, "networks[0].rpcUrl", /http\(s\):\/\/ or ws\(s\):\/\//);
       expect(issues.join("\n")).to.not.include("secret-host");
+    });
+
+    it("gasKind: the registry's by default, the file's when given, and only a known kind", async () => {
+      const overridden = (await loadConfig({ argv: ["--config", writeDoc(mutate((d) => (d.networks[0].gasKind = "l1")))], env: KEYS_ENV })) as ServiceConfig;
+      expect(overridden.networks[0]!.gasKind).to.equal("l1");
+      expectIssue(issuesOf(mutate((d) => (d.networks[0].gasKind = "optimism"))), "networks[0].gasKind", /must be one of: l1, op-stack, arbitrum, scroll/);
     });
 
     it("addresses: malformed, wrong checksum, zero", () => {
@@ -501,6 +508,7 @@ describe("configuration", () => {
         name: "local",
         chainId: 31337,
         rpcUrl: "http://127.0.0.1:8545",
+        gasKind: "l1",
         entryPoints: {
           "v0.6": { entryPoint: EP06, verifyingPaymaster: VPM, erc20Paymaster: EPM },
           "v0.7": { entryPoint: EP07, verifyingPaymaster: EPM, erc20Paymaster: VPM },

@@ -276,6 +276,7 @@ describe("v1 dialect over HTTP", () => {
         name: "local",
         chainId: 31337,
         rpcUrl: "http://127.0.0.1:1",
+        gasKind: "l1",
         entryPoints: {
           "v0.6": { entryPoint: ENTRY_POINT_V06_ADDRESS, verifyingPaymaster: shared, erc20Paymaster: shared },
           "v0.7": { entryPoint: ENTRY_POINT_V07_ADDRESS, verifyingPaymaster: shared, erc20Paymaster: shared },

@@ -2,10 +2,10 @@
 // preVerificationGas against its former implementation (viem's encodeAbiParameters, then a byte loop).
 import { expect } from "chai";
 import { encodeAbiParameters, encodeFunctionData, getAddress, hexToBytes, type Abi, type Hex } from "viem";
-import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
+import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact, EntryPointV07Artifact } from "@paymaster/contracts/artifacts";
 import { STUB_SIGNATURE, packUserOpV07, type Address, type UserOperationV06, type UserOperationV07 } from "@paymaster/shared";
 import type { SimulatedOp } from "../src/chain/entryPoint.ts";
-import { encodeSimulateHandleOp, encodeUserOpParameter } from "../src/chain/userOpAbi.ts";
+import { encodeHandleOps, encodeSimulateHandleOp, encodeUserOpParameter } from "../src/chain/userOpAbi.ts";
 import { preVerificationGas } from "../src/sponsor/gas.ts";
 
 const USER_OP_V06_TUPLE = {
@@ -136,6 +136,19 @@ describe("user operation ABI encoding", () => {
           args: [packUserOpV07(userOp), target, targetCallData],
         });
         expect(encodeSimulateHandleOp({ version: "v0.7", userOp }, target, targetCallData)).to.equal(viem);
+      }
+    }
+  });
+
+  it("handleOps([op], beneficiary) calldata equals viem's encodeFunctionData", () => {
+    for (const beneficiary of [TARGET, SENDER]) {
+      for (const userOp of opsV06()) {
+        const viem = encodeFunctionData({ abi: EntryPointV06Artifact.abi as Abi, functionName: "handleOps", args: [[userOp], beneficiary] });
+        expect(encodeHandleOps({ version: "v0.6", userOp }, beneficiary)).to.equal(viem);
+      }
+      for (const userOp of opsV07()) {
+        const viem = encodeFunctionData({ abi: EntryPointV07Artifact.abi as Abi, functionName: "handleOps", args: [[packUserOpV07(userOp)], beneficiary] });
+        expect(encodeHandleOps({ version: "v0.7", userOp }, beneficiary)).to.equal(viem);
       }
     }
   });

@@ -2,22 +2,34 @@
 // (deployed at the same address on every chain by deterministic deployment).
 import type { Address, EntryPointVersion } from "./types.ts";
 
-/** Network name -> chain id. Frozen: the registry is configuration, never mutated at runtime. */
+/**
+ * How a chain charges for the data a transaction posts to L1, which decides how preVerificationGas is priced:
+ * - "l1": no L1 data fee (Ethereum itself, and local chains);
+ * - "op-stack": an L1 fee in wei deducted outside gas, quoted by the GasPriceOracle predeploy (OP, Base);
+ * - "arbitrum": L1 cost charged as extra L2 gas, quoted by the NodeInterface precompile;
+ * - "scroll": an L1 fee in wei quoted by Scroll's L1GasPriceOracle predeploy (same call as OP's).
+ */
+export type GasKind = "l1" | "op-stack" | "arbitrum" | "scroll";
+
+/** Every gas kind (for config validation and help texts). */
+export const GAS_KINDS: readonly GasKind[] = Object.freeze(["l1", "op-stack", "arbitrum", "scroll"]);
+
+/** Network name -> chain id and gas kind. Frozen: the registry is configuration, never mutated at runtime. */
 export const NETWORKS = Object.freeze({
-  "ethereum-mainnet": { chainId: 1 },
-  "ethereum-sepolia": { chainId: 11155111 },
-  "optimism-mainnet": { chainId: 10 },
-  "optimism-sepolia": { chainId: 11155420 },
-  "arbitrum-one": { chainId: 42161 },
-  "arbitrum-nova": { chainId: 42170 },
-  "arbitrum-sepolia": { chainId: 421614 },
-  "scroll-mainnet": { chainId: 534352 },
-  "scroll-sepolia": { chainId: 534351 },
-  "base-mainnet": { chainId: 8453 },
-  "base-sepolia": { chainId: 84532 },
+  "ethereum-mainnet": { chainId: 1, gasKind: "l1" },
+  "ethereum-sepolia": { chainId: 11155111, gasKind: "l1" },
+  "optimism-mainnet": { chainId: 10, gasKind: "op-stack" },
+  "optimism-sepolia": { chainId: 11155420, gasKind: "op-stack" },
+  "arbitrum-one": { chainId: 42161, gasKind: "arbitrum" },
+  "arbitrum-nova": { chainId: 42170, gasKind: "arbitrum" },
+  "arbitrum-sepolia": { chainId: 421614, gasKind: "arbitrum" },
+  "scroll-mainnet": { chainId: 534352, gasKind: "scroll" },
+  "scroll-sepolia": { chainId: 534351, gasKind: "scroll" },
+  "base-mainnet": { chainId: 8453, gasKind: "op-stack" },
+  "base-sepolia": { chainId: 84532, gasKind: "op-stack" },
   /** Hardhat / anvil node started by the contracts package. */
-  local: { chainId: 31337 },
-} as const);
+  local: { chainId: 31337, gasKind: "l1" },
+} as const satisfies Record<string, { chainId: number; gasKind: GasKind }>);
 
 /** A supported network's name. */
 export type NetworkName = keyof typeof NETWORKS;
@@ -33,6 +45,16 @@ export function isNetworkName(value: unknown): value is NetworkName {
 /** Chain id of a supported network. */
 export function chainIdOf(name: NetworkName): number {
   return NETWORKS[name].chainId;
+}
+
+/** How a supported network charges for L1 data (see GasKind). */
+export function gasKindOf(name: NetworkName): GasKind {
+  return NETWORKS[name].gasKind;
+}
+
+/** Whether `value` is a gas kind. */
+export function isGasKind(value: unknown): value is GasKind {
+  return typeof value === "string" && (GAS_KINDS as readonly string[]).includes(value);
 }
 
 /** The network with `chainId`, or undefined when none is supported. */

@@ -1,6 +1,8 @@
 import { expect } from "chai";
 import {
   chainIdOf,
+  gasKindOf,
+  isGasKind,
   ENTRY_POINT_ADDRESSES,
   ENTRY_POINT_V06_ADDRESS,
   ENTRY_POINT_V07_ADDRESS,
@@ -46,6 +48,25 @@ describe("networks", () => {
     for (const bad of ["mainnet", "Base-Mainnet", "toString", "__proto__", "", 1, undefined, null]) {
       expect(isNetworkName(bad), String(bad)).to.equal(false);
     }
+  });
+
+  it("gives each network the way its chain charges for L1 data", () => {
+    const rollups = Object.fromEntries(NETWORK_NAMES.filter((name) => gasKindOf(name) !== "l1").map((name) => [name, gasKindOf(name)]));
+    expect(rollups).to.deep.equal({
+      "optimism-mainnet": "op-stack",
+      "optimism-sepolia": "op-stack",
+      "base-mainnet": "op-stack",
+      "base-sepolia": "op-stack",
+      "arbitrum-one": "arbitrum",
+      "arbitrum-nova": "arbitrum",
+      "arbitrum-sepolia": "arbitrum",
+      "scroll-mainnet": "scroll",
+      "scroll-sepolia": "scroll",
+    });
+    expect(gasKindOf("ethereum-mainnet")).to.equal("l1");
+    expect(gasKindOf("local")).to.equal("l1");
+    expect(isGasKind("op-stack")).to.equal(true);
+    for (const bad of ["optimism", "L1", "", "toString", 1, null]) expect(isGasKind(bad), String(bad)).to.equal(false);
   });
 
   it("is frozen", () => {

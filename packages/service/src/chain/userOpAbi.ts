@@ -6,7 +6,7 @@
  * every call, several times per sponsorship. test/userOpAbi.test.ts checks the output equals viem's.
  */
 import { toFunctionSelector, type Abi, type AbiFunction } from "viem";
-import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
+import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact, EntryPointV07Artifact } from "@paymaster/contracts/artifacts";
 import { packUserOpV07, type Address, type Hex, type UserOperationV06, type UserOperationV07, type VersionedUserOperation } from "@paymaster/shared";
 
 const UINT256_MAX = (1n << 256n) - 1n;
@@ -15,14 +15,14 @@ const HEX_BYTES_RE = /^0x(?:[0-9a-fA-F]{2})*$/;
 const BYTES32_RE = /^0x[0-9a-fA-F]{64}$/;
 
 /** One part of an abi.encode: a static word (64 hex digits), or the encoding of a dynamic value. */
-type Part = string | { dynamic: string };
+export type Part = string | { dynamic: string };
 
-function uintWord(value: bigint, field: string): string {
+export function uintWord(value: bigint, field: string): string {
   if (value < 0n || value > UINT256_MAX) throw new RangeError(`${field}: ${value} is not a uint256`);
   return value.toString(16).padStart(64, "0");
 }
 
-function addressWord(value: Address, field: string): string {
+export function addressWord(value: Address, field: string): string {
   if (!ADDRESS_RE.test(value)) throw new TypeError(`${field}: not an address`);
   return `000000000000000000000000${value.slice(2).toLowerCase()}`;
 }
@@ -32,8 +32,8 @@ function bytes32Word(value: Hex, field: string): string {
   return value.slice(2);
 }
 
-/** A `bytes` value: its length word, then its data right-padded with zeros to a whole number of words. */
-function bytesPart(value: Hex, field: string): { dynamic: string } {
+/** A `bytes` value (a dynamic part): its length word, then its data right-padded with zeros to a whole number of words. */
+export function bytesPart(value: Hex, field: string): { dynamic: string } {
   if (!HEX_BYTES_RE.test(value)) throw new TypeError(`${field}: not hex bytes`);
   const digits = value.length - 2;
   const padding = (64 - (digits % 64)) % 64;
@@ -41,7 +41,7 @@ function bytesPart(value: Hex, field: string): { dynamic: string } {
 }
 
 /** abi.encode of the parts (no 0x): static words in the head, dynamic values as byte offsets to the tail. */
-function encodeParts(parts: readonly Part[]): string {
+export function encodeParts(parts: readonly Part[]): string {
   let head = "";
   let tail = "";
   const headBytes = parts.length * 32;
@@ -111,4 +111,20 @@ export function encodeSimulateHandleOp(op: VersionedUserOperation, target: Addre
   const tuple = op.version === "v0.6" ? userOpV06Tuple(op.userOp) : userOpV07Tuple(op.userOp);
   const args = encodeParts([{ dynamic: tuple }, addressWord(target, "target"), bytesPart(targetCallData, "targetCallData")]);
   return `0x${SIMULATE_HANDLE_OP[op.version]}${args}`;
+}
+
+const HANDLE_OPS = {
+  "v0.6": selectorOf(EntryPointV06Artifact.abi as Abi, "handleOps"),
+  "v0.7": selectorOf(EntryPointV07Artifact.abi as Abi, "handleOps"),
+} as const;
+
+/**
+ * Calldata of handleOps([op], beneficiary): the one-op bundle a bundler sends, which is what an L2 charges the
+ * L1 data fee for. The array is one offset word, a length word of 1, the element's offset (32: right after
+ * its own offset word) and the op tuple.
+ */
+export function encodeHandleOps(op: VersionedUserOperation, beneficiary: Address): Hex {
+  const tuple = op.version === "v0.6" ? userOpV06Tuple(op.userOp) : userOpV07Tuple(op.userOp);
+  const array = uintWord(1n, "length") + uintWord(32n, "offset") + tuple;
+  return `0x${HANDLE_OPS[op.version]}${encodeParts([{ dynamic: array }, addressWord(beneficiary, "beneficiary")])}`;
 }

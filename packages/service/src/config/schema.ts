@@ -9,11 +9,13 @@ import { getAddress, isAddress } from "viem";
 import { privateKeyToAddress } from "viem/accounts";
 import {
   ENTRY_POINT_ADDRESSES,
+  GAS_KINDS,
   NETWORK_NAMES,
   NETWORKS,
   isNetworkName,
   type Address,
   type EntryPointVersion,
+  type GasKind,
   type Hex,
   type NetworkName,
 } from "@paymaster/shared";
@@ -207,6 +209,8 @@ export const networkSchema = z
     rpcUrl: z
       .string({ error: expected("a URL") })
       .refine(isRpcUrl, { error: "must be an http(s):// or ws(s):// URL" }),
+    /** Optional: how the chain charges for L1 data; defaults to the registry's kind for the network. */
+    gasKind: z.enum(GAS_KINDS as [GasKind, ...GasKind[]], { error: `must be one of: ${GAS_KINDS.join(", ")}` }).optional(),
     entryPoints: entryPointsSchema,
     signerKeys: z
       .array(signerKeySchema, { error: expected("a list of private keys") })
@@ -226,6 +230,7 @@ export const networkSchema = z
       name: n.name,
       chainId: n.chainId ?? NETWORKS[n.name].chainId,
       rpcUrl: n.rpcUrl,
+      gasKind: n.gasKind ?? NETWORKS[n.name].gasKind,
       entryPoints: n.entryPoints,
       signerKeys: n.signerKeys,
       tokens: n.tokens,

@@ -3,7 +3,7 @@
  * overrides, secrets only from the environment or files) or, with no configuration at all, by the embedded
  * local stack.
  */
-import type { Address, EntryPointVersion, Hex, NetworkName } from "@paymaster/shared";
+import type { Address, EntryPointVersion, GasKind, Hex, NetworkName } from "@paymaster/shared";
 import type { PriceSource } from "../store/types.ts";
 
 export interface EntryPointConfig {
@@ -36,6 +36,8 @@ export interface NetworkConfig {
   name: NetworkName;
   chainId: number;
   rpcUrl: string;
+  /** How the chain charges for L1 data, which preVerificationGas must carry (the registry's, or the config's). */
+  gasKind: GasKind;
   entryPoints: Partial<Record<EntryPointVersion, EntryPointConfig>>;
   /** Paymaster signer private keys (secret: from the environment or a file only). The first one signs. */
   signerKeys: readonly Hex[];

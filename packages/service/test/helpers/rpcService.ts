@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DestinationStream } from "pino";
-import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, type EntryPointVersion } from "@paymaster/shared";
+import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, gasKindOf, type EntryPointVersion } from "@paymaster/shared";
 import { createApp, listen } from "../../src/app.ts";
 import { DEFAULT_GAS_CAPS, type NetworkConfig, type ServiceConfig } from "../../src/config/types.ts";
 import type { NetworkRuntime, ServiceContext } from "../../src/context.ts";
@@ -45,6 +45,7 @@ function network(name: NetworkConfig["name"], chainId: number, entryPoints: Netw
     name,
     chainId,
     rpcUrl: "http://127.0.0.1:1", // never called: these tests touch no chain
+    gasKind: gasKindOf(name),
     entryPoints,
     signerKeys: [SIGNER_KEY],
     tokens: [],
