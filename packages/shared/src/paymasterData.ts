@@ -61,11 +61,16 @@ export type PaymasterAndDataV07 = {
 // ---------------------------------------------------------------- stub signature
 /**
  * Dummy signature for gas estimation: 65 bytes like a real one, no zero byte (calldata gas is never
- * under-estimated), r a valid curve x-coordinate (0xaa…aa), s in the low half (0x55…55), v = 28, so
- * ECDSA.tryRecover returns some address without error and the contract takes the same path as with a
- * real signature, ending in SIG_VALIDATION_FAILED.
+ * under-estimated), high entropy like a real signature (no 3-byte sequence repeats, so an L2 that prices
+ * compressed data, e.g. OP Stack since Fjord, prices it like the real one; a patterned stub compresses to
+ * almost nothing and would under-price preVerificationGas), r a valid curve x-coordinate, s in the low half,
+ * v = 28, so ECDSA.tryRecover returns some address without error and the contract takes the same path as
+ * with a real signature, ending in SIG_VALIDATION_FAILED.
+ * Derived once: r = keccak256("paymaster stub signature: r"), s = keccak256("paymaster stub signature: s")
+ * with the top bit cleared (test/paymasterData.test.ts re-derives it).
  */
-export const STUB_SIGNATURE: Hex = `0x${"aa".repeat(32)}${"55".repeat(32)}1c`;
+export const STUB_SIGNATURE: Hex =
+  "0xa2eb9a3b7f5b79fbcd8ea4461dbc5013109f33bce90ab0e798196d23a772ecb65dfc6ceb595acf710767b0dc30bbf8a5b01f695b5b3c830473094ec74e7ecfc51c";
 
 // ---------------------------------------------------------------- paymasterData
 const fieldError: ErrorFactory = (message) => new PaymasterDataError("field", message);

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { hexToBytes, keccak256, recoverAddress } from "viem";
+import { hexToBytes, keccak256, recoverAddress, toHex } from "viem";
 import {
   ChargeMode,
   decodeErc20PaymasterData,
@@ -198,6 +198,18 @@ describe("paymasterData", () => {
     it("is 65 bytes with no zero byte", () => {
       expect(raw.length).to.equal(65);
       expect(raw.every((byte) => byte !== 0)).to.equal(true);
+    });
+
+    it("is derived as documented and has a real signature's entropy: no 3-byte sequence repeats (nothing for LZ to match)", () => {
+      const rDerived = keccak256(toHex("paymaster stub signature: r"));
+      const sDerived = BigInt(keccak256(toHex("paymaster stub signature: s"))) & ((1n << 255n) - 1n);
+      expect(STUB_SIGNATURE).to.equal(`${rDerived}${sDerived.toString(16).padStart(64, "0")}1c`);
+      const seen = new Set<string>();
+      for (let i = 0; i + 3 <= raw.length; i++) {
+        const triple = `${raw[i]},${raw[i + 1]},${raw[i + 2]}`;
+        expect(seen.has(triple), `bytes ${i}..${i + 2} repeat`).to.equal(false);
+        seen.add(triple);
+      }
     });
 
     it("has non-zero r < n, non-zero s in the low half, v 27 or 28", () => {

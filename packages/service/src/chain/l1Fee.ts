@@ -40,7 +40,7 @@ export interface L1FeeInput {
   chainId: number;
   entryPoint: Address;
   op: VersionedUserOperation;
-  /** What one unit of the op's gas will cost on L2: min(maxFeePerGas, baseFee + maxPriorityFeePerGas). */
+  /** What one unit of the op's gas costs on L2 (see l2GasPrice). */
   l2GasPrice: bigint;
 }
 
@@ -130,6 +130,16 @@ export async function quoteL1Part(rpc: ChainRpc, kind: GasKind, input: L1FeeInpu
       return { kind: "gas", gas: firstWord(answer, "NodeInterface.gasEstimateL1Component") };
     }
   }
+}
+
+/**
+ * The L2 price to turn an L1 fee in wei into gas: what the op pays per gas at the current base fee,
+ * min(maxFeePerGas, baseFee + maxPriorityFeePerGas), as bundlers compute it. If the base fee falls before
+ * inclusion the same wei needs more gas: the margin covers that (OP Stack's base fee falls at most 2% a block).
+ */
+export function l2GasPrice(fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }, baseFeePerGas: bigint): bigint {
+  const price = baseFeePerGas + fees.maxPriorityFeePerGas;
+  return fees.maxFeePerGas < price ? fees.maxFeePerGas : price;
 }
 
 /** A quote as preVerificationGas on top of the L1 calldata part: wei over the L2 gas price, plus the margin, rounded up. */

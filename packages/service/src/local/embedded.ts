@@ -24,6 +24,8 @@ export interface EmbeddedOptions {
   pollMs?: number;
   /** Run the settlement watcher (default true; tests drive their own with `watch: false`). */
   watch?: boolean;
+  /** The local chain's rules: "l1" (default) or "op" (OP Stack: an L1 data fee, priced as gas kind op-stack). */
+  chainType?: "l1" | "op";
 }
 
 /** The embedded watcher: 1 confirmation (automine puts each transaction in its own block), a 500 ms poll. */
@@ -112,7 +114,8 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
   const dataDir = path.resolve(options.dataDir ?? ".data/embedded");
   await rm(dataDir, { recursive: true, force: true });
   await mkdir(dataDir, { recursive: true });
-  const stack = await startLocalStack({ port: options.chainPort ?? 8545 });
+  const chainType = options.chainType ?? "l1";
+  const stack = await startLocalStack({ port: options.chainPort ?? 8545, chainType });
   let running: RunningService | undefined;
   try {
     const manifestPath = path.join(dataDir, "deployment.local.json");
@@ -122,6 +125,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       confirmations: EMBEDDED_CONFIRMATIONS,
       pollMs: EMBEDDED_WATCHER_POLL_MS,
       depositAddress: stack.chain.accounts[EMBEDDED_DEPOSIT_ACCOUNT_INDEX]!.address,
+      gasKind: chainType === "op" ? "op-stack" : "l1",
     };
     running = await startService(embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info"), {
       pollMs: options.pollMs ?? 250,

@@ -34,6 +34,7 @@ import type { SponsorRequest } from "../rpc/schemas.ts";
 import type { EntryPointConfig } from "../config/types.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { simulateHandleOp, type SimulatedOp, type SimulationFailure } from "../chain/entryPoint.ts";
+import { l1DataGas, l2GasPrice } from "../chain/l1Fee.ts";
 import { ERC20_POST_OP_HEADROOM, PAYMASTER_VERIFICATION_GAS, limitsFromSimulation, preVerificationGas } from "./gas.ts";
 import { exchangeRate, type UsdPrice } from "./price.ts";
 import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
@@ -282,7 +283,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   checkCaps(gas, call, market.maxFeePerGas); // the client's own values first: an over-cap limit must never reach the simulation
   // ---- estimation of what the client left out, from one run with generous limits at a 1-wei price
   const needsEstimate = gas.callGasLimit === 0n || gas.verificationGasLimit === 0n;
-  if (gas.preVerificationGas === 0n) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, stubData(chargeMode)));
+  const estimatePreVerificationGas = gas.preVerificationGas === 0n;
+  if (estimatePreVerificationGas) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, stubData(chargeMode)));
   if (needsEstimate) {
     const caps = network.config.caps;
     const generous: GasValues = {
@@ -299,6 +301,13 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     const measured = limitsFromSimulation(probe, outcome.result, postOpGas);
     if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
     if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
+  }
+  if (estimatePreVerificationGas && network.config.gasKind !== "l1") {
+    // On a rollup the bundler pays for the bundle's L1 data and gets it back only through preVerificationGas.
+    // Priced on the op with its final limits (their bytes are part of the data).
+    const op = buildOp(request, gas, paymaster, stubData(chargeMode));
+    const input = { chainId: network.config.chainId, entryPoint: entry.entryPoint, op, l2GasPrice: l2GasPrice(gas, market.baseFeePerGas) };
+    gas.preVerificationGas += await chainWait(() => l1DataGas(chain.rpc, network.config.gasKind, input));
   }
   checkCaps(gas, call, market.maxFeePerGas);
 

@@ -26,8 +26,9 @@ import { startEmbedded, type Embedded } from "../../src/local/embedded.ts";
 
 export type { Embedded };
 
-export async function startTestStack(): Promise<Embedded> {
+export async function startTestStack(options: { chainType?: "l1" | "op" } = {}): Promise<Embedded> {
   return startEmbedded({
+    ...options,
     chainPort: 0,
     servicePort: 0,
     dataDir: path.join(mkdtempSync(path.join(tmpdir(), "paymaster-test-")), "data"),
