@@ -5,14 +5,15 @@
  * Hardhat is imported lazily, so importing this module (or the package root) costs nothing until
  * `startLocalChain` is called.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import http from "node:http";
 import { createRequire } from "node:module";
 import { isIP } from "node:net";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import type { EthereumProvider } from "hardhat/types/providers";
 import type { Address } from "./manifest.ts";
+import { packageRoot } from "./packageRoot.ts";
 
 export interface LocalChainOptions {
   /** TCP port; 0 picks a free one. Default 8545. */
@@ -76,20 +77,6 @@ export function loopbackHost(host: string): string {
     return mapped;
   }
   throw new Error(`startLocalChain: refusing to listen on ${host}: only loopback addresses (127.0.0.0/8, ::1) are allowed`);
-}
-
-/** The root of this package (holds hardhat's `artifacts/`), from src/ or dist/src/. */
-function packageRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const manifest = path.join(dir, "package.json");
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === "@paymaster/contracts") {
-      return dir;
-    }
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error("startLocalChain: cannot find the @paymaster/contracts package root");
-    dir = parent;
-  }
 }
 
 async function importHardhatInternals(): Promise<{

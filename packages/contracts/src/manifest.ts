@@ -5,8 +5,8 @@
  * This module imports nothing but Node built-ins, ethers' address helpers and @paymaster/shared, so the service can read a
  * manifest without loading Hardhat.
  */
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { readFile } from "node:fs/promises";
+import { writeJsonAtomically } from "./deploy/writeJson.ts";
 import { getAddress, isAddress } from "ethers";
 
 import { ENTRY_POINT_VERSIONS, type Address, type EntryPointVersion } from "@paymaster/shared";
@@ -145,9 +145,5 @@ export async function readManifest(file: string): Promise<DeploymentManifest> {
 
 /** Validates `manifest` and writes it atomically (temp file + rename), creating the directory if needed. */
 export async function writeManifest(file: string, manifest: DeploymentManifest): Promise<void> {
-  const valid = parseManifest(manifest);
-  await mkdir(path.dirname(path.resolve(file)), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(valid, null, 2)}\n`, "utf8");
-  await rename(tmp, file);
+  await writeJsonAtomically(file, parseManifest(manifest));
 }

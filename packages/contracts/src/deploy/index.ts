@@ -32,6 +32,10 @@ import {
 } from "./constants.ts";
 
 export * from "./constants.ts";
+export * from "./create2Proxy.ts";
+export * from "./network.ts";
+export * from "./networkOutputs.ts";
+export * from "./deployToNetwork.ts";
 export { ENTRY_POINT_VERSIONS, ManifestError, parseManifest, readManifest, writeManifest } from "../manifest.ts";
 export type { Address, DeploymentManifest, EntryPointDeployment, EntryPointVersion, TokenDeployment } from "../manifest.ts";
 

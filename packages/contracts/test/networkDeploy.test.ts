@@ -1,0 +1,356 @@
+// Deployment to a network that is not local (src/deploy/network.ts): a chain served over HTTP on loopback
+// with a public chain id (84532, Base Sepolia's), no CREATE2 proxy until our presigned-transaction install,
+// the canonical EntryPoints as a real network has them, and the deploying key as a plain Wallet.
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect } from "chai";
+import { AbiCoder, Contract, JsonRpcProvider, Transaction, Wallet, concat, getCreateAddress, keccak256, parseEther } from "ethers";
+import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
+import { loadShippedArtifact } from "../src/deploy/aaArtifacts.ts";
+import { CREATE2_DEPLOYER_ADDRESS, ENTRY_POINT_V06_SALT, ENTRY_POINT_V07_SALT } from "../src/deploy/constants.ts";
+import { CREATE2_PROXY_PRESIGNED_TX, CREATE2_PROXY_SIGNER, create2ProxyState, installCreate2Proxy } from "../src/deploy/create2Proxy.ts";
+import {
+  executeNetworkDeploy,
+  paymasterDeployerAddress,
+  planNetworkDeploy,
+  type NetworkDeployConfig,
+} from "../src/deploy/network.ts";
+import { deployToNetwork } from "../src/deploy/deployToNetwork.ts";
+import type { NetworkManifest } from "../src/deploy/networkOutputs.ts";
+import { startLocalChain, type LocalChain } from "../src/localChain.ts";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+const PAYMASTER_ABI = [
+  "function owner() view returns (address)",
+  "function pendingOwner() view returns (address)",
+  "function isSigner(address) view returns (bool)",
+  "function treasury() view returns (address)",
+  "function isSupportedToken(address) view returns (bool)",
+  "function postOpGas() view returns (uint256)",
+];
+const ENTRY_POINT_ABI = [
+  "function balanceOf(address) view returns (uint256)",
+  "function getDepositInfo(address) view returns (uint256 deposit, bool staked, uint112 stake, uint32 unstakeDelaySec, uint48 withdrawTime)",
+];
+
+interface Net {
+  chain: LocalChain;
+  provider: JsonRpcProvider;
+  deployer: Wallet;
+}
+
+async function startNetwork(chainId: number): Promise<Net> {
+  const chain = await startLocalChain({ port: 0, chainId });
+  const provider = new JsonRpcProvider(chain.url, chainId, { staticNetwork: true, cacheTimeout: -1 });
+  return { chain, provider, deployer: new Wallet(chain.accounts[0]!.privateKey, provider) };
+}
+
+/** What a real network has before we come: the canonical EntryPoints, through the (just installed) proxy. */
+async function installEntryPoints(net: Net): Promise<void> {
+  for (const [version, salt, address] of [
+    ["v06", ENTRY_POINT_V06_SALT, ENTRY_POINT_V06_ADDRESS],
+    ["v07", ENTRY_POINT_V07_SALT, ENTRY_POINT_V07_ADDRESS],
+  ] as const) {
+    if ((await net.provider.getCode(address)) !== "0x") continue;
+    const tx = await net.deployer.sendTransaction({ to: CREATE2_DEPLOYER_ADDRESS, data: concat([salt, loadShippedArtifact(version, "EntryPoint").bytecode]) });
+    await tx.wait();
+    expect(await net.provider.getCode(address)).to.not.equal("0x");
+  }
+}
+
+function configFor(net: Net, overrides: Partial<NetworkDeployConfig> = {}): NetworkDeployConfig {
+  const accounts = net.chain.accounts;
+  return {
+    network: "base-sepolia",
+    versions: ["v0.6", "v0.7"],
+    owner: net.deployer.address as `0x${string}`,
+    signers: [accounts[1]!.address],
+    treasury: accounts[2]!.address,
+    tokens: ["0x036CbD53842c5426634e7929541eC2318f3dCF7e"],
+    depositTarget: parseEther("0.5"),
+    stakeAmount: parseEther("0.1"),
+    unstakeDelaySec: 86_400,
+    ...overrides,
+  };
+}
+
+describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and execute)", function () {
+  this.timeout(120_000);
+  let net: Net;
+
+  before(async () => {
+    net = await startNetwork(84532);
+  });
+  after(async () => {
+    await net?.chain.close();
+  });
+
+  it("installs the CREATE2 proxy from its presigned transaction where the chain lacks it", async () => {
+    const parsed = Transaction.from(CREATE2_PROXY_PRESIGNED_TX);
+    expect(parsed.from).to.equal(CREATE2_PROXY_SIGNER);
+    expect(parsed.chainId).to.equal(0n); // pre-EIP-155: valid on every chain
+    expect(getCreateAddress({ from: CREATE2_PROXY_SIGNER, nonce: 0 })).to.equal(CREATE2_DEPLOYER_ADDRESS);
+    expect(await create2ProxyState(net.provider)).to.equal("missing");
+    await installCreate2Proxy(net.deployer);
+    expect(await create2ProxyState(net.provider)).to.equal("present");
+    await installEntryPoints(net);
+  });
+
+  it("refuses bad configuration with a message naming the field", async () => {
+    const refusal = async (overrides: Partial<NetworkDeployConfig>) => {
+      try {
+        await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, configFor(net, overrides));
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return "accepted";
+    };
+    expect(await refusal({ unstakeDelaySec: 3600 })).to.match(/^unstakeDelaySec: 3600 is below one day/);
+    expect(await refusal({ signers: [] })).to.match(/^signers: at least one signer/);
+    expect(await refusal({ treasury: "0x1234" as `0x${string}` })).to.match(/^treasury: "0x1234" is not an address/);
+    expect(await refusal({ stakeAmount: 0n })).to.match(/^stakeAmount: .*must be staked/);
+    expect(await refusal({ versions: [] })).to.match(/^versions:/);
+  });
+
+  it("dry run: lists every transaction with gas and cost, sends nothing", async () => {
+    const nonce = await net.provider.getTransactionCount(net.deployer.address);
+    const plan = await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, configFor(net));
+    expect(await net.provider.getTransactionCount(net.deployer.address)).to.equal(nonce);
+    expect(plan.chainId).to.equal(84532);
+    expect(plan.create2Proxy).to.equal("present");
+    expect(plan.paymasterDeployer.state).to.equal("missing");
+    expect(plan.txs.map((tx) => tx.step)).to.deep.equal([
+      "deploy-paymaster-deployer",
+      ...["v0.6", "v0.7"].flatMap(() => ["deploy-paymaster", "accept-ownership", "deploy-paymaster", "accept-ownership"]),
+    ]);
+    expect(plan.paymasters.map((p) => p.label)).to.deep.equal(["VerifyingPaymasterV06", "ERC20PaymasterV06", "VerifyingPaymasterV07", "ERC20PaymasterV07"]);
+    expect(plan.paymasters.every((p) => p.state === "missing")).to.equal(true);
+    expect(plan.txs[0]!.gasIsEstimate).to.equal(true); // the proxy is there: estimated by the node
+    expect(plan.feePerGas > 0n).to.equal(true);
+    const values = plan.txs.reduce((sum, tx) => sum + tx.value, 0n);
+    expect(values).to.equal(4n * (parseEther("0.5") + parseEther("0.1")));
+    expect(plan.totalCostWei > values).to.equal(true);
+  });
+
+  it("deploys, sets up and hands over every paymaster; the approximations cover what the chain used", async () => {
+    const config = configFor(net);
+    const plan = await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, config);
+    const sent = await executeNetworkDeploy(net.deployer, plan);
+    expect(sent.map((tx) => tx.step)).to.deep.equal(plan.txs.map((tx) => tx.step));
+    // Where the dry run could not ask the node (the contract it calls was not there yet), its figure must
+    // cover what the chain then used.
+    for (const [i, tx] of sent.entries()) {
+      const planned = plan.txs[i]!;
+      if (!planned.gasIsEstimate) expect(tx.gasUsed <= planned.gas, `${tx.label} used ${tx.gasUsed} > the plan's ${planned.gas}`).to.equal(true);
+    }
+    expect(plan.txs.filter((tx) => !tx.gasIsEstimate).map((tx) => tx.step)).to.include.members(["deploy-paymaster", "accept-ownership"]);
+    expect(await net.provider.getCode(paymasterDeployerAddress())).to.not.equal("0x");
+    const entryPoints = { "v0.6": ENTRY_POINT_V06_ADDRESS, "v0.7": ENTRY_POINT_V07_ADDRESS };
+    for (const target of plan.paymasters) {
+      const pm = new Contract(target.address, PAYMASTER_ABI, net.provider);
+      expect(await pm.getFunction("owner")(), target.label).to.equal(net.deployer.address);
+      expect(await pm.getFunction("pendingOwner")()).to.equal("0x0000000000000000000000000000000000000000");
+      expect(await pm.getFunction("isSigner")(config.signers[0])).to.equal(true);
+      expect(await pm.getFunction("isSigner")(paymasterDeployerAddress())).to.equal(false);
+      if (target.kind === "erc20") {
+        expect(await pm.getFunction("treasury")()).to.equal(config.treasury);
+        expect(await pm.getFunction("isSupportedToken")(config.tokens[0])).to.equal(true);
+      }
+      const ep = new Contract(entryPoints[target.version as "v0.6" | "v0.7"], ENTRY_POINT_ABI, net.provider);
+      expect(await ep.getFunction("balanceOf")(target.address)).to.equal(config.depositTarget);
+      const info = await ep.getFunction("getDepositInfo")(target.address);
+      expect([info.staked, info.stake, Number(info.unstakeDelaySec)]).to.deep.equal([true, config.stakeAmount, 86_400]);
+    }
+  });
+
+  it("a second run finds everything and sends nothing", async () => {
+    const nonce = await net.provider.getTransactionCount(net.deployer.address);
+    const plan = await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, configFor(net));
+    expect(plan.txs).to.deep.equal([]);
+    expect(plan.paymasters.every((p) => p.state === "deployed")).to.equal(true);
+    expect(await executeNetworkDeploy(net.deployer, plan)).to.deep.equal([]);
+    expect(await net.provider.getTransactionCount(net.deployer.address)).to.equal(nonce);
+  });
+
+  it("tops up a deposit that ran low, and only by what is missing", async () => {
+    const config = configFor(net);
+    const [first] = (await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, config)).paymasters;
+    const pm = new Contract(first!.address, ["function withdrawTo(address to, uint256 amount)"], net.deployer);
+    await (await pm.getFunction("withdrawTo")(net.deployer.address, parseEther("0.2"))).wait();
+    const plan = await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, config);
+    expect(plan.txs.map((tx) => [tx.step, tx.value])).to.deep.equal([["top-up-deposit", parseEther("0.2")]]);
+    await executeNetworkDeploy(net.deployer, plan);
+    expect((await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, config)).txs).to.deep.equal([]);
+  });
+
+  it("the same key gets the same addresses on another chain whatever the owner and signers; another key does not", async () => {
+    const other = await startNetwork(10);
+    try {
+      await installCreate2Proxy(other.deployer);
+      await installEntryPoints(other);
+      const here = await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, configFor(net));
+      const different = configFor(other, { owner: other.chain.accounts[7]!.address as `0x${string}`, signers: [other.chain.accounts[8]!.address], treasury: other.chain.accounts[9]!.address });
+      const there = await planNetworkDeploy(other.provider, other.deployer.address as `0x${string}`, different);
+      expect(there.paymasters.map((p) => p.address)).to.deep.equal(here.paymasters.map((p) => p.address));
+      expect(there.paymasterDeployer.address).to.equal(here.paymasterDeployer.address);
+      // Deployed there with another owner: the owner must accept, the plan says so.
+      expect(there.notes.filter((n) => /must call acceptOwnership/.test(n))).to.have.length(4);
+      await executeNetworkDeploy(other.deployer, there);
+      const pm = new Contract(there.paymasters[0]!.address, PAYMASTER_ABI, other.provider);
+      expect(await pm.getFunction("pendingOwner")()).to.equal(different.owner);
+      expect(await pm.getFunction("isSigner")(different.signers[0])).to.equal(true);
+
+      const squatter = new Wallet(other.chain.accounts[3]!.privateKey, other.provider);
+      const theirs = await planNetworkDeploy(other.provider, squatter.address as `0x${string}`, configFor(other));
+      for (const [i, target] of theirs.paymasters.entries()) expect(target.address).to.not.equal(here.paymasters[i]!.address);
+    } finally {
+      await other.chain.close();
+    }
+  });
+
+  it("refuses when other code is at a paymaster's address", async () => {
+    const fresh = await startNetwork(84532);
+    try {
+      await installCreate2Proxy(fresh.deployer);
+      await installEntryPoints(fresh);
+      const { paymasters } = await planNetworkDeploy(fresh.provider, fresh.deployer.address as `0x${string}`, configFor(fresh));
+      await fresh.provider.send("hardhat_setCode", [paymasters[2]!.address, "0x6001600055"]);
+      let message = "";
+      try {
+        await planNetworkDeploy(fresh.provider, fresh.deployer.address as `0x${string}`, configFor(fresh));
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).to.match(/^VerifyingPaymasterV07: other code is at its address 0x[0-9a-fA-F]{40} on chain 84532/);
+    } finally {
+      await fresh.chain.close();
+    }
+  });
+
+  it("refuses to start without the funds for the whole plan, sending nothing", async () => {
+    const fresh = await startNetwork(84532);
+    try {
+      await installCreate2Proxy(fresh.deployer);
+      await installEntryPoints(fresh);
+      const poor = Wallet.createRandom().connect(fresh.provider);
+      await (await fresh.deployer.sendTransaction({ to: poor.address, value: parseEther("0.01") })).wait();
+      const plan = await planNetworkDeploy(fresh.provider, poor.address as `0x${string}`, configFor(fresh, { owner: poor.address as `0x${string}` }));
+      let message = "";
+      try {
+        await executeNetworkDeploy(poor, plan);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).to.match(/holds 10000000000000000 wei; the deployment needs about \d+ wei/);
+      expect(await fresh.provider.getTransactionCount(poor.address)).to.equal(0);
+    } finally {
+      await fresh.chain.close();
+    }
+  });
+
+  it("refuses a chain without the EntryPoint", async () => {
+    const bare = await startNetwork(84532);
+    try {
+      let message = "";
+      try {
+        await planNetworkDeploy(bare.provider, bare.deployer.address as `0x${string}`, configFor(bare));
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).to.match(/^EntryPoint v0.6 is not deployed at 0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789 on chain 84532/);
+    } finally {
+      await bare.chain.close();
+    }
+  });
+
+  it("writes the manifest, the service's network block and explorer verification input; a re-run keeps what it knew", async () => {
+    const fresh = await startNetwork(84532);
+    try {
+      await installCreate2Proxy(fresh.deployer);
+      await installEntryPoints(fresh);
+      const outDir = await mkdtemp(path.join(tmpdir(), "deploy-out-"));
+      const dry = await deployToNetwork(fresh.deployer, configFor(fresh), { dryRun: true, outDir });
+      expect([dry.sent, dry.written, dry.manifest]).to.deep.equal([[], [], undefined]);
+      const first = await deployToNetwork(fresh.deployer, configFor(fresh), { outDir });
+      expect(first.written.map((file) => path.relative(outDir, file))).to.deep.equal([
+        "deployment.base-sepolia.json",
+        "service-network.base-sepolia.json",
+        ...["VerifyingPaymasterV06", "ERC20PaymasterV06", "VerifyingPaymasterV07", "ERC20PaymasterV07"].map((name) => `verify/base-sepolia/${name}.json`),
+      ]);
+      const manifest = JSON.parse(await readFile(path.join(outDir, "deployment.base-sepolia.json"), "utf8")) as NetworkManifest;
+      expect(manifest.chainId).to.equal(84532);
+      expect(manifest.paymasters.map((p) => p.address)).to.deep.equal(dry.plan.paymasters.map((p) => p.address));
+      for (const p of manifest.paymasters) {
+        expect(p.codeHash).to.equal(keccak256(await fresh.provider.getCode(p.address)));
+        const receipt = await fresh.provider.getTransactionReceipt(p.deployment!.txHash);
+        expect(receipt!.blockNumber).to.equal(p.deployment!.blockNumber);
+      }
+      const block = JSON.parse(await readFile(path.join(outDir, "service-network.base-sepolia.json"), "utf8"));
+      expect(block).to.deep.equal({
+        name: "base-sepolia",
+        chainId: 84532,
+        entryPoints: {
+          "v0.6": { entryPoint: ENTRY_POINT_V06_ADDRESS, verifyingPaymaster: manifest.paymasters[0]!.address, erc20Paymaster: manifest.paymasters[1]!.address },
+          "v0.7": { entryPoint: ENTRY_POINT_V07_ADDRESS, verifyingPaymaster: manifest.paymasters[2]!.address, erc20Paymaster: manifest.paymasters[3]!.address },
+        },
+      });
+      const verify = JSON.parse(await readFile(path.join(outDir, "verify/base-sepolia/ERC20PaymasterV07.json"), "utf8"));
+      expect(verify.contractName).to.equal("project/contracts/v07/ERC20PaymasterV07.sol:ERC20PaymasterV07");
+      expect(verify.compilerVersion).to.match(/^v0\.8\.28\+commit\.[0-9a-f]{8}$/);
+      expect(Object.keys(verify.standardJsonInput.sources)).to.include("project/contracts/v07/ERC20PaymasterV07.sol");
+      const [entryPoint, owner, signers, treasury, postOpGas] = AbiCoder.defaultAbiCoder().decode(["address", "address", "address[]", "address", "uint256"], `0x${verify.constructorArguments}`);
+      expect([entryPoint, owner, signers.length, treasury, postOpGas]).to.deep.equal([ENTRY_POINT_V07_ADDRESS, paymasterDeployerAddress(), 0, paymasterDeployerAddress(), 25_000n]);
+
+      const again = await deployToNetwork(fresh.deployer, configFor(fresh), { outDir });
+      expect(again.sent).to.deep.equal([]);
+      expect(again.manifest!.paymasters.map((p) => p.deployment)).to.deep.equal(manifest.paymasters.map((p) => p.deployment));
+    } finally {
+      await fresh.chain.close();
+    }
+  });
+
+  it("a deployment killed halfway (SIGKILL) finishes on the next run without duplicating anything", async () => {
+    const fresh = await startNetwork(84532);
+    try {
+      await installCreate2Proxy(fresh.deployer);
+      await installEntryPoints(fresh);
+      const script = path.join(here, "..", "test-fixtures", "deployChild.ts");
+      const env = { ...process.env, DEPLOY_RPC_URL: fresh.chain.url, DEPLOY_KEY: fresh.chain.accounts[0]!.privateKey, DEPLOY_SIGNER: fresh.chain.accounts[1]!.address, DEPLOY_TREASURY: fresh.chain.accounts[2]!.address };
+      // Killed right after its second transaction is mined (the first paymaster), mid-plan.
+      const lines = await new Promise<string[]>((resolve, reject) => {
+        const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", script], { env, stdio: ["ignore", "pipe", "inherit"] });
+        const seen: string[] = [];
+        const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+          for (const line of chunk.split("\n").filter(Boolean)) {
+            seen.push(line);
+            if (seen.filter((l) => l.startsWith("sent ")).length === 2) child.kill("SIGKILL");
+          }
+        });
+        child.on("exit", () => {
+          clearTimeout(timer);
+          resolve(seen);
+        });
+        child.on("error", reject);
+      });
+      expect(lines.filter((l) => l.startsWith("sent "))).to.have.length(2);
+      const resumed = await planNetworkDeploy(fresh.provider, fresh.deployer.address as `0x${string}`, configFor(fresh));
+      expect(resumed.paymasterDeployer.state).to.equal("deployed");
+      expect(resumed.paymasters.filter((p) => p.state === "deployed").length >= 1).to.equal(true);
+      expect(resumed.txs.filter((tx) => tx.step === "deploy-paymaster-deployer")).to.deep.equal([]);
+      await executeNetworkDeploy(fresh.deployer, resumed);
+      const final = await planNetworkDeploy(fresh.provider, fresh.deployer.address as `0x${string}`, configFor(fresh));
+      expect(final.txs).to.deep.equal([]);
+      for (const target of final.paymasters) {
+        const ep = new Contract(target.entryPoint, ENTRY_POINT_ABI, fresh.provider);
+        expect(await ep.getFunction("balanceOf")(target.address), target.label).to.equal(parseEther("0.5")); // deposited once
+      }
+    } finally {
+      await fresh.chain.close();
+    }
+  });
+});
