@@ -24,6 +24,8 @@ export interface EmbeddedOptions {
   pollMs?: number;
   /** Run the settlement watcher (default true; tests drive their own with `watch: false`). */
   watch?: boolean;
+  /** Serve /metrics, /health and /ready on this loopback port (0: any free port; absent: no metrics listener). */
+  metricsPort?: number;
 }
 
 /** The embedded watcher: 1 confirmation (automine puts each transaction in its own block), a 500 ms poll. */
@@ -123,7 +125,8 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       pollMs: EMBEDDED_WATCHER_POLL_MS,
       depositAddress: stack.chain.accounts[EMBEDDED_DEPOSIT_ACCOUNT_INDEX]!.address,
     };
-    running = await startService(embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info"), {
+    const config = embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info");
+    running = await startService(options.metricsPort === undefined ? config : { ...config, metrics: { host: "127.0.0.1", port: options.metricsPort } }, {
       pollMs: options.pollMs ?? 250,
       watch: options.watch ?? true,
     });
