@@ -6,7 +6,8 @@
  *   POST /api/v1/paymaster/:network?apiKey=KEY   the v1 dialect (src/rpc/v1.ts)
  *   POST /rpc/v1/:network?apiKey=KEY             the standard JSON-RPC 2.0 dialect (src/rpc/standard.ts); it
  *                                                renders its own errors, never the v1 envelope
- *   GET  /health                                 {status: "ok", networks: [...]}
+ *   GET  /health                                 {status: "ok", networks: [...]} (src/health.ts)
+ *   GET  /ready                                  200 ready / 503 not ready, with the failing checks
  *   anything else                                ROUTE_NOT_FOUND (404) in the v1 envelope
  *
  * `listen` serves it on a loopback address only.
@@ -24,6 +25,7 @@ import type { MethodDefinition } from "./rpc/method.ts";
 import { standardHandler } from "./rpc/standard.ts";
 import { sendV1Error, v1Handler, type V1State } from "./rpc/v1.ts";
 import { Timing, withTiming } from "./timing.ts";
+import { healthBody } from "./health.ts";
 
 export type AppState = V1State;
 
@@ -94,7 +96,14 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
     ctx.status = 200;
     ctx.type = "application/json";
     ctx.set("Cache-Control", "no-store");
-    ctx.body = stringifyJson({ status: "ok", networks: [...service.networks.keys()] });
+    ctx.body = stringifyJson(healthBody(service));
+  });
+  router.get("/ready", async (ctx) => {
+    const report = service.readiness ? await service.readiness() : { ready: true, checks: {} };
+    ctx.status = report.ready ? 200 : 503;
+    ctx.type = "application/json";
+    ctx.set("Cache-Control", "no-store");
+    ctx.body = stringifyJson({ status: report.ready ? "ready" : "not ready", checks: report.checks });
   });
   app.use(router.routes());
   app.use(() => {

@@ -11,6 +11,8 @@ import type { ChainRpc } from "./chain/rpc.ts";
 import type { Market } from "./chain/market.ts";
 import type { PriceOracle } from "./sponsor/price.ts";
 import type { PaymasterSigner } from "./signer/signer.ts";
+import type { DepositGuard } from "./sponsor/deposit.ts";
+import type { ServiceMetrics } from "./metrics/metrics.ts";
 
 /** What sponsoring on a network needs from its chain, read or built once at start-up. */
 export interface NetworkChain {
@@ -20,6 +22,8 @@ export interface NetworkChain {
   readonly signer: PaymasterSigner;
   /** Per version: the ERC-20 paymaster's postOpGas and treasury, read from the contract at start-up. */
   readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; treasury: `0x${string}` }>>;
+  /** The paymasters' EntryPoint deposits, and the check that they cover what is signed. */
+  readonly deposits: DepositGuard;
 }
 
 export interface NetworkRuntime {
@@ -27,8 +31,13 @@ export interface NetworkRuntime {
   /** The EntryPoint versions this network serves, in a stable order (v0.6 first). */
   readonly versions: readonly EntryPointVersion[];
   entryPoint(version: EntryPointVersion): EntryPointConfig | undefined;
-  /** Chain access and signer; absent only in tests of methods that never touch the chain. */
-  readonly chain?: NetworkChain;
+  /**
+   * Chain access and signer, set once the network's pre-flight passed (absent while its RPC has not answered
+   * yet, and in tests of methods that never touch the chain).
+   */
+  chain?: NetworkChain;
+  /** The network's RPC client (before the pre-flight passed too). */
+  readonly rpc?: ChainRpc;
 }
 
 export interface ServiceContext {
@@ -39,6 +48,10 @@ export interface ServiceContext {
   readonly logger: Logger;
   /** Wall-clock unix seconds (injectable for tests). */
   now(): number;
-  /** Per-API-key request limiter (absent: no limit). */
+  /** Per-API-key and per-project limiter (absent: no limit). */
   readonly rateLimiter?: RateLimiter;
+  /** /ready's report (absent: ready whenever the process answers). */
+  readonly readiness?: () => Promise<import("./health.ts").ReadinessReport>;
+  /** Prometheus metrics (absent in tests that do not look). */
+  readonly metrics?: ServiceMetrics;
 }

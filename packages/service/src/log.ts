@@ -23,6 +23,8 @@ export const REDACT_PATHS: readonly string[] = Object.freeze(
     "secret",
     "password",
     "rpcUrl",
+    "rpcUrls",
+    "fallbackRpcUrls",
     "databaseUrl",
     "DATABASE_URL",
     "authorization",
@@ -32,6 +34,7 @@ export const REDACT_PATHS: readonly string[] = Object.freeze(
   ].flatMap((field) => [field, `*.${field}`, `*.*.${field}`]).concat([
     "networks[*].signerKeys",
     "networks[*].rpcUrl",
+    "networks[*].fallbackRpcUrls",
     "*.networks[*].signerKeys",
     "*.networks[*].rpcUrl",
   ]),

@@ -3,7 +3,8 @@
  * with none, the embedded default: a local chain in-process, everything deployed, a demo project seeded, and
  * ready-to-run curl lines printed. Stops cleanly on SIGINT/SIGTERM.
  */
-import { loadConfig, redactConfig } from "./config/load.ts";
+import { ConfigError, loadConfig, redactConfig } from "./config/load.ts";
+import { scrubText } from "./log.ts";
 import { startService } from "./server.ts";
 import { approveCallData, demoUserOp, executeCallData, startEmbedded, type Embedded } from "./local/embedded.ts";
 
@@ -24,6 +25,7 @@ function banner(embedded: Embedded): string {
     "",
     `  Chain RPC        ${stack.chain.url}  (chain id ${stack.chain.chainId})`,
     `  Endpoint         ${endpoint}`,
+    `  Metrics          ${embedded.running.metricsUrl ? `${embedded.running.metricsUrl}/metrics  (also /health, /ready)` : "off"}`,
     `  Demo API key     ${embedded.apiKey}`,
     `  Strategy code    ${strategyCode}`,
     `  Tokens           ${stack.manifest.tokens.map((t) => `${t.symbol} (${t.decimals} decimals, ${t.address})`).join(", ")}`,
@@ -53,20 +55,36 @@ function banner(embedded: Embedded): string {
   return lines.join("\n");
 }
 
-const config = await loadConfig({ argv: process.argv.slice(2), env: process.env });
+/** A start-up failure in one line (a configuration problem, a port in use, a pre-flight verdict), never a stack. */
+function fail(error: unknown): never {
+  const text = error instanceof ConfigError ? error.message : `${error instanceof Error ? error.message : String(error)}`;
+  console.error(`paymaster: cannot start: ${scrubText(text)}`);
+  process.exit(1);
+}
+
+const argv = process.argv.slice(2);
+/** `--no-watch`: this replica serves requests only; another runs the settlement watchers. */
+const noWatch = argv.includes("--no-watch");
 let close: () => Promise<void>;
-if (config === undefined) {
-  const embedded = await startEmbedded({
-    chainPort: Number(process.env.PAYMASTER_LOCAL_CHAIN_PORT ?? 8545),
-    servicePort: Number(process.env.PAYMASTER_PORT ?? 3000),
-    logLevel: (process.env.PAYMASTER_LOG_LEVEL as "info" | undefined) ?? "warn",
-  });
-  console.log(banner(embedded));
-  close = embedded.close;
-} else {
-  const running = await startService(config);
-  console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config) }));
-  close = running.close;
+try {
+  const config = await loadConfig({ argv, env: process.env });
+  if (config === undefined) {
+    const embedded = await startEmbedded({
+      chainPort: Number(process.env.PAYMASTER_LOCAL_CHAIN_PORT ?? 8545),
+      servicePort: Number(process.env.PAYMASTER_PORT ?? 3000),
+      metricsPort: Number(process.env.PAYMASTER_METRICS_PORT ?? 9464),
+      logLevel: (process.env.PAYMASTER_LOG_LEVEL as "info" | undefined) ?? "warn",
+      ...(noWatch ? { watch: false } : {}),
+    });
+    console.log(banner(embedded));
+    close = embedded.close;
+  } else {
+    console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config) }));
+    const running = await startService(config, noWatch ? { watch: false } : {});
+    close = running.close;
+  }
+} catch (error) {
+  fail(error);
 }
 
 let stopping = false;
@@ -74,7 +92,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     if (stopping) process.exit(1);
     stopping = true;
-    console.log(`\n${signal}: shutting down`);
+    console.log(`\n${signal}: shutting down (draining in-flight requests)`);
     close().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -1,14 +1,20 @@
 /**
- * Builds a configured network's runtime at start-up, with pre-flight checks that fail closed: the RPC
- * answers with the configured chain id, every EntryPoint and paymaster has code, the signer is accepted by
- * every paymaster, and the ERC-20 paymasters' postOpGas and treasury are read once.
+ * Brings a configured network up, with pre-flight checks that fail closed: the RPC answers with the
+ * configured chain id, every EntryPoint and paymaster has code, the signer is accepted by every paymaster, and
+ * the ERC-20 paymasters' postOpGas and treasury are read once. An RPC that does not answer yet is waited for
+ * in the background (the network is not ready meanwhile); a wrong configuration fails the start.
  */
 import { decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact, VerifyingPaymasterV06Artifact } from "@paymaster/contracts/artifacts";
 import { ENTRY_POINT_VERSIONS, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import type { NetworkConfig } from "./config/types.ts";
 import type { NetworkChain, NetworkRuntime } from "./context.ts";
-import { createChainRpc, type ChainRpc } from "./chain/rpc.ts";
+import type { Logger } from "pino";
+import { createChainRpc, upstreamLabels, type ChainRpc } from "./chain/rpc.ts";
+import { RpcError } from "./rpc/errors.ts";
+import type { ServiceMetrics } from "./metrics/metrics.ts";
+import type { Store } from "./store/types.ts";
+import { createDepositGuard } from "./sponsor/deposit.ts";
 import { createMarket } from "./chain/market.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
 import { createSigner } from "./signer/signer.ts";
@@ -29,14 +35,27 @@ export function configView(config: NetworkConfig): Omit<NetworkRuntime, "chain">
   return { config, versions, entryPoint: (version: EntryPointVersion) => config.entryPoints[version] };
 }
 
-export async function createNetworkRuntime(
-  config: NetworkConfig,
-  { pollMs = 1000 }: { pollMs?: number } = {},
-): Promise<NetworkRuntime> {
-  const rpc = createChainRpc(config.rpcUrl);
+/** A pre-flight verdict about the configuration (wrong chain, no code, signer not accepted): retrying will not help. */
+export class PreflightError extends Error {
+  override name = "PreflightError";
+}
+
+/** The RPC client of a network's configured upstreams (primary first, then the fallbacks). */
+export function createNetworkRpc(config: NetworkConfig, options: { logger?: Logger; metrics?: ServiceMetrics } = {}): ChainRpc {
+  return createChainRpc([config.rpcUrl, ...(config.fallbackRpcUrls ?? [])], {
+    network: config.name,
+    ...(config.rpcTimeoutMs === undefined ? {} : { timeoutMs: config.rpcTimeoutMs }),
+    ...(config.rpcDeadlineMs === undefined ? {} : { deadlineMs: config.rpcDeadlineMs }),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.metrics ? { observer: options.metrics.rpcObserver(config.name) } : {}),
+  });
+}
+
+/** Reads and checks what sponsoring needs from the chain; throws PreflightError on a verdict, RpcError when the chain does not answer. */
+export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Store, { pollMs = 1000 }: { pollMs?: number } = {}): Promise<NetworkChain> {
   const chainId = Number(BigInt(await rpc.request<string>("eth_chainId", [])));
   if (chainId !== config.chainId) {
-    throw new Error(`network ${config.name}: the RPC endpoint serves chain ${chainId}, configured ${config.chainId}`);
+    throw new PreflightError(`network ${config.name}: the RPC endpoint serves chain ${chainId}, configured ${config.chainId}`);
   }
   const signer = createSigner(config.signerKeys[0]!);
   const base = configView(config);
@@ -45,11 +64,11 @@ export async function createNetworkRuntime(
     const entry = config.entryPoints[version]!;
     for (const [label, address] of Object.entries(entry)) {
       const code = await rpc.request<string>("eth_getCode", [address, "latest"]);
-      if (code === "0x") throw new Error(`network ${config.name} ${version}: ${label} ${address} has no code`);
+      if (code === "0x") throw new PreflightError(`network ${config.name} ${version}: ${label} ${address} has no code`);
     }
     for (const paymaster of [entry.verifyingPaymaster, entry.erc20Paymaster]) {
       if (!(await view<boolean>(rpc, paymaster, verifyingAbi, "isSigner", [signer.address]))) {
-        throw new Error(`network ${config.name} ${version}: signer ${signer.address} is not accepted by paymaster ${paymaster}`);
+        throw new PreflightError(`network ${config.name} ${version}: signer ${signer.address} is not accepted by paymaster ${paymaster}`);
       }
     }
     erc20[version] = {
@@ -57,12 +76,103 @@ export async function createNetworkRuntime(
       treasury: await view<Address>(rpc, entry.erc20Paymaster, erc20Abi, "treasury"),
     };
   }
-  const chain: NetworkChain = {
+  return {
     rpc,
     market: createMarket(rpc, { pollMs, maxAgeMs: pollMs * 2 }),
     prices: createPriceOracle(rpc),
     signer,
     erc20,
+    deposits: createDepositGuard(rpc, store, config.name),
   };
-  return { ...base, chain };
+}
+
+/** Whether `isSigner(signer)` holds on `paymaster` (the alert "signer key not in the contract's signer set"). */
+export async function isSignerAccepted(rpc: ChainRpc, paymaster: Address, signer: Address): Promise<boolean> {
+  return view<boolean>(rpc, paymaster, verifyingAbi, "isSigner", [signer]);
+}
+
+/** A network being brought up: its runtime (chain access once the pre-flight passed), its readiness. */
+export interface StartedNetwork {
+  readonly runtime: NetworkRuntime;
+  readonly rpc: ChainRpc;
+  /** Resolves once the pre-flight passed (never, if it never does). */
+  readonly initialised: Promise<NetworkChain>;
+  /** Initialised and some RPC upstream up. */
+  ready(): boolean;
+  /** What is failing, for /ready; undefined when ready. */
+  failing(): string | undefined;
+  stop(): void;
+}
+
+/** Retry delay of a pre-flight that found the chain unreachable / that got a verdict. */
+const PREFLIGHT_RETRY_MS = 2_000;
+const PREFLIGHT_VERDICT_RETRY_MS = 30_000;
+
+/**
+ * Starts a network. The first pre-flight runs now: a verdict (wrong chain, missing contract, signer not
+ * accepted) fails the start; an RPC that does not answer does not: the network is then "not ready" (one log
+ * line naming the network and its redacted URLs), the pre-flight is retried in the background, and the network
+ * becomes ready when it passes.
+ */
+export async function startNetwork(
+  config: NetworkConfig,
+  { store, logger, metrics, pollMs }: { store: Store; logger: Logger; metrics?: ServiceMetrics; pollMs?: number },
+): Promise<StartedNetwork> {
+  const log = logger.child({ component: "network", network: config.name });
+  const rpc = createNetworkRpc(config, { logger, ...(metrics ? { metrics } : {}) });
+  const runtime: NetworkRuntime = { ...configView(config), rpc };
+  let lastProblem: string | undefined = "starting";
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let resolveInitialised!: (chain: NetworkChain) => void;
+  const initialised = new Promise<NetworkChain>((resolve) => (resolveInitialised = resolve));
+  const upstreams = () => upstreamLabels([config.rpcUrl, ...(config.fallbackRpcUrls ?? [])]);
+
+  const attempt = async (first: boolean): Promise<void> => {
+    try {
+      const chain = await preflight(config, rpc, store, { pollMs });
+      if (stopped) {
+        chain.market.stop();
+        return;
+      }
+      runtime.chain = chain;
+      if (!first) log.info({ upstreams: upstreams() }, "network ready: the RPC answers and the pre-flight passed");
+      lastProblem = undefined;
+      resolveInitialised(chain);
+    } catch (error) {
+      if (error instanceof PreflightError && first) throw error;
+      const problem = error instanceof PreflightError ? error.message : `the RPC does not answer (${error instanceof RpcError ? String(error.details["cause"] ?? error.message) : (error as Error).message})`;
+      // One line per distinct problem, not one per retry.
+      if (problem !== lastProblem) {
+        const line = { upstreams: upstreams(), problem };
+        if (error instanceof PreflightError) log.error(line, "network not ready: the pre-flight check failed; retrying");
+        else log.warn(line, "network not ready: its RPC does not answer; retrying until it does");
+      }
+      lastProblem = problem;
+      if (stopped) return;
+      timer = setTimeout(() => void attempt(false), error instanceof PreflightError ? PREFLIGHT_VERDICT_RETRY_MS : PREFLIGHT_RETRY_MS);
+      timer.unref();
+    }
+  };
+  await attempt(true);
+  return {
+    runtime,
+    rpc,
+    initialised,
+    ready: () => runtime.chain !== undefined && rpc.healthy(),
+    failing() {
+      if (runtime.chain === undefined) return lastProblem ?? "starting";
+      if (!rpc.healthy()) {
+        const causes = rpc.upstreams().map((u) => `${u.label}: ${u.cause ?? "down"}`);
+        return `no RPC upstream answers (${causes.join(", ")})`;
+      }
+      return undefined;
+    },
+    stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      runtime.chain?.market.stop();
+      rpc.close();
+    },
+  };
 }

@@ -1,23 +1,37 @@
 /**
- * Wires a configuration into a running service: the store (tokens synced from configuration), each network's
- * runtime (pre-flight checked), the Koa app on loopback. `close()` stops everything in order.
+ * Wires a configuration into a running service: the store (tokens synced from configuration), each network
+ * (pre-flight checked; a network whose RPC does not answer yet starts "not ready" and comes up by itself), the
+ * Koa app on loopback, the metrics listener (when configured), the settlement watchers under leader election,
+ * the alert checks. `close()` shuts down in order: stop accepting and drain in-flight requests (bounded), stop
+ * the watchers and checks, then close the chain clients, the rate limiter and the store.
  */
 import type { Logger } from "pino";
 import type { ServiceConfig } from "./config/types.ts";
 import type { NetworkRuntime, ServiceContext } from "./context.ts";
 import { createApp, listen } from "./app.ts";
+import { readiness } from "./health.ts";
 import { createLogger } from "./log.ts";
 import { METHODS } from "./methods/index.ts";
-import { createNetworkRuntime } from "./network.ts";
+import { ServiceMetrics } from "./metrics/metrics.ts";
+import { startMetricsListener, type MetricsListener } from "./metrics/listener.ts";
+import { startAlertMonitor, type AlertMonitor } from "./monitor/alerts.ts";
+import { startNetwork, type StartedNetwork } from "./network.ts";
 import { openStore } from "./store/index.ts";
-import { DEFAULT_RATE_LIMIT, createRateLimiter } from "./rpc/rateLimit.ts";
-import { startWatcher, type Watcher } from "./settlement/watcher.ts";
+import { createRateLimiter, memoryBuckets, redisBuckets, type RateLimiter } from "./rpc/rateLimit.ts";
+import { superviseSettlement, type SettlementSupervisor } from "./settlement/leader.ts";
+import type { Watcher } from "./settlement/watcher.ts";
 
 export interface RunningService {
   url: string;
+  /** The metrics listener's URL (`metrics` configured), else undefined. */
+  metricsUrl?: string;
   service: ServiceContext;
-  /** The settlement watcher of each network with chain access (empty with `watch: false`). */
-  watchers: ReadonlyMap<string, Watcher>;
+  /** The settlement watcher of `network` while this process leads it (never with `watch: false`). */
+  watcher(network: string): Watcher | undefined;
+  /** The alert checks (they run every ALERT_INTERVAL_MS; `check()` runs a round now). */
+  alerts: AlertMonitor;
+  /** Resolves when every network has passed its pre-flight (tests; production watches /ready). */
+  initialised: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -27,53 +41,132 @@ export interface StartOptions {
   pollMs?: number;
   now?: () => number;
   /**
-   * Run a settlement watcher per network (default true). With several replicas sharing one database, run the
-   * watchers in one of them only.
+   * Run the settlement watchers (default: the configuration's `watch`, else true). Every replica may run them:
+   * leader election lets one settle each network at a time.
    */
   watch?: boolean;
+  /** Shared rate-limit buckets (default: Redis at REDIS_URL when set, else this process's memory). */
+  redisUrl?: string;
 }
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = await openStore(config);
+  const metrics = new ServiceMetrics({ store, ...(config.alerts?.capWarnPercent === undefined ? {} : { capWarnPercent: config.alerts.capWarnPercent }) });
+  const started: StartedNetwork[] = [];
   const networks = new Map<string, NetworkRuntime>();
   try {
     for (const network of config.networks) {
       for (const token of network.tokens) {
         await store.upsertToken({ network: network.name, ...token, enabled: true });
       }
-      networks.set(network.name, await createNetworkRuntime(network, { pollMs: options.pollMs }));
+      const s = await startNetwork(network, { store, logger, metrics, ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }) });
+      started.push(s);
+      networks.set(network.name, s.runtime);
     }
   } catch (error) {
-    for (const runtime of networks.values()) runtime.chain?.market.stop();
+    for (const s of started) s.stop();
     await store.close();
     throw error;
   }
+  for (const s of started) {
+    const name = s.runtime.config.name;
+    void s.initialised.then((chain) => metrics.signerInfo.set({ network: name, signer: chain.signer.address }, 1));
+  }
+
+  const redisUrl = options.redisUrl ?? process.env.REDIS_URL;
+  const rateLimiter: RateLimiter = createRateLimiter(
+    config.rateLimit ?? {},
+    redisUrl ? redisBuckets(redisUrl, logger) : memoryBuckets(),
+    redisUrl ? "redis" : "memory",
+  );
+  let shuttingDown = false;
+  const failingOf = new Map(started.map((s) => [s.runtime.config.name, () => s.failing()] as const));
   const service: ServiceContext = {
     config,
     store,
     networks,
     logger,
     now: options.now ?? (() => Math.floor(Date.now() / 1000)),
-    rateLimiter: createRateLimiter(config.rateLimit ?? DEFAULT_RATE_LIMIT),
+    rateLimiter,
+    metrics,
+    readiness: async () => {
+      const report = await readiness(service, { networks: failingOf, shuttingDown: () => shuttingDown });
+      for (const s of started) metrics.networkReady.set({ network: s.runtime.config.name }, s.ready() ? 1 : 0);
+      return report;
+    },
   };
+  for (const s of started) metrics.networkReady.set({ network: s.runtime.config.name }, s.ready() ? 1 : 0);
+
   const server = await listen(createApp(service, METHODS), { host: config.host, port: config.port });
-  logger.info({ url: server.url, networks: [...networks.keys()] }, "paymaster service listening");
-  const watchers = new Map<string, Watcher>();
-  if (options.watch !== false) {
-    for (const runtime of networks.values()) {
-      if (runtime.chain) watchers.set(runtime.config.name, startWatcher({ network: runtime, store, logger, options: { now: service.now } }));
+  let metricsListener: MetricsListener | undefined;
+  if (config.metrics) {
+    try {
+      metricsListener = await startMetricsListener(service, metrics, config.metrics);
+    } catch (error) {
+      await server.close();
+      for (const s of started) s.stop();
+      await rateLimiter.close();
+      await store.close();
+      throw error;
     }
   }
+  const watch = options.watch ?? config.watch ?? true;
+  logger.info(
+    {
+      url: server.url,
+      ...(metricsListener ? { metricsUrl: `${metricsListener.url}/metrics` } : {}),
+      networks: started.map((s) => ({ name: s.runtime.config.name, ready: s.ready() })),
+      watch,
+      rateLimits: rateLimiter.describe(),
+    },
+    "paymaster service listening",
+  );
+
+  const supervisors = new Map<string, SettlementSupervisor>();
+  if (watch) {
+    for (const s of started) {
+      supervisors.set(
+        s.runtime.config.name,
+        superviseSettlement({
+          network: s,
+          store,
+          logger,
+          metrics,
+          ...(config.leaderRetryMs === undefined ? {} : { retryMs: config.leaderRetryMs }),
+          watcherOptions: { now: service.now },
+        }),
+      );
+    }
+  }
+  const monitor: AlertMonitor = startAlertMonitor({
+    networks: started,
+    store,
+    logger,
+    metrics,
+    ...(config.alerts?.capWarnPercent === undefined ? {} : { capWarnPercent: config.alerts.capWarnPercent }),
+  });
+
+  let closing: Promise<void> | undefined;
   return {
     url: server.url,
+    ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
     service,
-    watchers,
-    async close() {
-      await server.close();
-      for (const watcher of watchers.values()) await watcher.stop();
-      for (const runtime of networks.values()) runtime.chain?.market.stop();
-      await store.close();
+    watcher: (network) => supervisors.get(network)?.watcher(),
+    alerts: monitor,
+    initialised: Promise.all(started.map((s) => s.initialised)).then(() => undefined),
+    close() {
+      closing ??= (async () => {
+        shuttingDown = true;
+        await server.close(); // stops accepting; in-flight requests finish (at most SHUTDOWN_GRACE_MS)
+        monitor.stop();
+        for (const supervisor of supervisors.values()) await supervisor.stop();
+        await metricsListener?.close();
+        for (const s of started) s.stop();
+        await rateLimiter.close();
+        await store.close();
+      })();
+      return closing;
     },
   };
 }

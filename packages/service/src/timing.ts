@@ -26,6 +26,11 @@ export class Timing {
 
 const current = new AsyncLocalStorage<Timing>();
 
+/** The current request's Timing, if any (metrics split a call's time with it). */
+export function currentTiming(): Timing | undefined {
+  return current.getStore();
+}
+
 /** Runs `fn` with a fresh Timing as the current one. */
 export function withTiming<T>(timing: Timing, fn: () => T): T {
   return current.run(timing, fn);

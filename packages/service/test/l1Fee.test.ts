@@ -97,7 +97,7 @@ describe("L1 data fee as preVerificationGas", () => {
     });
 
     it("asks nothing on an L1 chain", async () => {
-      const rpc: ChainRpc = { url: "http://127.0.0.1:9", request: () => Promise.reject(new Error("no call expected")) };
+      const rpc: Pick<ChainRpc, "request"> = { request: () => Promise.reject(new Error("no call expected")) };
       expect(await l1DataGas(rpc, "l1", { chainId: 1, entryPoint: "0x0000000071727De22E5E9d8BAf0edAc6f37da032", op: sampleOp(STUB_SIGNATURE), l2GasPrice: 1n })).to.equal(0n);
     });
   });
@@ -105,15 +105,16 @@ describe("L1 data fee as preVerificationGas", () => {
   describe("on an OP Stack chain (GasPriceOracle, Fjord)", function () {
     this.timeout(60_000);
     let stack: LocalStack;
-    let rpc: ChainRpc;
+    let rpc: Pick<ChainRpc, "request">;
+    let closeRpc = () => {};
     /** Every eth_call the service code made, recorded on the way to the real chain. */
     const calls: { to: Address; data: Hex }[] = [];
 
     before(async () => {
       stack = await startLocalStack({ port: 0, chainType: "op" });
       const real = createChainRpc(stack.chain.url);
+      closeRpc = () => real.close();
       rpc = {
-        url: real.url,
         request: (method, params) => {
           if (method === "eth_call") calls.push(params[0] as { to: Address; data: Hex });
           return real.request(method, params);
@@ -122,6 +123,7 @@ describe("L1 data fee as preVerificationGas", () => {
       await setOpFeeScalars((method, params) => stack.chain.provider.request({ method, params }));
     });
     after(async () => {
+      closeRpc();
       await stack?.chain.close();
     });
 
@@ -305,8 +307,7 @@ describe("L1 data fee as preVerificationGas", () => {
       let asked: { to: Address; data: Hex } | undefined;
       // The answer an Arbitrum node gives: (gasEstimateForL1, baseFee, l1BaseFeeEstimate) as three words.
       const answer = `0x${(31_337n).toString(16).padStart(64, "0")}${(10n ** 7n).toString(16).padStart(64, "0")}${(3n * 10n ** 9n).toString(16).padStart(64, "0")}` as Hex;
-      const rpc: ChainRpc = {
-        url: "arbitrum",
+      const rpc: Pick<ChainRpc, "request"> = {
         request: <T>(method: string, params: unknown[]) => {
           expect(method).to.equal("eth_call");
           asked = params[0] as { to: Address; data: Hex };

@@ -1,21 +1,67 @@
-// Per-API-key rate limits: the token bucket, and 429 RATE_LIMITED over HTTP while the service keeps serving
-// other keys.
+// Rate limits per API key and per project: the token bucket (in memory and in a real Redis, shared by two
+// limiters as by two replicas), and 429 RATE_LIMITED over HTTP while the service keeps serving other keys.
+import { randomUUID } from "node:crypto";
 import { expect } from "chai";
-import { createRateLimiter } from "../src/rpc/rateLimit.ts";
+import { createRateLimiter, memoryBuckets, redisBuckets } from "../src/rpc/rateLimit.ts";
 import { startTestService, type TestService } from "./helpers/rpcService.ts";
 
-describe("rate limiter (token bucket per key)", () => {
-  it("allows a burst, then refills at perSecond", () => {
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+describe("rate limiter (token buckets per key and project)", () => {
+  it("allows a burst, then refills at perSecond", async () => {
     let now = 0;
-    const limiter = createRateLimiter({ perSecond: 2, burst: 3 }, () => now);
-    expect([limiter.take("a"), limiter.take("a"), limiter.take("a")]).to.deep.equal([0, 0, 0]);
-    expect(limiter.take("a")).to.equal(1);
-    expect(limiter.take("b"), "another key has its own bucket").to.equal(0);
+    const limiter = createRateLimiter({ perSecond: 2, burst: 3 }, memoryBuckets(() => now));
+    const a = { id: "a", projectId: "p" };
+    expect([await limiter.takeRequest(a), await limiter.takeRequest(a), await limiter.takeRequest(a)]).to.deep.equal([0, 0, 0]);
+    expect(await limiter.takeRequest(a)).to.equal(1);
+    expect(await limiter.takeRequest({ id: "b", projectId: "p" }), "another key has its own bucket").to.equal(0);
     now += 500; // half a second: one token back
-    expect(limiter.take("a")).to.equal(0);
-    expect(limiter.take("a")).to.be.greaterThan(0);
+    expect(await limiter.takeRequest(a)).to.equal(0);
+    expect(await limiter.takeRequest(a)).to.be.greaterThan(0);
     now += 10_000; // never more than the burst
-    expect([0, 1, 2, 3].map(() => limiter.take("a"))).to.deep.equal([0, 0, 0, 1]);
+    const four = [];
+    for (let i = 0; i < 4; i++) four.push(await limiter.takeRequest(a));
+    expect(four).to.deep.equal([0, 0, 0, 1]);
+  });
+
+  it("limits a project's keys together, per-key overrides apply, and sponsorships per minute count apart", async () => {
+    let now = 0;
+    const limiter = createRateLimiter(
+      { perSecond: 100, projects: { p: { perSecond: 1, burst: 2 } }, keys: { vip: { sponsorshipsPerMinute: 2 } } },
+      memoryBuckets(() => now),
+    );
+    const answers = [];
+    for (const id of ["k1", "k2", "k3"]) answers.push(await limiter.takeRequest({ id, projectId: "p" }));
+    expect(answers).to.deep.equal([0, 0, 1]);
+    expect(await limiter.takeRequest({ id: "k4", projectId: "q" }), "another project").to.equal(0);
+    const vip = { id: "vip", projectId: "q" };
+    expect([await limiter.takeSponsorship(vip), await limiter.takeSponsorship(vip), await limiter.takeSponsorship(vip)]).to.deep.equal([0, 0, 30]);
+    expect(await limiter.takeSponsorship({ id: "k4", projectId: "q" }), "no sponsorship limit by default").to.equal(0);
+  });
+
+  it("shares one bucket through Redis between two limiters (two replicas)", async () => {
+    const prefix = `paymaster-test:${randomUUID()}:`;
+    const one = createRateLimiter({ perSecond: 1, burst: 4 }, redisBuckets(REDIS_URL, undefined, prefix), "redis");
+    const two = createRateLimiter({ perSecond: 1, burst: 4 }, redisBuckets(REDIS_URL, undefined, prefix), "redis");
+    try {
+      const key = { id: "shared", projectId: "p" };
+      const answers = await Promise.all([one, two, one, two, one, two].map((l) => l.takeRequest(key)));
+      expect(answers.filter((w) => w === 0)).to.have.length(4);
+      expect(answers.filter((w) => w > 0)).to.have.length(2);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+
+  it("lets requests through when Redis does not answer", async () => {
+    const limiter = createRateLimiter({ perSecond: 1, burst: 1 }, redisBuckets("redis://127.0.0.1:1"), "redis");
+    try {
+      const key = { id: "x", projectId: "p" };
+      expect([await limiter.takeRequest(key), await limiter.takeRequest(key)]).to.deep.equal([0, 0]);
+    } finally {
+      await limiter.close();
+    }
   });
 });
 

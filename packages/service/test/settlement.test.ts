@@ -107,7 +107,7 @@ describe("settlement watcher (embedded local chain, real SQLite, tick() by hand)
     expect(options.depositAddress).to.equal(embedded.stack.chain.accounts[5]!.address);
     expect(options.reorgDepth).to.equal(WATCHER_DEFAULTS.reorgDepth);
     expect(options.expiryGraceSeconds).to.equal(WATCHER_DEFAULTS.expiryGraceSeconds);
-    expect(embedded.running.watchers.size, "watch: false starts none").to.equal(0);
+    expect(embedded.running.watcher("local"), "watch: false starts none").to.equal(undefined);
   });
 
   for (const version of ["v0.6", "v0.7"] as const) {
@@ -367,7 +367,12 @@ describe("settlement watcher wiring", function () {
   it("startService runs a polling watcher per network that settles on its own, and close() stops it", async () => {
     const embedded = await startEmbedded({ chainPort: 0, servicePort: 0, dataDir: path.join(tempDir("paymaster-settlement-wired-"), "data"), logLevel: "silent", pollMs: 100 });
     try {
-      const watcher = embedded.running.watchers.get("local");
+      // The watcher starts once this process holds the network's leadership (at once on SQLite).
+      let watcher = embedded.running.watcher("local");
+      for (let i = 0; i < 100 && watcher === undefined; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        watcher = embedded.running.watcher("local");
+      }
       expect(watcher, "the local network's watcher").to.not.equal(undefined);
       expect(watcher!.options.pollMs).to.equal(500);
       const wallet = await newWallet(embedded, "v0.7");

@@ -107,7 +107,7 @@ function firstWord(result: Hex, what: string): bigint {
 }
 
 /** The chain's quote for the op's L1 part, or undefined on an "l1" chain (there is none). */
-export async function quoteL1Part(rpc: ChainRpc, kind: GasKind, input: L1FeeInput): Promise<L1Quote | undefined> {
+export async function quoteL1Part(rpc: Pick<ChainRpc, "request">, kind: GasKind, input: L1FeeInput): Promise<L1Quote | undefined> {
   switch (kind) {
     case "l1":
       return undefined;
@@ -156,6 +156,6 @@ function ceilDiv(a: bigint, b: bigint): bigint {
 }
 
 /** preVerificationGas the op needs for its L1 data on a chain of `kind` (0 on an "l1" chain). */
-export async function l1DataGas(rpc: ChainRpc, kind: GasKind, input: L1FeeInput): Promise<bigint> {
+export async function l1DataGas(rpc: Pick<ChainRpc, "request">, kind: GasKind, input: L1FeeInput): Promise<bigint> {
   return l1PartAsGas(await quoteL1Part(rpc, kind, input), input.l2GasPrice);
 }

@@ -1,11 +1,25 @@
 /**
- * A minimal JSON-RPC client for one node URL. We call the node directly (not through a library transport)
- * because simulation needs the exact revert data of eth_call errors, whatever shape the node gives them.
+ * A minimal JSON-RPC client for a network's node URLs ("upstreams"). We call the nodes directly (not through a
+ * library transport) because simulation needs the exact revert data of eth_call errors, whatever shape the
+ * node gives them.
+ *
+ * Fault tolerance (docs/operations.md, "Chain RPC"):
+ * - Each attempt has a timeout (`timeoutMs`, default 1000 ms) and each call a deadline (`deadlineMs`, default
+ *   1500 ms) that bounds all its attempts together: a hanging node costs a sponsor call at most the deadline.
+ * - An upstream that fails at the transport level (refused, timed out, broken connection, an HTTP error without
+ *   a JSON-RPC answer, a body that is not JSON-RPC) is marked down, and the call moves on to the next upstream
+ *   that is up (a failover). A JSON-RPC error is an answer: the upstream stays up.
+ * - Down upstreams are skipped; a prober asks them `eth_blockNumber` every `probeIntervalMs` and marks them up
+ *   when they answer. With every upstream down a call fails at once (CHAIN_UNAVAILABLE) instead of waiting.
+ * - One log line per state change (down with its cause, up again), never a line per failed call; URLs in logs
+ *   and metrics are redacted to scheme, host and port (providers put keys in paths and queries).
  */
 import { Agent as HttpAgent, request as httpRequest, type RequestOptions } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { urlToHttpOptions } from "node:url";
+import type { Logger } from "pino";
 import { RpcError } from "../rpc/errors.ts";
+import { redactUrl } from "../config/load.ts";
 
 export interface JsonRpcErrorBody {
   code: number;
@@ -34,11 +48,6 @@ export class NodeError extends Error {
   }
 }
 
-export interface ChainRpc {
-  readonly url: string;
-  request<T>(method: string, params: unknown[]): Promise<T>;
-}
-
 /** Keep-alive connection pools for chain RPC, one per protocol, shared by every network's client. */
 const agents = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
 
@@ -54,34 +63,117 @@ function httpOptions(url: string): { protocol: "http:" | "https:"; options: Requ
   return { protocol: parsed.protocol, options: urlToHttpOptions(parsed) };
 }
 
+/** Why an upstream gave no answer: a bounded set (it is a metric label). */
+export type FailureCause = "refused" | "timeout" | "connection" | "dns" | "http_status" | "invalid_response" | "bad_url";
+
+/** An upstream gave no JSON-RPC answer; `cause` says why, `detail` is safe to log (no URL). */
+export class UpstreamError extends Error {
+  readonly cause: FailureCause;
+  constructor(cause: FailureCause, detail: string) {
+    super(detail);
+    this.name = "UpstreamError";
+    this.cause = cause;
+  }
+}
+
+/** The transport error of a failed exchange, by cause. */
+function classify(error: unknown): UpstreamError {
+  if (error instanceof UpstreamError) return error;
+  const code = (error as { code?: unknown })?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  if (code === "ECONNREFUSED") return new UpstreamError("refused", "connection refused");
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return new UpstreamError("dns", `name lookup failed (${String(code)})`);
+  return new UpstreamError("connection", typeof code === "string" ? `${code}: ${message}` : message);
+}
+
+export interface CallOptions {
+  /** Per attempt (overrides the client's). */
+  timeoutMs?: number;
+  /** All attempts of this call together (overrides the client's). */
+  deadlineMs?: number;
+}
+
+export interface UpstreamStatus {
+  /** Redacted (scheme, host, port), unique within the network: the metric label. */
+  label: string;
+  up: boolean;
+  /** The cause of the last failure while down. */
+  cause?: FailureCause;
+}
+
+export interface ChainRpc {
+  /** The first upstream's URL (unredacted: never log it). */
+  readonly url: string;
+  request<T>(method: string, params: unknown[], options?: CallOptions): Promise<T>;
+  /** Whether some upstream is up (last exchange or probe answered). */
+  healthy(): boolean;
+  upstreams(): UpstreamStatus[];
+  /** Stops the prober. */
+  close(): void;
+}
+
+/** What the client reports, for metrics (src/metrics). */
+export interface RpcObserver {
+  /** One attempt on one upstream: "ok", "jsonrpc_error" (answered with an error) or the failure cause. */
+  attempt(upstream: string, method: string, outcome: "ok" | "jsonrpc_error" | FailureCause, seconds: number): void;
+  upstreamState(upstream: string, up: boolean): void;
+  /** A call moved to another upstream after one failed. */
+  failover(): void;
+}
+
+export interface ChainRpcOptions {
+  /** Network name, for logs and errors. */
+  network?: string;
+  timeoutMs?: number;
+  deadlineMs?: number;
+  probeIntervalMs?: number;
+  logger?: Logger;
+  observer?: RpcObserver;
+}
+
+export const RPC_DEFAULTS = Object.freeze({ timeoutMs: 1_000, deadlineMs: 1_500, probeIntervalMs: 1_000 });
+
+/** Unique redacted labels for `urls` (two URLs on one host differ only by their hidden path: number them). */
+export function upstreamLabels(urls: readonly string[]): string[] {
+  const redacted = urls.map(redactUrl);
+  return redacted.map((label, i) => (redacted.indexOf(label) !== redacted.lastIndexOf(label) ? `${label}#${i + 1}` : label));
+}
+
+interface Upstream {
+  url: string;
+  label: string;
+  up: boolean;
+  cause?: FailureCause;
+  downSince?: number;
+  post(payload: string, timeoutMs: number): Promise<{ status: number; body: Buffer }>;
+}
+
 /**
  * node:http rather than fetch: the service posts ~45 kB bodies (v0.7 simulations carry the simulation code
  * as a state override) several times per sponsorship, and fetch's request setup and web streams cost the
  * service several times more CPU than a plain http request on a keep-alive socket.
  */
-export function createChainRpc(url: string, { timeoutMs = 10_000 }: { timeoutMs?: number } = {}): ChainRpc {
-  let nextId = 1;
+function createPoster(url: string): Upstream["post"] {
   // Parsed once: given a URL object, http.request converts it to options on every call.
   const target = httpOptions(url);
   const send = target?.protocol === "https:" ? httpsRequest : httpRequest;
   const agent = target?.protocol === "https:" ? agents["https:"] : agents["http:"];
-
-  /** POSTs `payload`; the response body whatever the status (as fetch did); rejects on a transport failure or the timeout. */
-  function post(payload: string): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => {
-      if (!target) throw new Error("not an http(s) URL");
+  /** POSTs `payload`; the status and body whatever the status; rejects on a transport failure or the timeout. */
+  return (payload, timeoutMs) =>
+    new Promise((resolve, reject) => {
+      if (!target) throw new UpstreamError("bad_url", "not an http(s) URL");
       const req = send({
         ...target.options,
         method: "POST",
         agent,
         headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), accept: "application/json" },
       });
-      // The whole exchange (connect, send, receive) within timeoutMs, like fetch's AbortSignal.timeout.
-      const timer = setTimeout(() => req.destroy(new Error("timeout")), timeoutMs);
+      // The whole exchange (connect, send, receive) within timeoutMs.
+      const timer = setTimeout(() => req.destroy(new UpstreamError("timeout", `no answer within ${timeoutMs} ms`)), timeoutMs);
       timer.unref();
       const fail = (error: unknown): void => {
         clearTimeout(timer);
-        reject(error);
+        reject(classify(error));
       };
       req.on("error", fail);
       req.on("response", (res) => {
@@ -89,35 +181,155 @@ export function createChainRpc(url: string, { timeoutMs = 10_000 }: { timeoutMs?
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
         res.on("error", fail);
         res.on("close", () => {
-          if (!res.complete) fail(new Error("the response broke off"));
+          if (!res.complete) fail(new UpstreamError("connection", "the response broke off"));
         });
         res.on("end", () => {
           clearTimeout(timer);
-          resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+          resolve({ status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
         });
       });
       req.end(payload);
     });
+}
+
+/** The client of one network's upstreams, tried in the given order (the first is the primary). */
+export function createChainRpc(urls: string | readonly string[], options: ChainRpcOptions = {}): ChainRpc {
+  const list = typeof urls === "string" ? [urls] : [...urls];
+  if (list.length === 0) throw new Error("createChainRpc: no URL");
+  const timeoutMs = options.timeoutMs ?? RPC_DEFAULTS.timeoutMs;
+  const deadlineMs = Math.max(options.deadlineMs ?? RPC_DEFAULTS.deadlineMs, 1);
+  const probeIntervalMs = options.probeIntervalMs ?? RPC_DEFAULTS.probeIntervalMs;
+  const network = options.network ?? "?";
+  const logger = options.logger?.child({ component: "chain-rpc", network });
+  const observer = options.observer;
+  const labels = upstreamLabels(list);
+  const upstreams: Upstream[] = list.map((url, i) => ({ url, label: labels[i]!, up: true, post: createPoster(url) }));
+  for (const u of upstreams) observer?.upstreamState(u.label, true);
+  let nextId = 1;
+
+  function markDown(u: Upstream, error: UpstreamError): void {
+    if (!u.up) {
+      u.cause = error.cause;
+      return;
+    }
+    u.up = false;
+    u.cause = error.cause;
+    u.downSince = Date.now();
+    observer?.upstreamState(u.label, false);
+    const others = upstreams.filter((o) => o.up).length;
+    logger?.warn({ upstream: u.label, cause: error.cause, detail: error.message, upstreamsUp: others }, others > 0 ? "chain RPC upstream down: failing over" : "chain RPC upstream down: no upstream left");
+    startProber();
+  }
+
+  function markUp(u: Upstream): void {
+    if (u.up) return;
+    u.up = true;
+    observer?.upstreamState(u.label, true);
+    logger?.info({ upstream: u.label, downForMs: Date.now() - (u.downSince ?? Date.now()) }, "chain RPC upstream up again");
+    u.cause = undefined;
+    u.downSince = undefined;
+  }
+
+  /** One exchange with one upstream: the parsed answer, or throws UpstreamError / NodeError. */
+  async function exchange<T>(u: Upstream, method: string, params: unknown[], attemptMs: number): Promise<T> {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    let answer: { status: number; body: Buffer };
+    try {
+      answer = await u.post(JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }), attemptMs);
+    } catch (error) {
+      const failure = classify(error);
+      observer?.attempt(u.label, method, failure.cause, seconds());
+      throw failure;
+    }
+    let body: { result?: T; error?: JsonRpcErrorBody } | undefined;
+    try {
+      body = JSON.parse(answer.body.toString("utf8")) as typeof body;
+    } catch {
+      body = undefined;
+    }
+    // A JSON-RPC error is an answer whatever the HTTP status (nodes report reverts and rate limits both ways).
+    if (body && typeof body === "object" && body.error && typeof body.error === "object") {
+      observer?.attempt(u.label, method, "jsonrpc_error", seconds());
+      throw new NodeError(body.error);
+    }
+    const failure =
+      answer.status < 200 || answer.status > 299
+        ? new UpstreamError("http_status", `HTTP ${answer.status}`)
+        : !body || typeof body !== "object" || !("result" in body)
+          ? new UpstreamError("invalid_response", "the answer is not a JSON-RPC response")
+          : undefined;
+    if (failure) {
+      observer?.attempt(u.label, method, failure.cause, seconds());
+      throw failure;
+    }
+    observer?.attempt(u.label, method, "ok", seconds());
+    return body!.result as T;
+  }
+
+  let prober: NodeJS.Timeout | undefined;
+  let probing = false;
+  function startProber(): void {
+    if (prober !== undefined || closed) return;
+    prober = setInterval(() => {
+      if (probing) return;
+      const down = upstreams.filter((u) => !u.up);
+      if (down.length === 0) {
+        clearInterval(prober);
+        prober = undefined;
+        return;
+      }
+      probing = true;
+      void Promise.all(
+        down.map((u) =>
+          exchange<string>(u, "eth_blockNumber", [], timeoutMs).then(
+            () => markUp(u),
+            (error: unknown) => {
+              if (error instanceof NodeError) markUp(u); // it answered
+              else markDown(u, classify(error));
+            },
+          ),
+        ),
+      ).finally(() => (probing = false));
+    }, probeIntervalMs);
+    prober.unref();
+  }
+  let closed = false;
+
+  function unavailable(last: UpstreamError | undefined): RpcError {
+    const causes = [...new Set(upstreams.map((u) => u.cause).filter((c) => c !== undefined))];
+    const cause = last?.cause ?? causes[0] ?? "unavailable";
+    return new RpcError("CHAIN_UNAVAILABLE", `No RPC endpoint of network ${network} answered (${cause})`, { network, cause });
   }
 
   return {
-    url,
-    async request<T>(method: string, params: unknown[]): Promise<T> {
-      let raw: Buffer;
-      try {
-        raw = await post(JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }));
-      } catch {
-        throw new RpcError("CHAIN_UNAVAILABLE");
+    url: list[0]!,
+    async request<T>(method: string, params: unknown[], callOptions: CallOptions = {}): Promise<T> {
+      const attemptLimit = callOptions.timeoutMs ?? timeoutMs;
+      const deadline = performance.now() + (callOptions.deadlineMs ?? Math.max(deadlineMs, callOptions.timeoutMs ?? 0));
+      let last: UpstreamError | undefined;
+      let tried = 0;
+      for (const u of upstreams) {
+        if (!u.up) continue;
+        const remaining = Math.floor(deadline - performance.now());
+        if (remaining <= 0) break;
+        if (tried++ > 0) observer?.failover();
+        try {
+          return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining));
+        } catch (error) {
+          if (!(error instanceof UpstreamError)) throw error;
+          last = error;
+          markDown(u, error);
+        }
       }
-      let body: { result?: T; error?: JsonRpcErrorBody };
-      try {
-        body = JSON.parse(raw.toString("utf8")) as typeof body;
-      } catch {
-        throw new RpcError("CHAIN_UNAVAILABLE");
-      }
-      if (body.error) throw new NodeError(body.error);
-      if (!("result" in body)) throw new RpcError("CHAIN_UNAVAILABLE");
-      return body.result as T;
+      throw unavailable(last);
+    },
+    healthy: () => upstreams.some((u) => u.up),
+    upstreams: () => upstreams.map((u) => ({ label: u.label, up: u.up, ...(u.cause ? { cause: u.cause } : {}) })),
+    close() {
+      closed = true;
+      if (prober !== undefined) clearInterval(prober);
+      prober = undefined;
     },
   };
 }

@@ -29,7 +29,7 @@ export const CONFIG_PATH_ENV = "PAYMASTER_CONFIG";
 /** The PostgreSQL URL (a secret: environment only). When set, the store is PostgreSQL instead of the SQLite file. */
 export const DATABASE_URL_ENV = "DATABASE_URL";
 const NETWORK_ENV_PREFIX = "PAYMASTER_NETWORK_";
-const NETWORK_ENV_SETTINGS = ["RPC_URL", "SIGNER_KEYS", "SIGNER_KEY_FILE"] as const;
+const NETWORK_ENV_SETTINGS = ["RPC_URL", "FALLBACK_RPC_URLS", "SIGNER_KEYS", "SIGNER_KEY_FILE"] as const;
 
 /** "base-sepolia" -> "BASE_SEPOLIA": the <NAME> in PAYMASTER_NETWORK_<NAME>_… */
 export function networkEnvName(name: string): string {
@@ -163,6 +163,13 @@ export function buildConfig(json: unknown, env: NodeJS.ProcessEnv, source?: stri
         origins.set(`${where}.rpcUrl`, rpcVar);
       }
 
+      const fallbackVar = networkEnvVar(name, "FALLBACK_RPC_URLS");
+      const fallbacks = envValue(env, fallbackVar);
+      if (fallbacks !== undefined) {
+        network.fallbackRpcUrls = fallbacks.split(",").map((u) => u.trim()).filter((u) => u !== "");
+        origins.set(`${where}.fallbackRpcUrls`, fallbackVar);
+      }
+
       const keysVar = networkEnvVar(name, "SIGNER_KEYS");
       const fileVar = networkEnvVar(name, "SIGNER_KEY_FILE");
       const keys = envValue(env, keysVar);
@@ -242,6 +249,10 @@ export interface RedactedNetworkConfig {
   chainId: number;
   /** Scheme and host only: query, userinfo and path often carry a provider key. */
   rpcUrl: string;
+  fallbackRpcUrls?: string[];
+  rpcTimeoutMs?: number;
+  rpcDeadlineMs?: number;
+  depositAlertWei?: string;
   entryPoints: NetworkConfig["entryPoints"];
   /** The signers' addresses (never the keys). */
   signerAddresses: Address[];
@@ -251,7 +262,8 @@ export interface RedactedNetworkConfig {
   caps: { [K in keyof GasCaps]: GasCaps[K] extends bigint ? string : GasCaps[K] };
 }
 
-export interface RedactedServiceConfig extends Omit<ServiceConfig, "networks"> {
+export interface RedactedServiceConfig extends Omit<ServiceConfig, "networks" | "rateLimit"> {
+  rateLimit?: ServiceConfig["rateLimit"];
   networks: RedactedNetworkConfig[];
 }
 
@@ -279,11 +291,20 @@ export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
     bodyLimitBytes: config.bodyLimitBytes,
     signatureTtlSeconds: config.signatureTtlSeconds,
     logLevel: config.logLevel,
+    ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
+    ...(config.metrics === undefined ? {} : { metrics: { ...config.metrics } }),
+    ...(config.watch === undefined ? {} : { watch: config.watch }),
+    ...(config.leaderRetryMs === undefined ? {} : { leaderRetryMs: config.leaderRetryMs }),
+    ...(config.alerts === undefined ? {} : { alerts: { ...config.alerts } }),
     networks: config.networks.map(
       (n): RedactedNetworkConfig => ({
         name: n.name,
         chainId: n.chainId,
         rpcUrl: redactUrl(n.rpcUrl),
+        ...(n.fallbackRpcUrls === undefined ? {} : { fallbackRpcUrls: n.fallbackRpcUrls.map(redactUrl) }),
+        ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
+        ...(n.rpcDeadlineMs === undefined ? {} : { rpcDeadlineMs: n.rpcDeadlineMs }),
+        ...(n.depositAlertWei === undefined ? {} : { depositAlertWei: n.depositAlertWei.toString() }),
         entryPoints: Object.fromEntries(
           Object.entries(n.entryPoints).map(([v, ep]) => [v, { ...(ep as EntryPointConfig) }]),
         ),

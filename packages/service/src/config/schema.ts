@@ -46,6 +46,10 @@ export const REORG_DEPTH_RANGE = { min: 1, max: 10_000 } as const;
 export const EXPIRY_GRACE_SECONDS_RANGE = { min: 0, max: 86_400 } as const;
 export const WATCHER_POLL_MS_RANGE = { min: 100, max: 3_600_000 } as const;
 export const LOG_BLOCK_RANGE_RANGE = { min: 1, max: 100_000 } as const;
+export const RPC_TIMEOUT_MS_RANGE = { min: 50, max: 120_000 } as const;
+export const RPC_FALLBACKS_MAX = 8;
+export const CAP_WARN_PERCENT_RANGE = { min: 1, max: 100 } as const;
+export const LEADER_RETRY_MS_RANGE = { min: 100, max: 600_000 } as const;
 const UINT128_MAX = (1n << 128n) - 1n;
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
@@ -211,6 +215,18 @@ export const networkSchema = z
       .refine(isRpcUrl, { error: "must be an http(s):// or ws(s):// URL" }),
     /** Optional: how the chain charges for L1 data; defaults to the registry's kind for the network. */
     gasKind: z.enum(GAS_KINDS as [GasKind, ...GasKind[]], { error: `must be one of: ${GAS_KINDS.join(", ")}` }).optional(),
+    fallbackRpcUrls: z
+      .array(z.string({ error: expected("a URL") }).refine(isRpcUrl, { error: "must be an http(s):// or ws(s):// URL" }), {
+        error: expected("a list of URLs"),
+      })
+      .max(RPC_FALLBACKS_MAX, { error: `at most ${RPC_FALLBACKS_MAX} fallback URLs` })
+      .optional(),
+    rpcTimeoutMs: integer("milliseconds", RPC_TIMEOUT_MS_RANGE.min, RPC_TIMEOUT_MS_RANGE.max).optional(),
+    rpcDeadlineMs: integer("milliseconds", RPC_TIMEOUT_MS_RANGE.min, RPC_TIMEOUT_MS_RANGE.max).optional(),
+    depositAlertWei: z
+      .string({ error: expected("a decimal amount of wei as a string") })
+      .regex(/^\d{1,78}$/, { error: "must be a decimal amount of wei as a string" })
+      .optional(),
     entryPoints: entryPointsSchema,
     signerKeys: z
       .array(signerKeySchema, { error: expected("a list of private keys") })
@@ -231,6 +247,10 @@ export const networkSchema = z
       chainId: n.chainId ?? NETWORKS[n.name].chainId,
       rpcUrl: n.rpcUrl,
       gasKind: n.gasKind ?? NETWORKS[n.name].gasKind,
+      ...(n.fallbackRpcUrls === undefined || n.fallbackRpcUrls.length === 0 ? {} : { fallbackRpcUrls: n.fallbackRpcUrls }),
+      ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
+      ...(n.rpcDeadlineMs === undefined ? {} : { rpcDeadlineMs: n.rpcDeadlineMs }),
+      ...(n.depositAlertWei === undefined ? {} : { depositAlertWei: BigInt(n.depositAlertWei) }),
       entryPoints: n.entryPoints,
       signerKeys: n.signerKeys,
       tokens: n.tokens,
@@ -269,6 +289,29 @@ export function isPostgresUrl(value: string): boolean {
   }
 }
 
+/** One limit: requests per second with a burst, and sponsorships (signatures) per minute. */
+const limitSchema = z.strictObject(
+  {
+    perSecond: integer("requests per second", 1, 1_000_000).optional(),
+    burst: integer("a number of requests", 1, 10_000_000).optional(),
+    sponsorshipsPerMinute: integer("sponsorships per minute", 1, 100_000_000).optional(),
+  },
+  { error: "must be {perSecond?, burst?, sponsorshipsPerMinute?}" },
+);
+
+const rateLimitSchema = z.strictObject(
+  {
+    perSecond: integer("requests per second", 1, 1_000_000).optional(),
+    burst: integer("a number of requests", 1, 10_000_000).optional(),
+    sponsorshipsPerMinute: integer("sponsorships per minute", 1, 100_000_000).optional(),
+    /** Per project (by project id), the whole project's traffic together. */
+    projects: z.record(z.string(), limitSchema, { error: "must map project ids to limits" }).optional(),
+    /** Per API key (by API key id), overriding the defaults above. */
+    keys: z.record(z.string(), limitSchema, { error: "must map API key ids to limits" }).optional(),
+  },
+  { error: "must be {perSecond?, burst?, sponsorshipsPerMinute?, projects?, keys?}" },
+);
+
 export const serviceConfigSchema = z
   .strictObject(
     {
@@ -289,10 +332,25 @@ export const serviceConfigSchema = z
       bodyLimitBytes: integer("a number of bytes", BODY_LIMIT_RANGE.min, BODY_LIMIT_RANGE.max).default(
         DEFAULT_BODY_LIMIT_BYTES,
       ),
-      rateLimit: z
+      rateLimit: rateLimitSchema.optional(),
+      metrics: z
         .strictObject(
-          { perSecond: integer("requests per second", 1, 1_000_000), burst: integer("a number of requests", 1, 10_000_000) },
-          { error: "must be {perSecond, burst}" },
+          {
+            host: z
+              .string({ error: expected("a host") })
+              .refine(isLoopbackHost, { error: "must be a loopback address (127.0.0.0/8, ::1 or localhost)" })
+              .default(DEFAULT_HOST),
+            port: integer("a port", 0, 65_535),
+          },
+          { error: "must be {host, port}" },
+        )
+        .optional(),
+      watch: z.boolean({ error: "must be true or false" }).default(true),
+      leaderRetryMs: integer("milliseconds", LEADER_RETRY_MS_RANGE.min, LEADER_RETRY_MS_RANGE.max).optional(),
+      alerts: z
+        .strictObject(
+          { capWarnPercent: integer("a percentage", CAP_WARN_PERCENT_RANGE.min, CAP_WARN_PERCENT_RANGE.max).optional() },
+          { error: "must be {capWarnPercent}" },
         )
         .optional(),
       signatureTtlSeconds: integer("a number of seconds", SIGNATURE_TTL_RANGE.min, SIGNATURE_TTL_RANGE.max).default(

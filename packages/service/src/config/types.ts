@@ -35,9 +35,17 @@ export interface GasCaps {
 export interface NetworkConfig {
   name: NetworkName;
   chainId: number;
+  /** The primary RPC URL (secret-ish: providers put keys in it; logs show it redacted). */
   rpcUrl: string;
   /** How the chain charges for L1 data, which preVerificationGas must carry (the registry's, or the config's). */
   gasKind: GasKind;
+  /** Tried in order when the primary (and the fallbacks before) give no answer (src/chain/rpc.ts). */
+  fallbackRpcUrls?: readonly string[];
+  /** Per RPC attempt (default 1000 ms) and per call over all attempts (default 1500 ms). */
+  rpcTimeoutMs?: number;
+  rpcDeadlineMs?: number;
+  /** Below this EntryPoint deposit a paymaster is reported low (log line + paymaster_deposit_low metric). */
+  depositAlertWei?: bigint;
   entryPoints: Partial<Record<EntryPointVersion, EntryPointConfig>>;
   /** Paymaster signer private keys (secret: from the environment or a file only). The first one signs. */
   signerKeys: readonly Hex[];
@@ -73,12 +81,32 @@ export interface ServiceConfig {
   databaseUrl?: string;
   /** Request bodies above this many bytes get BODY_TOO_LARGE. */
   bodyLimitBytes: number;
-  /** Requests per API key (token bucket, per process); default 50/s with bursts of 100. */
-  rateLimit?: { perSecond: number; burst: number };
+  /** Rate limits per API key and per project (src/rpc/rateLimit.ts, docs/operations.md). */
+  rateLimit?: RateLimitConfig;
+  /** The Prometheus /metrics listener (loopback only); absent: no metrics listener. */
+  metrics?: { host: string; port: number };
+  /** Run the settlement watchers (with leader election: one replica settles each network). Default true. */
+  watch?: boolean;
+  /** How often a replica that is not the leader tries to become it (ms, default 2000). */
+  leaderRetryMs?: number;
+  alerts?: { capWarnPercent?: number };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   networks: readonly NetworkConfig[];
+}
+
+export interface RateLimitValues {
+  perSecond?: number;
+  burst?: number;
+  sponsorshipsPerMinute?: number;
+}
+
+export interface RateLimitConfig extends RateLimitValues {
+  /** By project id: the project's whole traffic shares these. */
+  projects?: Readonly<Record<string, RateLimitValues>>;
+  /** By API key id: override the defaults for that key. */
+  keys?: Readonly<Record<string, RateLimitValues>>;
 }
 
 export const DEFAULT_GAS_CAPS: GasCaps = Object.freeze({

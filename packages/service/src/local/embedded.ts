@@ -26,6 +26,8 @@ export interface EmbeddedOptions {
   watch?: boolean;
   /** The local chain's rules: "l1" (default) or "op" (OP Stack: an L1 data fee, priced as gas kind op-stack). */
   chainType?: "l1" | "op";
+  /** Serve /metrics, /health and /ready on this loopback port (0: any free port; absent: no metrics listener). */
+  metricsPort?: number;
 }
 
 /** The embedded watcher: 1 confirmation (automine puts each transaction in its own block), a 500 ms poll. */
@@ -127,7 +129,8 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       depositAddress: stack.chain.accounts[EMBEDDED_DEPOSIT_ACCOUNT_INDEX]!.address,
       gasKind: chainType === "op" ? "op-stack" : "l1",
     };
-    running = await startService(embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info"), {
+    const config = embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info");
+    running = await startService(options.metricsPort === undefined ? config : { ...config, metrics: { host: "127.0.0.1", port: options.metricsPort } }, {
       pollMs: options.pollMs ?? 250,
       watch: options.watch ?? true,
     });

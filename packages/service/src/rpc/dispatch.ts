@@ -9,9 +9,11 @@ import type { z } from "zod";
 import { isNetworkName } from "@paymaster/shared";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
 import type { ApiKey, Store } from "../store/types.ts";
-import { RpcError } from "./errors.ts";
+import { RpcError, toClientError } from "./errors.ts";
+import { currentTiming } from "../timing.ts";
 import type { MethodDefinition } from "./method.ts";
 import { truncate } from "./schemas.ts";
+import { SIGNING_METHODS } from "./rateLimit.ts";
 
 /** Methods by wire name. */
 export type MethodRegistry = ReadonlyMap<string, MethodDefinition<any>>;
@@ -35,6 +37,8 @@ export interface DispatchRequest {
   method: string;
   /** The envelope's params; undefined when the field was omitted. */
   params: unknown;
+  /** Which envelope it came in (a metrics label). */
+  dialect?: "v1" | "standard";
 }
 
 /** Longest API key looked up in the store; longer ones cannot be ours. */
@@ -43,14 +47,43 @@ export const API_KEY_MAX_CHARS = 256;
 /** Longest client string echoed back in a message or details. */
 const ECHO_MAX_CHARS = 64;
 
-/** Runs one call: resolves the network, the method and its params, authenticates, calls the handler. */
+/** Runs one call and counts it in the metrics: its outcome (ok or the reason) and where its time went. */
 export async function dispatch(service: ServiceContext, methods: MethodRegistry, request: DispatchRequest): Promise<unknown> {
+  const metrics = service.metrics;
+  if (!metrics) return dispatchCall(service, methods, request);
+  const timing = currentTiming();
+  const chainBefore = timing?.chainNs ?? 0n;
+  const started = process.hrtime.bigint();
+  let outcome = "ok";
+  try {
+    return await dispatchCall(service, methods, request);
+  } catch (error) {
+    outcome = toClientError(error).reason;
+    throw error;
+  } finally {
+    // Bounded labels: unknown methods and networks are counted as "unknown", never by what the client sent.
+    const labels = { dialect: request.dialect ?? "v1", method: methods.has(request.method) ? request.method : "unknown" };
+    const totalNs = process.hrtime.bigint() - started;
+    const chainNs = (timing?.chainNs ?? 0n) - chainBefore;
+    metrics.requests.inc({ ...labels, network: service.networks.has(request.network) ? request.network : "unknown", outcome });
+    metrics.requestDuration.observe(labels, Number(totalNs) / 1e9);
+    metrics.requestChainWait.observe(labels, Number(chainNs) / 1e9);
+    metrics.requestOwnTime.observe(labels, Number(totalNs - chainNs) / 1e9);
+  }
+}
+
+/** Runs one call: resolves the network, the method and its params, authenticates, calls the handler. */
+async function dispatchCall(service: ServiceContext, methods: MethodRegistry, request: DispatchRequest): Promise<unknown> {
   const network = resolveNetwork(service, request.network);
   const method = findMethod(methods, request.method);
   const params = await parseParams(method, request.params);
   const apiKey = await authenticate(service.store, request.apiKey);
-  const retryAfterSeconds = service.rateLimiter?.take(apiKey.id) ?? 0;
+  const retryAfterSeconds = (await service.rateLimiter?.takeRequest(apiKey)) ?? 0;
   if (retryAfterSeconds > 0) throw new RpcError("RATE_LIMITED", undefined, { retryAfterSeconds });
+  if (SIGNING_METHODS.has(method.name)) {
+    const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
+    if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
+  }
   return method.handler(params, { service, network, apiKey });
 }
 

@@ -46,7 +46,9 @@ export const REASONS = {
   SIMULATION_FAILED: { status: 422, jsonRpcCode: -32501, message: "The EntryPoint would reject this user operation" },
   EXECUTION_REVERTED: { status: 422, jsonRpcCode: -32521, message: "The user operation's calls revert" },
   PAYMASTER_DEPOSIT_LOW: { status: 503, jsonRpcCode: -32508, message: "The paymaster's deposit cannot cover this user operation" },
-  CHAIN_UNAVAILABLE: { status: 503, jsonRpcCode: -32603, message: "The network's RPC endpoint is unavailable" },
+  CHAIN_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The network's RPC endpoint is unavailable" },
+  // ---- concurrency
+  SPONSORSHIP_CONFLICT: { status: 409, jsonRpcCode: -32010, message: "A concurrent request for the same user operation (sender and nonce) replaced this one: retry" },
   // ---- ours
   INTERNAL_ERROR: { status: 500, jsonRpcCode: -32603, message: "Internal error" },
 } as const satisfies Record<string, ReasonSpec>;

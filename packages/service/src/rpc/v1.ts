@@ -151,6 +151,7 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
       apiKey: apiKeyOf(ctx),
       method: envelope.method,
       params: envelope.params,
+      dialect: "v1",
     });
     sendV1(ctx, 200, "", result === undefined ? null : result);
   };

@@ -50,6 +50,9 @@ export interface LogFilter {
 
 const hex = (n: bigint): Hex => `0x${n.toString(16)}`;
 
+/** Log ranges and full blocks can take a node seconds to serve: the watcher (in the background) waits longer than a sponsor call. */
+const HEAVY_CALL = Object.freeze({ timeoutMs: 10_000, deadlineMs: 15_000 });
+
 /** eth_getLogs over [fromBlock, toBlock]; logs flagged `removed` are dropped. */
 export async function getLogs(rpc: ChainRpc, filter: LogFilter): Promise<RpcLog[]> {
   const logs = await rpc.request<RpcLog[]>("eth_getLogs", [
@@ -59,7 +62,7 @@ export async function getLogs(rpc: ChainRpc, filter: LogFilter): Promise<RpcLog[
       fromBlock: hex(filter.fromBlock),
       toBlock: hex(filter.toBlock),
     },
-  ]);
+  ], HEAVY_CALL);
   return logs.filter((log) => log.removed !== true);
 }
 
@@ -224,7 +227,7 @@ export interface BlockWithTransactions extends BlockHeader {
 
 /** The block with its full transactions, or null when the chain has no such block. */
 export async function getBlockWithTransactions(rpc: ChainRpc, block: bigint): Promise<BlockWithTransactions | null> {
-  const raw = await rpc.request<RpcBlock<RpcTransaction> | null>("eth_getBlockByNumber", [hex(block), true]);
+  const raw = await rpc.request<RpcBlock<RpcTransaction> | null>("eth_getBlockByNumber", [hex(block), true], HEAVY_CALL);
   return raw === null ? null : { ...header(raw), transactions: raw.transactions };
 }
 

@@ -26,6 +26,7 @@ import { weiToUsdMicros } from "../policy/rules.ts";
 import type { UsdPrice } from "../sponsor/price.ts";
 import type { Settlement, Store } from "../store/types.ts";
 import { createDepositJournal } from "./journal.ts";
+import { RpcError } from "../rpc/errors.ts";
 import {
   TOKEN_CHARGED_TOPIC,
   TOKEN_CHARGE_UNPAID_TOPIC,
@@ -155,11 +156,20 @@ export interface StartWatcherArgs {
   logger: Logger;
   /** Overrides of the network's configured options. */
   options?: Partial<WatcherOptions>;
+  /** Told about every pass of the poller (metrics). */
+  observer?: { passed(result: TickResult): void; failed(): void };
+}
+
+/** A failed pass in one line: its reason and cause, never a stack (the same outage fails every pass). */
+export function describeTickError(error: unknown): string {
+  if (error instanceof RpcError) return `${error.reason}: ${error.message}`;
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
 }
 
 const lower = (value: string) => value.toLowerCase();
 
-export function startWatcher({ network, store, logger: parentLogger, options: overrides = {} }: StartWatcherArgs): Watcher {
+export function startWatcher({ network, store, logger: parentLogger, options: overrides = {}, observer }: StartWatcherArgs): Watcher {
   const chain: NetworkChain | undefined = network.chain;
   if (!chain) throw new Error(`network ${network.config.name}: the settlement watcher needs chain access`);
   const options = watcherOptions(network.config, overrides);
@@ -444,21 +454,33 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
 
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  // One log line per state change: the first failure (with its cause), a different failure, the recovery.
+  let failing: string | undefined;
+  const poll = () =>
+    tick().then(
+      (result) => {
+        observer?.passed(result);
+        if (failing !== undefined) logger.info({ was: failing }, "settlement watcher recovered");
+        failing = undefined;
+      },
+      (error: unknown) => {
+        observer?.failed();
+        const problem = describeTickError(error);
+        if (problem !== failing) logger.warn({ problem }, "settlement pass failed: retrying every pollMs");
+        failing = problem;
+      },
+    );
   const schedule = () => {
     if (stopped) return;
     timer = setTimeout(() => {
       timer = undefined;
-      tick()
-        .catch((error: unknown) => logger.warn({ err: error }, "settlement tick failed"))
-        .finally(schedule);
+      void poll().finally(schedule);
     }, options.pollMs);
     timer.unref();
   };
   if (options.poll !== false) {
     // The first pass at once, then every pollMs.
-    tick()
-      .catch((error: unknown) => logger.warn({ err: error }, "settlement tick failed"))
-      .finally(schedule);
+    void poll().finally(schedule);
   }
 
   return {

@@ -41,6 +41,7 @@ import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVer
 import { capChecks, evaluateRules, weiToUsdMicros } from "../policy/rules.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait } from "../timing.ts";
+import { isStoreError } from "../store/errors.ts";
 
 export interface GasValues {
   callGasLimit: bigint;
@@ -86,7 +87,8 @@ const ZERO: Address = "0x0000000000000000000000000000000000000000";
 
 function requireChain(call: CallContext): NetworkChain {
   const chain = call.network.chain;
-  if (!chain) throw new RpcError("INTERNAL_ERROR");
+  // No chain yet: the network's RPC has not answered since start-up (it is not ready).
+  if (!chain) throw new RpcError("CHAIN_UNAVAILABLE", `Network ${call.network.config.name} is not ready: its RPC has not answered yet`, { network: call.network.config.name });
   return chain;
 }
 
@@ -407,6 +409,11 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   }
   if (!options.sign) return result;
 
+  // ---- the paymaster's deposit must cover this op on top of every outstanding one (src/sponsor/deposit.ts)
+  await chainWait(() =>
+    chain.deposits.check({ entryPoint: entry.entryPoint, paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: market.blockNumber, maxCostWei }),
+  );
+
   // ---- reserve, then sign
   const reservation = await service.store.reserveSponsorship({
     network: network.config.name,
@@ -457,7 +464,17 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     result.paymasterAndData = paymasterAndDataOf(signed);
     result.userOpHash = userOpHash;
     result.sponsorshipId = record.id;
-    await service.store.markSigned(record.id, { userOpHash, paymasterAndData: result.paymasterAndData });
+    try {
+      await service.store.markSigned(record.id, { userOpHash, paymasterAndData: result.paymasterAndData });
+    } catch (error) {
+      // A concurrent request for the same op (sender, nonce) replaced this reservation between reserve and sign:
+      // that request's answer stands, this signature is never handed out, and the caps count the op once.
+      if (isStoreError(error, "INVALID_STATE")) {
+        throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });
+      }
+      throw error;
+    }
+    service.metrics?.sponsorshipsSigned.inc({ network: network.config.name, mode: mode.mode, version: request.version });
     return result;
   } catch (error) {
     await service.store.releaseSponsorship(record.id);

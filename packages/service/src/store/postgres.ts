@@ -46,6 +46,10 @@ import type { Migration } from "./migrations.ts";
 import type {
   ApiKey,
   GasTank,
+  GasTankTotals,
+  Leadership,
+  SponsorMode,
+  SponsorshipCount,
   NewSponsorship,
   NewStrategy,
   Project,
@@ -66,6 +70,11 @@ const MAX_ATTEMPTS = 10;
 const EXPIRY_BATCH = 500;
 /** Key of the advisory lock that serialises migrations ("paymastr" in ASCII). */
 const MIGRATION_LOCK_KEY = "8097880582120927346";
+
+/** First key of the leadership advisory locks ("pmld"); the second is hashtext(name). */
+const LEADER_LOCK_NAMESPACE = 0x706d6c64;
+/** A leader's dedicated connection is checked this often; a failed check ends the leadership. */
+const LEADER_HEARTBEAT_MS = 2_000;
 
 // PostgreSQL type OIDs and SQLSTATEs.
 const INT8_OID = 20;
@@ -283,6 +292,12 @@ const SQL = statements({
       created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
   selectStrategyByCode: `SELECT ${STRATEGY_COLUMNS} FROM strategies WHERE code = $1`,
+  selectStrategies: `SELECT ${STRATEGY_COLUMNS} FROM strategies ORDER BY created_at, id`,
+  countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
+  sumTanks: `SELECT network, SUM(balance_wei) AS balance_wei, SUM(reserved_wei) AS reserved_wei, COUNT(*) AS tanks
+    FROM gas_tanks GROUP BY network`,
+  sumOutstanding: `SELECT COALESCE(SUM(max_cost_wei), 0) AS total FROM sponsorships
+    WHERE network = $1 AND entry_point = $2 AND status IN ('reserved', 'signed') AND mode = ANY($3::text[])`,
   updateStrategyStatus: "UPDATE strategies SET status = $1 WHERE id = $2",
   updateStrategyRules: "UPDATE strategies SET rules = $1 WHERE id = $2",
 
@@ -464,7 +479,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   pool.on("error", () => {});
   try {
     await migrate(pool, POSTGRES_MIGRATIONS);
-    return new PostgresStore(pool);
+    return new PostgresStore(pool, url);
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;
@@ -488,10 +503,12 @@ interface Change {
 
 class PostgresStore implements Store {
   readonly #pool: pg.Pool;
+  readonly #url: string;
   #closed = false;
 
-  constructor(pool: pg.Pool) {
+  constructor(pool: pg.Pool, url: string) {
     this.#pool = pool;
+    this.#url = url;
   }
 
   async #query<R extends QueryResultRow>(
@@ -1013,6 +1030,62 @@ class PostgresStore implements Store {
     if (hash === undefined) return undefined;
     const row = await this.#one<common.SponsorshipRow>(this.#pool, SQL.selectSponsorshipByHash, [hash]);
     return row && common.toSponsorship(row);
+  }
+
+  // ---- operations (metrics, deposit check, leader election)
+
+  async listStrategies(): Promise<Strategy[]> {
+    return (await this.#query<common.StrategyRow>(this.#pool, SQL.selectStrategies, [])).rows.map(common.toStrategy);
+  }
+
+  async sponsorshipCounts(): Promise<SponsorshipCount[]> {
+    return (await this.#query<SponsorshipCount>(this.#pool, SQL.countSponsorships, [])).rows;
+  }
+
+  async gasTankTotals(): Promise<GasTankTotals[]> {
+    const rows = (await this.#query<{ network: string; balance_wei: bigint; reserved_wei: bigint; tanks: number }>(this.#pool, SQL.sumTanks, [])).rows;
+    return rows.map((r) => ({ network: r.network, balanceWei: r.balance_wei, reservedWei: r.reserved_wei, tanks: r.tanks }));
+  }
+
+  async outstandingMaxCost(network: string, entryPoint: Address, modes: readonly SponsorMode[]): Promise<bigint> {
+    const row = await this.#one<{ total: bigint }>(this.#pool, SQL.sumOutstanding, [network, common.address(entryPoint, "entryPoint"), [...modes]]);
+    return row?.total ?? 0n;
+  }
+
+  /**
+   * A session advisory lock on a connection of its own (outside the pool): PostgreSQL drops it when the
+   * connection ends, so a dead process's leadership is free at once, and a replica whose connection broke
+   * knows it lost (the `lost` promise; a heartbeat every LEADER_HEARTBEAT_MS notices a silent break).
+   */
+  async tryLeadership(name: string): Promise<Leadership | undefined> {
+    const client = new pg.Client({ connectionString: this.#url, application_name: "paymaster-leader", keepAlive: true });
+    client.on("error", () => {}); // a broken connection ends the leadership (below); never crash the process
+    await client.connect();
+    let got = false;
+    try {
+      const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", [LEADER_LOCK_NAMESPACE, name]);
+      got = rows[0]?.locked === true;
+    } finally {
+      if (!got) await client.end().catch(() => {});
+    }
+    if (!got) return undefined;
+    let ended = false;
+    let resolveLost!: () => void;
+    const lost = new Promise<void>((resolve) => (resolveLost = resolve));
+    const end = async (): Promise<void> => {
+      if (ended) return;
+      ended = true;
+      clearInterval(heartbeat);
+      resolveLost();
+      await client.end().catch(() => {});
+    };
+    client.on("end", () => void end());
+    client.on("error", () => void end());
+    const heartbeat = setInterval(() => {
+      client.query({ text: "SELECT 1", query_timeout: LEADER_HEARTBEAT_MS } as pg.QueryConfig).catch(() => end());
+    }, LEADER_HEARTBEAT_MS);
+    heartbeat.unref();
+    return { lost, release: end };
   }
 
   async close(): Promise<void> {

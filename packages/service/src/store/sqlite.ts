@@ -37,6 +37,10 @@ import { SQLITE_MIGRATIONS, type Migration } from "./migrations.ts";
 import type {
   ApiKey,
   GasTank,
+  GasTankTotals,
+  Leadership,
+  SponsorMode,
+  SponsorshipCount,
   NewSponsorship,
   NewStrategy,
   Project,
@@ -555,6 +559,45 @@ class SqliteStore implements Store {
     return row && common.toSponsorship(row);
   }
 
+  // ---- operations (metrics, deposit check, leader election)
+
+  async listStrategies(): Promise<Strategy[]> {
+    return (this.#s.selectStrategies.all() as unknown as common.StrategyRow[]).map(common.toStrategy);
+  }
+
+  async sponsorshipCounts(): Promise<SponsorshipCount[]> {
+    return (this.#s.countSponsorships.all() as { network: string; mode: SponsorMode; version: SponsorshipCount["version"]; status: SponsorshipStatus; count: number }[]).map(
+      (row) => ({ ...row, count: Number(row.count) }),
+    );
+  }
+
+  /** Amounts are decimal TEXT (SQLite integers are 64-bit): added up here as bigints. */
+  async gasTankTotals(): Promise<GasTankTotals[]> {
+    const totals = new Map<string, GasTankTotals>();
+    for (const row of this.#s.selectTankAmounts.iterate() as Iterable<{ network: string; balance_wei: string; reserved_wei: string }>) {
+      const t = totals.get(row.network) ?? { network: row.network, balanceWei: 0n, reservedWei: 0n, tanks: 0 };
+      t.balanceWei += BigInt(row.balance_wei);
+      t.reservedWei += BigInt(row.reserved_wei);
+      t.tanks++;
+      totals.set(row.network, t);
+    }
+    return [...totals.values()];
+  }
+
+  async outstandingMaxCost(network: string, entryPoint: Address, modes: readonly SponsorMode[]): Promise<bigint> {
+    const wanted = new Set<string>(modes);
+    let total = 0n;
+    for (const row of this.#s.selectOutstanding.iterate(network, common.address(entryPoint, "entryPoint")) as Iterable<{ mode: string; max_cost_wei: string }>) {
+      if (wanted.has(row.mode)) total += BigInt(row.max_cost_wei);
+    }
+    return total;
+  }
+
+  /** SQLite serves one process's work (docs/configuration.md): that process always leads. */
+  async tryLeadership(_name: string): Promise<Leadership> {
+    return { lost: new Promise<void>(() => {}), release: async () => {} };
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -589,6 +632,15 @@ function prepareStatements(db: DatabaseSync) {
     selectStrategyByCode: p(
       `SELECT id, project_id, code, name, status, valid_from, valid_until, networks, rules, created_at
        FROM strategies WHERE code = ?`,
+    ),
+    selectStrategies: p(
+      `SELECT id, project_id, code, name, status, valid_from, valid_until, networks, rules, created_at
+       FROM strategies ORDER BY created_at, id`,
+    ),
+    countSponsorships: p("SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status"),
+    selectTankAmounts: p("SELECT network, balance_wei, reserved_wei FROM gas_tanks"),
+    selectOutstanding: p(
+      "SELECT mode, max_cost_wei FROM sponsorships WHERE network = ? AND entry_point = ? AND status IN ('reserved', 'signed')",
     ),
     updateStrategyStatus: p("UPDATE strategies SET status = ? WHERE id = ?"),
     updateStrategyRules: p("UPDATE strategies SET rules = ? WHERE id = ?"),

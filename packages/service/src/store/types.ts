@@ -146,6 +146,35 @@ export interface UsageTotals {
   ops: number;
 }
 
+/** How many sponsorship records have one (network, mode, version, status). */
+export interface SponsorshipCount {
+  network: string;
+  mode: SponsorMode;
+  version: EntryPointVersion;
+  status: SponsorshipStatus;
+  count: number;
+}
+
+/** The gas tanks of one network added up. */
+export interface GasTankTotals {
+  network: string;
+  balanceWei: bigint;
+  reservedWei: bigint;
+  tanks: number;
+}
+
+/**
+ * Leadership of a named role among the processes sharing the store (the settlement watcher of a network).
+ * PostgreSQL: a session advisory lock held on a dedicated connection, so it ends when the process or its
+ * connection dies. SQLite: one process owns the database file's work, so it always leads.
+ */
+export interface Leadership {
+  /** Resolves when the leadership is lost (the connection broke); never for SQLite. */
+  readonly lost: Promise<void>;
+  /** Gives the leadership up (idempotent). */
+  release(): Promise<void>;
+}
+
 export interface Store {
   // ---- projects and API keys
   createProject(name: string): Promise<Project>;
@@ -211,6 +240,18 @@ export interface Store {
   getCursor(name: string): Promise<bigint | undefined>;
   setCursor(name: string, value: bigint): Promise<void>;
   getSponsorship(id: string): Promise<SponsorshipRecord | undefined>;
+
+  // ---- operations (metrics, deposit check, leader election)
+  /** Every strategy, in creation order. */
+  listStrategies(): Promise<Strategy[]>;
+  /** Sponsorship records counted by network, mode, version and status. */
+  sponsorshipCounts(): Promise<SponsorshipCount[]>;
+  /** Each network's gas tanks added up. */
+  gasTankTotals(): Promise<GasTankTotals[]>;
+  /** The maximum costs held by reserved or signed sponsorships of (network, entryPoint) in `modes`: what a paymaster may still be charged. */
+  outstandingMaxCost(network: string, entryPoint: Address, modes: readonly SponsorMode[]): Promise<bigint>;
+  /** Takes the leadership of `name` if no other process holds it; undefined when another does. */
+  tryLeadership(name: string): Promise<Leadership | undefined>;
   findSponsorshipByUserOpHash(userOpHash: Hex): Promise<SponsorshipRecord | undefined>;
 
   close(): Promise<void>;

@@ -1,0 +1,292 @@
+/**
+ * The service's Prometheus metrics (prom-client), on a registry of their own (one per running service, so
+ * tests can run several in one process). Names follow Prometheus conventions (`paymaster_` prefix, base units:
+ * seconds and wei, `_total` counters); every label value is bounded: network names and methods come from the
+ * configuration and the method registry, reasons from the error catalogue, strategies are the operator's own
+ * (no userOpHash, sender or API key is ever a label). The list with meanings: docs/operations.md.
+ *
+ * Values that live in the store (sponsorships by status, cap usage, gas tanks) are read when scraped, once per
+ * scrape (shared by the gauges), so every replica reports the same shared totals: aggregate them with max().
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { Store } from "../store/types.ts";
+import type { RpcObserver } from "../chain/rpc.ts";
+import { capLines, type CapLine } from "./caps.ts";
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 5, 10];
+
+/** Wei as a float: Prometheus samples are doubles (precise to ~15 digits, plenty for monitoring). */
+export const weiToFloat = (wei: bigint): number => Number(wei);
+
+export interface StoreSnapshot {
+  sponsorships: { network: string; mode: string; version: string; status: string; count: number }[];
+  gasTanks: { network: string; balanceWei: bigint; reservedWei: bigint; tanks: number }[];
+  caps: CapLine[];
+}
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: "paymaster_requests_total",
+    help: "JSON-RPC calls answered, by dialect (v1, standard), method, network and outcome (ok or the error reason)",
+    labelNames: ["dialect", "method", "network", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly requestDuration = new Histogram({
+    name: "paymaster_request_duration_seconds",
+    help: "Time to answer a JSON-RPC call, whole",
+    labelNames: ["dialect", "method"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly requestChainWait = new Histogram({
+    name: "paymaster_request_chain_wait_seconds",
+    help: "Part of a call's time spent waiting on the chain RPC",
+    labelNames: ["dialect", "method"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly requestOwnTime = new Histogram({
+    name: "paymaster_request_own_seconds",
+    help: "Part of a call's time spent in the service itself (store, policy, signing)",
+    labelNames: ["dialect", "method"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly sponsorshipsSigned = new Counter({
+    name: "paymaster_sponsorships_signed_total",
+    help: "Sponsorships signed by this process, by network, mode (sponsor, erc20, user) and EntryPoint version",
+    labelNames: ["network", "mode", "version"] as const,
+    registers: [this.registry],
+  });
+  readonly sponsorshipsSettled = new Counter({
+    name: "paymaster_sponsorships_settled_total",
+    help: "Sponsorships settled from the chain by this process's watcher",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly sponsorshipsReleased = new Counter({
+    name: "paymaster_sponsorships_expired_total",
+    help: "Reservations released after their signature expired unused, by this process's watcher",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly sponsorships = new Gauge({
+    name: "paymaster_sponsorships",
+    help: "Sponsorship records in the store, by network, mode, version and status (reserved, signed, settled, released)",
+    labelNames: ["network", "mode", "version", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly capLimit = new Gauge({
+    name: "paymaster_strategy_cap_limit",
+    help: "A strategy cap's limit (unit: wei, usd or ops; cap: global or daily)",
+    labelNames: ["strategy", "cap", "unit"] as const,
+    registers: [this.registry],
+  });
+  readonly capReserved = new Gauge({
+    name: "paymaster_strategy_cap_reserved",
+    help: "Held by outstanding reservations in a strategy cap's current period",
+    labelNames: ["strategy", "cap", "unit"] as const,
+    registers: [this.registry],
+  });
+  readonly capSpent = new Gauge({
+    name: "paymaster_strategy_cap_spent",
+    help: "Settled spending (ops: operations counted) in a strategy cap's current period",
+    labelNames: ["strategy", "cap", "unit"] as const,
+    registers: [this.registry],
+  });
+  readonly capRemaining = new Gauge({
+    name: "paymaster_strategy_cap_remaining",
+    help: "limit - reserved - spent of a strategy cap's current period",
+    labelNames: ["strategy", "cap", "unit"] as const,
+    registers: [this.registry],
+  });
+  readonly gasTankBalance = new Gauge({
+    name: "paymaster_gas_tank_balance_wei",
+    help: "Sum of the gas tanks' balances of a network",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly gasTankReserved = new Gauge({
+    name: "paymaster_gas_tank_reserved_wei",
+    help: "Sum held in the gas tanks by outstanding reservations",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly gasTanks = new Gauge({
+    name: "paymaster_gas_tanks",
+    help: "Number of gas tanks of a network",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly watcherLeader = new Gauge({
+    name: "paymaster_watcher_leader",
+    help: "1 when this process runs the network's settlement watcher (it holds the leadership), else 0",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly watcherHead = new Gauge({
+    name: "paymaster_watcher_head_block",
+    help: "The chain head the settlement watcher saw last",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly watcherCursor = new Gauge({
+    name: "paymaster_watcher_cursor_block",
+    help: "The last block the settlement watcher fully processed",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly watcherLag = new Gauge({
+    name: "paymaster_watcher_lag_blocks",
+    help: "head - cursor of the settlement watcher (confirmations included)",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly watcherLastTick = new Gauge({
+    name: "paymaster_watcher_last_success_timestamp_seconds",
+    help: "When the settlement watcher last completed a pass",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly watcherErrors = new Counter({
+    name: "paymaster_watcher_errors_total",
+    help: "Settlement watcher passes that failed",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly rpcRequests = new Counter({
+    name: "paymaster_rpc_requests_total",
+    help: "Chain RPC attempts per upstream (redacted URL), JSON-RPC method and outcome (ok, jsonrpc_error, refused, timeout, connection, dns, http_status, invalid_response, bad_url)",
+    labelNames: ["network", "upstream", "method", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly rpcDuration = new Histogram({
+    name: "paymaster_rpc_request_duration_seconds",
+    help: "Chain RPC attempt latency per upstream",
+    labelNames: ["network", "upstream"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly rpcUpstreamUp = new Gauge({
+    name: "paymaster_rpc_upstream_up",
+    help: "1 when the upstream answered its last exchange or probe, 0 while it is down",
+    labelNames: ["network", "upstream"] as const,
+    registers: [this.registry],
+  });
+  readonly rpcFailovers = new Counter({
+    name: "paymaster_rpc_failovers_total",
+    help: "Chain RPC calls that moved to another upstream after one failed",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly networkReady = new Gauge({
+    name: "paymaster_network_ready",
+    help: "1 when the network is initialised and an RPC upstream is up (what /ready reports)",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly paymasterDeposit = new Gauge({
+    name: "paymaster_paymaster_deposit_wei",
+    help: "A paymaster contract's deposit in its EntryPoint",
+    labelNames: ["network", "version", "kind", "paymaster"] as const,
+    registers: [this.registry],
+  });
+  readonly paymasterDepositLow = new Gauge({
+    name: "paymaster_paymaster_deposit_low",
+    help: "1 when the paymaster's deposit is below the network's depositAlertWei",
+    labelNames: ["network", "version", "kind", "paymaster"] as const,
+    registers: [this.registry],
+  });
+  readonly depositAlertWei = new Gauge({
+    name: "paymaster_deposit_alert_threshold_wei",
+    help: "The configured low-deposit threshold of a network (depositAlertWei)",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
+  readonly signerInfo = new Gauge({
+    name: "paymaster_signer_info",
+    help: "The signer key in use on a network (its address), always 1",
+    labelNames: ["network", "signer"] as const,
+    registers: [this.registry],
+  });
+  readonly signerAccepted = new Gauge({
+    name: "paymaster_signer_accepted",
+    help: "1 when the paymaster contract lists the signer in use (isSigner), 0 when it does not",
+    labelNames: ["network", "version", "kind", "paymaster"] as const,
+    registers: [this.registry],
+  });
+  readonly capAlertRatio = new Gauge({
+    name: "paymaster_cap_warn_ratio",
+    help: "The configured 'cap nearly reached' threshold (alerts.capWarnPercent / 100)",
+    registers: [this.registry],
+  });
+
+  #snapshot: { value: Promise<StoreSnapshot | undefined> } | undefined;
+
+  constructor(options: { store?: Store; defaultMetrics?: boolean; capWarnPercent?: number } = {}) {
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "paymaster_process_" });
+    this.capAlertRatio.set((options.capWarnPercent ?? 80) / 100);
+    const store = options.store;
+    if (!store) return;
+    // Store-backed gauges: one snapshot per scrape (prom-client collects every metric of a scrape in the same
+    // tick, so they share the snapshot in flight), reset and refilled each time.
+    const snapshot = (): Promise<StoreSnapshot | undefined> => {
+      if (!this.#snapshot) {
+        const value = readSnapshot(store).catch(() => undefined);
+        this.#snapshot = { value };
+        void value.finally(() => {
+          if (this.#snapshot?.value === value) this.#snapshot = undefined;
+        });
+      }
+      return this.#snapshot.value;
+    };
+    const fill = async () => {
+      const s = await snapshot();
+      if (!s) return; // the store did not answer: keep the last values (/ready reports the store)
+      this.sponsorships.reset();
+      for (const row of s.sponsorships) this.sponsorships.set({ network: row.network, mode: row.mode, version: row.version, status: row.status }, row.count);
+      for (const g of [this.gasTankBalance, this.gasTankReserved, this.gasTanks]) g.reset();
+      for (const t of s.gasTanks) {
+        this.gasTankBalance.set({ network: t.network }, weiToFloat(t.balanceWei));
+        this.gasTankReserved.set({ network: t.network }, weiToFloat(t.reservedWei));
+        this.gasTanks.set({ network: t.network }, t.tanks);
+      }
+      for (const g of [this.capLimit, this.capReserved, this.capSpent, this.capRemaining]) g.reset();
+      for (const c of s.caps) {
+        const labels = { strategy: c.strategy, cap: c.cap, unit: c.unit };
+        this.capLimit.set(labels, c.limit);
+        this.capReserved.set(labels, c.reserved);
+        this.capSpent.set(labels, c.spent);
+        this.capRemaining.set(labels, c.limit - c.reserved - c.spent);
+      }
+    };
+    // prom-client calls each metric's collect on a scrape; all of them share the one snapshot.
+    for (const gauge of [this.sponsorships, this.gasTankBalance, this.gasTankReserved, this.gasTanks, this.capLimit, this.capReserved, this.capSpent, this.capRemaining]) {
+      (gauge as unknown as { collect: () => Promise<void> }).collect = fill;
+    }
+  }
+
+  /** The observer a network's RPC client reports to. */
+  rpcObserver(network: string): RpcObserver {
+    return {
+      attempt: (upstream, method, outcome, seconds) => {
+        this.rpcRequests.inc({ network, upstream, method, outcome });
+        this.rpcDuration.observe({ network, upstream }, seconds);
+      },
+      upstreamState: (upstream, up) => this.rpcUpstreamUp.set({ network, upstream }, up ? 1 : 0),
+      failover: () => this.rpcFailovers.inc({ network }),
+    };
+  }
+
+  /** Prometheus text exposition. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+async function readSnapshot(store: Store): Promise<StoreSnapshot> {
+  const [sponsorships, gasTanks, caps] = await Promise.all([store.sponsorshipCounts(), store.gasTankTotals(), capLines(store, Math.floor(Date.now() / 1000))]);
+  return { sponsorships, gasTanks, caps };
+}

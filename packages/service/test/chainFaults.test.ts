@@ -1,0 +1,205 @@
+// Chain faults through a real TCP proxy between the service and the local chain: an RPC that refuses
+// connections, one that accepts and never answers, and its return. Sponsor calls fail within 2 s with the
+// documented service-unavailable error in both dialects (HTTP 503 CHAIN_UNAVAILABLE; JSON-RPC -32002), /ready
+// says what is failing, logs carry one line per state change with the URL redacted, and the service recovers
+// without a restart. Also: starting while the RPC is down, and failing over to a fallback URL.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import type { Hex } from "@paymaster/shared";
+import { localNetworkConfig } from "../src/config/local.ts";
+import type { NetworkConfig } from "../src/config/types.ts";
+import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
+import { createLogger } from "../src/log.ts";
+import { startService, type RunningService } from "../src/server.ts";
+import { RPC_DEFAULTS } from "../src/chain/rpc.ts";
+import { startTcpProxy, type TcpProxy } from "./helpers/tcpProxy.ts";
+import { newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+
+/** The RPC secret in the URL's path and query: it must never reach a log line. */
+const SECRET = "sEcReTpRoViDeRkEy";
+
+interface Started {
+  running: RunningService;
+  logs: Record<string, any>[];
+  v1: string;
+  standard: string;
+  code: string;
+}
+
+describe("chain faults through a TCP proxy (refusing, hanging, restored)", function () {
+  this.timeout(120_000);
+  let embedded: Embedded;
+  let chainPort: number;
+  const cleanups: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    embedded = await startTestStack();
+    chainPort = Number(new URL(embedded.stack.chain.url).port);
+  });
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()!();
+  });
+  after(async () => {
+    await embedded?.close();
+  });
+
+  async function proxy(initial: "pass" | "hang" | "refuse"): Promise<TcpProxy> {
+    const p = await startTcpProxy({ host: "127.0.0.1", port: chainPort }, initial);
+    cleanups.push(() => p.close());
+    return p;
+  }
+
+  async function start(network: Partial<NetworkConfig>): Promise<Started> {
+    const logs: Record<string, any>[] = [];
+    const logger = createLogger("info", { write: (line: string) => void logs.push(JSON.parse(line)) });
+    // A real network's RPC timeouts (the defaults), not the embedded chain's long ones.
+    const base = {
+      ...localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey }),
+      rpcTimeoutMs: RPC_DEFAULTS.timeoutMs,
+      rpcDeadlineMs: RPC_DEFAULTS.deadlineMs,
+    };
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-faults-")), "data");
+    const config = { ...embeddedConfig({ ...base, ...network }, dataDir, 0, "info" as const), metrics: { host: "127.0.0.1", port: 0 } };
+    const running = await startService(config, { logger, pollMs: 100, watch: false });
+    cleanups.push(() => running.close());
+    const store = running.service.store;
+    const project = await store.createProject("faults");
+    const { plaintext } = await store.createApiKey(project.id);
+    const code = `F${Math.random().toString(36).slice(2, 8)}`;
+    await store.createStrategy({ projectId: project.id, code, name: code });
+    return { running, logs, code, v1: `${running.url}/api/v1/paymaster/local?apiKey=${plaintext}`, standard: `${running.url}/rpc/v1/local?apiKey=${plaintext}` };
+  }
+
+  async function op() {
+    const wallet = await newWallet(embedded, "v0.7");
+    return wireOp(wallet, executeCallData(wallet.owner.address));
+  }
+
+  /** Both dialects' signing calls, timed. */
+  async function sponsorBoth(s: Started) {
+    const entryPoint = embedded.stack.manifest.entryPoints["v0.7"].entryPoint;
+    const post = async (url: string, body: unknown) => {
+      const started = performance.now();
+      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      return { status: response.status, body: (await response.json()) as any, ms: performance.now() - started };
+    };
+    const [v1, standard] = await Promise.all([
+      post(s.v1, { id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [await op(), { strategy_code: s.code, version: "v0.7" }] }),
+      post(s.standard, { id: 7, jsonrpc: "2.0", method: "pm_getPaymasterData", params: [await op(), entryPoint, "0x7a69", { strategy_code: s.code }] }),
+    ]);
+    return { v1, standard };
+  }
+
+  function expectUnavailableFast({ v1, standard }: Awaited<ReturnType<typeof sponsorBoth>>) {
+    expect(v1.status, JSON.stringify(v1.body)).to.equal(503);
+    expect(v1.body.data.reason).to.equal("CHAIN_UNAVAILABLE");
+    expect(v1.ms, "v1 answer within 2 s").to.be.below(2_000);
+    expect(standard.status).to.equal(200);
+    expect(standard.body.error.code, JSON.stringify(standard.body)).to.equal(-32002);
+    expect(standard.body.error.data.reason).to.equal("CHAIN_UNAVAILABLE");
+    expect(standard.ms, "standard answer within 2 s").to.be.below(2_000);
+  }
+
+  function expectServed({ v1, standard }: Awaited<ReturnType<typeof sponsorBoth>>) {
+    expect(v1.status, JSON.stringify(v1.body)).to.equal(200);
+    expect(v1.body.data.userOpResponse.paymasterAndData).to.match(/^0x[0-9a-f]+$/i);
+    expect(standard.body.result?.paymasterData, JSON.stringify(standard.body)).to.match(/^0x[0-9a-f]+$/i);
+  }
+
+  async function ready(s: Started): Promise<{ status: number; body: any }> {
+    const response = await fetch(`${s.running.url}/ready`);
+    return { status: response.status, body: await response.json() };
+  }
+
+  async function waitReady(s: Started, timeoutMs = 10_000): Promise<number> {
+    const started = performance.now();
+    while (performance.now() - started < timeoutMs) {
+      if ((await ready(s)).status === 200) return performance.now() - started;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`not ready after ${timeoutMs} ms: ${JSON.stringify((await ready(s)).body)}`);
+  }
+
+  function expectNoSecret(logs: Record<string, any>[]) {
+    expect(JSON.stringify(logs)).to.not.include(SECRET);
+  }
+
+  it("starts while the RPC refuses connections: not ready, one log line naming the network and the redacted URL; ready once it answers", async () => {
+    const p = await proxy("refuse");
+    const s = await start({ rpcUrl: `${p.url}/v2/${SECRET}?key=${SECRET}` });
+    const before = await ready(s);
+    expect(before.status).to.equal(503);
+    expect(before.body.checks["network:local"]).to.match(/^failing: the RPC does not answer \(refused\)/);
+    expect(before.body.checks.store).to.equal("ok");
+    const line = s.logs.find((l) => l.msg?.startsWith("network not ready"));
+    expect(line, "a log line saying the network is not ready").to.not.equal(undefined);
+    expect(line!.network).to.equal("local");
+    expect(line!.upstreams).to.deep.equal([`http://127.0.0.1:${p.port}/…`]);
+    expectUnavailableFast(await sponsorBoth(s));
+
+    await new Promise((resolve) => setTimeout(resolve, 2_500)); // a retry or two while still refused
+    expect(s.logs.filter((l) => l.msg?.startsWith("network not ready")), "one line, not one per retry").to.have.length(1);
+    await p.setMode("pass");
+    await waitReady(s);
+    expectServed(await sponsorBoth(s));
+    expect(s.logs.some((l) => l.msg?.startsWith("network ready"))).to.equal(true);
+    expectNoSecret(s.logs);
+    expect(s.logs.some((l) => typeof l.err?.stack === "string"), "no stack traces").to.equal(false);
+  });
+
+  for (const fault of ["hang", "refuse"] as const) {
+    it(`an RPC that ${fault === "hang" ? "accepts and never answers" : "refuses connections"}: 503 / -32002 within 2 s in both dialects, then recovery without restart`, async () => {
+      const p = await proxy("pass");
+      const s = await start({ rpcUrl: `${p.url}/${SECRET}` });
+      await waitReady(s);
+      expectServed(await sponsorBoth(s));
+
+      await p.setMode(fault);
+      expectUnavailableFast(await sponsorBoth(s));
+      expectUnavailableFast(await sponsorBoth(s)); // and again: now it is known to be down
+      const down = await ready(s);
+      expect(down.status).to.equal(503);
+      expect(down.body.checks["network:local"]).to.match(/^failing: no RPC upstream answers/);
+      const downLines = s.logs.filter((l) => l.msg?.startsWith("chain RPC upstream down"));
+      expect(downLines, "one line per state change").to.have.length(1);
+      expect(downLines[0]!.cause).to.equal(fault === "hang" ? "timeout" : "refused");
+      expect(downLines[0]!.upstream).to.equal(`http://127.0.0.1:${p.port}/…`);
+
+      await p.setMode("pass");
+      const recoveredMs = await waitReady(s);
+      expect(recoveredMs, "recovers within a few probe intervals").to.be.below(5_000);
+      expectServed(await sponsorBoth(s));
+      expect(s.logs.filter((l) => l.msg === "chain RPC upstream up again")).to.have.length(1);
+      expectNoSecret(s.logs);
+
+      const metrics = await (await fetch(`${s.running.metricsUrl}/metrics`)).text();
+      const cause = fault === "hang" ? "timeout" : "refused";
+      expect(metrics).to.match(new RegExp(`paymaster_rpc_requests_total\\{network="local",upstream="http://127.0.0.1:${p.port}/…",method="[a-zA-Z_]+",outcome="${cause}"\\} [1-9]`));
+      expect(metrics).to.match(/paymaster_requests_total\{dialect="v1",method="pm_sponsorUserOperation",network="local",outcome="CHAIN_UNAVAILABLE"\} [1-9]/);
+      expect(metrics).to.include(`paymaster_rpc_upstream_up{network="local",upstream="http://127.0.0.1:${p.port}/…"} 1`);
+    });
+  }
+
+  it("fails over from a hanging primary to a fallback URL, and reports it", async () => {
+    const primary = await proxy("pass");
+    const fallback = await proxy("pass");
+    const s = await start({ rpcUrl: `${primary.url}/a/${SECRET}`, fallbackRpcUrls: [`${fallback.url}/b/${SECRET}`] });
+    await waitReady(s);
+    await primary.setMode("hang");
+    const first = await sponsorBoth(s);
+    // The first call after the primary hangs pays one attempt timeout, then moves on.
+    expect(first.v1.status === 200 || first.v1.body.data.reason === "CHAIN_UNAVAILABLE", JSON.stringify(first.v1.body)).to.equal(true);
+    const answers = await sponsorBoth(s);
+    expectServed(answers);
+    expect(answers.v1.ms, "served by the fallback without waiting on the primary").to.be.below(2_000);
+    expect((await ready(s)).status, "ready while one upstream answers").to.equal(200);
+    const metrics = await (await fetch(`${s.running.metricsUrl}/metrics`)).text();
+    expect(metrics).to.include(`paymaster_rpc_upstream_up{network="local",upstream="http://127.0.0.1:${primary.port}/…"} 0`);
+    expect(metrics).to.match(/paymaster_rpc_failovers_total\{network="local"\} [1-9]/);
+    const line = s.logs.find((l) => l.msg === "chain RPC upstream down: failing over");
+    expect(line?.upstream).to.equal(`http://127.0.0.1:${primary.port}/…`);
+    expectNoSecret(s.logs);
+  });
+});

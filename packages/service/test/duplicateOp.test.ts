@@ -1,0 +1,89 @@
+// The same user operation (same sender and nonce) sent 20 times at once, on SQLite, on PostgreSQL and on two
+// replicas sharing PostgreSQL: every answer is a 200 or the documented SPONSORSHIP_CONFLICT (409), never a 500,
+// and the strategy's caps count the op once.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import { encodeFunctionData, getAddress, type Abi } from "viem";
+import { SimpleAccountFactoryV06Artifact } from "@paymaster/contracts/artifacts";
+import type { Address, Hex } from "@paymaster/shared";
+import { localNetworkConfig } from "../src/config/local.ts";
+import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
+import { startService, type RunningService } from "../src/server.ts";
+import type { Store } from "../src/store/types.ts";
+import { createTestDatabase } from "./helpers/postgres.ts";
+import { call, chainRequest, sendTx, startTestStack, type Embedded } from "./helpers/stack.ts";
+
+const COPIES = 20;
+
+describe("the same op 20 times at once: 200 or SPONSORSHIP_CONFLICT, counted once", function () {
+  this.timeout(120_000);
+  let embedded: Embedded;
+  let sender: Address;
+
+  before(async () => {
+    embedded = await startTestStack();
+    // One deployed account (owner: dev account #6); each test uses its own nonce key.
+    const owner = embedded.stack.chain.accounts[6]!.address;
+    const factory = embedded.stack.manifest.entryPoints["v0.7"].simpleAccountFactory;
+    const abi = SimpleAccountFactoryV06Artifact.abi as Abi;
+    await sendTx(embedded, factory, encodeFunctionData({ abi, functionName: "createAccount", args: [owner, 0n] }));
+    const word = await chainRequest<Hex>(embedded, "eth_call", [{ to: factory, data: encodeFunctionData({ abi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"]);
+    sender = getAddress(`0x${word.slice(-40)}`);
+  });
+  after(async () => {
+    await embedded?.close();
+  });
+
+  async function storm(store: Store, urls: string[], nonceKey: bigint) {
+    const project = await store.createProject(`dup-${nonceKey}`);
+    const { plaintext } = await store.createApiKey(project.id);
+    const code = `DUP${nonceKey}`;
+    const strategy = await store.createStrategy({ projectId: project.id, code, name: code, rules: { caps: { global: { maxOps: 100 } } } });
+    const op = {
+      sender,
+      nonce: `0x${(nonceKey << 64n).toString(16)}`,
+      callData: executeCallData(embedded.stack.chain.accounts[6]!.address),
+      signature: `0x${"aa".repeat(32)}${"55".repeat(32)}1c`,
+    };
+    const answers = await Promise.all(
+      Array.from({ length: COPIES }, (_, i) =>
+        call(`${urls[i % urls.length]}/api/v1/paymaster/local?apiKey=${plaintext}`, "pm_sponsorUserOperation", [op, { strategy_code: code, version: "v0.7" }]),
+      ),
+    );
+    const unexpected = answers.filter((a) => a.status !== 200 && !(a.status === 409 && a.body.data.reason === "SPONSORSHIP_CONFLICT"));
+    expect(unexpected.map((a) => a.body), "only 200 or SPONSORSHIP_CONFLICT").to.deep.equal([]);
+    expect(answers.filter((a) => a.status === 200).length, "at least one signature").to.be.greaterThan(0);
+    const usage = await store.getUsage(strategy.id, "global", "");
+    expect(usage.ops, "the cap counts the op once").to.equal(1);
+    const active = (await store.sponsorshipCounts()).filter((c) => c.network === "local" && (c.status === "reserved" || c.status === "signed") && c.mode === "sponsor");
+    return { usage, active: active.reduce((n, c) => n + c.count, 0) };
+  }
+
+  it("on SQLite", async () => {
+    const store = embedded.running.service.store;
+    const before = (await store.sponsorshipCounts()).filter((c) => c.status === "reserved" || c.status === "signed").reduce((n, c) => n + c.count, 0);
+    const { active } = await storm(store, [embedded.running.url], 501n);
+    expect(active - before, "one active reservation for the op").to.equal(1);
+  });
+
+  for (const replicas of [1, 2]) {
+    it(`on PostgreSQL with ${replicas} replica${replicas > 1 ? "s" : ""}`, async () => {
+      const database = await createTestDatabase();
+      const services: RunningService[] = [];
+      try {
+        const network = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
+        const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-dup-")), "data");
+        for (let i = 0; i < replicas; i++) {
+          services.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: database.url }, { pollMs: 100, watch: false }));
+        }
+        const { active } = await storm(services[0]!.service.store, services.map((s) => s.url), 600n + BigInt(replicas));
+        expect(active, "one active reservation for the op").to.equal(1);
+      } finally {
+        for (const s of services) await s.close();
+        await database.drop();
+      }
+    });
+  }
+});
