@@ -12,6 +12,7 @@ import { createChainRpc, type ChainRpc } from "./chain/rpc.ts";
 import { createMarket } from "./chain/market.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
 import { createSigner } from "./signer/signer.ts";
+import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07 } from "./chain/entryPoint.ts";
 
 // Both versions share the admin/view ABI (PaymasterBase, TokenChargeBase).
 const verifyingAbi = VerifyingPaymasterV06Artifact.abi as Abi;
@@ -63,6 +64,7 @@ export async function createNetworkRuntime(
     prices: createPriceOracle(rpc),
     signer,
     erc20,
+    simulator: base.versions.includes("v0.7") ? await findSimulatorV07(rpc) : SIMULATOR_CODE_OVERRIDE,
   };
   return { ...base, chain };
 }
