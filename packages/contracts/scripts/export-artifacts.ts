@@ -1,5 +1,6 @@
 /**
- * Writes types/artifacts/index.ts: ABI, bytecode and deployedBytecode of our four paymasters and TestToken
+ * Writes types/artifacts/index.ts: ABI, bytecode and deployedBytecode of our four paymasters, TestToken and
+ * EntryPointSimulatorV07
  * (from Hardhat's artifacts/) and of the eth-infinitism EntryPoint, SimpleAccountFactory, SimpleAccount
  * (v0.6, v0.7) and EntryPointSimulations (v0.7) (shipped npm artifacts), as `as const` objects so viem
  * infers types from them. Run after `hardhat build`; `tsc -p tsconfig.build.json` compiles the result.
@@ -8,6 +9,8 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { getCreate2Address, id, keccak256 } from "ethers";
+import { CREATE2_DEPLOYER_ADDRESS } from "../src/deploy/constants.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const outFile = path.join(root, "types/artifacts/index.ts");
@@ -49,6 +52,7 @@ const entries: Entry[] = [
   ours("v07", "VerifyingPaymasterV07"),
   ours("v07", "ERC20PaymasterV07"),
   ours("test", "TestToken"),
+  ours("simulation", "EntryPointSimulatorV07"),
   shipped("v06", "EntryPoint"),
   shipped("v06", "SimpleAccountFactory"),
   shipped("v06", "SimpleAccount"),
@@ -81,6 +85,26 @@ for (const entry of entries) {
   out += `/** ${a.contractName} (${entry.source}). */\nexport const ${entry.exportName} = ${JSON.stringify(body, null, 2)} as const;\n\n`;
 }
 
+// The simulator's runtime code deployed as is (a 12-byte init code that copies and returns it: the parent
+// EntryPointSimulations' constructor refuses deployment, and the simulator needs no constructor), through the
+// CREATE2 deployer with a fixed salt: the same address on every chain where someone deployed it.
+{
+  const simulator = JSON.parse(
+    await readFile(path.join(root, "artifacts/contracts/simulation/EntryPointSimulatorV07.sol/EntryPointSimulatorV07.json"), "utf8"),
+  ) as Artifact;
+  const runtime = simulator.deployedBytecode.slice(2);
+  const size = runtime.length / 2;
+  if (size > 0xffff) throw new Error("EntryPointSimulatorV07: runtime code too large for the copy-and-return init code");
+  // PUSH2 size, DUP1, PUSH1 12, PUSH1 0, CODECOPY, PUSH1 0, RETURN, then the runtime code.
+  const initCode = `0x61${size.toString(16).padStart(4, "0")}80600c6000396000f3${runtime}`;
+  const salt = id("@paymaster/contracts:EntryPointSimulatorV07");
+  const address = getCreate2Address(CREATE2_DEPLOYER_ADDRESS, salt, keccak256(initCode));
+  out += `/** Where EntryPointSimulatorV07's runtime code lands through the CREATE2 deployer (init code = copy-and-return). */
+export const EntryPointSimulatorV07Deployment = ${JSON.stringify({ salt, initCode, address }, null, 2)} as const;
+
+`;
+}
+
 out += `/** Our contracts and the EntryPoint stack, grouped by EntryPoint version. */
 export const artifacts = {
   v06: {
@@ -97,6 +121,7 @@ export const artifacts = {
     SimpleAccountFactory: SimpleAccountFactoryV07Artifact,
     SimpleAccount: SimpleAccountV07Artifact,
     EntryPointSimulations: EntryPointSimulationsV07Artifact,
+    EntryPointSimulator: EntryPointSimulatorV07Artifact,
   },
   TestToken: TestTokenArtifact,
 } as const;

@@ -13,6 +13,7 @@ import type { PriceOracle } from "./sponsor/price.ts";
 import type { PaymasterSigner } from "./signer/signer.ts";
 import type { DepositGuard } from "./sponsor/deposit.ts";
 import type { ServiceMetrics } from "./metrics/metrics.ts";
+import type { SimulatorV07 } from "./chain/entryPoint.ts";
 
 /** What sponsoring on a network needs from its chain, read or built once at start-up. */
 export interface NetworkChain {
@@ -20,6 +21,8 @@ export interface NetworkChain {
   readonly market: Market;
   readonly prices: PriceOracle;
   readonly signer: PaymasterSigner;
+  /** How v0.7 simulations reach the simulator's code (found once at start-up). */
+  readonly simulator: SimulatorV07;
   /** Per version: the ERC-20 paymaster's postOpGas and treasury, read from the contract at start-up. */
   readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; treasury: `0x${string}` }>>;
   /** The paymasters' EntryPoint deposits, and the check that they cover what is signed. */

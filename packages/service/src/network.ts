@@ -18,6 +18,7 @@ import { createDepositGuard } from "./sponsor/deposit.ts";
 import { createMarket } from "./chain/market.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
 import { createSigner } from "./signer/signer.ts";
+import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07 } from "./chain/entryPoint.ts";
 
 // Both versions share the admin/view ABI (PaymasterBase, TokenChargeBase).
 const verifyingAbi = VerifyingPaymasterV06Artifact.abi as Abi;
@@ -83,6 +84,7 @@ export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Sto
     signer,
     erc20,
     deposits: createDepositGuard(rpc, store, config.name),
+    simulator: base.versions.includes("v0.7") ? await findSimulatorV07(rpc) : SIMULATOR_CODE_OVERRIDE,
   };
 }
 

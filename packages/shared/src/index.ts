@@ -17,3 +17,4 @@ export * from "./hash.ts";
 export * from "./userOpHash.ts";
 export * from "./maxCost.ts";
 export * from "./networks.ts";
+export * from "./paymasterGas.ts";

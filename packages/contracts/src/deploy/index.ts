@@ -16,6 +16,7 @@ import { VerifyingPaymasterV06__factory } from "../../types/ethers-contracts/fac
 import { ERC20PaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/ERC20PaymasterV07__factory.ts";
 import { VerifyingPaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/VerifyingPaymasterV07__factory.ts";
 import { loadShippedArtifact } from "./aaArtifacts.ts";
+import { EntryPointSimulatorV07Deployment } from "../../types/artifacts/index.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
   CREATE2_DEPLOYER_RUNTIME_CODE,
@@ -277,6 +278,15 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     "ERC20PaymasterV07",
     saltFor("ERC20PaymasterV07"),
     (await new ERC20PaymasterV07__factory().getDeployTransaction(entryPoint07, owner, signers, treasury, postOpGas)).data,
+  );
+
+  // The v0.7 simulator the service references from a small state override instead of sending its code.
+  await deployDeterministic(
+    ctx,
+    "EntryPointSimulatorV07",
+    EntryPointSimulatorV07Deployment.salt,
+    EntryPointSimulatorV07Deployment.initCode,
+    EntryPointSimulatorV07Deployment.address,
   );
 
   // ---- set-up: top up / set only what is missing

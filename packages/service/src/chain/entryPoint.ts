@@ -1,10 +1,13 @@
 /**
- * EntryPoint simulation through eth_call: v0.6's own simulateHandleOp (always reverts with ExecutionResult or
- * FailedOp), v0.7's EntryPointSimulations code placed at the EntryPoint's address by a state override (it
- * returns ExecutionResult or reverts with FailedOp / FailedOpWithRevert). Both give the same result shape.
+ * EntryPoint simulation through eth_call. v0.6: the EntryPoint's own simulateHandleOp (always reverts with
+ * ExecutionResult or FailedOp). v0.7: our EntryPointSimulatorV07 (eth-infinitism's EntryPointSimulations plus
+ * the op's execution outcome) run at the EntryPoint's address through a state override: a 45-byte delegating
+ * proxy when the simulator's code is deployed on the chain (found at start-up at its CREATE2 address), else
+ * the whole ~19 kB code on every call (see "Simulation" in the README for the measurements). It returns
+ * ExecutionResult or reverts with FailedOp / FailedOpWithRevert. Both versions give the same result shape.
  */
-import { decodeErrorResult, decodeFunctionResult, type Abi } from "viem";
-import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
+import { decodeAbiParameters, decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
+import { EntryPointSimulatorV07Artifact, EntryPointSimulatorV07Deployment, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
 import type { Address, Hex, UserOperationV06, UserOperationV07 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
@@ -13,6 +16,14 @@ import { encodeSimulateHandleOp } from "./userOpAbi.ts";
 export interface ExecutionResult {
   preOpGas: bigint;
   paid: bigint;
+  /**
+   * Whether the op's execution (and postOp) succeeded: known for v0.7 (the simulator records it), undefined
+   * for v0.6 (its EntryPoint has no hook: run `simulateCalls` to learn it).
+   */
+  opSucceeded: boolean | undefined;
+  /** v0.7: the paymaster's validation data says its signature failed (v0.6: always false, not reported). */
+  paymasterSigFailed: boolean;
+  /** The read made after the op (simulateOp) or the raw target call (simulateCalls). */
   targetSuccess: boolean;
   targetResult: Hex;
 }
@@ -30,15 +41,40 @@ export type SimulationOutcome = { ok: true; result: ExecutionResult } | { ok: fa
 
 export type SimulatedOp = { version: "v0.6"; userOp: UserOperationV06 } | { version: "v0.7"; userOp: UserOperationV07 };
 
+/** How v0.7 simulations reach the simulator's code: the state override each eth_call carries. */
+export interface SimulatorV07 {
+  /** "deployed": a delegating proxy to the simulator's deployed code; "override": the whole code each call. */
+  readonly kind: "deployed" | "override";
+  /** The override's `code` value, pre-serialized (JSON.stringify would rescan the 38k-character string each call). */
+  readonly code: unknown;
+}
+
+const ZERO: Address = "0x0000000000000000000000000000000000000000";
 const entryPointV06Abi = EntryPointV06Artifact.abi as Abi;
-const simulationsV07Abi = EntryPointSimulationsV07Artifact.abi as Abi;
+const simulatorV07Abi = EntryPointSimulatorV07Artifact.abi as Abi;
+const rawJson = (text: string): unknown => (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(text);
+
+/** The simulator's whole runtime code as the override: works on any node that takes state overrides. */
+export const SIMULATOR_CODE_OVERRIDE: SimulatorV07 = Object.freeze({
+  kind: "override",
+  code: rawJson(JSON.stringify(EntryPointSimulatorV07Artifact.deployedBytecode)),
+});
+
+/** An EIP-1167 minimal proxy: delegates every call (with all its gas) to `target`, returning or reverting its data. */
+function delegatingProxyCode(target: Address): Hex {
+  return `0x363d3d373d3d3d363d73${target.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3`;
+}
+
 /**
- * The simulation code (~21 kB) as pre-serialized JSON: every v0.7 simulation sends it as a state override, and
- * JSON.stringify would otherwise scan the 42k-character string on every call.
+ * The cheapest way this chain offers: the proxy when the simulator's exact runtime code is deployed at its
+ * CREATE2 address (the local stack deploys it; anyone can on a real network), else the whole code.
  */
-const simulationsV07CodeJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(
-  JSON.stringify(EntryPointSimulationsV07Artifact.deployedBytecode),
-);
+export async function findSimulatorV07(rpc: ChainRpc): Promise<SimulatorV07> {
+  const { address } = EntryPointSimulatorV07Deployment;
+  const code = await rpc.request<string>("eth_getCode", [address, "latest"]);
+  if (code.toLowerCase() !== EntryPointSimulatorV07Artifact.deployedBytecode.toLowerCase()) return SIMULATOR_CODE_OVERRIDE;
+  return Object.freeze({ kind: "deployed", code: delegatingProxyCode(address) });
+}
 
 function failureOf(reason: string, inner: Hex | null): SimulationFailure {
   const match = /^(AA\d\d)/.exec(reason);
@@ -57,19 +93,23 @@ function decodeFailure(abi: Abi, data: Hex): SimulationFailure | undefined {
   return undefined;
 }
 
-/**
- * simulateHandleOp(op, target, targetCallData) on the op's EntryPoint at the latest block. A target of the zero
- * address skips the target call.
- */
-export async function simulateHandleOp(
-  rpc: ChainRpc,
-  entryPoint: Address,
-  op: SimulatedOp,
-  target: Address = "0x0000000000000000000000000000000000000000",
-  targetCallData: Hex = "0x",
-): Promise<SimulationOutcome> {
+/** The low 160 bits of validation data: 1 means the signature failed (0 success, else an aggregator). */
+const sigFailed = (validationData: bigint): boolean => (validationData & ((1n << 160n) - 1n)) === 1n;
+
+interface RawExecution {
+  preOpGas: bigint;
+  paid: bigint;
+  paymasterValidationData: bigint;
+  targetSuccess: boolean;
+  targetResult: Hex;
+}
+
+type RawOutcome = { ok: true; result: RawExecution } | { ok: false; failure: SimulationFailure };
+
+/** simulateHandleOp(op, target, targetCallData) at the latest block; a zero target skips the target call. */
+async function simulateHandleOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, target: Address, targetCallData: Hex): Promise<RawOutcome> {
+  const data = encodeSimulateHandleOp(op, target, targetCallData);
   if (op.version === "v0.6") {
-    const data = encodeSimulateHandleOp(op, target, targetCallData);
     let revert: Hex | undefined;
     try {
       await rpc.request("eth_call", [{ to: entryPoint, data }, "latest"]);
@@ -83,23 +123,57 @@ export async function simulateHandleOp(
     const decoded = decodeErrorResult({ abi: entryPointV06Abi, data: revert });
     if (decoded.errorName !== "ExecutionResult") return { ok: false, failure: failureOf("unexpected revert", revert) };
     const [preOpGas, paid, , , targetSuccess, targetResult] = decoded.args as [bigint, bigint, number, number, boolean, Hex];
-    return { ok: true, result: { preOpGas, paid, targetSuccess, targetResult } };
+    return { ok: true, result: { preOpGas, paid, paymasterValidationData: 0n, targetSuccess, targetResult } };
   }
-
-  const data = encodeSimulateHandleOp(op, target, targetCallData);
   try {
-    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulationsV07CodeJson } }]);
-    const result = decodeFunctionResult({ abi: simulationsV07Abi, functionName: "simulateHandleOp", data: output }) as {
-      preOpGas: bigint;
-      paid: bigint;
-      targetSuccess: boolean;
-      targetResult: Hex;
-    };
-    return { ok: true, result: { preOpGas: result.preOpGas, paid: result.paid, targetSuccess: result.targetSuccess, targetResult: result.targetResult } };
+    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulator.code } }]);
+    const result = decodeFunctionResult({ abi: simulatorV07Abi, functionName: "simulateHandleOp", data: output }) as RawExecution;
+    return { ok: true, result };
   } catch (error) {
     if (!(error instanceof NodeError)) throw error;
     const revert = error.revertData;
-    const failure = revert ? decodeFailure(simulationsV07Abi, revert) : undefined;
+    const failure = revert ? decodeFailure(simulatorV07Abi, revert) : undefined;
     return { ok: false, failure: failure ?? failureOf(`simulation reverted${revert ? "" : ": " + error.message.slice(0, 200)}`, revert ?? null) };
   }
+}
+
+const OUTCOME_TYPES = [{ type: "bool" }, { type: "bool" }, { type: "bytes" }] as const;
+
+/**
+ * The op as it would land: validation, execution and postOp, then (optionally) `read` called right after the
+ * op, e.g. the treasury's token balance. v0.7 also tells whether the execution and postOp succeeded.
+ */
+export async function simulateOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): Promise<SimulationOutcome> {
+  if (op.version === "v0.6") {
+    const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, read?.to ?? ZERO, read?.data ?? "0x");
+    if (!raw.ok) return raw;
+    return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
+  }
+  // The EntryPoint calls itself after the op: the simulator's opOutcome(read.to, read.data).
+  const outcomeCall = encodeFunctionData({ abi: simulatorV07Abi, functionName: "opOutcome", args: [read?.to ?? ZERO, read?.data ?? "0x"] });
+  const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, entryPoint, outcomeCall);
+  if (!raw.ok) return raw;
+  if (!raw.result.targetSuccess) throw new RpcError("CHAIN_UNAVAILABLE", "the simulator's opOutcome failed");
+  const [opSucceeded, targetSuccess, targetResult] = decodeAbiParameters(OUTCOME_TYPES, raw.result.targetResult);
+  return {
+    ok: true,
+    result: {
+      preOpGas: raw.result.preOpGas,
+      paid: raw.result.paid,
+      opSucceeded,
+      paymasterSigFailed: sigFailed(raw.result.paymasterValidationData),
+      targetSuccess,
+      targetResult,
+    },
+  };
+}
+
+/**
+ * The op's calls alone, with their revert data: `op` must carry empty callData; the EntryPoint then calls
+ * `sender` with `callData` right after validation (as the op's execution would).
+ */
+export async function simulateCalls(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): Promise<SimulationOutcome> {
+  const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, sender, callData);
+  if (!raw.ok) return raw;
+  return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
 }

@@ -240,6 +240,7 @@ export const networkSchema = z
     depositAddress: addressSchema.optional(),
     pollMs: integer("milliseconds", WATCHER_POLL_MS_RANGE.min, WATCHER_POLL_MS_RANGE.max).optional(),
     logBlockRange: integer("a number of blocks", LOG_BLOCK_RANGE_RANGE.min, LOG_BLOCK_RANGE_RANGE.max).optional(),
+    skipFinalSimulation: z.boolean({ error: expected("true or false") }).optional(),
   })
   .transform(
     (n): NetworkConfig => ({
@@ -256,6 +257,7 @@ export const networkSchema = z
       tokens: n.tokens,
       nativeUsdPrice: n.nativeUsdPrice,
       caps: n.caps,
+      ...(n.skipFinalSimulation === true ? { skipFinalSimulation: true } : {}),
       // Settlement watcher settings: present only when given (the watcher applies its defaults).
       ...(n.confirmations === undefined ? {} : { confirmations: n.confirmations }),
       ...(n.reorgDepth === undefined ? {} : { reorgDepth: n.reorgDepth }),

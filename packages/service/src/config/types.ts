@@ -53,6 +53,11 @@ export interface NetworkConfig {
   /** USD price of the network's native currency. */
   nativeUsdPrice: PriceSource;
   caps: GasCaps;
+  /**
+   * Sign without simulating the final op (default false): an operator's explicit choice of speed over the
+   * check that the op lands as signed (see "Simulation" in the README for the risk).
+   */
+  skipFinalSimulation?: boolean;
   // ---- settlement watcher (src/settlement/watcher.ts); absent = the watcher's defaults (WATCHER_DEFAULTS)
   /** Blocks an event must be buried under before it settles or credits (default 2). */
   confirmations?: number;

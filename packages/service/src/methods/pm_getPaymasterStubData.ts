@@ -1,7 +1,8 @@
 /**
- * pm_getPaymasterStubData (ERC-7677) [userOp, entryPoint, chainIdHex, context]: runs the same pipeline as
- * pm_estimateUserOperationGas (same refusals: the stub refuses what the final call would refuse; nothing is
- * reserved or signed) and answers stub paymaster data of the final data's length, built with STUB_SIGNATURE
+ * pm_getPaymasterStubData (ERC-7677) [userOp, entryPoint, chainIdHex, context]: policy, the network's caps on
+ * the gas values given, and the paymasters' constant gas limits, with no simulation (so a wallet's gas
+ * estimation is not slowed by us; pm_getPaymasterData checks the op as it will land). Nothing is reserved
+ * or signed. Answers stub paymaster data of the final data's length, built with STUB_SIGNATURE
  * (no zero bytes, so never cheaper calldata than the final data): v0.6 `{paymasterAndData}`, v0.7
  * `{paymaster, paymasterData, paymasterVerificationGasLimit, paymasterPostOpGasLimit}`, plus `sponsor` and
  * `isFinal: false` (the client then calls pm_getPaymasterData).
@@ -15,7 +16,7 @@ export const pm_getPaymasterStubData = defineMethod({
   params: erc7677ParamsSchema,
   async handler(params, call) {
     const request = await erc7677Request(params, call, "pm_getPaymasterStubData");
-    const result = await runSponsorPipeline(request, call, { sign: false });
+    const result = await runSponsorPipeline(request, call, { sign: false, stub: true });
     return { ...paymasterFields(result), sponsor: { ...SPONSOR_INFO }, isFinal: false };
   },
 });

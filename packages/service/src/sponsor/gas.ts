@@ -7,11 +7,6 @@
 import type { SimulatedOp, ExecutionResult } from "../chain/entryPoint.ts";
 import { encodeUserOpParameter } from "../chain/userOpAbi.ts";
 
-/** Gas the paymasters' own validation may take (v0.7 paymasterVerificationGasLimit), measured by the tests. */
-export const PAYMASTER_VERIFICATION_GAS = { verifying: 50_000n, erc20: 120_000n } as const;
-/** v0.7 paymasterPostOpGasLimit on top of the ERC-20 paymaster's postOpGas (covers a first payment to an empty treasury). */
-export const ERC20_POST_OP_HEADROOM = 25_000n;
-
 /**
  * The calldata cost of the op inside a one-op bundle, the way eth-infinitism's bundler prices it: 21000 for
  * the transaction, 18300 per op, 4 per word of the encoded op, 16 per non-zero and 4 per zero byte. The op

@@ -1,13 +1,18 @@
 /**
- * The sponsor pipeline, shared by pm_sponsorUserOperation (reserve + sign) and pm_estimateUserOperationGas
- * (neither):
- *   mode -> policy -> gas (fill missing fields, fees from the chain) -> price (ERC-20) -> simulation of
- *   validation and execution -> reserve the maximum cost -> sign with a 5-minute window.
- * Nothing is signed that the simulation says the EntryPoint would reject, and nothing before the reservation.
+ * The sponsor pipeline, shared by pm_sponsorUserOperation and pm_getPaymasterData (reserve + sign),
+ * pm_estimateUserOperationGas (neither) and pm_getPaymasterStubData (policy only):
+ *   mode -> policy -> gas (fill missing fields, fees from the chain) -> price (ERC-20) -> [estimate: one
+ *   simulation when the client left gas out] -> sign -> [the final simulation: ONE run of the op as it will
+ *   land] -> reserve the maximum cost -> answer with a 5-minute window.
+ * The stub runs no simulation (policy, caps and the paymasters' constant gas limits). The signature is made
+ * before the final simulation so that the simulation runs our real paymaster data; it leaves the service only
+ * after the simulation passed and the reservation holds.
  */
 import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
 import {
   ChargeMode,
+  ERC20_POST_OP_HEADROOM,
+  PAYMASTER_VERIFICATION_GAS,
   STUB_SIGNATURE,
   encodeErc20PaymasterData,
   encodePaymasterAndDataV06,
@@ -33,9 +38,9 @@ import type { NetworkChain } from "../context.ts";
 import type { SponsorRequest } from "../rpc/schemas.ts";
 import type { EntryPointConfig } from "../config/types.ts";
 import { RpcError } from "../rpc/errors.ts";
-import { simulateHandleOp, type SimulatedOp, type SimulationFailure } from "../chain/entryPoint.ts";
+import { simulateCalls, simulateOp, type ExecutionResult, type SimulatedOp, type SimulationFailure } from "../chain/entryPoint.ts";
 import { l1DataGas, l2GasPrice } from "../chain/l1Fee.ts";
-import { ERC20_POST_OP_HEADROOM, PAYMASTER_VERIFICATION_GAS, limitsFromSimulation, preVerificationGas } from "./gas.ts";
+import { limitsFromSimulation, preVerificationGas } from "./gas.ts";
 import { exchangeRate, type UsdPrice } from "./price.ts";
 import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
 import { capChecks, evaluateRules, weiToUsdMicros } from "../policy/rules.ts";
@@ -197,8 +202,13 @@ function checkCaps(gas: GasValues, call: CallContext, marketMaxFee: bigint) {
 }
 
 export interface PipelineOptions {
-  /** Reserve the maximum cost and sign (pm_sponsorUserOperation); otherwise answer with stub data. */
+  /** Reserve the maximum cost and sign (pm_sponsorUserOperation, pm_getPaymasterData); otherwise answer with stub data. */
   sign: boolean;
+  /**
+   * ERC-7677 stub data (pm_getPaymasterStubData): policy, caps and the paymasters' constant gas limits only;
+   * no simulation and no estimate (the wallet's bundler estimates the op's own gas next). Implies sign = false.
+   */
+  stub?: boolean;
   /**
    * Policy only (the dry run): collect every verdict instead of refusing on the first, include the caps'
    * current totals, and stop before the final simulation. Implies sign = false.
@@ -215,6 +225,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       supported: network.versions,
     });
   }
+  const stub = options.stub === true;
 
   // ---- mode and policy (store only)
   const market = await chainWait(() => chain.market.current());
@@ -250,12 +261,14 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       request.version === "v0.6" ? 0n : mode.mode === "erc20" ? maxOf(clientPmPostOp ?? 0n, postOpGas + ERC20_POST_OP_HEADROOM) : (clientPmPostOp ?? 0n),
   };
   if (gas.maxPriorityFeePerGas > gas.maxFeePerGas && given(u.maxPriorityFeePerGas) === undefined) gas.maxPriorityFeePerGas = gas.maxFeePerGas;
+  // What the client gave for the op's own gas (the stub checks its gas rules only then).
+  const clientGasComplete = gas.callGasLimit !== 0n && gas.verificationGasLimit !== 0n && gas.preVerificationGas !== 0n;
 
   const validUntil = now + service.config.signatureTtlSeconds;
   const validAfter = now - 60;
   const window = { validUntil, validAfter };
 
-  // ---- ERC-20: the rate, and what the sender holds and allows
+  // ---- ERC-20: the rate, and (past the stub) what the sender holds and allows
   let token: TokenQuote | null = null;
   let tokenRate = 0n;
   let balance = 0n;
@@ -266,8 +279,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       Promise.all([
         chain.prices.usd(network.config.nativeUsdPrice),
         chain.prices.usd(mode.token.priceSource),
-        tokenRead(chain, mode.token.address, "balanceOf", [u.sender]),
-        tokenRead(chain, mode.token.address, "allowance", [u.sender, paymaster]),
+        stub ? 0n : tokenRead(chain, mode.token.address, "balanceOf", [u.sender]),
+        stub ? 0n : tokenRead(chain, mode.token.address, "allowance", [u.sender, paymaster]),
       ]),
     );
     nativeUsd = native;
@@ -275,50 +288,56 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     balance = held;
     allowance = allowed;
   }
-  const stubData = (chargeMode: ChargeMode): Hex =>
+  const paymasterDataWith = (chargeMode: ChargeMode, signature: Hex): Hex =>
     mode.mode === "erc20"
-      ? encodeErc20PaymasterData({ ...window, token: mode.token.address, exchangeRate: tokenRate, chargeMode }, STUB_SIGNATURE)
-      : encodeVerifyingPaymasterData(window, STUB_SIGNATURE);
+      ? encodeErc20PaymasterData({ ...window, token: mode.token.address, exchangeRate: tokenRate, chargeMode }, signature)
+      : encodeVerifyingPaymasterData(window, signature);
+  const stubData = (chargeMode: ChargeMode): Hex => paymasterDataWith(chargeMode, STUB_SIGNATURE);
   // Estimation runs at a 1-wei price, where any allowance covers a pre-charge.
   let chargeMode: ChargeMode = mode.mode === "erc20" && allowance === 0n ? ChargeMode.InPostOp : ChargeMode.PreCharge;
 
   checkCaps(gas, call, market.maxFeePerGas); // the client's own values first: an over-cap limit must never reach the simulation
   // ---- estimation of what the client left out, from one run with generous limits at a 1-wei price
-  const needsEstimate = gas.callGasLimit === 0n || gas.verificationGasLimit === 0n;
-  const estimatePreVerificationGas = gas.preVerificationGas === 0n;
-  if (estimatePreVerificationGas) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, stubData(chargeMode)));
-  if (needsEstimate) {
-    const caps = network.config.caps;
-    const generous: GasValues = {
-      ...gas,
-      callGasLimit: gas.callGasLimit || caps.maxCallGasLimit,
-      verificationGasLimit: gas.verificationGasLimit || caps.maxVerificationGasLimit,
-      maxFeePerGas: 1n,
-      maxPriorityFeePerGas: 1n,
-      paymasterVerificationGasLimit: request.version === "v0.7" ? caps.maxPaymasterVerificationGasLimit : 0n,
-    };
-    const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
-    const outcome = await chainWait(() => simulateHandleOp(chain.rpc, entry.entryPoint, probe));
-    if (!outcome.ok) throw simulationError(outcome.failure);
-    const measured = limitsFromSimulation(probe, outcome.result, postOpGas);
-    if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
-    if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
+  if (!stub) {
+    const needsEstimate = gas.callGasLimit === 0n || gas.verificationGasLimit === 0n;
+    const estimatePreVerificationGas = gas.preVerificationGas === 0n;
+    if (estimatePreVerificationGas) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, stubData(chargeMode)));
+    if (needsEstimate) {
+      const caps = network.config.caps;
+      const generous: GasValues = {
+        ...gas,
+        callGasLimit: gas.callGasLimit || caps.maxCallGasLimit,
+        verificationGasLimit: gas.verificationGasLimit || caps.maxVerificationGasLimit,
+        maxFeePerGas: 1n,
+        maxPriorityFeePerGas: 1n,
+        paymasterVerificationGasLimit: request.version === "v0.7" ? caps.maxPaymasterVerificationGasLimit : 0n,
+      };
+      const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
+      const outcome = await chainWait(() => simulateOp(chain.rpc, chain.simulator, entry.entryPoint, probe));
+      if (!outcome.ok) throw simulationError(outcome.failure);
+      // v0.7 tells whether the op's calls ran through: a revert is refused here already (with its revert data),
+      // whether or not the final simulation runs.
+      if (outcome.result.opSucceeded === false) await refuseRevertingCalls(chain, entry.entryPoint, request, generous, paymaster, stubData(chargeMode));
+      const measured = limitsFromSimulation(probe, outcome.result, postOpGas);
+      if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
+      if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
+    }
+    if (estimatePreVerificationGas && network.config.gasKind !== "l1") {
+      // On a rollup the bundler pays for the bundle's L1 data and gets it back only through preVerificationGas.
+      // Priced on the op with its final limits (their bytes are part of the data).
+      const op = buildOp(request, gas, paymaster, stubData(chargeMode));
+      const input = { chainId: network.config.chainId, entryPoint: entry.entryPoint, op, l2GasPrice: l2GasPrice(gas, market.baseFeePerGas) };
+      gas.preVerificationGas += await chainWait(() => l1DataGas(chain.rpc, network.config.gasKind, input));
+    }
+    checkCaps(gas, call, market.maxFeePerGas);
   }
-  if (estimatePreVerificationGas && network.config.gasKind !== "l1") {
-    // On a rollup the bundler pays for the bundle's L1 data and gets it back only through preVerificationGas.
-    // Priced on the op with its final limits (their bytes are part of the data).
-    const op = buildOp(request, gas, paymaster, stubData(chargeMode));
-    const input = { chainId: network.config.chainId, entryPoint: entry.entryPoint, op, l2GasPrice: l2GasPrice(gas, market.baseFeePerGas) };
-    gas.preVerificationGas += await chainWait(() => l1DataGas(chain.rpc, network.config.gasKind, input));
-  }
-  checkCaps(gas, call, market.maxFeePerGas);
 
   // ---- ERC-20: maximum token cost against balance and allowance
   if (mode.mode === "erc20") {
     const op = buildOp(request, gas, paymaster, stubData(chargeMode));
     const preChargeWei = op.version === "v0.6" ? preChargeGasCostV06(op.userOp, postOpGas) : preChargeGasCostV07(op.userOp);
     const maxTokenCost = tokenCost(preChargeWei, tokenRate);
-    if (balance < maxTokenCost) {
+    if (!stub && balance < maxTokenCost) {
       throw new RpcError("TOKEN_BALANCE_INSUFFICIENT", undefined, {
         token: mode.token.symbol,
         required: maxTokenCost.toString(),
@@ -327,7 +346,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     }
     // Pre-charge when the allowance already covers the maximum; otherwise charge in postOp, which the
     // simulation below must show succeeding (the op's own calls may approve the paymaster).
-    chargeMode = allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
+    if (!stub) chargeMode = allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
     token = {
       symbol: mode.token.symbol,
       address: mode.token.address,
@@ -346,7 +365,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   nativeUsd ??= await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
   const maxCostUsdMicros = weiToUsdMicros(maxCostWei, nativeUsd);
   const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now, sender: u.sender }) : [];
-  if (mode.mode === "sponsor") {
+  if (mode.mode === "sponsor" && (!stub || clientGasComplete)) {
     // The call rules already ran before any chain work; the rest need the gas figures.
     const late = evaluateRules(splitRules(mode.strategy.rules).rest, {
       ...ruleInput(u.sender, u.callData, request.version),
@@ -375,38 +394,23 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     verdicts,
     maxCostUsdMicros,
   };
-  if (options.dryRun) return result;
+  if (options.dryRun || stub) return result;
 
-  // ---- the final simulation: validation with the real limits and fees, the op's calls, the token charge
-  const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, stubData(chargeMode));
-  const treasury = erc20Info?.treasury ?? ZERO;
-  // Only ERC-20 mode reads the treasury's balance: viem's generic encoder is not worth running for the others.
-  const treasuryBalanceCall = mode.mode === "erc20" ? encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [treasury] }) : "0x";
-  const [full, calls, treasuryBefore] = await chainWait(() =>
-    Promise.all([
+  // ---- sign: the op as it will land (kept in this function until the simulation and the reservation pass)
+  const chainId = network.config.chainId;
+  let landing = finalStub;
+  if (options.sign) {
+    const hashParams = { ...finalStub, chainId, paymaster, ...window } as const;
+    const hash =
       mode.mode === "erc20"
-        ? simulateHandleOp(chain.rpc, entry.entryPoint, finalStub, mode.token.address, treasuryBalanceCall)
-        : simulateHandleOp(chain.rpc, entry.entryPoint, finalStub),
-      // The op's calls, run once from the EntryPoint right after validation (simulateHandleOp's target call).
-      simulateHandleOp(chain.rpc, entry.entryPoint, withoutCalls, u.sender, u.callData),
-      mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [treasury]) : Promise.resolve(0n),
-    ]),
-  );
-  if (!full.ok) throw simulationError(full.failure);
-  if (!calls.ok) throw simulationError(calls.failure);
-  if (!calls.result.targetSuccess) {
-    throw new RpcError("EXECUTION_REVERTED", undefined, { revertData: calls.result.targetResult.slice(0, 514) });
+        ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate: tokenRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
+        : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
+    landing = buildOp(request, gas, paymaster, paymasterDataWith(chargeMode, await chain.signer.signHash(hash)));
   }
-  if (mode.mode === "erc20") {
-    const after = full.result.targetSuccess ? (decodeFunctionResult({ abi: erc20Abi as Abi, functionName: "balanceOf", data: full.result.targetResult }) as bigint) : 0n;
-    if (after <= treasuryBefore) {
-      throw new RpcError("TOKEN_ALLOWANCE_INSUFFICIENT", "The paymaster could not charge the token: approve the paymaster first, or in this op's own calls", {
-        token: mode.token.symbol,
-        paymaster,
-        required: token!.maxTokenCost.toString(),
-      });
-    }
-  }
+
+  // ---- the final simulation: ONE run of that op (validation with the real limits, fees and paymaster data,
+  // the op's calls, postOp), reading the treasury's token balance right after it in ERC-20 mode
+  if (network.config.skipFinalSimulation !== true) await checkLanding(chain, entry.entryPoint, request, landing, mode, token, options.sign);
   if (!options.sign) return result;
 
   // ---- the paymaster's deposit must cover this op on top of every outstanding one (src/sponsor/deposit.ts)
@@ -414,7 +418,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     chain.deposits.check({ entryPoint: entry.entryPoint, paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: market.blockNumber, maxCostWei }),
   );
 
-  // ---- reserve, then sign
+  // ---- reserve, then answer
   const reservation = await service.store.reserveSponsorship({
     network: network.config.name,
     entryPoint: entry.entryPoint,
@@ -448,20 +452,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   }
   const record = reservation.record;
   try {
-    const chainId = network.config.chainId;
-    const hashParams = { ...finalStub, chainId, paymaster, ...window } as const;
-    const hash =
-      mode.mode === "erc20"
-        ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate: tokenRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
-        : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
-    const signature = await chain.signer.signHash(hash);
-    const paymasterData =
-      mode.mode === "erc20"
-        ? encodeErc20PaymasterData({ ...window, token: mode.token.address, exchangeRate: tokenRate, chargeMode }, signature)
-        : encodeVerifyingPaymasterData(window, signature);
-    const signed = buildOp(request, gas, paymaster, paymasterData);
-    const userOpHash = getUserOpHash({ ...signed, entryPoint: entry.entryPoint, chainId } as Parameters<typeof getUserOpHash>[0]);
-    result.paymasterAndData = paymasterAndDataOf(signed);
+    const userOpHash = getUserOpHash({ ...landing, entryPoint: entry.entryPoint, chainId } as Parameters<typeof getUserOpHash>[0]);
+    result.paymasterAndData = paymasterAndDataOf(landing);
     result.userOpHash = userOpHash;
     result.sponsorshipId = record.id;
     try {
@@ -480,6 +472,93 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     await service.store.releaseSponsorship(record.id);
     throw error;
   }
+}
+
+/**
+ * Refuses an op whose calls revert, with their revert data: the calls run alone, from the EntryPoint right
+ * after validation (the op with empty callData, the calls as simulateHandleOp's target call). Returns when
+ * the calls succeed.
+ */
+async function refuseRevertingCalls(chain: NetworkChain, entryPoint: Address, request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): Promise<void> {
+  const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, paymasterData);
+  const calls = await chainWait(() => simulateCalls(chain.rpc, chain.simulator, entryPoint, withoutCalls, request.userOp.sender, request.userOp.callData));
+  if (!calls.ok) throw simulationError(calls.failure);
+  if (!calls.result.targetSuccess) {
+    throw new RpcError("EXECUTION_REVERTED", undefined, { revertData: calls.result.targetResult.slice(0, 514) });
+  }
+}
+
+/**
+ * The final check of `op` as it will land, in one simulation: the EntryPoint accepts it (AAxx otherwise), our
+ * signature verifies (v0.7 reports it), its calls do not revert, and in ERC-20 mode the treasury's token
+ * balance grew. v0.7's simulator reports the execution outcome, so the calls run again alone only to explain
+ * a failure; v0.6's EntryPoint has no such hook, so there the calls' run goes alongside (same latency).
+ */
+async function checkLanding(
+  chain: NetworkChain,
+  entryPoint: Address,
+  request: SponsorRequest,
+  op: SimulatedOp,
+  mode: ResolvedMode,
+  token: TokenQuote | null,
+  signed: boolean,
+): Promise<void> {
+  const treasury = chain.erc20[request.version]?.treasury ?? ZERO;
+  // Only ERC-20 mode reads the treasury's balance: viem's generic encoder is not worth running for the others.
+  const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [treasury] }) } : undefined;
+  const gas = gasOf(op);
+  const paymaster = op.version === "v0.7" ? op.userOp.paymaster! : (op.userOp.paymasterAndData.slice(0, 42) as Address);
+  const paymasterData = op.version === "v0.7" ? op.userOp.paymasterData! : (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex);
+  const [landing, callsFirst, treasuryBefore] = await chainWait(() =>
+    Promise.all([
+      simulateOp(chain.rpc, chain.simulator, entryPoint, op, read),
+      // v0.6: the calls' own run alongside; its refusal is raised after the EntryPoint's (as one simulation would).
+      op.version === "v0.6"
+        ? refuseRevertingCalls(chain, entryPoint, request, gas, paymaster, paymasterData).then(
+            () => undefined,
+            (error: unknown) => error,
+          )
+        : undefined,
+      mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [treasury]) : Promise.resolve(0n),
+    ]),
+  );
+  if (!landing.ok) throw simulationError(landing.failure);
+  if (callsFirst !== undefined) throw callsFirst;
+  const result: ExecutionResult = landing.result;
+  if (signed && result.paymasterSigFailed) {
+    throw new RpcError("SIMULATION_FAILED", "The EntryPoint would reject this user operation: AA34 signature error (the paymaster does not accept this service's signer)", {
+      aaCode: "AA34",
+      entryPointReason: "AA34 signature error",
+    });
+  }
+  if (result.opSucceeded === false) {
+    await refuseRevertingCalls(chain, entryPoint, request, gas, paymaster, paymasterData);
+    if (mode.mode !== "erc20") throw new RpcError("EXECUTION_REVERTED", "The user operation's execution would fail", {});
+  }
+  if (mode.mode === "erc20") {
+    const after = result.targetSuccess ? (decodeFunctionResult({ abi: erc20Abi as Abi, functionName: "balanceOf", data: result.targetResult }) as bigint) : 0n;
+    if (after <= treasuryBefore) {
+      throw new RpcError("TOKEN_ALLOWANCE_INSUFFICIENT", "The paymaster could not charge the token: approve the paymaster first, or in this op's own calls", {
+        token: mode.token.symbol,
+        paymaster,
+        required: token!.maxTokenCost.toString(),
+      });
+    }
+  }
+}
+
+/** The gas values an op carries (to rebuild it with other callData or paymaster data). */
+function gasOf(op: SimulatedOp): GasValues {
+  const u = op.userOp;
+  return {
+    callGasLimit: u.callGasLimit,
+    verificationGasLimit: u.verificationGasLimit,
+    preVerificationGas: u.preVerificationGas,
+    maxFeePerGas: u.maxFeePerGas,
+    maxPriorityFeePerGas: u.maxPriorityFeePerGas,
+    paymasterVerificationGasLimit: op.version === "v0.7" ? (op.userOp.paymasterVerificationGasLimit ?? 0n) : 0n,
+    paymasterPostOpGasLimit: op.version === "v0.7" ? (op.userOp.paymasterPostOpGasLimit ?? 0n) : 0n,
+  };
 }
 
 /** The parts of a rule input that need no gas figures (gas rules are not configured in the early pass). */

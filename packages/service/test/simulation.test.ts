@@ -1,0 +1,114 @@
+// v0.7 simulation through EntryPointSimulatorV07 on the embedded chain: the service finds the deployed
+// simulator (the small delegating override) and the whole-code override (the fallback for nodes where it is
+// not deployed) gives the same answers; one simulation tells the op's execution outcome.
+import { expect } from "chai";
+import { encodeFunctionData, type Abi } from "viem";
+import { EntryPointSimulatorV07Deployment, TestTokenArtifact } from "@paymaster/contracts/artifacts";
+import { PAYMASTER_VERIFICATION_GAS, STUB_SIGNATURE, encodeVerifyingPaymasterData, type Hex, type UserOperationV07 } from "@paymaster/shared";
+import { createChainRpc } from "../src/chain/rpc.ts";
+import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07, simulateOp, type SimulatorV07 } from "../src/chain/entryPoint.ts";
+import { executeCallData } from "../src/local/embedded.ts";
+import { newWallet, startTestStack, type Embedded } from "./helpers/stack.ts";
+
+describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", function () {
+  this.timeout(120_000);
+  let embedded: Embedded;
+  before(async () => {
+    embedded = await startTestStack();
+  });
+  after(async () => {
+    await embedded?.close();
+  });
+
+  async function draft(callData: (owner: Hex) => Hex): Promise<UserOperationV07> {
+    const wallet = await newWallet(embedded, "v0.7");
+    const entry = embedded.stack.manifest.entryPoints["v0.7"];
+    const now = Math.floor(Date.now() / 1000);
+    return {
+      sender: wallet.sender,
+      nonce: 0n,
+      factory: `0x${wallet.initCode.slice(2, 42)}`,
+      factoryData: `0x${wallet.initCode.slice(42)}`,
+      callData: callData(wallet.owner.address),
+      callGasLimit: 200_000n,
+      verificationGasLimit: 600_000n,
+      preVerificationGas: 60_000n,
+      maxFeePerGas: 1n,
+      maxPriorityFeePerGas: 1n,
+      paymaster: entry.verifyingPaymaster,
+      paymasterVerificationGasLimit: 100_000n,
+      paymasterPostOpGasLimit: 0n,
+      paymasterData: encodeVerifyingPaymasterData({ validUntil: now + 300, validAfter: now - 60 }, STUB_SIGNATURE),
+      signature: STUB_SIGNATURE,
+    };
+  }
+
+  it("finds the simulator the local stack deployed, and both ways of reaching it agree", async () => {
+    const rpc = createChainRpc(embedded.stack.chain.url);
+    const found = await findSimulatorV07(rpc);
+    expect(found.kind).to.equal("deployed");
+    expect(String(found.code)).to.have.length(2 + 45 * 2).and.include(EntryPointSimulatorV07Deployment.address.slice(2).toLowerCase());
+    const entryPoint = embedded.stack.manifest.entryPoints["v0.7"].entryPoint;
+    const op = await draft((owner) => executeCallData(owner));
+    const results = [];
+    for (const simulator of [found, SIMULATOR_CODE_OVERRIDE] as SimulatorV07[]) {
+      const outcome = await simulateOp(rpc, simulator, entryPoint, { version: "v0.7", userOp: op });
+      if (!outcome.ok) throw new Error(outcome.failure.reason);
+      results.push(outcome.result);
+    }
+    const [viaProxy, viaCode] = results;
+    expect(viaProxy!.opSucceeded).to.equal(true);
+    expect(viaCode!.opSucceeded).to.equal(true);
+    // The stub signature fails the paymaster's check: reported, not a revert.
+    expect(viaProxy!.paymasterSigFailed).to.equal(true);
+    // The proxy's delegatecalls cost a little gas, far inside the estimate's margins.
+    const diff = viaProxy!.paid > viaCode!.paid ? viaProxy!.paid - viaCode!.paid : viaCode!.paid - viaProxy!.paid;
+    expect(Number(diff), `${viaProxy!.paid} vs ${viaCode!.paid}`).to.be.lessThan(5_000);
+  });
+
+  it("one simulation tells a reverting execution apart, and reads state after the op", async () => {
+    const rpc = createChainRpc(embedded.stack.chain.url);
+    const simulator = await findSimulatorV07(rpc);
+    const entryPoint = embedded.stack.manifest.entryPoints["v0.7"].entryPoint;
+    const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!.address;
+    const abi = TestTokenArtifact.abi as Abi;
+    // The account transfers USDC it does not hold: the op validates, its execution reverts.
+    const op = await draft((owner) => executeCallData(usdc, encodeFunctionData({ abi, functionName: "transfer", args: [owner, 1n] })));
+    const read = { to: usdc, data: encodeFunctionData({ abi, functionName: "balanceOf", args: [op.sender] }) };
+    for (const access of [simulator, SIMULATOR_CODE_OVERRIDE]) {
+      const outcome = await simulateOp(rpc, access, entryPoint, { version: "v0.7", userOp: op }, read);
+      if (!outcome.ok) throw new Error(outcome.failure.reason);
+      expect(outcome.result.opSucceeded).to.equal(false);
+      expect(outcome.result.targetSuccess).to.equal(true);
+      expect(BigInt(outcome.result.targetResult)).to.equal(0n);
+    }
+  });
+
+  it("the stub runs no simulation: an op whose calls revert gets stub data; pm_getPaymasterData refuses it", async () => {
+    const wallet = await newWallet(embedded, "v0.7");
+    const entry = embedded.stack.manifest.entryPoints["v0.7"];
+    const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!.address;
+    const transfer = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "transfer", args: [wallet.owner.address, 1n] });
+    const op = {
+      sender: wallet.sender,
+      nonce: "0x0",
+      factory: `0x${wallet.initCode.slice(2, 42)}`,
+      factoryData: `0x${wallet.initCode.slice(42)}`,
+      callData: executeCallData(usdc, transfer),
+      signature: STUB_SIGNATURE,
+    };
+    const params = [op, entry.entryPoint, "0x7a69", { strategy_code: embedded.strategyCode }];
+    const rpcUrl = embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/");
+    const post = async (method: string) => {
+      const response = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: 1, jsonrpc: "2.0", method, params }) });
+      return { timing: response.headers.get("server-timing") ?? "", body: (await response.json()) as { result?: any; error?: any } };
+    };
+    const stub = await post("pm_getPaymasterStubData");
+    expect(stub.body.error, JSON.stringify(stub.body.error)).to.equal(undefined);
+    expect(stub.body.result.paymaster).to.equal(entry.verifyingPaymaster);
+    expect(BigInt(stub.body.result.paymasterVerificationGasLimit)).to.equal(PAYMASTER_VERIFICATION_GAS.verifying);
+    expect(stub.body.result.isFinal).to.equal(false);
+    const data = await post("pm_getPaymasterData");
+    expect(data.body.error?.data?.code ?? data.body.error?.message, JSON.stringify(data.body)).to.match(/EXECUTION_REVERTED|revert/i);
+  });
+});
