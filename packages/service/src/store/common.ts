@@ -1,9 +1,9 @@
 /**
- * What the SQLite store (sqlite.ts) and the PostgreSQL store (postgres.ts) share, so that both refuse the same
- * input the same way and account the same way: input validation, row <-> domain conversion, and the accounting
- * rules — which strategy usage rows and gas tank a sponsorship's transitions change, and by how much, and when a
- * reservation would exceed a cap. The backends only read rows, lock them (PostgreSQL, in `lockOrder`), apply
- * these functions and write the results back; no amount is computed in SQL.
+ * What the store (sqlStore.ts, one implementation for SQLite and PostgreSQL) needs beyond SQL: input
+ * validation, row <-> domain conversion (SQLite returns amounts as decimal text, PostgreSQL as bigint), and the
+ * accounting rules — which strategy usage rows and gas tank a sponsorship's transitions change, and by how much,
+ * and when a reservation would exceed a cap. The store only reads rows, locks them (in `lockOrder`), applies
+ * these functions and writes the results back; no amount is computed in SQL.
  *
  * ## The accounting model
  *
@@ -126,12 +126,6 @@ export function hashKey(value: unknown): string | undefined {
   return typeof value === "string" && BYTES32_RE.test(value) ? value.toLowerCase() : undefined;
 }
 
-/** Decimal text of an amount (SQLite stores amounts as TEXT; its INTEGER is 64-bit). */
-export function dec(value: bigint): string;
-export function dec(value: bigint | null): string | null;
-export function dec(value: bigint | null): string | null {
-  return value === null ? null : value.toString();
-}
 
 // ---- projects and API keys
 
@@ -544,16 +538,13 @@ export function toSponsorship(row: SponsorshipRow): SponsorshipRecord {
   };
 }
 
-/**
- * The settlement's column values, in SPONSORSHIP_COLUMNS order (actual_gas_cost_wei … settled_log_index), as
- * both backends bind them (PostgreSQL reads decimal text as NUMERIC and 1/0 as BOOLEAN).
- */
-export function settlementColumns(s: Settlement): (string | number | null)[] {
+/** The settlement's column values, in the order of the store's settle statement (actual_gas_cost_wei … settled_log_index). */
+export function settlementColumns(s: Settlement): (bigint | boolean | string | number | null)[] {
   return [
-    dec(s.actualGasCostWei),
-    dec(s.actualCostUsdMicros),
-    dec(s.actualTokenCost),
-    s.success ? 1 : 0,
+    s.actualGasCostWei,
+    s.actualCostUsdMicros,
+    s.actualTokenCost,
+    s.success,
     s.txHash,
     Number(s.blockNumber),
     s.blockHash,

@@ -1,4 +1,8 @@
 /**
+ * The schema as ordered migrations, per database: SQLITE_MIGRATIONS and POSTGRES_MIGRATIONS (versions 1 and 2,
+ * written separately before the store had one implementation: they stay byte-for-byte what databases in the
+ * field have applied), then `sharedMigrations`, written once and rendered for each database's types.
+ *
  * The SQLite schema as ordered migrations. Each runs once, inside the transaction that records it in
  * `schema_migrations`; never edit a released migration, append a new one.
  *
@@ -10,6 +14,8 @@
  *   column is equality of addresses regardless of the caller's casing; hashes are stored lowercase.
  * - Times are unix seconds.
  */
+import type { Dialect } from "./db/types.ts";
+
 export interface Migration {
   readonly version: number;
   readonly name: string;
@@ -174,3 +180,191 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = Object.freeze([
     `,
   },
 ]);
+
+
+/** SQLite's NOCASE folds ASCII only; `symbol_key` (see the migration) is the same fold, done in SQL. */
+const ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz";
+
+/**
+ * The PostgreSQL schema as ordered migrations, with the conventions of migrations.ts (SQLite) except for the
+ * types: amounts NUMERIC(78,0), times BIGINT, JSON as JSONB, booleans BOOLEAN. Never edit a released
+ * migration; append a new one.
+ */
+export const POSTGRES_MIGRATIONS: readonly Migration[] = Object.freeze([
+  {
+    version: 1,
+    name: "initial schema",
+    sql: `
+      CREATE TABLE projects (
+        id          TEXT PRIMARY KEY,
+        name        TEXT NOT NULL,
+        created_at  BIGINT NOT NULL
+      );
+
+      CREATE TABLE api_keys (
+        id          TEXT PRIMARY KEY,
+        project_id  TEXT NOT NULL REFERENCES projects(id),
+        key_hash    TEXT NOT NULL,            -- sha256(plaintext), hex; the plaintext is never stored
+        prefix      TEXT NOT NULL,
+        label       TEXT,
+        status      TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+        created_at  BIGINT NOT NULL,
+        revoked_at  BIGINT
+      );
+      CREATE UNIQUE INDEX api_keys_key_hash ON api_keys(key_hash);
+      CREATE INDEX api_keys_project ON api_keys(project_id);
+
+      CREATE TABLE strategies (
+        id           TEXT PRIMARY KEY,
+        project_id   TEXT NOT NULL REFERENCES projects(id),
+        code         TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        status       TEXT NOT NULL CHECK (status IN ('enabled', 'disabled')),
+        valid_from   BIGINT,
+        valid_until  BIGINT,
+        networks     JSONB,                   -- array of network names, NULL = every configured network
+        created_at   BIGINT NOT NULL
+      );
+      CREATE UNIQUE INDEX strategies_code ON strategies(code);
+      CREATE INDEX strategies_project ON strategies(project_id);
+
+      CREATE TABLE tokens (
+        network       TEXT NOT NULL,
+        address       TEXT NOT NULL,          -- checksummed, so (network, address) is (network, lower(address))
+        symbol        TEXT NOT NULL,
+        -- the symbol with ASCII letters lowercased: SQLite's COLLATE NOCASE, independent of the database's locale
+        symbol_key    TEXT NOT NULL GENERATED ALWAYS AS (translate(symbol, '${ASCII_UPPER}', '${ASCII_LOWER}')) STORED,
+        decimals      SMALLINT NOT NULL CHECK (decimals BETWEEN 0 AND 255),
+        price_source  JSONB NOT NULL,         -- PriceSource
+        markup_bps    INTEGER NOT NULL CHECK (markup_bps BETWEEN 0 AND 10000),
+        enabled       BOOLEAN NOT NULL,
+        updated_at    BIGINT NOT NULL,
+        PRIMARY KEY (network, address)
+      );
+      CREATE UNIQUE INDEX tokens_symbol ON tokens(network, symbol_key);
+
+      CREATE TABLE gas_tanks (
+        network       TEXT NOT NULL,
+        sender        TEXT NOT NULL,          -- checksummed
+        balance_wei   NUMERIC(78, 0) NOT NULL CHECK (balance_wei >= 0),   -- credited minus settled spending
+        reserved_wei  NUMERIC(78, 0) NOT NULL CHECK (reserved_wei >= 0),  -- held by outstanding user-mode reservations
+        updated_at    BIGINT NOT NULL,
+        PRIMARY KEY (network, sender)
+      );
+
+      CREATE TABLE gas_tank_credits (
+        reference   TEXT PRIMARY KEY,         -- idempotency key ("admin:…", a deposit tx hash + log index, …)
+        network     TEXT NOT NULL,
+        sender      TEXT NOT NULL,
+        amount_wei  NUMERIC(78, 0) NOT NULL CHECK (amount_wei > 0),
+        created_at  BIGINT NOT NULL
+      );
+      CREATE INDEX gas_tank_credits_tank ON gas_tank_credits(network, sender);
+
+      CREATE TABLE sponsorships (
+        seq                 BIGINT GENERATED ALWAYS AS IDENTITY,  -- insertion order (SQLite's rowid), for ties
+        id                  TEXT PRIMARY KEY,
+        network             TEXT NOT NULL,
+        entry_point         TEXT NOT NULL,    -- checksummed
+        version             TEXT NOT NULL CHECK (version IN ('v0.6', 'v0.7')),
+        sender              TEXT NOT NULL,    -- checksummed
+        nonce               NUMERIC(78, 0) NOT NULL CHECK (nonce >= 0),  -- uint256 (2-D nonces do not fit 64 bits)
+        mode                TEXT NOT NULL CHECK (mode IN ('sponsor', 'erc20', 'user')),
+        project_id          TEXT NOT NULL REFERENCES projects(id),
+        api_key_id          TEXT NOT NULL REFERENCES api_keys(id),
+        strategy_id         TEXT REFERENCES strategies(id),
+        token               TEXT,
+        exchange_rate       NUMERIC(78, 0),
+        max_token_cost      NUMERIC(78, 0),
+        max_cost_wei        NUMERIC(78, 0) NOT NULL,
+        valid_until         BIGINT NOT NULL,
+        valid_after         BIGINT NOT NULL,
+        user_op_hash        TEXT,             -- lowercase hex
+        paymaster_and_data  TEXT,
+        status              TEXT NOT NULL CHECK (status IN ('reserved', 'signed', 'settled', 'released')),
+        created_at          BIGINT NOT NULL,
+        updated_at          BIGINT NOT NULL
+      );
+      -- At most one active sponsorship per (network, EntryPoint, sender, nonce): the database itself refuses a second.
+      CREATE UNIQUE INDEX sponsorships_active_op ON sponsorships(network, entry_point, sender, nonce)
+        WHERE status IN ('reserved', 'signed');
+      CREATE INDEX sponsorships_user_op_hash ON sponsorships(user_op_hash) WHERE user_op_hash IS NOT NULL;
+    `,
+  },
+  {
+    version: 2,
+    name: "strategy rules, usage and caps, settlement, cursors",
+    sql: `
+      -- StrategyRules (policy/schema.ts serializeRules); {} = no rules.
+      ALTER TABLE strategies ADD COLUMN rules JSONB NOT NULL DEFAULT '{}';
+
+      -- A settlement debits the tank by what the chain charged, which may exceed what it holds, and a reverted
+      -- credit may already be spent: the balance may go negative (a debt), so the check goes.
+      ALTER TABLE gas_tanks DROP CONSTRAINT gas_tanks_balance_wei_check;
+
+      ALTER TABLE sponsorships
+        -- maxCostWei in USD micro-units (1e-6 USD) at the native price when reserved: what USD caps hold.
+        ADD COLUMN max_cost_usd_micros NUMERIC(78, 0) NOT NULL DEFAULT 0 CHECK (max_cost_usd_micros >= 0),
+        -- Why a released sponsorship was released; kept if it is settled afterwards (its signature landed anyway).
+        ADD COLUMN release_reason TEXT CHECK (release_reason IN ('released', 'replaced', 'expired')),
+        -- The settlement (status 'settled' only; cleared when un-settled): what the chain charged, and where.
+        ADD COLUMN actual_gas_cost_wei NUMERIC(78, 0),
+        ADD COLUMN actual_cost_usd_micros NUMERIC(78, 0),
+        ADD COLUMN actual_token_cost NUMERIC(78, 0),
+        ADD COLUMN settled_success BOOLEAN,
+        ADD COLUMN settled_tx_hash TEXT,                  -- lowercase hex
+        ADD COLUMN settled_block_number BIGINT,
+        ADD COLUMN settled_block_hash TEXT,               -- lowercase hex
+        ADD COLUMN settled_log_index INTEGER,
+        ADD COLUMN settled_at BIGINT;
+      CREATE INDEX sponsorships_settled_block ON sponsorships(network, settled_block_number) WHERE status = 'settled';
+
+      -- A strategy's totals per cap scope (see store/common.ts): active reservations, settled spending, ops.
+      CREATE TABLE strategy_usage (
+        strategy_id          TEXT NOT NULL REFERENCES strategies(id),
+        scope                TEXT NOT NULL CHECK (scope IN ('global', 'daily', 'perSender')),
+        key                  TEXT NOT NULL,     -- '' (global), 'YYYY-MM-DD' (daily, UTC), checksummed sender
+        reserved_wei         NUMERIC(78, 0) NOT NULL CHECK (reserved_wei >= 0),
+        spent_wei            NUMERIC(78, 0) NOT NULL CHECK (spent_wei >= 0),
+        reserved_usd_micros  NUMERIC(78, 0) NOT NULL CHECK (reserved_usd_micros >= 0),
+        spent_usd_micros     NUMERIC(78, 0) NOT NULL CHECK (spent_usd_micros >= 0),
+        ops                  BIGINT NOT NULL CHECK (ops >= 0),
+        updated_at           BIGINT NOT NULL,
+        PRIMARY KEY (strategy_id, scope, key)
+      );
+
+      -- The usage rows a sponsorship was reserved in (one per cap check), fixed when it is reserved: its release,
+      -- settlement and un-settlement change exactly these rows, even after the UTC day has turned.
+      CREATE TABLE sponsorship_usage (
+        sponsorship_id  TEXT NOT NULL REFERENCES sponsorships(id),
+        strategy_id     TEXT NOT NULL,
+        scope           TEXT NOT NULL,
+        key             TEXT NOT NULL,
+        PRIMARY KEY (sponsorship_id, strategy_id, scope, key),
+        FOREIGN KEY (strategy_id, scope, key) REFERENCES strategy_usage(strategy_id, scope, key)
+      );
+
+      -- Named positions (e.g. the last block a watcher fully processed).
+      CREATE TABLE cursors (
+        name        TEXT PRIMARY KEY,
+        value       NUMERIC(78, 0) NOT NULL CHECK (value >= 0),
+        updated_at  BIGINT NOT NULL
+      );
+    `,
+  },
+]);
+
+/**
+ * Migrations from version 3 on: written once, with the column types of `Dialect.types` (amounts: TEXT decimals in
+ * SQLite, NUMERIC(78,0) in PostgreSQL; times: INTEGER / BIGINT; JSON: TEXT / JSONB; booleans: INTEGER 0/1 /
+ * BOOLEAN) and `tableSuffix` (SQLite tables are STRICT). Use only SQL both databases accept.
+ */
+export function sharedMigrations(_d: Dialect): Migration[] {
+  return [];
+}
+
+/** Every migration of one database, in order. */
+export function migrationsFor(d: Dialect): readonly Migration[] {
+  return [...(d.name === "sqlite" ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS), ...sharedMigrations(d)];
+}

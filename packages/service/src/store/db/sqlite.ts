@@ -1,0 +1,252 @@
+/**
+ * The SQLite driver of the dialect layer: one file through Node's built-in `node:sqlite` (`DatabaseSync`, a
+ * real SQLite compiled into Node). Chosen over better-sqlite3 because better-sqlite3 is a native addon that
+ * must be built against the running Node's headers, which this project's machines do not have for Node 22.
+ *
+ * Several processes may share the file (service replicas on one host, the admin CLI next to the service): every
+ * transaction runs in `BEGIN IMMEDIATE … COMMIT`, which takes SQLite's write lock up front, and `busy_timeout`
+ * makes a second writer wait for it instead of failing. Within this process the calls are synchronous, but a
+ * transaction body is async (the store is written once for both databases), so a mutex keeps every other query
+ * of this connection out while a transaction is open: they wait for its COMMIT, as another process would.
+ * Stores opened on one file in one process share one connection (counted; closed with the last store): two
+ * connections in one thread would deadlock, the second's BEGIN IMMEDIATE blocking the thread that must finish
+ * the first's transaction.
+ *
+ * Pragmas: WAL (readers never block the writer), synchronous=NORMAL (durable across process crashes; a power
+ * loss may lose the last transactions but never corrupts), busy_timeout 5 s, foreign_keys ON, and a larger
+ * WAL auto-checkpoint (see WAL_AUTOCHECKPOINT_PAGES). Statements are prepared once per connection (by text).
+ */
+import { closeSync, mkdirSync, openSync } from "node:fs";
+import path from "node:path";
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+
+import { StoreError } from "../errors.ts";
+import type { Migration } from "../migrations.ts";
+import type { Leadership } from "../types.ts";
+import type { Db, Dialect, Param, Queryer, Tx, Violation } from "./types.ts";
+
+const BUSY_TIMEOUT_MS = 5000;
+/**
+ * Checkpoint the WAL every 10000 pages (~40 MB) instead of SQLite's 1000: a checkpoint copies pages back and
+ * fsyncs, and at the default it ran every ~200 reservations and cost a good part of reserveSponsorship's time.
+ * The price is a WAL file of up to ~40 MB.
+ */
+const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+
+// SQLite extended result codes (https://sqlite.org/rescode.html).
+const SQLITE_CONSTRAINT_FOREIGNKEY = 787;
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
+
+export const SQLITE_DIALECT: Dialect = Object.freeze({
+  name: "sqlite",
+  forUpdate: "",
+  json: (column: string) => column,
+  symbolKey: "symbol COLLATE NOCASE",
+  symbolOrder: "symbol COLLATE NOCASE",
+  insertionOrder: "rowid",
+  // Amounts are TEXT decimals: SQLite's INTEGER is 64-bit and wei overflows it (see migrations.ts).
+  types: Object.freeze({ amount: "TEXT", time: "INTEGER", json: "TEXT", bool: "INTEGER", int: "INTEGER" }),
+  tableSuffix: " STRICT",
+});
+
+/** Amounts are bound as decimal text, booleans as 1/0. */
+function bind(params: readonly Param[]): SQLInputValue[] {
+  return params.map((p) => (typeof p === "bigint" ? p.toString() : typeof p === "boolean" ? (p ? 1 : 0) : p));
+}
+
+/** Creates the file's directory (and the file, owner-only) when missing, so a default path just works. */
+function prepareFile(file: string): void {
+  if (file === ":memory:" || file.startsWith("file:")) return;
+  mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  try {
+    // O_CREAT|O_EXCL: create owner-only (0600) when absent; SQLite's -wal/-shm files copy the main file's mode.
+    closeSync(openSync(file, "wx", 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+}
+
+class SqliteDb implements Db {
+  readonly dialect = SQLITE_DIALECT;
+  readonly #db: DatabaseSync;
+  readonly #statements = new Map<string, StatementSync>();
+  /** Held while a transaction is open; `#unlocked` resolves when it is released. */
+  #locked = false;
+  #unlocked: Promise<void> = Promise.resolve();
+  #closed = false;
+  /** The queries a transaction body runs: no mutex (it holds it). */
+  readonly #inside: Queryer = {
+    all: async <R>(sql: string, params: readonly Param[] = []) => this.#all<R>(sql, params),
+    one: async <R>(sql: string, params: readonly Param[] = []) => this.#one<R>(sql, params),
+    run: async (sql: string, params: readonly Param[] = []) => this.#run(sql, params),
+  };
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  #prepare(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  #all<R>(sql: string, params: readonly Param[]): R[] {
+    return this.#prepare(sql).all(...bind(params)) as R[];
+  }
+
+  #one<R>(sql: string, params: readonly Param[]): R | undefined {
+    return this.#prepare(sql).get(...bind(params)) as R | undefined;
+  }
+
+  #run(sql: string, params: readonly Param[]): number {
+    return Number(this.#prepare(sql).run(...bind(params)).changes);
+  }
+
+  // Outside a transaction a query waits for an open one to end (it must not join it). The check and the
+  // query (or taking the lock) happen in one synchronous step: nothing can start in between.
+
+  async all<R>(sql: string, params: readonly Param[] = []): Promise<R[]> {
+    while (this.#locked) await this.#unlocked;
+    return this.#all<R>(sql, params);
+  }
+
+  async one<R>(sql: string, params: readonly Param[] = []): Promise<R | undefined> {
+    while (this.#locked) await this.#unlocked;
+    return this.#one<R>(sql, params);
+  }
+
+  async run(sql: string, params: readonly Param[] = []): Promise<number> {
+    while (this.#locked) await this.#unlocked;
+    return this.#run(sql, params);
+  }
+
+  /** Runs a script of several statements (migrations). */
+  exec(sql: string): void {
+    this.#db.exec(sql);
+  }
+
+  /** BEGIN IMMEDIATE … COMMIT under the mutex. No retry: the write lock leaves no transient conflict to retry. */
+  async transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
+    while (this.#locked) await this.#unlocked;
+    this.#locked = true;
+    let release!: () => void;
+    this.#unlocked = new Promise((resolve) => (release = resolve));
+    let rollback = false;
+    try {
+      this.#prepare("BEGIN IMMEDIATE").run();
+      const result = await body({ ...this.#inside, rollbackOnly: () => (rollback = true) });
+      this.#prepare(rollback ? "ROLLBACK" : "COMMIT").run();
+      return result;
+    } catch (err) {
+      if (this.#db.isTransaction) this.#prepare("ROLLBACK").run();
+      throw err;
+    } finally {
+      this.#locked = false;
+      release();
+    }
+  }
+
+  /** SQLite serves one process's work (docs/configuration.md): that process always leads. */
+  async tryLeadership(_name: string): Promise<Leadership> {
+    return { lost: new Promise<void>(() => {}), release: async () => {} };
+  }
+
+  violation(err: unknown): Violation | undefined {
+    const code = (err as { errcode?: unknown } | null)?.errcode;
+    if (code === SQLITE_CONSTRAINT_UNIQUE || code === SQLITE_CONSTRAINT_PRIMARYKEY) return { kind: "unique" };
+    if (code === SQLITE_CONSTRAINT_FOREIGNKEY) return { kind: "foreignKey" };
+    return undefined;
+  }
+
+  /** Stores sharing this connection; the last close closes it. */
+  refs = 0;
+
+  async close(): Promise<void> {
+    if (this.#closed || --this.refs > 0) return;
+    this.#closed = true;
+    for (const [file, db] of shared) if (db === this) shared.delete(file);
+    while (this.#locked) await this.#unlocked;
+    this.#db.close();
+  }
+
+  /** Applies the migrations the file has not seen yet, all in one write transaction (safe against a concurrent opener). */
+  migrate(migrations: readonly Migration[], now: number): void {
+    this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version     INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    applied_at  INTEGER NOT NULL
+  ) STRICT`);
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const row = this.#db.prepare("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations").get() as { v: number };
+      const known = migrations.at(-1)?.version ?? 0;
+      if (row.v > known) {
+        throw new StoreError(
+          "SCHEMA_TOO_NEW",
+          `database schema version ${row.v} is newer than this service knows (${known}); upgrade the service`,
+        );
+      }
+      const record = this.#db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
+      for (const m of migrations) {
+        if (m.version <= row.v) continue;
+        this.#db.exec(m.sql);
+        record.run(m.version, m.name, now);
+      }
+      this.#db.exec("COMMIT");
+    } catch (err) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw err;
+    }
+  }
+}
+
+/** The open connections of this process, by absolute file name (":memory:" databases are never shared). */
+const shared = new Map<string, SqliteDb>();
+
+/** One store's use of a shared connection: closing it closes the connection only when it was the last. */
+function handle(db: SqliteDb): Db {
+  db.refs++;
+  let closed = false;
+  return {
+    dialect: db.dialect,
+    all: (sql, params) => db.all(sql, params),
+    one: (sql, params) => db.one(sql, params),
+    run: (sql, params) => db.run(sql, params),
+    transaction: (body) => db.transaction(body),
+    violation: (err) => db.violation(err),
+    tryLeadership: (name) => db.tryLeadership(name),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await db.close();
+    },
+  };
+}
+
+/** Opens (creating as needed) the SQLite file and applies `migrations`; ":memory:" keeps everything in memory. */
+export function openSqliteDb(file: string, migrations: readonly Migration[], now: number): Db {
+  const key = file === ":memory:" || file.startsWith("file:") ? undefined : path.resolve(file);
+  const open = key === undefined ? undefined : shared.get(key);
+  if (open) return handle(open);
+  prepareFile(file);
+  const raw = new DatabaseSync(file, { timeout: BUSY_TIMEOUT_MS, enableForeignKeyConstraints: true });
+  try {
+    raw.exec(`PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};
+             PRAGMA foreign_keys = ON;
+             PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES};`);
+    const db = new SqliteDb(raw);
+    db.migrate(migrations, now);
+    if (key !== undefined) shared.set(key, db);
+    return handle(db);
+  } catch (err) {
+    raw.close();
+    throw err;
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The thin dialect layer the one store (store/sqlStore.ts) is written against: run SQL written once (with `?`
+ * placeholders and the few dialect words of `Dialect`), inside or outside a transaction, on SQLite (node:sqlite)
+ * or PostgreSQL (pg). Each driver keeps the locking its database needs for exact reservations: SQLite runs
+ * every transaction under BEGIN IMMEDIATE (its one writer lock, across processes), PostgreSQL at READ COMMITTED
+ * with the row locks the store takes (`FOR UPDATE`, in a fixed order) and bounded retries of transient conflicts.
+ *
+ * Why not a query builder (Kysely): node:sqlite has no Kysely dialect (an adapter would be needed anyway), the
+ * queries are few and fixed, and the one place where the two databases differ in substance — row locks versus
+ * one writer lock — is a transaction policy, not SQL syntax. A dozen dialect words cover every syntax difference.
+ */
+
+import type { Leadership } from "../types.ts";
+
+/** Values a query binds: bigints are amounts (decimal TEXT in SQLite, NUMERIC in PostgreSQL), booleans 1/0 in SQLite. */
+export type Param = string | number | bigint | boolean | null;
+
+export interface Queryer {
+  all<R>(sql: string, params?: readonly Param[]): Promise<R[]>;
+  one<R>(sql: string, params?: readonly Param[]): Promise<R | undefined>;
+  /** Runs a statement; answers how many rows it changed. */
+  run(sql: string, params?: readonly Param[]): Promise<number>;
+}
+
+/** What a transaction body is given: its queries, and a way to end with ROLLBACK instead of COMMIT. */
+export interface Tx extends Queryer {
+  rollbackOnly(): void;
+}
+
+/** The SQL words that differ between the two databases (everything else is written once). */
+export interface Dialect {
+  readonly name: "sqlite" | "postgres";
+  /** Appended to a SELECT that must lock its rows until COMMIT ("" in SQLite: the write lock covers it). */
+  readonly forUpdate: string;
+  /** A JSON column selected as text (JSONB in PostgreSQL). */
+  json(column: string): string;
+  /** The expression a token symbol is compared by, case-insensitively on ASCII (bind asciiLower(symbol)). */
+  readonly symbolKey: string;
+  /** ORDER BY expression for token symbols. */
+  readonly symbolOrder: string;
+  /** The column that orders rows of `sponsorships` by insertion (ties). */
+  readonly insertionOrder: string;
+  /** Column types for new tables (see migrations.ts). */
+  readonly types: { amount: string; time: string; json: string; bool: string; int: string };
+  /** Ends a CREATE TABLE (SQLite: STRICT). */
+  readonly tableSuffix: string;
+}
+
+/** A constraint or range violation, classified the same way for both drivers. */
+export type Violation = { kind: "unique" | "foreignKey" | "outOfRange"; constraint?: string };
+
+export interface Db extends Queryer {
+  readonly dialect: Dialect;
+  /**
+   * Takes the leadership of `name` among the processes sharing the database if none holds it (the settlement
+   * watcher of a network); undefined when another does. PostgreSQL: a session advisory lock on a connection
+   * of its own; SQLite: the database serves one process, which always leads.
+   */
+  tryLeadership(name: string): Promise<Leadership | undefined>;
+  /**
+   * Runs `body` in one transaction; a throw rolls back. `retryable` errors (and, in PostgreSQL, serialization
+   * failures and deadlocks) run the whole body again, a bounded number of times.
+   */
+  transaction<T>(body: (tx: Tx) => Promise<T>, retryable?: (err: unknown) => boolean): Promise<T>;
+  /** The violation a driver error is, if it is one. */
+  violation(err: unknown): Violation | undefined;
+  close(): Promise<void>;
+}
+
+/** SQLite's NOCASE folds ASCII only; the PostgreSQL schema's `symbol_key` is the same fold. */
+export function asciiLower(text: string): string {
+  return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}

@@ -1,0 +1,717 @@
+/**
+ * The store: one implementation of `Store` for both databases, over the dialect layer (db/types.ts). SQL is
+ * written once, with `?` placeholders and the dialect's few words; validation, row conversion and the
+ * accounting (what each transition does to usage rows and tanks, the cap checks) are common.ts. No amount is
+ * computed in SQL (SQLite keeps them as TEXT).
+ *
+ * ## Locking: what makes reservations exact
+ *
+ * SQLite: every transaction holds the database's one write lock from its first statement (BEGIN IMMEDIATE), so
+ * read-decide-write sequences never interleave, across processes too; `forUpdate` is empty there.
+ *
+ * PostgreSQL: transactions run at READ COMMITTED with explicit row locks rather than SERIALIZABLE. Serializable
+ * would be correct too, but every conflicting pair of reservations on one tank or one cap would abort one of
+ * them (a retry storm exactly when a cap is busy); row locks make them queue instead, and the outcome is the
+ * same. Every transaction that takes several of these locks takes them in one order:
+ *
+ *   1. the gas tank row (network, sender) — User Sponsor mode;
+ *   2. the strategy usage rows, in `lockOrder` (common.ts: sorted by strategy_id, scope, key);
+ *   3. sponsorship rows: the op's active sponsorship (reserve), or the sponsorship being released, settled or
+ *      un-settled and then (unsettle only) the op's active one.
+ *
+ * (A credit row is locked before its tank: creditGasTank, revertGasTankCredit.) So two transactions can wait on
+ * each other only in one direction: no deadlock. What must be locked is learned from unlocked reads of what
+ * never changes once written (a sponsorship's mode, network, sender and the usage rows it is linked to); where
+ * that can go stale — the op's active sponsorship replaced between the look and the lock — the attempt is
+ * abandoned and run again (`LockOrderRetry`). Also retried, a bounded number of times: two first reservations
+ * of one op racing on the partial unique index (the loser retries and replaces the winner), and serialization
+ * failures or deadlocks reported by the server (db/postgres.ts). Under SQLite's write lock none of these races
+ * can happen, and the same code takes the same steps.
+ */
+import { randomUUID } from "node:crypto";
+import { getAddress, isAddress } from "viem";
+import type { Address, Hex } from "@paymaster/shared";
+
+import type { CapCheck, StrategyRules } from "../policy/types.ts";
+import * as common from "./common.ts";
+import { asciiLower, type Db, type Dialect, type Param, type Queryer, type Tx } from "./db/types.ts";
+import { StoreError } from "./errors.ts";
+import type {
+  ApiKey,
+  GasTank,
+  GasTankTotals,
+  Leadership,
+  SponsorMode,
+  SponsorshipCount,
+  NewSponsorship,
+  NewStrategy,
+  Project,
+  ReserveResult,
+  Settlement,
+  SponsorshipRecord,
+  SponsorshipStatus,
+  Store,
+  Strategy,
+  StrategyStatus,
+  Token,
+  UsageTotals,
+} from "./types.ts";
+
+/** releaseExpired looks for expired sponsorships this many at a time. */
+const EXPIRY_BATCH = 500;
+
+/** The op's active sponsorship, as reserve reads it. */
+interface ActiveRow {
+  id: string;
+  mode: SponsorshipRecord["mode"];
+  max_cost_wei: string | bigint;
+  max_cost_usd_micros: string | bigint;
+}
+
+/** What a sponsorship's status change does (see #transition): the delta to apply and the statement that changes the row. */
+interface Change {
+  delta: common.Delta;
+  sql: string;
+  values: Param[];
+}
+
+/** Thrown inside a reservation that found it would have to take a lock out of the lock order. */
+class LockOrderRetry extends Error {
+  override name = "LockOrderRetry";
+}
+
+/** Every statement of the store, rendered once for the database's dialect. */
+function queries(d: Dialect) {
+  const strategyColumns = `id, project_id, code, name, status, valid_from, valid_until, ${d.json("networks")}, ${d.json("rules")}, created_at`;
+  const tokenColumns = `network, address, symbol, decimals, ${d.json("price_source")}, markup_bps, enabled`;
+  const usageColumns = "reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops";
+  const activeOp = `SELECT id, mode, max_cost_wei, max_cost_usd_micros FROM sponsorships
+    WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`;
+  const sponsorship = `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships`;
+  return {
+    insertProject: "INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)",
+    selectProject: "SELECT id, name, created_at FROM projects WHERE id = ?",
+
+    insertApiKey: `INSERT INTO api_keys (id, project_id, key_hash, prefix, label, status, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    selectApiKeyByHash: "SELECT id, project_id, prefix, label, status, created_at FROM api_keys WHERE key_hash = ?",
+    selectApiKeyExists: "SELECT 1 AS found FROM api_keys WHERE id = ?",
+    revokeApiKey: "UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'active'",
+
+    insertStrategy: `INSERT INTO strategies (id, project_id, code, name, status, valid_from, valid_until, networks, rules,
+        created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    selectStrategyByCode: `SELECT ${strategyColumns} FROM strategies WHERE code = ?`,
+    selectStrategies: `SELECT ${strategyColumns} FROM strategies ORDER BY created_at, id`,
+    // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): these read the rows.
+    countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
+    selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
+    selectOutstanding: "SELECT mode, max_cost_wei FROM sponsorships WHERE network = ? AND entry_point = ? AND status IN ('reserved', 'signed')",
+    updateStrategyStatus: "UPDATE strategies SET status = ? WHERE id = ?",
+    updateStrategyRules: "UPDATE strategies SET rules = ? WHERE id = ?",
+
+    selectUsage: `SELECT ${usageColumns} FROM strategy_usage WHERE strategy_id = ? AND scope = ? AND key = ?`,
+    lockUsage: `SELECT ${usageColumns} FROM strategy_usage WHERE strategy_id = ? AND scope = ? AND key = ?${d.forUpdate}`,
+    // Creates the row if missing, and locks it either way (ON CONFLICT DO UPDATE locks the existing row).
+    upsertLockUsage: `INSERT INTO strategy_usage (strategy_id, scope, key, reserved_wei, spent_wei, reserved_usd_micros,
+        spent_usd_micros, ops, updated_at)
+      VALUES (?, ?, ?, '0', '0', '0', '0', 0, ?)
+      ON CONFLICT (strategy_id, scope, key) DO UPDATE SET updated_at = strategy_usage.updated_at
+      RETURNING ${usageColumns}`,
+    updateUsage: `UPDATE strategy_usage SET reserved_wei = ?, spent_wei = ?, reserved_usd_micros = ?,
+        spent_usd_micros = ?, ops = ?, updated_at = ?
+      WHERE strategy_id = ? AND scope = ? AND key = ?`,
+    selectLinks: `SELECT strategy_id AS "strategyId", scope, key FROM sponsorship_usage WHERE sponsorship_id = ?`,
+    insertLink: "INSERT INTO sponsorship_usage (sponsorship_id, strategy_id, scope, key) VALUES (?, ?, ?, ?)",
+
+    deleteTokenSymbolElsewhere: `DELETE FROM tokens WHERE network = ? AND ${d.symbolKey} = ? AND address <> ?`,
+    upsertToken: `INSERT INTO tokens (network, address, symbol, decimals, price_source, markup_bps, enabled, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (network, address) DO UPDATE SET
+        symbol = excluded.symbol, decimals = excluded.decimals, price_source = excluded.price_source,
+        markup_bps = excluded.markup_bps, enabled = excluded.enabled, updated_at = excluded.updated_at`,
+    selectTokens: `SELECT ${tokenColumns} FROM tokens WHERE network = ? ORDER BY ${d.symbolOrder}`,
+    selectTokenByAddress: `SELECT ${tokenColumns} FROM tokens WHERE network = ? AND address = ?`,
+    selectTokenBySymbol: `SELECT ${tokenColumns} FROM tokens WHERE network = ? AND ${d.symbolKey} = ?`,
+
+    selectTank: "SELECT balance_wei, reserved_wei FROM gas_tanks WHERE network = ? AND sender = ?",
+    lockTank: `SELECT balance_wei, reserved_wei FROM gas_tanks WHERE network = ? AND sender = ?${d.forUpdate}`,
+    insertEmptyTank: `INSERT INTO gas_tanks (network, sender, balance_wei, reserved_wei, updated_at)
+      VALUES (?, ?, '0', '0', ?) ON CONFLICT (network, sender) DO NOTHING`,
+    updateTank: "UPDATE gas_tanks SET balance_wei = ?, reserved_wei = ?, updated_at = ? WHERE network = ? AND sender = ?",
+    insertCredit: `INSERT INTO gas_tank_credits (reference, network, sender, amount_wei, created_at)
+      VALUES (?, ?, ?, ?, ?) ON CONFLICT (reference) DO NOTHING`,
+    selectCredit: "SELECT network, sender, amount_wei FROM gas_tank_credits WHERE reference = ?",
+    deleteCredit: "DELETE FROM gas_tank_credits WHERE reference = ? RETURNING network, sender, amount_wei",
+
+    selectActiveOp: activeOp,
+    lockActiveOp: `${activeOp}${d.forUpdate}`,
+    releaseActive: `UPDATE sponsorships SET status = 'released', release_reason = ?, updated_at = ?
+      WHERE id = ? AND status IN ('reserved', 'signed')`,
+    insertSponsorship: `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id,
+        api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
+        valid_after, status, created_at, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?)`,
+    markSigned: `UPDATE sponsorships SET status = 'signed', user_op_hash = ?, paymaster_and_data = ?, updated_at = ?
+      WHERE id = ? AND status = 'reserved'`,
+    settle: `UPDATE sponsorships SET status = 'settled', actual_gas_cost_wei = ?, actual_cost_usd_micros = ?,
+        actual_token_cost = ?, settled_success = ?, settled_tx_hash = ?, settled_block_number = ?,
+        settled_block_hash = ?, settled_log_index = ?, settled_at = ?, updated_at = ?
+      WHERE id = ?`,
+    unsettle: `UPDATE sponsorships SET status = ?, release_reason = ?, actual_gas_cost_wei = NULL,
+        actual_cost_usd_micros = NULL, actual_token_cost = NULL, settled_success = NULL, settled_tx_hash = NULL,
+        settled_block_number = NULL, settled_block_hash = NULL, settled_log_index = NULL, settled_at = NULL,
+        updated_at = ?
+      WHERE id = ?`,
+    selectSettledSince: `${sponsorship}
+      WHERE network = ? AND status = 'settled' AND settled_block_number >= ?
+      ORDER BY settled_block_number, settled_log_index, ${d.insertionOrder}`,
+    // Scans sponsorships_active_op: only open sponsorships are in it (see migration 1).
+    selectExpired: `SELECT id FROM sponsorships WHERE status IN ('reserved', 'signed') AND valid_until < ?
+      AND (CAST(? AS TEXT) IS NULL OR network = ?) ORDER BY valid_until LIMIT ?`,
+    selectSponsorshipStatus: "SELECT status FROM sponsorships WHERE id = ?",
+    selectSponsorshipPlan: "SELECT network, sender, mode FROM sponsorships WHERE id = ?",
+    selectSponsorship: `${sponsorship} WHERE id = ?`,
+    lockSponsorship: `${sponsorship} WHERE id = ?${d.forUpdate}`,
+    selectSponsorshipByHash: `${sponsorship} WHERE user_op_hash = ?
+      ORDER BY CASE status WHEN 'released' THEN 1 ELSE 0 END, created_at DESC, ${d.insertionOrder} DESC LIMIT 1`,
+
+    selectCursor: "SELECT value FROM cursors WHERE name = ?",
+    upsertCursor: `INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?)
+      ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+  };
+}
+
+export type StoreQueries = ReturnType<typeof queries>;
+
+export class SqlStore implements Store {
+  readonly #db: Db;
+  readonly #q: StoreQueries;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#q = queries(db.dialect);
+  }
+
+  #isUnique(err: unknown, constraint?: string): boolean {
+    const v = this.#db.violation(err);
+    return v?.kind === "unique" && (constraint === undefined || v.constraint === constraint);
+  }
+
+  #isForeignKey(err: unknown): boolean {
+    return this.#db.violation(err)?.kind === "foreignKey";
+  }
+
+  /** A lost race for the op's one active sponsorship (partial unique index): the next attempt sees the winner. */
+  #isActiveOpRace = (err: unknown): boolean => err instanceof LockOrderRetry || this.#isUnique(err, "sponsorships_active_op");
+
+  // ---- projects and API keys
+
+  async createProject(name: string): Promise<Project> {
+    const project: Project = { id: randomUUID(), name: common.projectName(name), createdAt: common.nowSeconds() };
+    await this.#db.run(this.#q.insertProject, [project.id, project.name, project.createdAt]);
+    return project;
+  }
+
+  async getProject(id: string): Promise<Project | undefined> {
+    const row = await this.#db.one<common.ProjectRow>(this.#q.selectProject, [id]);
+    return row && common.toProject(row);
+  }
+
+  async createApiKey(projectId: string, label?: string): Promise<{ apiKey: ApiKey; plaintext: string }> {
+    const { apiKey, plaintext, keyHash } = common.newApiKey(projectId, label);
+    try {
+      await this.#db.run(this.#q.insertApiKey, [
+        apiKey.id,
+        projectId,
+        keyHash,
+        apiKey.prefix,
+        apiKey.label,
+        apiKey.status,
+        apiKey.createdAt,
+      ]);
+    } catch (err) {
+      if (this.#isForeignKey(err)) throw new StoreError("NOT_FOUND", `project ${projectId} not found`);
+      throw err;
+    }
+    return { apiKey, plaintext };
+  }
+
+  async findApiKey(plaintext: string): Promise<ApiKey | undefined> {
+    const hash = common.apiKeyLookupHash(plaintext);
+    const row = hash === undefined ? undefined : await this.#db.one<common.ApiKeyRow>(this.#q.selectApiKeyByHash, [hash]);
+    return row && common.toApiKey(row);
+  }
+
+  async revokeApiKey(id: string): Promise<void> {
+    const changed = await this.#db.run(this.#q.revokeApiKey, [common.nowSeconds(), id]);
+    if (changed === 0 && (await this.#db.one(this.#q.selectApiKeyExists, [id])) === undefined) {
+      throw new StoreError("NOT_FOUND", `API key ${id} not found`);
+    }
+  }
+
+  // ---- strategies
+
+  async createStrategy(input: NewStrategy): Promise<Strategy> {
+    const { strategy, networksJson, rulesJson } = common.newStrategy(input);
+    try {
+      await this.#db.run(this.#q.insertStrategy, [
+        strategy.id,
+        strategy.projectId,
+        strategy.code,
+        strategy.name,
+        strategy.status,
+        strategy.validFrom,
+        strategy.validUntil,
+        networksJson,
+        rulesJson,
+        strategy.createdAt,
+      ]);
+    } catch (err) {
+      if (this.#isUnique(err)) throw new StoreError("DUPLICATE", `a strategy with code "${input.code}" already exists`);
+      if (this.#isForeignKey(err)) throw new StoreError("NOT_FOUND", `project ${input.projectId} not found`);
+      throw err;
+    }
+    return strategy;
+  }
+
+  async getStrategyByCode(code: string): Promise<Strategy | undefined> {
+    const row = await this.#db.one<common.StrategyRow>(this.#q.selectStrategyByCode, [code]);
+    return row && common.toStrategy(row);
+  }
+
+  async setStrategyStatus(id: string, status: StrategyStatus): Promise<void> {
+    const changed = await this.#db.run(this.#q.updateStrategyStatus, [common.strategyStatus(status), id]);
+    if (changed === 0) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
+  }
+
+  async setStrategyRules(id: string, rules: StrategyRules): Promise<void> {
+    const changed = await this.#db.run(this.#q.updateStrategyRules, [common.validRules(rules).json, id]);
+    if (changed === 0) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
+  }
+
+  async getUsage(strategyId: string, scope: CapCheck["scope"], key: string): Promise<UsageTotals> {
+    const row = common.scopeKey(scope, key);
+    return common.toUsage(await this.#db.one<common.UsageRow>(this.#q.selectUsage, [strategyId, row.scope, row.key]));
+  }
+
+  // ---- tokens
+
+  /**
+   * Inserts or updates the token at (network, address). A symbol names one token per network
+   * (case-insensitively): upserting a different address under a symbol already used replaces that older row,
+   * so re-seeding the registry from an edited configuration converges on the configuration. Two concurrent
+   * upserts (PostgreSQL) may both miss the other's uncommitted row and collide on a unique index; the loser runs
+   * again and then sees (and replaces) the winner's row.
+   */
+  async upsertToken(token: Token): Promise<void> {
+    const { address: addr, priceSourceJson } = common.validToken(token);
+    await this.#db.transaction(
+      async (tx) => {
+        await tx.run(this.#q.deleteTokenSymbolElsewhere, [token.network, asciiLower(token.symbol), addr]);
+        await tx.run(this.#q.upsertToken, [
+          token.network,
+          addr,
+          token.symbol,
+          token.decimals,
+          priceSourceJson,
+          token.markupBps,
+          token.enabled,
+          common.nowSeconds(),
+        ]);
+      },
+      (err) => this.#isUnique(err),
+    );
+  }
+
+  async listTokens(network: string): Promise<Token[]> {
+    return (await this.#db.all<common.TokenRow>(this.#q.selectTokens, [network])).map(common.toToken);
+  }
+
+  async findToken(network: string, symbolOrAddress: string): Promise<Token | undefined> {
+    if (typeof symbolOrAddress !== "string" || symbolOrAddress === "") return undefined;
+    const row = isAddress(symbolOrAddress, { strict: false })
+      ? await this.#db.one<common.TokenRow>(this.#q.selectTokenByAddress, [network, getAddress(symbolOrAddress)])
+      : await this.#db.one<common.TokenRow>(this.#q.selectTokenBySymbol, [network, asciiLower(symbolOrAddress)]);
+    return row && common.toToken(row);
+  }
+
+  // ---- gas tanks
+
+  /**
+   * The credit row is the idempotency key: inserted ON CONFLICT DO NOTHING, so of two concurrent credits with
+   * one reference exactly one inserts (the other waits for it, then finds it); only the inserter locks the tank
+   * and adds to its balance.
+   */
+  async creditGasTank(network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank> {
+    const { sender: who } = common.validCredit(sender, amountWei, reference);
+    try {
+      return await this.#db.transaction(async (tx): Promise<GasTank> => {
+        const now = common.nowSeconds();
+        const inserted = await tx.run(this.#q.insertCredit, [reference, network, who, amountWei, now]);
+        if (inserted === 0) {
+          const prior = await tx.one<{ network: string; sender: string; amount_wei: string | bigint }>(
+            this.#q.selectCredit,
+            [reference],
+          );
+          if (prior && (prior.network !== network || prior.sender !== who || BigInt(prior.amount_wei) !== amountWei)) {
+            throw common.creditConflict(reference, prior);
+          }
+          return this.#tank(tx, network, who);
+        }
+        const tank = await this.#lockTank(tx, network, who);
+        const balanceWei = tank.balanceWei + amountWei;
+        await tx.run(this.#q.updateTank, [balanceWei, tank.reservedWei, now, network, who]);
+        return { network, sender: who, balanceWei, reservedWei: tank.reservedWei };
+      });
+    } catch (err) {
+      if (this.#db.violation(err)?.kind === "outOfRange") common.invalid("the tank's balance would not fit in the database");
+      throw err;
+    }
+  }
+
+  /**
+   * The credit row is deleted first (of two concurrent reverts one finds it), then the tank is locked and its
+   * balance reduced — possibly below zero, when the credit was spent already. The reference is free again.
+   */
+  async revertGasTankCredit(reference: string): Promise<boolean> {
+    if (typeof reference !== "string" || reference === "") return false;
+    return this.#db.transaction(async (tx) => {
+      const credit = await tx.one<{ network: string; sender: Address; amount_wei: string | bigint }>(this.#q.deleteCredit, [
+        reference,
+      ]);
+      if (!credit) return false;
+      const tank = await this.#lockTank(tx, credit.network, credit.sender);
+      const balanceWei = tank.balanceWei - BigInt(credit.amount_wei);
+      await tx.run(this.#q.updateTank, [balanceWei, tank.reservedWei, common.nowSeconds(), credit.network, credit.sender]);
+      return true;
+    });
+  }
+
+  async getGasTank(network: string, sender: Address): Promise<GasTank> {
+    return this.#tank(this.#db, network, common.address(sender, "sender"));
+  }
+
+  async #tank(on: Queryer, network: string, sender: Address): Promise<GasTank> {
+    return { network, sender, ...common.toTank(await on.one<common.TankRow>(this.#q.selectTank, [network, sender])) };
+  }
+
+  /** Locks the tank row (lock order 1), creating an empty one first if there is none. */
+  async #lockTank(tx: Tx, network: string, sender: string): Promise<{ balanceWei: bigint; reservedWei: bigint }> {
+    let row = await tx.one<common.TankRow>(this.#q.lockTank, [network, sender]);
+    if (!row) {
+      await tx.run(this.#q.insertEmptyTank, [network, sender, common.nowSeconds()]);
+      row = await tx.one<common.TankRow>(this.#q.lockTank, [network, sender]);
+    }
+    return common.toTank(row);
+  }
+
+  /** Locks usage rows (lock order 2) in common.lockOrder, creating missing ones when `create`; their totals by usageId. */
+  async #lockUsage(tx: Tx, keys: readonly common.UsageKey[], create: boolean): Promise<Map<string, UsageTotals>> {
+    const totals = new Map<string, UsageTotals>();
+    const now = common.nowSeconds();
+    for (const k of common.lockOrder(keys)) {
+      const row = create
+        ? await tx.one<common.UsageRow>(this.#q.upsertLockUsage, [k.strategyId, k.scope, k.key, now])
+        : await tx.one<common.UsageRow>(this.#q.lockUsage, [k.strategyId, k.scope, k.key]);
+      totals.set(common.usageId(k), common.toUsage(row));
+    }
+    return totals;
+  }
+
+  async #writeUsage(tx: Tx, writes: readonly { key: common.UsageKey; totals: UsageTotals }[], now: number): Promise<void> {
+    for (const { key: k, totals: u } of writes) {
+      await tx.run(this.#q.updateUsage, [
+        u.reservedWei,
+        u.spentWei,
+        u.reservedUsdMicros,
+        u.spentUsdMicros,
+        u.ops,
+        now,
+        k.strategyId,
+        k.scope,
+        k.key,
+      ]);
+    }
+  }
+
+  /** The usage rows a sponsorship counts in: written with it, never changed, so safe to read before locking. */
+  async #links(on: Queryer, id: string): Promise<common.UsageKey[]> {
+    return on.all<common.UsageKey>(this.#q.selectLinks, [id]);
+  }
+
+  // ---- sponsorships
+
+  /**
+   * One transaction with row locks in the lock order (see the module comment):
+   *
+   * - First an unlocked look at the op's active sponsorship (network, entryPoint, sender, nonce) — the one this
+   *   reservation replaces — for what replacing it involves: its tank when it is user-mode, its usage rows.
+   * - 1. The tank: User Sponsor mode locks the sender's tank (a missing tank is inserted ON CONFLICT DO NOTHING
+   *   and then locked, unless nothing could fit in it anyway); other modes lock it only when the active
+   *   sponsorship is user-mode (its reservation is given back). Every transaction that changes a tank holds this
+   *   lock, so the balance and reserved amount read under it stay true until COMMIT: reservations against one
+   *   tank queue here, across connections and processes, and never over-reserve.
+   * - 2. The usage rows of the caps and of the active sponsorship, in common.lockOrder (missing ones created):
+   *   likewise every reservation, release, settlement against one cap row queues on it, so a cap is never exceeded.
+   * - 3. The active sponsorship, locked, so a concurrent release or replacement of it waits for this transaction
+   *   (or this one for it: under READ COMMITTED a row that stopped being active while we waited is simply not
+   *   returned). Should the locked one not be the one looked at (replaced in between) and need a tank or usage
+   *   row not locked yet, the attempt is abandoned and run again (LockOrderRetry). Two first reservations of one
+   *   op can both find none; the partial unique index lets only one insert, and the other retries and replaces it.
+   *
+   * Then common.planTank and common.planCaps decide; a refusal ends in ROLLBACK: nothing is written, the earlier
+   * sponsorship stays.
+   */
+  async reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult> {
+    const record = common.newSponsorshipRecord(input, common.nowSeconds());
+    const checks = common.validCapChecks(caps, record.strategyId);
+    const { network, sender } = record;
+    const opKey: Param[] = [network, record.entryPoint, sender, record.nonce];
+    const capKeys = checks.map((c): common.UsageKey => ({ strategyId: record.strategyId!, scope: c.scope, key: c.key }));
+    const q = this.#q;
+
+    try {
+      return await this.#db.transaction(async (tx): Promise<ReserveResult> => {
+        const peek = await tx.one<ActiveRow>(q.selectActiveOp, opKey);
+        const peekLinks = peek ? await this.#links(tx, peek.id) : [];
+
+        let tank: { balanceWei: bigint; reservedWei: bigint } | undefined;
+        if (record.mode === "user") {
+          const row = await tx.one<common.TankRow>(q.lockTank, [network, sender]);
+          if (!row && record.maxCostWei > 0n) {
+            // No tank: nothing fits (a tank-less sender has no user-mode reservation to give back either).
+            tx.rollbackOnly();
+            return { ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei: 0n, requiredWei: record.maxCostWei };
+          }
+          tank = row ? common.toTank(row) : await this.#lockTank(tx, network, sender);
+        } else if (peek?.mode === "user") {
+          tank = await this.#lockTank(tx, network, sender);
+        }
+        const totals = await this.#lockUsage(tx, [...capKeys, ...peekLinks], true);
+        const previous = await tx.one<ActiveRow>(q.lockActiveOp, opKey);
+        const previousLinks = !previous ? [] : previous.id === peek?.id ? peekLinks : await this.#links(tx, previous.id);
+        if (previous?.mode === "user" && !tank) throw new LockOrderRetry();
+        if (previousLinks.some((k) => !totals.has(common.usageId(k)))) throw new LockOrderRetry();
+
+        const freedWei = previous?.mode === "user" ? BigInt(previous.max_cost_wei) : 0n;
+        const tankPlan = common.planTank(record.mode, tank ?? { balanceWei: 0n, reservedWei: 0n }, freedWei, record.maxCostWei);
+        if (!tankPlan.ok) {
+          tx.rollbackOnly(); // nothing written: the earlier sponsorship stays active
+          return tankPlan;
+        }
+        const capPlan = common.planCaps({
+          strategyId: record.strategyId,
+          checks,
+          cost: { wei: record.maxCostWei, usdMicros: record.maxCostUsdMicros },
+          previous: previous ? { links: previousLinks, max: common.rowCost(previous) } : null,
+          totals,
+        });
+        if (!capPlan.ok) {
+          tx.rollbackOnly();
+          return capPlan;
+        }
+
+        const now = record.createdAt;
+        if (previous) await tx.run(q.releaseActive, ["replaced", now, previous.id]);
+        if (tank) await tx.run(q.updateTank, [tank.balanceWei, tankPlan.reservedWei, now, network, sender]);
+        await tx.run(q.insertSponsorship, [
+          record.id,
+          network,
+          record.entryPoint,
+          record.version,
+          sender,
+          record.nonce,
+          record.mode,
+          record.projectId,
+          record.apiKeyId,
+          record.strategyId,
+          record.token,
+          record.exchangeRate,
+          record.maxTokenCost,
+          record.maxCostWei,
+          record.maxCostUsdMicros,
+          record.validUntil,
+          record.validAfter,
+          now,
+          now,
+        ]);
+        await this.#writeUsage(tx, capPlan.writes, now);
+        for (const k of capPlan.links) await tx.run(q.insertLink, [record.id, k.strategyId, k.scope, k.key]);
+        return { ok: true, record, replaced: previous?.id ?? null };
+      }, this.#isActiveOpRace);
+    } catch (err) {
+      if (this.#isForeignKey(err)) {
+        throw new StoreError("NOT_FOUND", "sponsorship refers to an unknown project, API key or strategy");
+      }
+      throw err;
+    }
+  }
+
+  async markSigned(id: string, signed: { userOpHash: Hex; paymasterAndData: Hex }): Promise<void> {
+    const { userOpHash, paymasterAndData } = common.validSigned(signed);
+    const changed = await this.#db.run(this.#q.markSigned, [userOpHash, paymasterAndData, common.nowSeconds(), id]);
+    if (changed === 1) return;
+    const row = await this.#db.one<{ status: SponsorshipStatus }>(this.#q.selectSponsorshipStatus, [id]);
+    if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
+    throw new StoreError("INVALID_STATE", `sponsorship ${id} is ${row.status}, not reserved: it cannot be signed`);
+  }
+
+  /**
+   * Changes one sponsorship's status in one transaction, in the lock order: its tank (User Sponsor mode), its
+   * usage rows, then its own row (locked). `decide` sees the locked row and answers the change — the delta for
+   * the usage rows and tank, and the statement for the row — or null to change nothing (answered false).
+   */
+  async #transition(id: string, decide: (row: common.SponsorshipRow, tx: Tx, now: number) => Promise<Change | null>): Promise<boolean> {
+    const plan = await this.#db.one<{ network: string; sender: string; mode: string }>(this.#q.selectSponsorshipPlan, [id]);
+    if (!plan) return false;
+    const links = await this.#links(this.#db, id);
+    return this.#db.transaction(async (tx) => {
+      const tank = plan.mode === "user" ? await this.#lockTank(tx, plan.network, plan.sender) : undefined;
+      const usage = await this.#lockUsage(tx, links, false);
+      const row = await tx.one<common.SponsorshipRow>(this.#q.lockSponsorship, [id]);
+      const now = common.nowSeconds();
+      const change = row && (await decide(row, tx, now));
+      if (!change) return false;
+      await tx.run(change.sql, change.values);
+      await this.#writeUsage(
+        tx,
+        links.map((k) => ({ key: k, totals: common.applyUsage(usage.get(common.usageId(k))!, change.delta) })),
+        now,
+      );
+      if (tank) {
+        const t = common.applyTank(tank, change.delta);
+        await tx.run(this.#q.updateTank, [t.balanceWei, t.reservedWei, now, plan.network, plan.sender]);
+      }
+      return true;
+    }, this.#isActiveOpRace);
+  }
+
+  #release(id: string, reason: common.ReleaseReason): Promise<boolean> {
+    return this.#transition(id, async (row, _tx, now) =>
+      row.status === "reserved" || row.status === "signed"
+        ? { delta: common.releaseDelta(common.rowCost(row)), sql: this.#q.releaseActive, values: [reason, now, id] }
+        : null,
+    );
+  }
+
+  /** Idempotent: releasing a released, settled or unknown sponsorship changes nothing. */
+  async releaseSponsorship(id: string): Promise<void> {
+    await this.#release(id, "released");
+  }
+
+  /** See common.settleDelta for which sponsorships settle. */
+  async settleSponsorship(id: string, settlement: Settlement): Promise<boolean> {
+    const valid = common.validSettlement(settlement);
+    const actual = { wei: valid.actualGasCostWei, usdMicros: valid.actualCostUsdMicros };
+    return this.#transition(id, async (row, _tx, now) => {
+      const delta = common.settleDelta(row, actual);
+      return delta && { delta, sql: this.#q.settle, values: [...common.settlementColumns(valid), now, now, id] };
+    });
+  }
+
+  /**
+   * See common.unsettleTransition. The op's active sponsorship, if any, is locked after this one's row (the
+   * lock order's last step); should one be inserted concurrently (PostgreSQL), the unique index refuses one of
+   * the two transactions and it runs again.
+   */
+  async unsettleSponsorship(id: string): Promise<boolean> {
+    return this.#transition(id, async (row, tx, now) => {
+      if (row.status !== "settled") return null;
+      const active = await tx.one(this.#q.lockActiveOp, [row.network, row.entry_point, row.sender, BigInt(row.nonce)]);
+      const change = common.unsettleTransition(row, active !== undefined);
+      return change && { delta: change.delta, sql: this.#q.unsettle, values: [change.status, change.releaseReason, now, id] };
+    });
+  }
+
+  async listSettledSince(network: string, fromBlock: bigint): Promise<SponsorshipRecord[]> {
+    const from = common.amount(fromBlock, "fromBlock");
+    if (from > BigInt(Number.MAX_SAFE_INTEGER)) return [];
+    const rows = await this.#db.all<common.SponsorshipRow>(this.#q.selectSettledSince, [network, Number(from)]);
+    return rows.map(common.toSponsorship);
+  }
+
+  /**
+   * Releases (reason "expired") every reserved or signed sponsorship with validUntil + graceSeconds < now, each in
+   * its own transaction under the lock order (as releaseSponsorship); one settled or replaced meanwhile is left
+   * alone, so this may run while other replicas reserve and settle.
+   */
+  async releaseExpired(now: number, graceSeconds: number, network?: string): Promise<number> {
+    const cutoff = common.validExpiry(now, graceSeconds);
+    const only = network ?? null;
+    let released = 0;
+    for (;;) {
+      const rows = await this.#db.all<{ id: string }>(this.#q.selectExpired, [cutoff, only, only, EXPIRY_BATCH]);
+      let batch = 0;
+      for (const { id } of rows) if (await this.#release(id, "expired")) batch++;
+      released += batch;
+      // A full batch of which none could be released (all changed meanwhile) would be found again: stop.
+      if (rows.length < EXPIRY_BATCH || batch === 0) return released;
+    }
+  }
+
+  async getCursor(name: string): Promise<bigint | undefined> {
+    const row = await this.#db.one<{ value: string | bigint }>(this.#q.selectCursor, [common.cursorName(name)]);
+    return row && BigInt(row.value);
+  }
+
+  async setCursor(name: string, value: bigint): Promise<void> {
+    await this.#db.run(this.#q.upsertCursor, [common.cursorName(name), common.amount(value, "cursor value"), common.nowSeconds()]);
+  }
+
+  async getSponsorship(id: string): Promise<SponsorshipRecord | undefined> {
+    const row = await this.#db.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
+    return row && common.toSponsorship(row);
+  }
+
+  /**
+   * The sponsorship signed with that userOpHash. Should two share it (the same op re-signed within the same
+   * second yields identical paymasterAndData), the active or settled one wins over a released one, then the newest.
+   */
+  async findSponsorshipByUserOpHash(userOpHash: Hex): Promise<SponsorshipRecord | undefined> {
+    const hash = common.hashKey(userOpHash);
+    if (hash === undefined) return undefined;
+    const row = await this.#db.one<common.SponsorshipRow>(this.#q.selectSponsorshipByHash, [hash]);
+    return row && common.toSponsorship(row);
+  }
+
+  // ---- operations (metrics, deposit check, leader election)
+
+  async listStrategies(): Promise<Strategy[]> {
+    return (await this.#db.all<common.StrategyRow>(this.#q.selectStrategies)).map(common.toStrategy);
+  }
+
+  async sponsorshipCounts(): Promise<SponsorshipCount[]> {
+    const rows = await this.#db.all<Omit<SponsorshipCount, "count"> & { count: number | string }>(this.#q.countSponsorships);
+    return rows.map((row) => ({ ...row, count: Number(row.count) }));
+  }
+
+  async gasTankTotals(): Promise<GasTankTotals[]> {
+    const totals = new Map<string, GasTankTotals>();
+    for (const row of await this.#db.all<{ network: string; balance_wei: string | bigint; reserved_wei: string | bigint }>(this.#q.selectTankAmounts)) {
+      const t = totals.get(row.network) ?? { network: row.network, balanceWei: 0n, reservedWei: 0n, tanks: 0 };
+      t.balanceWei += BigInt(row.balance_wei);
+      t.reservedWei += BigInt(row.reserved_wei);
+      t.tanks++;
+      totals.set(row.network, t);
+    }
+    return [...totals.values()];
+  }
+
+  async outstandingMaxCost(network: string, entryPoint: Address, modes: readonly SponsorMode[]): Promise<bigint> {
+    const wanted = new Set<string>(modes);
+    let total = 0n;
+    for (const row of await this.#db.all<{ mode: string; max_cost_wei: string | bigint }>(this.#q.selectOutstanding, [network, common.address(entryPoint, "entryPoint")])) {
+      if (wanted.has(row.mode)) total += BigInt(row.max_cost_wei);
+    }
+    return total;
+  }
+
+  tryLeadership(name: string): Promise<Leadership | undefined> {
+    return this.#db.tryLeadership(name);
+  }
+
+  async close(): Promise<void> {
+    await this.#db.close();
+  }
+}
