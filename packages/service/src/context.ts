@@ -18,8 +18,11 @@ export interface NetworkChain {
   readonly market: Market;
   readonly prices: PriceOracle;
   readonly signer: PaymasterSigner;
-  /** Per version: the ERC-20 paymaster's postOpGas and treasury, read from the contract at start-up. */
-  readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; treasury: `0x${string}` }>>;
+  /**
+   * Per version: the ERC-20 paymaster's postOpGas (charged), minPostOpGasLimit (the lowest postOp gas limit it
+   * accepts: v0.7 paymasterPostOpGasLimit, v0.6 verificationGasLimit) and treasury, read at start-up.
+   */
+  readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; minPostOpGasLimit: bigint; treasury: `0x${string}` }>>;
 }
 
 export interface NetworkRuntime {

@@ -683,6 +683,34 @@ for (const backend of BACKENDS) {
         expect(await store.getSponsorship("missing")).to.equal(undefined);
       });
 
+      it("token charges at risk: postOp-charge sponsorships counted while outstanding, unpaid marks set and cleared", async () => {
+        const ids = await owner();
+        const erc20 = (nonce: bigint, sender: Address = SENDER) => op(ids, { mode: "erc20", nonce, sender, token: USDC, exchangeRate: 1n, maxTokenCost: 1n });
+        const a = await store.reserveSponsorship(erc20(1n));
+        const b = await store.reserveSponsorship(erc20(2n));
+        const c = await store.reserveSponsorship(erc20(3n, OTHER));
+        if (!a.ok || !b.ok || !c.ok) throw new Error("expected ok");
+        expect(await store.notePostOpCharge(a.record.id)).to.equal(1);
+        expect(await store.notePostOpCharge(a.record.id), "idempotent").to.equal(1);
+        expect(await store.notePostOpCharge(c.record.id), "another sender").to.equal(1);
+        expect(await store.notePostOpCharge(b.record.id)).to.equal(2);
+        await store.releaseSponsorship(b.record.id);
+        await store.markSigned(a.record.id, { userOpHash: HASH_A, paymasterAndData: "0x01" });
+        const d = await store.reserveSponsorship(erc20(4n));
+        if (!d.ok) throw new Error("expected ok");
+        expect(await store.notePostOpCharge(d.record.id), "a and d: b was released").to.equal(2);
+        expect(isStoreError(await rejection(store.notePostOpCharge("missing")), "NOT_FOUND")).to.equal(true);
+
+        expect(await store.hasUnpaidTokenCharge(NET, SENDER)).to.equal(false);
+        await store.setTokenChargeUnpaid(a.record.id, true);
+        expect(await store.hasUnpaidTokenCharge(NET, SENDER.toLowerCase() as Address)).to.equal(true);
+        expect(await store.hasUnpaidTokenCharge(NET, OTHER)).to.equal(false);
+        expect(await store.hasUnpaidTokenCharge("local", SENDER)).to.equal(false);
+        await store.setTokenChargeUnpaid(a.record.id, false);
+        expect(await store.hasUnpaidTokenCharge(NET, SENDER)).to.equal(false);
+        await store.setTokenChargeUnpaid("missing", true); // ignored
+      });
+
       it("markSigned only from reserved", async () => {
         const ids = await owner();
         const r = await store.reserveSponsorship(op(ids, { mode: "sponsor" }));

@@ -17,3 +17,5 @@ export * from "./hash.ts";
 export * from "./userOpHash.ts";
 export * from "./maxCost.ts";
 export * from "./networks.ts";
+export * from "./gasLimits.ts";
+export * from "./hashVectors.ts";

@@ -4,13 +4,12 @@
  * way). Margins are deliberate: verification gas has no penalty for being unused; v0.7 charges 10% of unused
  * call gas, so the call gas limit stays close to what the calls used.
  */
+import { PAYMASTER_VERIFICATION_GAS_LIMIT } from "@paymaster/shared";
 import type { SimulatedOp, ExecutionResult } from "../chain/entryPoint.ts";
 import { encodeUserOpParameter } from "../chain/userOpAbi.ts";
 
-/** Gas the paymasters' own validation may take (v0.7 paymasterVerificationGasLimit), measured by the tests. */
-export const PAYMASTER_VERIFICATION_GAS = { verifying: 50_000n, erc20: 120_000n } as const;
-/** v0.7 paymasterPostOpGasLimit on top of the ERC-20 paymaster's postOpGas (covers a first payment to an empty treasury). */
-export const ERC20_POST_OP_HEADROOM = 25_000n;
+/** Gas the paymasters' own validation may take (v0.7 paymasterVerificationGasLimit), measured by the contract tests. */
+export const PAYMASTER_VERIFICATION_GAS = PAYMASTER_VERIFICATION_GAS_LIMIT;
 
 /**
  * The calldata cost of the op inside a one-op bundle, the way eth-infinitism's bundler prices it: 21000 for
@@ -40,11 +39,12 @@ export interface MeasuredLimits {
 /**
  * Limits from an estimation run (`result`) of `op` (its generous limits, 1-wei price).
  * - verification: everything validation used (account creation, account and paymaster validation) + 25% + 15k;
- *   v0.6 also runs postOp under this limit, so it covers `postOpGas` too.
+ *   v0.6 also runs postOp under this limit, so it is at least `minPostOpGasLimit` (the ERC-20 paymaster's
+ *   worst-case postOp, which its validation requires; 0 for the verifying paymaster).
  * - call: what execution used (v0.7: solved out of the 10% penalty on the unused part) less postOp's share,
  *   + 20% + 10k for the 63/64 rule of nested calls.
  */
-export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, postOpGas: bigint): MeasuredLimits {
+export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, postOpGas: bigint, minPostOpGasLimit: bigint): MeasuredLimits {
   const { preVerificationGas: pvg, callGasLimit } = op.userOp;
   const validation = result.preOpGas - pvg;
   let executionAndPostOp = result.paid - result.preOpGas;
@@ -55,6 +55,6 @@ export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, p
   }
   const execution = executionAndPostOp > postOpGas ? executionAndPostOp - postOpGas : 0n;
   let verificationGasLimit = (validation * 125n) / 100n + 15_000n;
-  if (op.version === "v0.6" && verificationGasLimit < postOpGas * 2n) verificationGasLimit = postOpGas * 2n;
+  if (op.version === "v0.6" && verificationGasLimit < minPostOpGasLimit) verificationGasLimit = minPostOpGasLimit;
   return { verificationGasLimit, callGasLimit: (execution * 120n) / 100n + 10_000n };
 }

@@ -34,7 +34,7 @@ import type { SponsorRequest } from "../rpc/schemas.ts";
 import type { EntryPointConfig } from "../config/types.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { simulateHandleOp, type SimulatedOp, type SimulationFailure } from "../chain/entryPoint.ts";
-import { ERC20_POST_OP_HEADROOM, PAYMASTER_VERIFICATION_GAS, limitsFromSimulation, preVerificationGas } from "./gas.ts";
+import { PAYMASTER_VERIFICATION_GAS, limitsFromSimulation, preVerificationGas } from "./gas.ts";
 import { exchangeRate, type UsdPrice } from "./price.ts";
 import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
 import { capChecks, evaluateRules, weiToUsdMicros } from "../policy/rules.ts";
@@ -81,7 +81,6 @@ export interface PipelineResult {
   maxCostUsdMicros: bigint;
 }
 
-const ZERO: Address = "0x0000000000000000000000000000000000000000";
 
 function requireChain(call: CallContext): NetworkChain {
   const chain = call.network.chain;
@@ -231,6 +230,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const paymaster = mode.mode === "erc20" ? entry.erc20Paymaster : entry.verifyingPaymaster;
   const erc20Info = chain.erc20[request.version];
   const postOpGas = mode.mode === "erc20" ? erc20Info!.postOpGas : 0n;
+  // The ERC-20 paymaster refuses a postOp gas limit below its worst-case postOp (v0.6: verificationGasLimit).
+  const minPostOpGasLimit = mode.mode === "erc20" ? erc20Info!.minPostOpGasLimit : 0n;
 
   // ---- fees and the limits the client gave
   const clientPmVerification = request.version === "v0.7" ? given(request.userOp.paymasterVerificationGasLimit) : undefined;
@@ -244,7 +245,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     paymasterVerificationGasLimit:
       request.version === "v0.6" ? 0n : (clientPmVerification ?? PAYMASTER_VERIFICATION_GAS[mode.mode === "erc20" ? "erc20" : "verifying"]),
     paymasterPostOpGasLimit:
-      request.version === "v0.6" ? 0n : mode.mode === "erc20" ? maxOf(clientPmPostOp ?? 0n, postOpGas + ERC20_POST_OP_HEADROOM) : (clientPmPostOp ?? 0n),
+      request.version === "v0.6" ? 0n : mode.mode === "erc20" ? maxOf(clientPmPostOp ?? 0n, minPostOpGasLimit) : (clientPmPostOp ?? 0n),
   };
   if (gas.maxPriorityFeePerGas > gas.maxFeePerGas && given(u.maxPriorityFeePerGas) === undefined) gas.maxPriorityFeePerGas = gas.maxFeePerGas;
 
@@ -296,7 +297,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
     const outcome = await chainWait(() => simulateHandleOp(chain.rpc, entry.entryPoint, probe));
     if (!outcome.ok) throw simulationError(outcome.failure);
-    const measured = limitsFromSimulation(probe, outcome.result, postOpGas);
+    const measured = limitsFromSimulation(probe, outcome.result, postOpGas, minPostOpGasLimit);
     if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
     if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
   }
@@ -317,6 +318,11 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     // Pre-charge when the allowance already covers the maximum; otherwise charge in postOp, which the
     // simulation below must show succeeding (the op's own calls may approve the paymaster).
     chargeMode = allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
+    // Charging in postOp trusts the op's own calls to leave the allowance in place, which a sender can defeat
+    // for free (THREAT_MODEL.md, item 3): one whose postOp charge went unpaid gets pre-charge only.
+    if (chargeMode === ChargeMode.InPostOp && (await service.store.hasUnpaidTokenCharge(network.config.name, u.sender))) {
+      throw new RpcError("TOKEN_CHARGE_UNPAID", undefined, { token: mode.token.symbol, paymaster, required: maxTokenCost.toString() });
+    }
     token = {
       symbol: mode.token.symbol,
       address: mode.token.address,
@@ -368,17 +374,17 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
 
   // ---- the final simulation: validation with the real limits and fees, the op's calls, the token charge
   const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, stubData(chargeMode));
-  const treasury = erc20Info?.treasury ?? ZERO;
-  // Only ERC-20 mode reads the treasury's balance: viem's generic encoder is not worth running for the others.
-  const treasuryBalanceCall = mode.mode === "erc20" ? encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [treasury] }) : "0x";
-  const [full, calls, treasuryBefore] = await chainWait(() =>
+  // ERC-20 mode: the fee stays in the paymaster (swept to the treasury later), so the charge shows as the
+  // paymaster's token balance growing. Only ERC-20 mode reads it: viem's generic encoder is not worth running for the others.
+  const paymasterBalanceCall = mode.mode === "erc20" ? encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [paymaster] }) : "0x";
+  const [full, calls, heldBefore] = await chainWait(() =>
     Promise.all([
       mode.mode === "erc20"
-        ? simulateHandleOp(chain.rpc, entry.entryPoint, finalStub, mode.token.address, treasuryBalanceCall)
+        ? simulateHandleOp(chain.rpc, entry.entryPoint, finalStub, mode.token.address, paymasterBalanceCall)
         : simulateHandleOp(chain.rpc, entry.entryPoint, finalStub),
       // The op's calls, run once from the EntryPoint right after validation (simulateHandleOp's target call).
       simulateHandleOp(chain.rpc, entry.entryPoint, withoutCalls, u.sender, u.callData),
-      mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [treasury]) : Promise.resolve(0n),
+      mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [paymaster]) : Promise.resolve(0n),
     ]),
   );
   if (!full.ok) throw simulationError(full.failure);
@@ -388,7 +394,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   }
   if (mode.mode === "erc20") {
     const after = full.result.targetSuccess ? (decodeFunctionResult({ abi: erc20Abi as Abi, functionName: "balanceOf", data: full.result.targetResult }) as bigint) : 0n;
-    if (after <= treasuryBefore) {
+    if (after <= heldBefore) {
       throw new RpcError("TOKEN_ALLOWANCE_INSUFFICIENT", "The paymaster could not charge the token: approve the paymaster first, or in this op's own calls", {
         token: mode.token.symbol,
         paymaster,
@@ -432,6 +438,10 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   }
   const record = reservation.record;
   try {
+    // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
+    if (chargeMode === ChargeMode.InPostOp && (await service.store.notePostOpCharge(record.id)) > 1) {
+      throw new RpcError("POSTOP_CHARGE_PENDING", undefined, { token: token!.symbol, paymaster, required: token!.maxTokenCost.toString() });
+    }
     const chainId = network.config.chainId;
     const hashParams = { ...finalStub, chainId, paymaster, ...window } as const;
     const hash =

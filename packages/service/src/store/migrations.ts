@@ -173,4 +173,22 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = Object.freeze([
       ) STRICT;
     `,
   },
+  {
+    version: 3,
+    name: "token charge flags",
+    sql: `
+      -- ERC-20 sponsorships whose token charge is at risk: signed in charge-in-postOp mode (at most one may be
+      -- outstanding per sender and network) or seen unpaid by the settlement watcher (the sender may then only
+      -- use pre-charge mode on that network). Cleared when a settlement is reorganised away.
+      CREATE TABLE token_charge_flags (
+        sponsorship_id  TEXT PRIMARY KEY REFERENCES sponsorships(id),
+        network         TEXT NOT NULL,
+        sender          TEXT NOT NULL,           -- checksummed, as in sponsorships
+        postop_charge   INTEGER NOT NULL DEFAULT 0 CHECK (postop_charge IN (0, 1)),
+        unpaid          INTEGER NOT NULL DEFAULT 0 CHECK (unpaid IN (0, 1)),
+        updated_at      INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX token_charge_flags_sender ON token_charge_flags(network, sender);
+    `,
+  },
 ]);

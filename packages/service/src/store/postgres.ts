@@ -247,6 +247,22 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = Object.freeze([
       );
     `,
   },
+  {
+    version: 3,
+    name: "token charge flags",
+    sql: `
+      -- As in migrations.ts (SQLite) version 3: ERC-20 sponsorships whose token charge is at risk.
+      CREATE TABLE token_charge_flags (
+        sponsorship_id  TEXT PRIMARY KEY REFERENCES sponsorships(id),
+        network         TEXT NOT NULL,
+        sender          TEXT NOT NULL,
+        postop_charge   BOOLEAN NOT NULL DEFAULT FALSE,
+        unpaid          BOOLEAN NOT NULL DEFAULT FALSE,
+        updated_at      BIGINT NOT NULL
+      );
+      CREATE INDEX token_charge_flags_sender ON token_charge_flags(network, sender);
+    `,
+  },
 ]);
 
 // ---- statements (named: prepared once per pooled connection)
@@ -270,6 +286,15 @@ function statements<T extends Record<string, string>>(texts: T): { readonly [K i
 }
 
 const SQL = statements({
+  lockSenderCharges: "SELECT pg_advisory_xact_lock(hashtext($1 || ':' || $2))",
+  upsertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, updated_at)
+    VALUES ($1, $2, $3, TRUE, $4)
+    ON CONFLICT (sponsorship_id) DO UPDATE SET postop_charge = TRUE, updated_at = EXCLUDED.updated_at`,
+  countOutstandingPostOpCharges: `SELECT COUNT(*)::integer AS n FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
+    WHERE f.network = $1 AND f.sender = $2 AND f.postop_charge AND s.status IN ('reserved', 'signed')`,
+  upsertUnpaid: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, unpaid, updated_at) VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (sponsorship_id) DO UPDATE SET unpaid = EXCLUDED.unpaid, updated_at = EXCLUDED.updated_at`,
+  selectUnpaid: "SELECT 1 AS one FROM token_charge_flags WHERE network = $1 AND sender = $2 AND unpaid LIMIT 1",
   insertProject: "INSERT INTO projects (id, name, created_at) VALUES ($1, $2, $3)",
   selectProject: "SELECT id, name, created_at FROM projects WHERE id = $1",
 
@@ -1013,6 +1038,30 @@ class PostgresStore implements Store {
     if (hash === undefined) return undefined;
     const row = await this.#one<common.SponsorshipRow>(this.#pool, SQL.selectSponsorshipByHash, [hash]);
     return row && common.toSponsorship(row);
+  }
+
+  // ---- ERC-20 token charges at risk
+
+  /** Serialised per (network, sender) by a transaction-scoped advisory lock, so two requests cannot both count 1. */
+  async notePostOpCharge(id: string): Promise<number> {
+    return this.#transaction(async ({ client }) => {
+      const row = await this.#one<common.SponsorshipRow>(client, SQL.selectSponsorship, [id]);
+      if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
+      await this.#query(client, SQL.lockSenderCharges, [row.network, row.sender]);
+      await this.#query(client, SQL.upsertPostOpCharge, [id, row.network, row.sender, common.nowSeconds()]);
+      const counted = await this.#one<{ n: number }>(client, SQL.countOutstandingPostOpCharges, [row.network, row.sender]);
+      return Number(counted?.n ?? 0);
+    });
+  }
+
+  async setTokenChargeUnpaid(id: string, unpaid: boolean): Promise<void> {
+    const row = await this.#one<common.SponsorshipRow>(this.#pool, SQL.selectSponsorship, [id]);
+    if (!row) return;
+    await this.#query(this.#pool, SQL.upsertUnpaid, [id, row.network, row.sender, unpaid, common.nowSeconds()]);
+  }
+
+  async hasUnpaidTokenCharge(network: string, sender: Address): Promise<boolean> {
+    return (await this.#one(this.#pool, SQL.selectUnpaid, [network, common.address(sender, "sender")])) !== undefined;
   }
 
   async close(): Promise<void> {

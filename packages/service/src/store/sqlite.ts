@@ -555,6 +555,28 @@ class SqliteStore implements Store {
     return row && common.toSponsorship(row);
   }
 
+  // ---- ERC-20 token charges at risk
+
+  async notePostOpCharge(id: string): Promise<number> {
+    return this.#transaction(() => {
+      const row = this.#s.selectSponsorship.get(id) as common.SponsorshipRow | undefined;
+      if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
+      this.#s.upsertPostOpCharge.run(id, row.network, row.sender, common.nowSeconds());
+      const counted = this.#s.countOutstandingPostOpCharges.get(row.network, row.sender) as { n: number };
+      return Number(counted.n);
+    });
+  }
+
+  async setTokenChargeUnpaid(id: string, unpaid: boolean): Promise<void> {
+    const row = this.#s.selectSponsorship.get(id) as common.SponsorshipRow | undefined;
+    if (!row) return;
+    this.#s.upsertUnpaid.run(id, row.network, row.sender, unpaid ? 1 : 0, common.nowSeconds());
+  }
+
+  async hasUnpaidTokenCharge(network: string, sender: Address): Promise<boolean> {
+    return this.#s.selectUnpaid.get(network, common.address(sender, "sender")) !== undefined;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -566,6 +588,20 @@ function prepareStatements(db: DatabaseSync) {
   const p = (sql: string): StatementSync => db.prepare(sql);
   return {
     begin: p("BEGIN IMMEDIATE"),
+
+    upsertPostOpCharge: p(
+      `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, updated_at) VALUES (?, ?, ?, 1, ?)
+       ON CONFLICT (sponsorship_id) DO UPDATE SET postop_charge = 1, updated_at = excluded.updated_at`,
+    ),
+    countOutstandingPostOpCharges: p(
+      `SELECT COUNT(*) AS n FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
+       WHERE f.network = ? AND f.sender = ? AND f.postop_charge = 1 AND s.status IN ('reserved', 'signed')`,
+    ),
+    upsertUnpaid: p(
+      `INSERT INTO token_charge_flags (sponsorship_id, network, sender, unpaid, updated_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (sponsorship_id) DO UPDATE SET unpaid = excluded.unpaid, updated_at = excluded.updated_at`,
+    ),
+    selectUnpaid: p("SELECT 1 AS one FROM token_charge_flags WHERE network = ? AND sender = ? AND unpaid = 1 LIMIT 1"),
     commit: p("COMMIT"),
     rollback: p("ROLLBACK"),
 
