@@ -10,7 +10,13 @@ import { expect } from "chai";
 import { AbiCoder, Contract, JsonRpcProvider, Transaction, Wallet, concat, getCreateAddress, keccak256, parseEther } from "ethers";
 import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
 import { loadShippedArtifact } from "../src/deploy/aaArtifacts.ts";
-import { CREATE2_DEPLOYER_ADDRESS, ENTRY_POINT_V06_SALT, ENTRY_POINT_V07_SALT } from "../src/deploy/constants.ts";
+import {
+  CREATE2_DEPLOYER_ADDRESS,
+  DEFAULT_MIN_POST_OP_GAS_LIMIT,
+  DEFAULT_POST_OP_GAS,
+  ENTRY_POINT_V06_SALT,
+  ENTRY_POINT_V07_SALT,
+} from "../src/deploy/constants.ts";
 import { CREATE2_PROXY_PRESIGNED_TX, CREATE2_PROXY_SIGNER, create2ProxyState, installCreate2Proxy } from "../src/deploy/create2Proxy.ts";
 import {
   executeNetworkDeploy,
@@ -145,6 +151,7 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
     // cover what the chain then used.
     for (const [i, tx] of sent.entries()) {
       const planned = plan.txs[i]!;
+      if (process.env.DEPLOY_GAS_REPORT) console.log(`      ${tx.label}: used ${tx.gasUsed}, planned ${planned.gas}`);
       if (!planned.gasIsEstimate) expect(tx.gasUsed <= planned.gas, `${tx.label} used ${tx.gasUsed} > the plan's ${planned.gas}`).to.equal(true);
     }
     expect(plan.txs.filter((tx) => !tx.gasIsEstimate).map((tx) => tx.step)).to.include.members(["deploy-paymaster", "accept-ownership"]);
@@ -302,8 +309,18 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
       expect(verify.contractName).to.equal("project/contracts/v07/ERC20PaymasterV07.sol:ERC20PaymasterV07");
       expect(verify.compilerVersion).to.match(/^v0\.8\.28\+commit\.[0-9a-f]{8}$/);
       expect(Object.keys(verify.standardJsonInput.sources)).to.include("project/contracts/v07/ERC20PaymasterV07.sol");
-      const [entryPoint, owner, signers, treasury, postOpGas] = AbiCoder.defaultAbiCoder().decode(["address", "address", "address[]", "address", "uint256"], `0x${verify.constructorArguments}`);
-      expect([entryPoint, owner, signers.length, treasury, postOpGas]).to.deep.equal([ENTRY_POINT_V07_ADDRESS, paymasterDeployerAddress(), 0, paymasterDeployerAddress(), 25_000n]);
+      const [entryPoint, owner, signers, treasury, postOpGas, minPostOpGasLimit] = AbiCoder.defaultAbiCoder().decode(
+        ["address", "address", "address[]", "address", "uint256", "uint256"],
+        `0x${verify.constructorArguments}`,
+      );
+      expect([entryPoint, owner, signers.length, treasury, postOpGas, minPostOpGasLimit]).to.deep.equal([
+        ENTRY_POINT_V07_ADDRESS,
+        paymasterDeployerAddress(),
+        0,
+        paymasterDeployerAddress(),
+        DEFAULT_POST_OP_GAS["v0.7"],
+        DEFAULT_MIN_POST_OP_GAS_LIMIT,
+      ]);
 
       const again = await deployToNetwork(fresh.deployer, configFor(fresh), { outDir });
       expect(again.sent).to.deep.equal([]);

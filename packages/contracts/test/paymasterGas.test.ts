@@ -2,10 +2,11 @@
 // in @paymaster/shared: here each paymaster's worst case is measured as the least limit with which a real
 // handleOps still passes (found by bisection), and each constant must cover it with
 // PAYMASTER_GAS_MARGIN_PERCENT to spare. (v0.6 has no separate paymaster limits: the op's
-// verificationGasLimit, which the bundler or the service's simulation measures, covers the paymaster.)
+// verificationGasLimit, which the bundler or the service's simulation measures, covers the paymaster. The
+// ERC-20 paymaster's postOp limit is the contract's own minPostOpGasLimit: test/postOpGas.test.ts.)
 import { expect } from "chai";
 import { Wallet } from "ethers";
-import { ERC20_POST_OP_HEADROOM, PAYMASTER_GAS_MARGIN_PERCENT, PAYMASTER_VERIFICATION_GAS } from "@paymaster/shared";
+import { PAYMASTER_GAS_MARGIN_PERCENT, PAYMASTER_VERIFICATION_GAS } from "@paymaster/shared";
 import { ethers, loadStack, networkHelpers, type Stack } from "./helpers/stack.ts";
 import { accountCallData, draftOp, handleOps, newAccount, randomOwner, signAsOwner, sponsor, userOperationEvent, type TestOp, type TokenFields } from "./helpers/userOps.ts";
 import { readyAccount, type ReadyAccount } from "./helpers/accounts.ts";
@@ -84,26 +85,5 @@ describe("paymaster gas constants (v0.7): measured worst cases against @paymaste
       return ok;
     });
     expectCovered("PAYMASTER_VERIFICATION_GAS.erc20", PAYMASTER_VERIFICATION_GAS.erc20, measured);
-  });
-
-  it("ERC20Paymaster: postOpGas + ERC20_POST_OP_HEADROOM covers a postOp charge paying an empty treasury", async () => {
-    const stack = await loadStack();
-    const account = await readyAccount(stack, VERSION);
-    await emptyTreasury(stack);
-    const postOpGas: bigint = await stack.v[VERSION].erc20.getFunction("postOpGas")();
-    const tokenFields: TokenFields = { token: await stack.tokens.USDC.getAddress(), exchangeRate: 3_000n * 10n ** 6n, chargeMode: 0 };
-    const base = await draftOp({ sender: account.address, callData: accountCallData(VERSION, [{ to: account.owner.address, data: "0x" }]) });
-    const snapshot = await networkHelpers.takeSnapshot();
-    // The paymaster refuses a limit under postOpGas, so the search starts there; the op must succeed (a postOp
-    // out of gas reverts the op's execution, which handleOps still mines).
-    const limit = postOpGas + ERC20_POST_OP_HEADROOM;
-    const measured = await leastPassing(postOpGas, limit, async (postOpLimit) => {
-      const op = await finished(stack, { ...base, paymasterPostOpGasLimit: postOpLimit }, account.owner, tokenFields);
-      const event = await userOperationEvent(stack, VERSION, await handleOps(stack, VERSION, [op]));
-      await snapshot.restore();
-      return event.success;
-    });
-    expectCovered("postOpGas + ERC20_POST_OP_HEADROOM", limit, measured);
-    expect(await ethers.provider.getCode(account.address)).to.not.equal("0x");
   });
 });

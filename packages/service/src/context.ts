@@ -23,8 +23,11 @@ export interface NetworkChain {
   readonly signer: PaymasterSigner;
   /** How v0.7 simulations reach the simulator's code (found once at start-up). */
   readonly simulator: SimulatorV07;
-  /** Per version: the ERC-20 paymaster's postOpGas and treasury, read from the contract at start-up. */
-  readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; treasury: `0x${string}` }>>;
+  /**
+   * Per version: the ERC-20 paymaster's postOpGas (charged), minPostOpGasLimit (the lowest postOp gas limit it
+   * accepts: v0.7 paymasterPostOpGasLimit, v0.6 verificationGasLimit) and treasury, read at start-up.
+   */
+  readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; minPostOpGasLimit: bigint; treasury: `0x${string}` }>>;
   /** The paymasters' EntryPoint deposits, and the check that they cover what is signed. */
   readonly deposits: DepositGuard;
 }

@@ -74,6 +74,7 @@ export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Sto
     }
     erc20[version] = {
       postOpGas: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "postOpGas"),
+      minPostOpGasLimit: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "minPostOpGasLimit"),
       treasury: await view<Address>(rpc, entry.erc20Paymaster, erc20Abi, "treasury"),
     };
   }

@@ -71,7 +71,7 @@ describe("service end to end (embedded local chain, real HTTP)", function () {
       expect(outcome.event!.actualGasCost <= record!.maxCostWei).to.equal(true);
     });
 
-    it(`ERC-20 mode ${version}: the op's own call approves the paymaster and the treasury receives the exact rounded-up amount`, async () => {
+    it(`ERC-20 mode ${version}: the op's own call approves the paymaster, which keeps the exact rounded-up amount as its fee`, async () => {
       const wallet = await newWallet(embedded, version);
       await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
       const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
@@ -87,8 +87,8 @@ describe("service end to end (embedded local chain, real HTTP)", function () {
       expect(body.data.paymasterAddress).to.equal(paymaster);
 
       const op = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data));
-      const treasury = embedded.stack.manifest.treasury;
-      const treasuryBefore = (await ethCall(embedded, usdc.address, tokenAbi, "balanceOf", [treasury])) as bigint;
+      // The fee stays in the paymaster (accruedFees) until swept to the treasury.
+      const feesBefore = (await ethCall(embedded, paymaster, erc20PaymasterAbi, "accruedFees", [usdc.address])) as bigint;
       const before = await deposit(paymaster);
       const outcome = await handleOps(embedded, op);
       expect(outcome.reverted, outcome.failedOp).to.equal(false);
@@ -108,8 +108,8 @@ describe("service end to end (embedded local chain, real HTTP)", function () {
       expect(charged!.exchangeRate).to.equal(BigInt(cost.exchangeRate));
       const expected = tokenCost(charged!.gasCostWei, BigInt(cost.exchangeRate));
       expect(charged!.tokenAmount).to.equal(expected);
-      const treasuryAfter = (await ethCall(embedded, usdc.address, tokenAbi, "balanceOf", [treasury])) as bigint;
-      expect(treasuryAfter - treasuryBefore).to.equal(expected);
+      const feesAfter = (await ethCall(embedded, paymaster, erc20PaymasterAbi, "accruedFees", [usdc.address])) as bigint;
+      expect(feesAfter - feesBefore).to.equal(expected);
       expect(expected <= BigInt(cost.maxTokenCost)).to.equal(true);
     });
 

@@ -27,6 +27,7 @@ import {
   signAsOwner,
   startTestStack,
   wireOp,
+  abis,
   type Embedded,
   type Envelope,
   type Wallet,
@@ -261,11 +262,11 @@ describe("sponsor pipeline refusals (embedded local chain, real HTTP)", function
         expect(`0x${pmd.slice(2 + 2 * offset - 104, 2 + 2 * offset - 64)}`.toLowerCase()).to.equal(usdc.address.toLowerCase());
         expect(pmd.slice(2 + 2 * offset, 2 + 2 * offset + 2), "chargeMode").to.equal("01");
 
-        const treasury = embedded.stack.manifest.treasury;
-        const treasuryBefore = (await ethCall(embedded, usdc.address, tokenAbi, "balanceOf", [treasury])) as bigint;
+        // The fee stays in the paymaster (accruedFees) until swept to the treasury.
+        const feesBefore = (await ethCall(embedded, paymaster, abis.erc20Paymaster, "accruedFees", [usdc.address])) as bigint;
         const senderBefore = (await ethCall(embedded, usdc.address, tokenAbi, "balanceOf", [sender])) as bigint;
         await submitSigned(wallet, wire, data);
-        const charged = ((await ethCall(embedded, usdc.address, tokenAbi, "balanceOf", [treasury])) as bigint) - treasuryBefore;
+        const charged = ((await ethCall(embedded, paymaster, abis.erc20Paymaster, "accruedFees", [usdc.address])) as bigint) - feesBefore;
         const paid = senderBefore - ((await ethCall(embedded, usdc.address, tokenAbi, "balanceOf", [sender])) as bigint);
         expect(charged > 0n).to.equal(true);
         expect(paid, "the sender got the pre-charge's unused part back").to.equal(charged);

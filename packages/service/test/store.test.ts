@@ -15,8 +15,14 @@ import { ConfigError } from "../src/config/errors.ts";
 import { buildConfig, redactConfig } from "../src/config/load.ts";
 import { openStore } from "../src/store/index.ts";
 import { isStoreError, StoreError } from "../src/store/errors.ts";
-import { SQLITE_MIGRATIONS, type Migration } from "../src/store/migrations.ts";
-import { openPostgresStore, POSTGRES_MIGRATIONS } from "../src/store/postgres.ts";
+import { migrationsFor, type Migration } from "../src/store/migrations.ts";
+import { openPostgresStore } from "../src/store/postgres.ts";
+import { POSTGRES_DIALECT } from "../src/store/db/postgres.ts";
+import { SQLITE_DIALECT } from "../src/store/db/sqlite.ts";
+
+/** Every migration each database applies: its own frozen first ones, then the shared ones. */
+const SQLITE_MIGRATIONS = migrationsFor(SQLITE_DIALECT);
+const POSTGRES_MIGRATIONS = migrationsFor(POSTGRES_DIALECT);
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { CapCheck } from "../src/policy/types.ts";
 import type { NewSponsorship, ReserveResult, Settlement, SponsorshipRecord, Store } from "../src/store/types.ts";
@@ -681,6 +687,34 @@ for (const backend of BACKENDS) {
         expect(await store.findSponsorshipByUserOpHash(HASH_A)).to.deep.equal(signed);
         expect(await store.findSponsorshipByUserOpHash(HASH_B)).to.equal(undefined);
         expect(await store.getSponsorship("missing")).to.equal(undefined);
+      });
+
+      it("token charges at risk: postOp-charge sponsorships counted while outstanding, unpaid marks set and cleared", async () => {
+        const ids = await owner();
+        const erc20 = (nonce: bigint, sender: Address = SENDER) => op(ids, { mode: "erc20", nonce, sender, token: USDC, exchangeRate: 1n, maxTokenCost: 1n });
+        const a = await store.reserveSponsorship(erc20(1n));
+        const b = await store.reserveSponsorship(erc20(2n));
+        const c = await store.reserveSponsorship(erc20(3n, OTHER));
+        if (!a.ok || !b.ok || !c.ok) throw new Error("expected ok");
+        expect(await store.notePostOpCharge(a.record.id)).to.equal(1);
+        expect(await store.notePostOpCharge(a.record.id), "idempotent").to.equal(1);
+        expect(await store.notePostOpCharge(c.record.id), "another sender").to.equal(1);
+        expect(await store.notePostOpCharge(b.record.id)).to.equal(2);
+        await store.releaseSponsorship(b.record.id);
+        await store.markSigned(a.record.id, { userOpHash: HASH_A, paymasterAndData: "0x01" });
+        const d = await store.reserveSponsorship(erc20(4n));
+        if (!d.ok) throw new Error("expected ok");
+        expect(await store.notePostOpCharge(d.record.id), "a and d: b was released").to.equal(2);
+        expect(isStoreError(await rejection(store.notePostOpCharge("missing")), "NOT_FOUND")).to.equal(true);
+
+        expect(await store.hasUnpaidTokenCharge(NET, SENDER)).to.equal(false);
+        await store.setTokenChargeUnpaid(a.record.id, true);
+        expect(await store.hasUnpaidTokenCharge(NET, SENDER.toLowerCase() as Address)).to.equal(true);
+        expect(await store.hasUnpaidTokenCharge(NET, OTHER)).to.equal(false);
+        expect(await store.hasUnpaidTokenCharge("local", SENDER)).to.equal(false);
+        await store.setTokenChargeUnpaid(a.record.id, false);
+        expect(await store.hasUnpaidTokenCharge(NET, SENDER)).to.equal(false);
+        await store.setTokenChargeUnpaid("missing", true); // ignored
       });
 
       it("markSigned only from reserved", async () => {

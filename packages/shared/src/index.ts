@@ -18,3 +18,4 @@ export * from "./userOpHash.ts";
 export * from "./maxCost.ts";
 export * from "./networks.ts";
 export * from "./paymasterGas.ts";
+export * from "./hashVectors.ts";

@@ -24,12 +24,17 @@ abstract contract PaymasterBase is Ownable2Step {
     error SignerAlreadyAdded(address signer);
     /// @notice `signer` is not an accepted signer.
     error SignerNotFound(address signer);
+    /// @notice Renouncing ownership would lock the deposit, the stake and the signer set for good.
+    error RenounceOwnershipDisabled();
 
     // ---------------------------------------------------------------- events
     /// @notice `signer` may now sign sponsorships.
     event SignerAdded(address indexed signer);
     /// @notice `signer` may no longer sign sponsorships.
     event SignerRemoved(address indexed signer);
+    /// @notice The last accepted signer was removed: every sponsorship fails from now on (the kill switch)
+    ///         until the owner adds a signer again.
+    event AllSignersRemoved();
 
     // ---------------------------------------------------------------- constants
     /// @notice validationData bit that tells the EntryPoint the signature is invalid.
@@ -38,12 +43,17 @@ abstract contract PaymasterBase is Ownable2Step {
     uint256 internal constant VALIDITY_LENGTH = 12;
     /// @notice Only 65-byte (r, s, v) ECDSA signatures are accepted.
     uint256 internal constant SIGNATURE_LENGTH = 65;
+    /// @notice Longest validity window (validUntil - validAfter) a signature may carry; a longer one, or
+    ///         validUntil = 0 (which the EntryPoint reads as "never expires"), counts as a failed signature.
+    uint256 public constant MAX_VALIDITY_WINDOW = 1 days;
 
     // ---------------------------------------------------------------- storage
     /// @notice The EntryPoint this paymaster serves.
     IEntryPointStake public immutable entryPoint;
     /// @notice Whether an address is an accepted sponsorship signer.
     mapping(address signer => bool accepted) public isSigner;
+    /// @notice How many signers are accepted (0: every sponsorship fails, the kill switch).
+    uint256 public signerCount;
 
     // ---------------------------------------------------------------- constructor
     /// @param entryPoint_ The EntryPoint this paymaster serves.
@@ -70,11 +80,19 @@ abstract contract PaymasterBase is Ownable2Step {
         _addSigner(signer);
     }
 
-    /// @notice Stops accepting `signer`; signatures it already issued fail from now on.
+    /// @notice Stops accepting `signer`; signatures it already issued fail from now on. Removing the last
+    ///         signer is allowed on purpose: it is the kill switch that stops all sponsoring at once.
     function removeSigner(address signer) external onlyOwner {
         if (!isSigner[signer]) revert SignerNotFound(signer);
         isSigner[signer] = false;
+        signerCount -= 1;
         emit SignerRemoved(signer);
+        if (signerCount == 0) emit AllSignersRemoved();
+    }
+
+    /// @notice Disabled: an ownerless paymaster could never withdraw its deposit or stake nor rotate signers.
+    function renounceOwnership() public pure override {
+        revert RenounceOwnershipDisabled();
     }
 
     // ---------------------------------------------------------------- admin: deposit and stake
@@ -85,6 +103,7 @@ abstract contract PaymasterBase is Ownable2Step {
 
     /// @notice Withdraws `amount` of the EntryPoint deposit to `to`.
     function withdrawTo(address payable to, uint256 amount) external onlyOwner {
+        if (to == address(0)) revert ZeroAddress();
         entryPoint.withdrawTo(to, amount);
     }
 
@@ -100,6 +119,7 @@ abstract contract PaymasterBase is Ownable2Step {
 
     /// @notice Withdraws the unlocked stake to `to`.
     function withdrawStake(address payable to) external onlyOwner {
+        if (to == address(0)) revert ZeroAddress();
         entryPoint.withdrawStake(to);
     }
 
@@ -113,6 +133,7 @@ abstract contract PaymasterBase is Ownable2Step {
         if (signer == address(0)) revert ZeroAddress();
         if (isSigner[signer]) revert SignerAlreadyAdded(signer);
         isSigner[signer] = true;
+        signerCount += 1;
         emit SignerAdded(signer);
     }
 
@@ -149,7 +170,9 @@ abstract contract PaymasterBase is Ownable2Step {
 
     /// @dev Packs validationData for the EntryPoint. A bad, malleable (high-s) or unknown-signer signature
     ///      sets SIG_VALIDATION_FAILED instead of reverting, so estimation with a dummy signature follows the
-    ///      same code path. The time window is enforced by the EntryPoint (no TIMESTAMP here, ERC-7562).
+    ///      same code path. The time window is enforced by the EntryPoint (no TIMESTAMP here, ERC-7562); a
+    ///      window the EntryPoint would read as unbounded (validUntil = 0) or one longer than
+    ///      MAX_VALIDITY_WINDOW fails like a bad signature, so no signature can be valid for years.
     function _validationData(bytes32 hash, bytes calldata signature, uint48 validUntil, uint48 validAfter)
         internal
         view
@@ -157,7 +180,9 @@ abstract contract PaymasterBase is Ownable2Step {
     {
         (address recovered, ECDSA.RecoverError err,) =
             ECDSA.tryRecover(MessageHashUtils.toEthSignedMessageHash(hash), signature);
-        uint256 sigFailed = (err != ECDSA.RecoverError.NoError || !isSigner[recovered]) ? SIG_VALIDATION_FAILED : 0;
+        bool badWindow = validUntil == 0 || uint256(validUntil) > uint256(validAfter) + MAX_VALIDITY_WINDOW;
+        uint256 sigFailed =
+            (badWindow || err != ECDSA.RecoverError.NoError || !isSigner[recovered]) ? SIG_VALIDATION_FAILED : 0;
         return sigFailed | (uint256(validUntil) << 160) | (uint256(validAfter) << 208);
     }
 }

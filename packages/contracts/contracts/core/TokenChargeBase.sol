@@ -7,11 +7,13 @@ import {PaymasterBase} from "./PaymasterBase.sol";
 
 /// @title TokenChargeBase
 /// @notice Version-agnostic ERC-20 charging shared by ERC20PaymasterV06 and ERC20PaymasterV07: the token
-///         allowlist, the treasury, the postOp gas overhead, the paymasterData layout, the rounded-up cost
-///         and the pre-charge / postOp-charge settlement.
+///         allowlist, the fees held per token, the treasury they are swept to, the postOp gas figures, the
+///         paymasterData layout, the rounded-up cost and the pre-charge / postOp-charge settlement.
 /// @dev paymasterData (after the paymaster address, and for v0.7 after its two gas limits) is
 ///      validUntil (6) | validAfter (6) | token (20) | exchangeRate (32) | chargeMode (1) | signature (65).
 ///      exchangeRate is in token base units per 1e18 wei, so the token's decimals are inside the rate.
+///      Every fee stays in this contract (accruedFees) and reaches the treasury only through sweepFees or
+///      withdrawTokens, outside postOp: no third party's transfer can make a postOp fail.
 abstract contract TokenChargeBase is PaymasterBase {
     // ---------------------------------------------------------------- errors
     /// @notice `token` is not on this paymaster's allowlist.
@@ -23,39 +25,72 @@ abstract contract TokenChargeBase is PaymasterBase {
     /// @notice Moving `amount` of `token` from `from` failed (no allowance, no balance, or the token refused).
     /// @dev Carries arguments so its revert data is always longer than 32 bytes (EntryPoint v0.6 requirement).
     error TokenChargeFailed(address token, address from, uint256 amount);
+    /// @notice The op's postOp gas limit (v0.7 paymasterPostOpGasLimit, v0.6 verificationGasLimit, under which
+    ///         v0.6 runs postOp) is below minPostOpGasLimit, the worst case postOp needs.
+    error PostOpGasLimitTooLow(uint256 postOpGasLimit, uint256 required);
+    /// @notice Sending `amount` of `token` to `to` failed outside postOp (a sweep, withdrawal or refund claim).
+    error TokenTransferFailed(address token, address to, uint256 amount);
+    /// @notice Only `available` of `token` is free to withdraw (the rest is owed to users as refunds).
+    error InsufficientWithdrawable(address token, uint256 requested, uint256 available);
+    /// @notice `account` has no refund of `token` to claim.
+    error NothingToClaim(address token, address account);
 
     // ---------------------------------------------------------------- events
-    /// @notice `sender` paid `tokenAmount` of `token` to the treasury for `gasCostWei` at `exchangeRate`.
+    /// @notice `sender` paid `tokenAmount` of `token` (kept in this paymaster) for `gasCostWei` at `exchangeRate`.
     event TokenCharged(
         address indexed sender, address indexed token, uint256 gasCostWei, uint256 exchangeRate, uint256 tokenAmount
     );
     /// @notice v0.6 only: the charge failed even after the EntryPoint reverted the op's execution; the
     ///         paymaster's loss is this op's gas cost.
     event TokenChargeUnpaid(address indexed sender, address indexed token, uint256 tokenAmount);
+    /// @notice A pre-charge refund to `sender` could not be sent in postOp (the token refused it, or postOp was
+    ///         short of gas): `amount` is held for `sender`, who takes it with claimRefund.
+    event RefundDeferred(address indexed sender, address indexed token, uint256 amount);
+    /// @notice `account` took its deferred refund of `amount` `token`, sent to `to`.
+    event RefundClaimed(address indexed account, address indexed token, address to, uint256 amount);
+    /// @notice `amount` of accrued `token` fees were sent to the treasury `to`.
+    event FeesSwept(address indexed token, address indexed to, uint256 amount);
+    /// @notice The owner withdrew `amount` of `token` to `to`.
+    event TokensWithdrawn(address indexed token, address indexed to, uint256 amount);
     /// @notice `token` was added to (true) or removed from (false) the allowlist.
     event TokenSupportSet(address indexed token, bool supported);
-    /// @notice Token payments now go to `treasury`.
+    /// @notice Fees are now swept to `treasury`.
     event TreasurySet(address indexed treasury);
     /// @notice The gas postOp uses, charged on top of the EntryPoint's actualGasCost, is now `postOpGas`.
     event PostOpGasSet(uint256 postOpGas);
+    /// @notice The lowest postOp gas limit an op may carry is now `minPostOpGasLimit`.
+    event MinPostOpGasLimitSet(uint256 minPostOpGasLimit);
 
     // ---------------------------------------------------------------- constants
     /// @notice Charge the actual cost in postOp (the sender's allowance did not cover the maximum upfront).
     uint8 public constant CHARGE_IN_POSTOP = 0;
     /// @notice Pull the maximum cost in validation and refund the difference in postOp.
     uint8 public constant PRE_CHARGE = 1;
+    /// @notice Gas postOp keeps back from the refund transfer, so that recording a deferred refund (two fresh
+    ///         storage slots and an event) still fits whatever the token's transfer does with the rest.
+    uint256 public constant REFUND_BOOKKEEPING_GAS = 50_000;
     /// @notice Bytes of the mode fields: token (20) + exchangeRate (32) + chargeMode (1).
     uint256 internal constant TOKEN_FIELDS_LENGTH = 53;
     /// @notice Bytes of paymasterData: validity + token fields + signature.
     uint256 internal constant TOKEN_PAYMASTER_DATA_LENGTH = VALIDITY_LENGTH + TOKEN_FIELDS_LENGTH + SIGNATURE_LENGTH;
 
     // ---------------------------------------------------------------- storage
-    /// @notice Receives every token payment.
+    /// @notice Where sweepFees sends accrued fees.
     address public treasury;
-    /// @notice Gas postOp itself uses (measured, see the tests), added to actualGasCost when charging.
+    /// @notice Gas postOp itself uses in the usual case (measured, see the tests), added to actualGasCost when
+    ///         charging.
     uint256 public postOpGas;
+    /// @notice The lowest postOp gas limit accepted: the worst case of both charge modes (measured, see the
+    ///         tests and THREAT_MODEL.md), which is above postOpGas.
+    uint256 public minPostOpGasLimit;
     /// @notice Tokens this paymaster accepts (no fee-on-transfer or rebasing tokens).
     mapping(address token => bool supported) public isSupportedToken;
+    /// @notice Fees charged and not yet swept or withdrawn, per token.
+    mapping(address token => uint256 amount) public accruedFees;
+    /// @notice Deferred pre-charge refunds, per token and account (see RefundDeferred).
+    mapping(address token => mapping(address account => uint256 amount)) public owedRefunds;
+    /// @notice Sum of owedRefunds per token: never withdrawable by the owner.
+    mapping(address token => uint256 amount) public totalOwedRefunds;
 
     /// @notice Fields of paymasterData for the ERC-20 paymasters, parsed.
     struct TokenPaymasterData {
@@ -66,7 +101,7 @@ abstract contract TokenChargeBase is PaymasterBase {
         uint8 chargeMode;
     }
 
-    /// @notice What validation hands to postOp.
+    /// @notice What validation hands to postOp (7 static words: 224 bytes of context).
     struct ChargeContext {
         address sender;
         address token;
@@ -78,12 +113,15 @@ abstract contract TokenChargeBase is PaymasterBase {
     }
 
     // ---------------------------------------------------------------- constructor
-    /// @param treasury_ Receives token payments.
+    /// @param treasury_ Where accrued fees are swept.
     /// @param postOpGas_ Gas postOp uses, charged on top of actualGasCost.
-    constructor(address treasury_, uint256 postOpGas_) {
+    /// @param minPostOpGasLimit_ The lowest postOp gas limit accepted (worst case of both modes).
+    constructor(address treasury_, uint256 postOpGas_, uint256 minPostOpGasLimit_) {
         _setTreasury(treasury_);
         postOpGas = postOpGas_;
         emit PostOpGasSet(postOpGas_);
+        minPostOpGasLimit = minPostOpGasLimit_;
+        emit MinPostOpGasLimitSet(minPostOpGasLimit_);
     }
 
     // ---------------------------------------------------------------- admin
@@ -94,7 +132,7 @@ abstract contract TokenChargeBase is PaymasterBase {
         emit TokenSupportSet(token, supported);
     }
 
-    /// @notice Sends future token payments to `treasury_`.
+    /// @notice Sends future sweeps to `treasury_`.
     function setTreasury(address treasury_) external onlyOwner {
         _setTreasury(treasury_);
     }
@@ -103,6 +141,51 @@ abstract contract TokenChargeBase is PaymasterBase {
     function setPostOpGas(uint256 postOpGas_) external onlyOwner {
         postOpGas = postOpGas_;
         emit PostOpGasSet(postOpGas_);
+    }
+
+    /// @notice Sets the lowest postOp gas limit accepted; measure it for each token (THREAT_MODEL.md).
+    function setMinPostOpGasLimit(uint256 minPostOpGasLimit_) external onlyOwner {
+        minPostOpGasLimit = minPostOpGasLimit_;
+        emit MinPostOpGasLimitSet(minPostOpGasLimit_);
+    }
+
+    /// @notice Sends every accrued fee of `token` to the treasury. Anyone may call it: it only ever pays the
+    ///         owner's treasury, and it moves only settled fees (never a pre-charge still in flight in a bundle).
+    function sweepFees(address token) external returns (uint256 amount) {
+        amount = accruedFees[token];
+        accruedFees[token] = 0;
+        _send(token, treasury, amount);
+        emit FeesSwept(token, treasury, amount);
+    }
+
+    /// @notice Owner: sends `amount` of `token` held by this paymaster to `to` (fees, or any token sent here by
+    ///         mistake). What is owed to users as deferred refunds is never withdrawable.
+    function withdrawTokens(address token, address to, uint256 amount) external onlyOwner {
+        if (to == address(0)) revert ZeroAddress();
+        uint256 available = withdrawableTokens(token);
+        if (amount > available) revert InsufficientWithdrawable(token, amount, available);
+        uint256 fees = accruedFees[token];
+        accruedFees[token] = amount < fees ? fees - amount : 0;
+        _send(token, to, amount);
+        emit TokensWithdrawn(token, to, amount);
+    }
+
+    /// @notice Takes the caller's deferred refund of `token`, sent to `to`.
+    function claimRefund(address token, address to) external returns (uint256 amount) {
+        if (to == address(0)) revert ZeroAddress();
+        amount = owedRefunds[token][msg.sender];
+        if (amount == 0) revert NothingToClaim(token, msg.sender);
+        owedRefunds[token][msg.sender] = 0;
+        totalOwedRefunds[token] -= amount;
+        _send(token, to, amount);
+        emit RefundClaimed(msg.sender, token, to, amount);
+    }
+
+    /// @notice How much of `token` the owner may withdraw: the balance less the refunds owed to users.
+    function withdrawableTokens(address token) public view returns (uint256) {
+        uint256 balance = IERC20(token).balanceOf(address(this));
+        uint256 owed = totalOwedRefunds[token];
+        return balance > owed ? balance - owed : 0;
     }
 
     /// @notice Token amount for `gasCostWei` at `exchangeRate` (token base units per 1e18 wei), rounded up
@@ -168,9 +251,16 @@ abstract contract TokenChargeBase is PaymasterBase {
         if (!isSupportedToken[data.token]) revert UnsupportedToken(data.token);
     }
 
+    /// @dev Reverts unless the op's postOp gas limit covers the worst case postOp (so postOp cannot run out
+    ///      of gas: pre-charge mode must never revert there).
+    function _requirePostOpGasLimit(uint256 postOpGasLimit) internal view {
+        uint256 required = minPostOpGasLimit;
+        if (postOpGasLimit < required) revert PostOpGasLimitTooLow(postOpGasLimit, required);
+    }
+
     /// @dev In PRE_CHARGE mode pulls the maximum token cost into this contract (validation may only touch
-    ///      storage associated with the sender or this staked paymaster, so not the treasury's balance).
-    ///      Returns the amount pre-charged (0 in CHARGE_IN_POSTOP mode).
+    ///      storage associated with the sender or this staked paymaster). Returns the amount pre-charged (0 in
+    ///      CHARGE_IN_POSTOP mode).
     function _preCharge(TokenPaymasterData memory data, address sender, uint256 maxGasCostWei)
         internal
         returns (uint256 preCharged)
@@ -182,35 +272,65 @@ abstract contract TokenChargeBase is PaymasterBase {
         }
     }
 
-    /// @dev Settles the charge for `gasCostWei`. Pre-charged: pays the treasury (capped at the pre-charge)
-    ///      and refunds the rest to the sender; cannot fail for an allowlisted token. Otherwise pulls the cost
-    ///      from the sender to the treasury. Returns whether the sender paid, and the amount due.
+    /// @dev Settles the charge for `gasCostWei`; the fee stays here (accruedFees). Pre-charged: keeps the cost
+    ///      (capped at the pre-charge) and refunds the rest; a refund the token refuses is recorded as owed, so
+    ///      this branch never fails. Otherwise pulls the cost from the sender. Returns whether the sender paid,
+    ///      and the amount due.
     function _settleCharge(ChargeContext memory ctx, uint256 gasCostWei) internal returns (bool paid, uint256 amount) {
         amount = tokenCost(gasCostWei, ctx.exchangeRate);
+        uint256 refund;
         if (ctx.preCharged > 0) {
             if (amount > ctx.preCharged) amount = ctx.preCharged;
-            uint256 refund = ctx.preCharged - amount;
-            paid = _tryTransfer(ctx.token, treasury, amount) && (refund == 0 || _tryTransfer(ctx.token, ctx.sender, refund));
+            refund = ctx.preCharged - amount;
+            paid = true;
         } else {
-            paid = _tryTransferFrom(ctx.token, ctx.sender, treasury, amount);
+            paid = _tryTransferFrom(ctx.token, ctx.sender, address(this), amount);
         }
-        if (paid) emit TokenCharged(ctx.sender, ctx.token, gasCostWei, ctx.exchangeRate, amount);
+        if (!paid) return (false, amount);
+        accruedFees[ctx.token] += amount;
+        emit TokenCharged(ctx.sender, ctx.token, gasCostWei, ctx.exchangeRate, amount);
+        // Last, so that REFUND_BOOKKEEPING_GAS only has to cover recording a deferred refund.
+        if (refund > 0) _refund(ctx.token, ctx.sender, refund);
+    }
+
+    /// @dev Sends `amount` back to `sender`, keeping REFUND_BOOKKEEPING_GAS back; if the token refuses (e.g. a
+    ///      blocklist) or there is not enough gas to try, the refund is owed instead of lost.
+    function _refund(address token, address sender, uint256 amount) private {
+        uint256 gas = gasleft();
+        if (gas > REFUND_BOOKKEEPING_GAS) {
+            (bool ok, bytes memory ret) =
+                token.call{gas: gas - REFUND_BOOKKEEPING_GAS}(abi.encodeCall(IERC20.transfer, (sender, amount)));
+            if (_tokenCallSucceeded(token, ok, ret)) return;
+        }
+        owedRefunds[token][sender] += amount;
+        totalOwedRefunds[token] += amount;
+        emit RefundDeferred(sender, token, amount);
+    }
+
+    /// @dev A transfer outside postOp: reverts when the token refuses.
+    function _send(address token, address to, uint256 amount) private {
+        if (!_callToken(token, abi.encodeCall(IERC20.transfer, (to, amount)))) {
+            revert TokenTransferFailed(token, to, amount);
+        }
     }
 
     /// @dev transferFrom that reports failure instead of bubbling the token's revert data (which may be
-    ///      shorter than 32 bytes and would break EntryPoint v0.6's postOp handling). Accepts tokens that
-    ///      return nothing.
+    ///      shorter than 32 bytes and would break EntryPoint v0.6's postOp handling).
     function _tryTransferFrom(address token, address from, address to, uint256 amount) internal returns (bool) {
         return _callToken(token, abi.encodeCall(IERC20.transferFrom, (from, to, amount)));
     }
 
-    /// @dev transfer with the same failure reporting as _tryTransferFrom.
-    function _tryTransfer(address token, address to, uint256 amount) internal returns (bool) {
-        return _callToken(token, abi.encodeCall(IERC20.transfer, (to, amount)));
-    }
-
+    /// @dev A plain call forwarding all gas (GAS right before CALL, as ERC-7562 OP-012 requires in validation).
     function _callToken(address token, bytes memory call) private returns (bool) {
         (bool ok, bytes memory ret) = token.call(call);
+        return _tokenCallSucceeded(token, ok, ret);
+    }
+
+    /// @dev Success means: the call did not revert and returned either nothing from a contract (USDT-style
+    ///      tokens) or exactly one 32-byte word equal to 1 (`true`). Stricter than SafeERC20, which accepts any
+    ///      return data that decodes to true: a token returning more than 32 bytes, or a non-canonical true
+    ///      (e.g. 2), is treated as failing (THREAT_MODEL.md lists what that excludes).
+    function _tokenCallSucceeded(address token, bool ok, bytes memory ret) private view returns (bool) {
         return ok && (ret.length == 0 ? token.code.length > 0 : (ret.length == 32 && abi.decode(ret, (uint256)) == 1));
     }
 }

@@ -19,12 +19,17 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
     /// @param entryPoint_ EntryPoint v0.6.
     /// @param owner_ Owner (signers, tokens, treasury, deposit, stake).
     /// @param signers_ Initially accepted signers.
-    /// @param treasury_ Receives token payments.
+    /// @param treasury_ Where accrued fees are swept.
     /// @param postOpGas_ Gas postOp uses, charged on top of actualGasCost.
-    constructor(address entryPoint_, address owner_, address[] memory signers_, address treasury_, uint256 postOpGas_)
-        PaymasterBase(entryPoint_, owner_, signers_)
-        TokenChargeBase(treasury_, postOpGas_)
-    {}
+    /// @param minPostOpGasLimit_ The lowest verificationGasLimit accepted (v0.6 runs postOp under it).
+    constructor(
+        address entryPoint_,
+        address owner_,
+        address[] memory signers_,
+        address treasury_,
+        uint256 postOpGas_,
+        uint256 minPostOpGasLimit_
+    ) PaymasterBase(entryPoint_, owner_, signers_) TokenChargeBase(treasury_, postOpGas_, minPostOpGasLimit_) {}
 
     /// @notice The hash a signer signs (as an EIP-191 personal message) to sponsor `userOp` in `token`.
     /// @param userOp The user operation; its paymasterAndData is not part of the hash.
@@ -52,6 +57,9 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
         _requireLength(userOp.paymasterAndData, PAYMASTER_AND_DATA_LENGTH);
         TokenPaymasterData memory data;
         (data, validationData) = _tokenValidation(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:], _userOpFieldsHash(userOp));
+        // v0.6 runs postOp with verificationGasLimit as its gas: an out-of-gas postOp returns no revert data and
+        // the v0.6 EntryPoint then reverts the whole bundle, so the limit must cover the worst case.
+        _requirePostOpGasLimit(userOp.verificationGasLimit);
         // maxCost already reserves postOp gas (v0.6 allows verificationGasLimit for it); postOpGas on top
         // keeps the pre-charge an upper bound of what postOp will compute.
         uint256 preCharged = _preCharge(data, userOp.sender, maxCost + postOpGas * userOp.maxFeePerGas);
@@ -68,9 +76,10 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
         );
     }
 
-    /// @dev A failed charge reverts with TokenChargeFailed (over 32 bytes) so the EntryPoint reverts the op's
-    ///      execution and calls again in postOpReverted mode, where the sender's allowance and balance are
-    ///      restored. If that charge fails too, the loss is this op's gas cost and is reported by an event.
+    /// @dev Pre-charge mode cannot fail here. A failed CHARGE_IN_POSTOP charge reverts with TokenChargeFailed
+    ///      (over 32 bytes) so the EntryPoint reverts the op's execution and calls again in postOpReverted mode,
+    ///      where the sender's allowance and balance are restored. If that charge fails too, the loss is this
+    ///      op's gas cost and is reported by TokenChargeUnpaid.
     function _postOp(PostOpMode mode, bytes calldata context, uint256 actualGasCost) internal override {
         ChargeContext memory ctx = abi.decode(context, (ChargeContext));
         uint256 gasCostWei = actualGasCost + postOpGas * _userOpGasPrice(ctx);

@@ -11,12 +11,9 @@ import {TokenChargeBase} from "../core/TokenChargeBase.sol";
 ///         a signed exchange rate. Must be staked (it returns a context).
 /// @dev paymasterAndData = paymaster (20) | paymasterVerificationGasLimit (16) | paymasterPostOpGasLimit (16)
 ///      | validUntil (6) | validAfter (6) | token (20) | exchangeRate (32) | chargeMode (1) | signature (65)
-///      = 182 bytes. v0.7 has no second postOp: a failed postOp charge reverts the op's execution and the
-///      paymaster pays that op's gas (bounded loss); PRE_CHARGE avoids even that.
+///      = 182 bytes. v0.7 has no second postOp: in CHARGE_IN_POSTOP mode a failed charge reverts the op's
+///      execution and the paymaster pays that op's gas (bounded loss); PRE_CHARGE's postOp never reverts.
 contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
-    /// @notice paymasterPostOpGasLimit is below the gas postOp needs.
-    error PostOpGasLimitTooLow(uint256 postOpGasLimit, uint256 required);
-
     /// @notice Exact length of paymasterAndData.
     uint256 public constant PAYMASTER_AND_DATA_LENGTH = PAYMASTER_DATA_OFFSET + TOKEN_PAYMASTER_DATA_LENGTH;
     /// @notice EntryPoint v0.7 charges 10% of the unused execution gas (callGasLimit + postOp limit).
@@ -25,12 +22,17 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
     /// @param entryPoint_ EntryPoint v0.7.
     /// @param owner_ Owner (signers, tokens, treasury, deposit, stake).
     /// @param signers_ Initially accepted signers.
-    /// @param treasury_ Receives token payments.
+    /// @param treasury_ Where accrued fees are swept.
     /// @param postOpGas_ Gas postOp uses, charged on top of actualGasCost.
-    constructor(address entryPoint_, address owner_, address[] memory signers_, address treasury_, uint256 postOpGas_)
-        PaymasterBase(entryPoint_, owner_, signers_)
-        TokenChargeBase(treasury_, postOpGas_)
-    {}
+    /// @param minPostOpGasLimit_ The lowest paymasterPostOpGasLimit accepted.
+    constructor(
+        address entryPoint_,
+        address owner_,
+        address[] memory signers_,
+        address treasury_,
+        uint256 postOpGas_,
+        uint256 minPostOpGasLimit_
+    ) PaymasterBase(entryPoint_, owner_, signers_) TokenChargeBase(treasury_, postOpGas_, minPostOpGasLimit_) {}
 
     /// @notice The hash a signer signs (as an EIP-191 personal message) to sponsor `userOp` in `token`.
     /// @param userOp The packed user operation; only paymasterAndData[20:52] of its paymasterAndData is hashed.
@@ -67,7 +69,7 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
         TokenPaymasterData memory data;
         (data, validationData) = _tokenValidation(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:], _userOpFieldsHash(userOp));
         (, uint256 postOpGasLimit) = _paymasterGasLimits(userOp);
-        if (postOpGasLimit < postOpGas) revert PostOpGasLimitTooLow(postOpGasLimit, postOpGas);
+        _requirePostOpGasLimit(postOpGasLimit);
         // maxCost already includes the postOp gas limit at maxFeePerGas, which bounds postOpGasCharge.
         uint256 preCharged = _preCharge(data, userOp.sender, maxCost);
         uint256 maxFeePerGas = uint128(uint256(userOp.gasFees));
@@ -84,8 +86,9 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
         );
     }
 
-    /// @dev A failed charge reverts: the EntryPoint then reverts the op's execution, and the paymaster pays
-    ///      that op's gas (bounded by the signed limits).
+    /// @dev Pre-charge mode cannot fail here (the refund is owed if the token refuses it). A failed
+    ///      CHARGE_IN_POSTOP charge reverts: the EntryPoint then reverts the op's execution and the paymaster pays
+    ///      that op's gas (bounded by the signed limits); the service records the sender as unpaid.
     function _postOp(PostOpMode, bytes calldata context, uint256 actualGasCost, uint256 actualUserOpFeePerGas)
         internal
         override

@@ -21,6 +21,7 @@ import {
   CREATE2_DEPLOYER_ADDRESS,
   CREATE2_DEPLOYER_RUNTIME_CODE,
   DEFAULT_DEPOSIT_TARGET,
+  DEFAULT_MIN_POST_OP_GAS_LIMIT,
   DEFAULT_POST_OP_GAS,
   DEFAULT_STAKE_AMOUNT,
   DEFAULT_UNSTAKE_DELAY_SEC,
@@ -52,13 +53,18 @@ export interface DeployLocalStackOptions {
    * the deployer. Without it, a run that needs an owner action against such an owner throws.
    */
   ownerSigner?: Signer;
-  /** Gas postOp uses, passed to the ERC-20 paymasters' constructors. Default DEFAULT_POST_OP_GAS (measured, see constants.ts). */
+  /** Gas postOp uses, passed to both ERC-20 paymasters' constructors. Default DEFAULT_POST_OP_GAS of each version (measured, see constants.ts). */
   postOpGas?: bigint | number;
+  /**
+   * The lowest postOp gas limit the ERC-20 paymasters accept (v0.7 paymasterPostOpGasLimit, v0.6
+   * verificationGasLimit). Default DEFAULT_MIN_POST_OP_GAS_LIMIT (measured for the test tokens, see constants.ts).
+   */
+  minPostOpGasLimit?: bigint | number;
   /** EntryPoint deposit each paymaster is topped up to, in wei. Default 100 ETH. */
   depositTarget?: bigint;
-  /** Stake of each ERC-20 paymaster, in wei. Default 1 ETH. */
+  /** Stake of each paymaster (all four are staked: ERC-7562 STO-031), in wei. Default 1 ETH. */
   stakeAmount?: bigint;
-  /** Unstake delay of each ERC-20 paymaster's stake. Default 86400 s. */
+  /** Unstake delay of each paymaster's stake. Default 86400 s (what bundlers require at least). */
   unstakeDelaySec?: number;
   /** Deploy on a chain whose id is not 31337 or 1337. Default false. */
   allowNonLocalChain?: boolean;
@@ -203,12 +209,13 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
   const signers = options.signers.map((s) => getAddress(s) as Address);
   if (new Set(signers).size !== signers.length) throw new Error("deployLocalStack: options.signers has duplicates");
   const treasury = getAddress(options.treasury) as Address;
-  const postOpGas = BigInt(options.postOpGas ?? DEFAULT_POST_OP_GAS);
+  const postOpGasOf = (version: EntryPointVersion) => BigInt(options.postOpGas ?? DEFAULT_POST_OP_GAS[version]);
+  const minPostOpGasLimit = BigInt(options.minPostOpGasLimit ?? DEFAULT_MIN_POST_OP_GAS_LIMIT);
   const depositTarget = options.depositTarget ?? DEFAULT_DEPOSIT_TARGET;
   const stakeAmount = options.stakeAmount ?? DEFAULT_STAKE_AMOUNT;
   const unstakeDelaySec = options.unstakeDelaySec ?? DEFAULT_UNSTAKE_DELAY_SEC;
-  if (postOpGas < 0n || depositTarget < 0n || stakeAmount <= 0n || !(unstakeDelaySec > 0)) {
-    throw new Error("deployLocalStack: postOpGas and depositTarget must be >= 0, stakeAmount and unstakeDelaySec > 0");
+  if (postOpGasOf("v0.6") < 0n || postOpGasOf("v0.7") < 0n || minPostOpGasLimit < 0n || depositTarget < 0n || stakeAmount <= 0n || !(unstakeDelaySec > 0)) {
+    throw new Error("deployLocalStack: postOpGas, minPostOpGasLimit and depositTarget must be >= 0, stakeAmount and unstakeDelaySec > 0");
   }
 
   await ensureCreate2Deployer(ctx, chainId);
@@ -265,7 +272,7 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     ctx,
     "ERC20PaymasterV06",
     saltFor("ERC20PaymasterV06"),
-    (await new ERC20PaymasterV06__factory().getDeployTransaction(entryPoint06, owner, signers, treasury, postOpGas)).data,
+    (await new ERC20PaymasterV06__factory().getDeployTransaction(entryPoint06, owner, signers, treasury, postOpGasOf("v0.6"), minPostOpGasLimit)).data,
   );
   const verifying07 = await deployDeterministic(
     ctx,
@@ -277,7 +284,7 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     ctx,
     "ERC20PaymasterV07",
     saltFor("ERC20PaymasterV07"),
-    (await new ERC20PaymasterV07__factory().getDeployTransaction(entryPoint07, owner, signers, treasury, postOpGas)).data,
+    (await new ERC20PaymasterV07__factory().getDeployTransaction(entryPoint07, owner, signers, treasury, postOpGasOf("v0.7"), minPostOpGasLimit)).data,
   );
 
   // The v0.7 simulator the service references from a small state override instead of sending its code.
@@ -291,10 +298,10 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
 
   // ---- set-up: top up / set only what is missing
   const paymasters = [
-    { label: "VerifyingPaymasterV06", address: verifying06, entryPoint: entryPoint06, erc20: false },
-    { label: "ERC20PaymasterV06", address: erc20_06, entryPoint: entryPoint06, erc20: true },
-    { label: "VerifyingPaymasterV07", address: verifying07, entryPoint: entryPoint07, erc20: false },
-    { label: "ERC20PaymasterV07", address: erc20_07, entryPoint: entryPoint07, erc20: true },
+    { label: "VerifyingPaymasterV06", address: verifying06, entryPoint: entryPoint06, erc20: false, postOpGas: postOpGasOf("v0.6") },
+    { label: "ERC20PaymasterV06", address: erc20_06, entryPoint: entryPoint06, erc20: true, postOpGas: postOpGasOf("v0.6") },
+    { label: "VerifyingPaymasterV07", address: verifying07, entryPoint: entryPoint07, erc20: false, postOpGas: postOpGasOf("v0.7") },
+    { label: "ERC20PaymasterV07", address: erc20_07, entryPoint: entryPoint07, erc20: true, postOpGas: postOpGasOf("v0.7") },
   ];
   for (const pm of paymasters) {
     // Every paymaster shares PaymasterBase; the v0.6 ERC-20 binding covers the base and token functions.
@@ -314,8 +321,8 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
       ctx.log(`${pm.label}: deposit topped up from ${deposit} to ${depositTarget} wei`);
     }
 
-    if (!pm.erc20) continue;
-
+    // Every paymaster is staked: the verifying ones read their own storage (the signer set) in validation,
+    // which ERC-7562 allows a staked entity only (STO-031); the ERC-20 ones also return a context.
     const info = (await entryPoint.getFunction("getDepositInfo")(pm.address)) as {
       staked: boolean;
       stake: bigint;
@@ -330,6 +337,8 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
       ctx.log(`${pm.label}: staked ${info.stake + value} wei, unstake delay ${delay} s`);
     }
 
+    if (!pm.erc20) continue;
+
     for (const token of tokens) {
       if (!(await asDeployer.isSupportedToken(token.address))) {
         await mined(`${pm.label}.setTokenSupport`, asDeployer.connect(asOwner("setTokenSupport")).setTokenSupport(token.address, true));
@@ -340,9 +349,16 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
       await mined(`${pm.label}.setTreasury`, asDeployer.connect(asOwner("setTreasury")).setTreasury(treasury));
       ctx.log(`${pm.label}: treasury set to ${treasury}`);
     }
-    if ((await asDeployer.postOpGas()) !== postOpGas) {
-      await mined(`${pm.label}.setPostOpGas`, asDeployer.connect(asOwner("setPostOpGas")).setPostOpGas(postOpGas));
-      ctx.log(`${pm.label}: postOpGas set to ${postOpGas}`);
+    if ((await asDeployer.postOpGas()) !== pm.postOpGas) {
+      await mined(`${pm.label}.setPostOpGas`, asDeployer.connect(asOwner("setPostOpGas")).setPostOpGas(pm.postOpGas));
+      ctx.log(`${pm.label}: postOpGas set to ${pm.postOpGas}`);
+    }
+    if ((await asDeployer.minPostOpGasLimit()) !== minPostOpGasLimit) {
+      await mined(
+        `${pm.label}.setMinPostOpGasLimit`,
+        asDeployer.connect(asOwner("setMinPostOpGasLimit")).setMinPostOpGasLimit(minPostOpGasLimit),
+      );
+      ctx.log(`${pm.label}: minPostOpGasLimit set to ${minPostOpGasLimit}`);
     }
   }
 

@@ -22,6 +22,7 @@ import { ERC20PaymasterV07__factory } from "../../types/ethers-contracts/factori
 import { VerifyingPaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/VerifyingPaymasterV07__factory.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
+  DEFAULT_MIN_POST_OP_GAS_LIMIT,
   DEFAULT_POST_OP_GAS,
   DEFAULT_UNSTAKE_DELAY_SEC,
   ENTRY_POINT_V06_ADDRESS,
@@ -45,8 +46,10 @@ export interface NetworkDeployConfig {
   treasury: Address;
   /** Tokens the ERC-20 paymasters accept. */
   tokens: readonly Address[];
-  /** Gas the ERC-20 paymasters charge for postOp (default DEFAULT_POST_OP_GAS). */
+  /** Gas the ERC-20 paymasters charge for postOp (default: DEFAULT_POST_OP_GAS of the EntryPoint version). */
   postOpGas?: bigint;
+  /** Lowest postOp gas limit the ERC-20 paymasters accept (default DEFAULT_MIN_POST_OP_GAS_LIMIT); measure it for a real token: docs/deploy.md. */
+  minPostOpGasLimit?: bigint;
   /** EntryPoint deposit each paymaster is topped up to, in wei. */
   depositTarget: bigint;
   /** Stake of each paymaster in wei (every paymaster reads its own storage in validation, so every one is staked). */
@@ -99,7 +102,12 @@ export interface DeployPlan {
   network: string;
   chainId: number;
   deployer: Address;
-  config: Required<Omit<NetworkDeployConfig, "salt">> & { salt: `0x${string}` };
+  config: Required<Omit<NetworkDeployConfig, "salt" | "postOpGas" | "minPostOpGasLimit">> & {
+    salt: `0x${string}`;
+    /** null: the contract's default. */
+    postOpGas: bigint | null;
+    minPostOpGasLimit: bigint | null;
+  };
   create2Proxy: "present" | "missing";
   paymasterDeployer: { address: Address; state: "missing" | "deployed" };
   paymasters: PaymasterTarget[];
@@ -118,8 +126,8 @@ export interface DeployPlan {
  */
 export const APPROX_GAS: Record<"deploy-paymaster-deployer" | "deploy-paymaster-verifying" | "deploy-paymaster-erc20" | "accept-ownership", bigint> = {
   "deploy-paymaster-deployer": 560_000n, // measured 496k
-  "deploy-paymaster-verifying": 1_600_000n, // + per set-up call; measured 1.45-1.51M with 3 calls
-  "deploy-paymaster-erc20": 2_600_000n, // + per set-up call; measured 2.34-2.41M with 5 calls
+  "deploy-paymaster-verifying": 1_800_000n, // + per set-up call; measured 1.58-1.64M with 3 calls
+  "deploy-paymaster-erc20": 3_200_000n, // + per set-up call; measured 2.99-3.04M with 5 calls
   "accept-ownership": 40_000n, // measured 28k
 };
 /** Gas a set-up call (a signer, a token, deposit, stake) adds to a paymaster's deployment, approximately. */
@@ -150,6 +158,7 @@ const PAYMASTER = new Interface([
   "function setTreasury(address treasury)",
   "function setTokenSupport(address token, bool supported)",
   "function setPostOpGas(uint256 postOpGas)",
+  "function setMinPostOpGasLimit(uint256 minPostOpGasLimit)",
   "function deposit() payable",
   "function addStake(uint32 unstakeDelaySec) payable",
 ]);
@@ -181,7 +190,8 @@ function constructorArguments(kind: PaymasterKind, version: EntryPointVersion): 
     owner_: holder,
     signers_: [],
     treasury_: holder,
-    postOpGas_: DEFAULT_POST_OP_GAS,
+    postOpGas_: DEFAULT_POST_OP_GAS[version as "v0.6" | "v0.7"],
+    minPostOpGasLimit_: DEFAULT_MIN_POST_OP_GAS_LIMIT,
   };
   const values = constructor.inputs.map((input) => {
     if (!(input.name in byName)) throw new Error(`${factory.name}: no fixed value for constructor parameter ${input.name}`);
@@ -221,7 +231,12 @@ function setupCalls(target: Omit<PaymasterTarget, "state">, config: DeployPlan["
   if (target.kind === "erc20") {
     calls.push({ data: PAYMASTER.encodeFunctionData("setTreasury", [config.treasury]), value: 0n });
     for (const token of config.tokens) calls.push({ data: PAYMASTER.encodeFunctionData("setTokenSupport", [token, true]), value: 0n });
-    if (config.postOpGas !== DEFAULT_POST_OP_GAS) calls.push({ data: PAYMASTER.encodeFunctionData("setPostOpGas", [config.postOpGas]), value: 0n });
+    if (config.postOpGas !== null && config.postOpGas !== DEFAULT_POST_OP_GAS[target.version as "v0.6" | "v0.7"]) {
+      calls.push({ data: PAYMASTER.encodeFunctionData("setPostOpGas", [config.postOpGas]), value: 0n });
+    }
+    if (config.minPostOpGasLimit !== null && config.minPostOpGasLimit !== DEFAULT_MIN_POST_OP_GAS_LIMIT) {
+      calls.push({ data: PAYMASTER.encodeFunctionData("setMinPostOpGasLimit", [config.minPostOpGasLimit]), value: 0n });
+    }
   }
   if (config.depositTarget > 0n) calls.push({ data: PAYMASTER.encodeFunctionData("deposit"), value: config.depositTarget });
   if (config.stakeAmount > 0n) calls.push({ data: PAYMASTER.encodeFunctionData("addStake", [config.unstakeDelaySec]), value: config.stakeAmount });
@@ -246,8 +261,10 @@ function checkConfig(config: NetworkDeployConfig): DeployPlan["config"] {
   }
   if (config.stakeAmount <= 0n) throw new Error("stakeAmount: every paymaster reads its own storage in validation and must be staked (> 0)");
   if (config.depositTarget < 0n) throw new Error("depositTarget: must be >= 0");
-  const postOpGas = config.postOpGas ?? DEFAULT_POST_OP_GAS;
-  if (postOpGas <= 0n) throw new Error("postOpGas: must be > 0");
+  const postOpGas = config.postOpGas ?? null;
+  if (postOpGas !== null && postOpGas <= 0n) throw new Error("postOpGas: must be > 0");
+  const minPostOpGasLimit = config.minPostOpGasLimit ?? null;
+  if (minPostOpGasLimit !== null && minPostOpGasLimit <= 0n) throw new Error("minPostOpGasLimit: must be > 0");
   return {
     network: config.network,
     versions: [...config.versions],
@@ -256,6 +273,7 @@ function checkConfig(config: NetworkDeployConfig): DeployPlan["config"] {
     treasury: address(config.treasury, "treasury"),
     tokens: config.tokens.map((t, i) => address(t, `tokens[${i}]`)),
     postOpGas,
+    minPostOpGasLimit,
     depositTarget: config.depositTarget,
     stakeAmount: config.stakeAmount,
     unstakeDelaySec,

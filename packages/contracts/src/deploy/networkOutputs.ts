@@ -41,7 +41,9 @@ export interface NetworkManifest {
   signers: Address[];
   treasury: Address;
   tokens: Address[];
-  postOpGas: string;
+  /** null: the contracts' defaults. */
+  postOpGas: string | null;
+  minPostOpGasLimit: string | null;
   depositTargetWei: string;
   stake: { amountWei: string; unstakeDelaySec: number };
   salt: `0x${string}`;
@@ -81,7 +83,8 @@ export async function networkManifest(provider: Provider, plan: DeployPlan, sent
     signers: [...config.signers],
     treasury: config.treasury,
     tokens: [...config.tokens],
-    postOpGas: config.postOpGas.toString(),
+    postOpGas: config.postOpGas?.toString() ?? null,
+    minPostOpGasLimit: config.minPostOpGasLimit?.toString() ?? null,
     depositTargetWei: config.depositTarget.toString(),
     stake: { amountWei: config.stakeAmount.toString(), unstakeDelaySec: config.unstakeDelaySec },
     salt: config.salt,

@@ -42,6 +42,27 @@ export async function readyAccount(
   return account;
 }
 
+/**
+ * A deployed SimpleAccount holding exactly `amount` of `token` (any mintable test token), approving the version's
+ * ERC-20 paymaster for `allowance`.
+ */
+export async function accountWithToken(
+  stack: Stack,
+  version: EntryPointVersion,
+  token: Contract,
+  amount: bigint,
+  allowance: bigint = MaxUint256,
+): Promise<ReadyAccount> {
+  const owner = randomOwner();
+  await networkHelpers.setBalance(owner.address, 10n ** 19n);
+  const { address } = await newAccount(stack, version, owner.address);
+  await (await stack.v[version].factory.getFunction("createAccount")(owner.address, 0n)).wait();
+  await (await token.getFunction("mint")(address, amount)).wait();
+  const account = { owner, address };
+  await ownerExecute(version, account, [{ to: await token.getAddress(), data: approveData(stack, await stack.v[version].erc20.getAddress(), allowance) }]);
+  return account;
+}
+
 /** calldata of token.approve(spender, amount). */
 export function approveData(stack: Stack, spender: string, amount: bigint): string {
   return stack.tokens.USDC.interface.encodeFunctionData("approve", [spender, amount]);

@@ -237,6 +237,7 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
       const block = await header(settlement.blockNumber);
       if (block !== null && block.hash === lower(settlement.blockHash)) continue;
       if (await store.unsettleSponsorship(record.id)) {
+        await store.setTokenChargeUnpaid(record.id, false); // the unpaid charge (if any) went with the block
         result.unsettled++;
         logger.warn(
           { sponsorship: record.id, userOpHash: record.userOpHash, block: settlement.blockNumber.toString(), txHash: settlement.txHash },
@@ -363,6 +364,10 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
       logger.warn(where, "UserOperationEvent of our paymaster with no sponsorship: skipped");
       return;
     }
+    // An ERC-20 op with no paid TokenCharged (v0.6 TokenChargeUnpaid; v0.7 a reverted postOp, which the
+    // EntryPoint reports with PostOpRevertReason) left its charge unpaid: recorded before settling (idempotent,
+    // so a rescan after a crash records it too); the pipeline then offers that sender pre-charge only.
+    if (record.mode === "erc20" && !charge?.paid) await store.setTokenChargeUnpaid(record.id, true);
     if (record.status === "settled") {
       result.alreadySettled++;
       return;

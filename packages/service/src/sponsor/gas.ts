@@ -35,11 +35,12 @@ export interface MeasuredLimits {
 /**
  * Limits from an estimation run (`result`) of `op` (its generous limits, 1-wei price).
  * - verification: everything validation used (account creation, account and paymaster validation) + 25% + 15k;
- *   v0.6 also runs postOp under this limit, so it covers `postOpGas` too.
+ *   v0.6 also runs postOp under this limit, so it is at least `minPostOpGasLimit` (the ERC-20 paymaster's
+ *   worst-case postOp, which its validation requires; 0 for the verifying paymaster).
  * - call: what execution used (v0.7: solved out of the 10% penalty on the unused part) less postOp's share,
  *   + 20% + 10k for the 63/64 rule of nested calls.
  */
-export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, postOpGas: bigint): MeasuredLimits {
+export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, postOpGas: bigint, minPostOpGasLimit: bigint): MeasuredLimits {
   const { preVerificationGas: pvg, callGasLimit } = op.userOp;
   const validation = result.preOpGas - pvg;
   let executionAndPostOp = result.paid - result.preOpGas;
@@ -50,6 +51,6 @@ export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, p
   }
   const execution = executionAndPostOp > postOpGas ? executionAndPostOp - postOpGas : 0n;
   let verificationGasLimit = (validation * 125n) / 100n + 15_000n;
-  if (op.version === "v0.6" && verificationGasLimit < postOpGas * 2n) verificationGasLimit = postOpGas * 2n;
+  if (op.version === "v0.6" && verificationGasLimit < minPostOpGasLimit) verificationGasLimit = minPostOpGasLimit;
   return { verificationGasLimit, callGasLimit: (execution * 120n) / 100n + 10_000n };
 }

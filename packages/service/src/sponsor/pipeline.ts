@@ -11,7 +11,6 @@
 import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
 import {
   ChargeMode,
-  ERC20_POST_OP_HEADROOM,
   PAYMASTER_VERIFICATION_GAS,
   STUB_SIGNATURE,
   encodeErc20PaymasterData,
@@ -88,7 +87,6 @@ export interface PipelineResult {
   maxCostUsdMicros: bigint;
 }
 
-const ZERO: Address = "0x0000000000000000000000000000000000000000";
 
 function requireChain(call: CallContext): NetworkChain {
   const chain = call.network.chain;
@@ -245,6 +243,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const paymaster = mode.mode === "erc20" ? entry.erc20Paymaster : entry.verifyingPaymaster;
   const erc20Info = chain.erc20[request.version];
   const postOpGas = mode.mode === "erc20" ? erc20Info!.postOpGas : 0n;
+  // The ERC-20 paymaster refuses a postOp gas limit below its worst-case postOp (v0.6: verificationGasLimit).
+  const minPostOpGasLimit = mode.mode === "erc20" ? erc20Info!.minPostOpGasLimit : 0n;
 
   // ---- fees and the limits the client gave
   const clientPmVerification = request.version === "v0.7" ? given(request.userOp.paymasterVerificationGasLimit) : undefined;
@@ -258,7 +258,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     paymasterVerificationGasLimit:
       request.version === "v0.6" ? 0n : (clientPmVerification ?? PAYMASTER_VERIFICATION_GAS[mode.mode === "erc20" ? "erc20" : "verifying"]),
     paymasterPostOpGasLimit:
-      request.version === "v0.6" ? 0n : mode.mode === "erc20" ? maxOf(clientPmPostOp ?? 0n, postOpGas + ERC20_POST_OP_HEADROOM) : (clientPmPostOp ?? 0n),
+      request.version === "v0.6" ? 0n : mode.mode === "erc20" ? maxOf(clientPmPostOp ?? 0n, minPostOpGasLimit) : (clientPmPostOp ?? 0n),
   };
   if (gas.maxPriorityFeePerGas > gas.maxFeePerGas && given(u.maxPriorityFeePerGas) === undefined) gas.maxPriorityFeePerGas = gas.maxFeePerGas;
   // What the client gave for the op's own gas (the stub checks its gas rules only then).
@@ -318,7 +318,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       // v0.7 tells whether the op's calls ran through: a revert is refused here already (with its revert data),
       // whether or not the final simulation runs.
       if (outcome.result.opSucceeded === false) await refuseRevertingCalls(chain, entry.entryPoint, request, generous, paymaster, stubData(chargeMode));
-      const measured = limitsFromSimulation(probe, outcome.result, postOpGas);
+      const measured = limitsFromSimulation(probe, outcome.result, postOpGas, minPostOpGasLimit);
       if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
       if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
     }
@@ -346,7 +346,14 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     }
     // Pre-charge when the allowance already covers the maximum; otherwise charge in postOp, which the
     // simulation below must show succeeding (the op's own calls may approve the paymaster).
-    if (!stub) chargeMode = allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
+    if (!stub) {
+      chargeMode = allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
+      // Charging in postOp trusts the op's own calls to leave the allowance in place, which a sender can defeat
+      // for free (THREAT_MODEL.md, item 3): one whose postOp charge went unpaid gets pre-charge only.
+      if (chargeMode === ChargeMode.InPostOp && (await service.store.hasUnpaidTokenCharge(network.config.name, u.sender))) {
+        throw new RpcError("TOKEN_CHARGE_UNPAID", undefined, { token: mode.token.symbol, paymaster, required: maxTokenCost.toString() });
+      }
+    }
     token = {
       symbol: mode.token.symbol,
       address: mode.token.address,
@@ -409,7 +416,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   }
 
   // ---- the final simulation: ONE run of that op (validation with the real limits, fees and paymaster data,
-  // the op's calls, postOp), reading the treasury's token balance right after it in ERC-20 mode
+  // the op's calls, postOp), reading the paymaster's token balance right after it in ERC-20 mode
   if (network.config.skipFinalSimulation !== true) await checkLanding(chain, entry.entryPoint, request, landing, mode, token, options.sign);
   if (!options.sign) return result;
 
@@ -452,6 +459,10 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   }
   const record = reservation.record;
   try {
+    // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
+    if (chargeMode === ChargeMode.InPostOp && mode.mode === "erc20" && (await service.store.notePostOpCharge(record.id)) > 1) {
+      throw new RpcError("POSTOP_CHARGE_PENDING", undefined, { token: token!.symbol, paymaster, required: token!.maxTokenCost.toString() });
+    }
     const userOpHash = getUserOpHash({ ...landing, entryPoint: entry.entryPoint, chainId } as Parameters<typeof getUserOpHash>[0]);
     result.paymasterAndData = paymasterAndDataOf(landing);
     result.userOpHash = userOpHash;
@@ -490,7 +501,7 @@ async function refuseRevertingCalls(chain: NetworkChain, entryPoint: Address, re
 
 /**
  * The final check of `op` as it will land, in one simulation: the EntryPoint accepts it (AAxx otherwise), our
- * signature verifies (v0.7 reports it), its calls do not revert, and in ERC-20 mode the treasury's token
+ * signature verifies (v0.7 reports it), its calls do not revert, and in ERC-20 mode the paymaster's token
  * balance grew. v0.7's simulator reports the execution outcome, so the calls run again alone only to explain
  * a failure; v0.6's EntryPoint has no such hook, so there the calls' run goes alongside (same latency).
  */
@@ -503,13 +514,14 @@ async function checkLanding(
   token: TokenQuote | null,
   signed: boolean,
 ): Promise<void> {
-  const treasury = chain.erc20[request.version]?.treasury ?? ZERO;
-  // Only ERC-20 mode reads the treasury's balance: viem's generic encoder is not worth running for the others.
-  const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [treasury] }) } : undefined;
   const gas = gasOf(op);
   const paymaster = op.version === "v0.7" ? op.userOp.paymaster! : (op.userOp.paymasterAndData.slice(0, 42) as Address);
+  // ERC-20 mode: the fee stays in the paymaster (swept to the treasury later), so the charge shows as the
+  // paymaster's own token balance growing. Only ERC-20 mode reads it: viem's generic encoder is not worth
+  // running for the others.
+  const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [paymaster] }) } : undefined;
   const paymasterData = op.version === "v0.7" ? op.userOp.paymasterData! : (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex);
-  const [landing, callsFirst, treasuryBefore] = await chainWait(() =>
+  const [landing, callsFirst, heldBefore] = await chainWait(() =>
     Promise.all([
       simulateOp(chain.rpc, chain.simulator, entryPoint, op, read),
       // v0.6: the calls' own run alongside; its refusal is raised after the EntryPoint's (as one simulation would).
@@ -519,7 +531,7 @@ async function checkLanding(
             (error: unknown) => error,
           )
         : undefined,
-      mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [treasury]) : Promise.resolve(0n),
+      mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [paymaster]) : Promise.resolve(0n),
     ]),
   );
   if (!landing.ok) throw simulationError(landing.failure);
@@ -537,7 +549,7 @@ async function checkLanding(
   }
   if (mode.mode === "erc20") {
     const after = result.targetSuccess ? (decodeFunctionResult({ abi: erc20Abi as Abi, functionName: "balanceOf", data: result.targetResult }) as bigint) : 0n;
-    if (after <= treasuryBefore) {
+    if (after <= heldBefore) {
       throw new RpcError("TOKEN_ALLOWANCE_INSUFFICIENT", "The paymaster could not charge the token: approve the paymaster first, or in this op's own calls", {
         token: mode.token.symbol,
         paymaster,

@@ -181,7 +181,6 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = Object.freeze([
   },
 ]);
 
-
 /** SQLite's NOCASE folds ASCII only; `symbol_key` (see the migration) is the same fold, done in SQL. */
 const ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 const ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz";
@@ -360,8 +359,27 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = Object.freeze([
  * SQLite, NUMERIC(78,0) in PostgreSQL; times: INTEGER / BIGINT; JSON: TEXT / JSONB; booleans: INTEGER 0/1 /
  * BOOLEAN) and `tableSuffix` (SQLite tables are STRICT). Use only SQL both databases accept.
  */
-export function sharedMigrations(_d: Dialect): Migration[] {
-  return [];
+export function sharedMigrations(d: Dialect): Migration[] {
+  return [
+    {
+      version: 3,
+      name: "token charge flags",
+      sql: `
+        -- ERC-20 sponsorships whose token charge is at risk: signed in charge-in-postOp mode (at most one may be
+        -- outstanding per sender and network) or seen unpaid by the settlement watcher (the sender may then only
+        -- use pre-charge mode on that network). Cleared when a settlement is reorganised away.
+        CREATE TABLE token_charge_flags (
+          sponsorship_id  TEXT PRIMARY KEY REFERENCES sponsorships(id),
+          network         TEXT NOT NULL,
+          sender          TEXT NOT NULL,           -- checksummed, as in sponsorships
+          postop_charge   ${d.types.bool} NOT NULL,
+          unpaid          ${d.types.bool} NOT NULL,
+          updated_at      ${d.types.time} NOT NULL
+        )${d.tableSuffix};
+        CREATE INDEX token_charge_flags_sender ON token_charge_flags(network, sender);
+      `,
+    },
+  ];
 }
 
 /** Every migration of one database, in order. */

@@ -106,6 +106,15 @@ function queries(d: Dialect) {
     // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): these read the rows.
     countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
     selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
+    upsertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT (sponsorship_id) DO UPDATE SET postop_charge = excluded.postop_charge, updated_at = excluded.updated_at`,
+    countOutstandingPostOpCharges: `SELECT COUNT(*) AS n FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
+      WHERE f.network = ? AND f.sender = ? AND f.postop_charge = ? AND s.status IN ('reserved', 'signed')`,
+    upsertUnpaid: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT (sponsorship_id) DO UPDATE SET unpaid = excluded.unpaid, updated_at = excluded.updated_at`,
+    selectUnpaid: "SELECT 1 AS one FROM token_charge_flags WHERE network = ? AND sender = ? AND unpaid = ? LIMIT 1",
     selectOutstanding: "SELECT mode, max_cost_wei FROM sponsorships WHERE network = ? AND entry_point = ? AND status IN ('reserved', 'signed')",
     updateStrategyStatus: "UPDATE strategies SET status = ? WHERE id = ?",
     updateStrategyRules: "UPDATE strategies SET rules = ? WHERE id = ?",
@@ -673,6 +682,30 @@ export class SqlStore implements Store {
     if (hash === undefined) return undefined;
     const row = await this.#db.one<common.SponsorshipRow>(this.#q.selectSponsorshipByHash, [hash]);
     return row && common.toSponsorship(row);
+  }
+
+  // ---- ERC-20 token charges at risk
+
+  /** Serialised per (network, sender), so two requests cannot both count 1. */
+  async notePostOpCharge(id: string): Promise<number> {
+    return this.#db.transaction(async (tx) => {
+      const row = await tx.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
+      if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
+      if (this.#db.dialect.keyLock !== undefined) await tx.one(this.#db.dialect.keyLock, [`token-charge:${row.network}:${row.sender}`]);
+      await tx.run(this.#q.upsertPostOpCharge, [id, row.network, row.sender, true, false, common.nowSeconds()]);
+      const counted = await tx.one<{ n: number | string }>(this.#q.countOutstandingPostOpCharges, [row.network, row.sender, true]);
+      return Number(counted?.n ?? 0);
+    });
+  }
+
+  async setTokenChargeUnpaid(id: string, unpaid: boolean): Promise<void> {
+    const row = await this.#db.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
+    if (!row) return;
+    await this.#db.run(this.#q.upsertUnpaid, [id, row.network, row.sender, false, unpaid, common.nowSeconds()]);
+  }
+
+  async hasUnpaidTokenCharge(network: string, sender: Address): Promise<boolean> {
+    return (await this.#db.one(this.#q.selectUnpaid, [network, common.address(sender, "sender"), true])) !== undefined;
   }
 
   // ---- operations (metrics, deposit check, leader election)

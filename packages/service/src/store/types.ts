@@ -254,5 +254,20 @@ export interface Store {
   tryLeadership(name: string): Promise<Leadership | undefined>;
   findSponsorshipByUserOpHash(userOpHash: Hex): Promise<SponsorshipRecord | undefined>;
 
+  // ---- ERC-20 token charges at risk (charge-in-postOp mode can be left unpaid by the op's own calls)
+  /**
+   * Marks a sponsorship as charging its token in postOp and returns how many of its sender's postOp-charge
+   * sponsorships on its network are outstanding (reserved or signed), this one included. Throws NOT_FOUND for an
+   * unknown sponsorship.
+   */
+  notePostOpCharge(id: string): Promise<number>;
+  /**
+   * Records (true) that a sponsorship's token charge went unpaid on chain (the settlement watcher), or clears it
+   * (false: its settlement was reorganised away). Unknown sponsorships are ignored.
+   */
+  setTokenChargeUnpaid(id: string, unpaid: boolean): Promise<void>;
+  /** Whether `sender` has a recorded unpaid token charge on `network`. */
+  hasUnpaidTokenCharge(network: string, sender: Address): Promise<boolean>;
+
   close(): Promise<void>;
 }

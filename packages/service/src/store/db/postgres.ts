@@ -47,6 +47,7 @@ export const POSTGRES_DIALECT: Dialect = Object.freeze({
   insertionOrder: "seq",
   types: Object.freeze({ amount: "NUMERIC(78, 0)", time: "BIGINT", json: "JSONB", bool: "BOOLEAN", int: "INTEGER" }),
   tableSuffix: "",
+  keyLock: "SELECT pg_advisory_xact_lock(hashtext(?))",
 });
 
 function sqlState(err: unknown): string | undefined {

@@ -48,6 +48,7 @@ export const SQLITE_DIALECT: Dialect = Object.freeze({
   // Amounts are TEXT decimals: SQLite's INTEGER is 64-bit and wei overflows it (see migrations.ts).
   types: Object.freeze({ amount: "TEXT", time: "INTEGER", json: "TEXT", bool: "INTEGER", int: "INTEGER" }),
   tableSuffix: " STRICT",
+  keyLock: undefined,
 });
 
 /** Amounts are bound as decimal text, booleans as 1/0. */

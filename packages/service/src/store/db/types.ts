@@ -44,6 +44,12 @@ export interface Dialect {
   readonly types: { amount: string; time: string; json: string; bool: string; int: string };
   /** Ends a CREATE TABLE (SQLite: STRICT). */
   readonly tableSuffix: string;
+  /**
+   * A statement that holds a lock on one key (bound as its one parameter) until the transaction ends, for
+   * counts that must not race (PostgreSQL: a transaction-scoped advisory lock); undefined in SQLite, where the
+   * transaction's write lock already serialises them.
+   */
+  readonly keyLock: string | undefined;
 }
 
 /** A constraint or range violation, classified the same way for both drivers. */

@@ -1,0 +1,21 @@
+import { expect } from "chai";
+import { erc20PaymasterHash, parseHashVector, verifyingPaymasterHash, type HashVectorJson } from "../src/index.ts";
+import committed from "../vectors/paymaster-hash.json" with { type: "json" };
+
+// The committed vectors (also checked against the contracts' getHash in packages/contracts): the mirror must
+// give exactly the frozen hashes.
+describe("golden vectors (vectors/paymaster-hash.json) against the TypeScript mirror", () => {
+  const vectors = (committed.vectors as HashVectorJson[]).map(parseHashVector);
+
+  it("cover both versions and both paymaster kinds", () => {
+    const seen = new Set((committed.vectors as HashVectorJson[]).map((v) => `${v.version} ${v.kind}`));
+    expect([...seen].sort()).to.deep.equal(["v0.6 erc20", "v0.6 verifying", "v0.7 erc20", "v0.7 verifying"]);
+  });
+
+  for (const v of vectors) {
+    it(v.name, () => {
+      const hash = v.kind === "verifying" ? verifyingPaymasterHash(v.params) : erc20PaymasterHash(v.params);
+      expect(hash).to.equal(v.hash);
+    });
+  }
+});
