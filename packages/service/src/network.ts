@@ -1,7 +1,7 @@
 /**
  * Builds a configured network's runtime at start-up, with pre-flight checks that fail closed: the RPC
  * answers with the configured chain id, every EntryPoint and paymaster has code, the signer is accepted by
- * every paymaster, and the ERC-20 paymasters' postOpGas and treasury are read once.
+ * every paymaster, and the ERC-20 paymasters' postOpGas and minPostOpGasLimit are read once.
  */
 import { decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact, VerifyingPaymasterV06Artifact } from "@paymaster/contracts/artifacts";
@@ -55,7 +55,6 @@ export async function createNetworkRuntime(
     erc20[version] = {
       postOpGas: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "postOpGas"),
       minPostOpGasLimit: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "minPostOpGasLimit"),
-      treasury: await view<Address>(rpc, entry.erc20Paymaster, erc20Abi, "treasury"),
     };
   }
   const chain: NetworkChain = {
