@@ -6,7 +6,7 @@ import { AbiCoder, Contract, Signature, concat, toBeHex, type Wallet } from "eth
 import { checkValidationTrace, type EntityStakes } from "../src/erc7562/index.ts";
 import { PermitToken__factory, ValidationProbePaymaster__factory } from "../types/ethers-contracts/index.ts";
 import { ethers, loadStack, type Stack } from "./helpers/stack.ts";
-import { accountCallData, draftOp, randomOwner, signAsOwner } from "./helpers/userOps.ts";
+import { accountCallData, draftOp, newAccount, randomOwner, signAsOwner } from "./helpers/userOps.ts";
 import { readyAccount } from "./helpers/accounts.ts";
 import { traceHandleOps } from "./helpers/trace.ts";
 
@@ -21,12 +21,28 @@ async function deployProbe(stack: Stack) {
 }
 
 /** Traces an op paid by the probe running `probe` with `args`, and checks it with `stakes`. */
-async function check(stack: Stack, probeAddress: string, probe: number, args: string, stakes: EntityStakes) {
-  const account = await readyAccount(stack, version);
-  const draft = await draftOp({ sender: account.address, callData: accountCallData(version, [{ to: account.owner.address, data: "0x" }]) });
-  const op = await signAsOwner(stack, version, { ...draft, paymaster: probeAddress, paymasterData: concat([toBeHex(probe, 1), args]) }, account.owner);
+async function check(
+  stack: Stack,
+  probeAddress: string,
+  probe: number,
+  args: string,
+  stakes: EntityStakes,
+  { paymasterVerificationGasLimit = 150_000n, firstOp = false }: { paymasterVerificationGasLimit?: bigint; firstOp?: boolean } = {},
+) {
+  let owner;
+  let sender: string;
+  let initCode = "0x";
+  if (firstOp) {
+    owner = randomOwner();
+    ({ address: sender, initCode } = await newAccount(stack, version, owner.address));
+  } else {
+    ({ owner, address: sender } = await readyAccount(stack, version));
+  }
+  const draft = await draftOp({ sender, initCode, callData: accountCallData(version, [{ to: owner.address, data: "0x" }]), paymasterVerificationGasLimit });
+  const op = await signAsOwner(stack, version, { ...draft, paymaster: probeAddress, paymasterData: concat([toBeHex(probe, 1), args]) }, owner);
   const trace = await traceHandleOps(stack, version, op);
-  const entities = { entryPoint: await stack.v[version].entryPoint.getAddress(), sender: op.sender, paymaster: probeAddress };
+  const factory = firstOp ? { factory: await stack.v[version].factory.getAddress() } : {};
+  const entities = { entryPoint: await stack.v[version].entryPoint.getAddress(), sender: op.sender, paymaster: probeAddress, ...factory };
   return checkValidationTrace(trace, entities, stakes).violations.filter((v) => v.entity === "paymaster");
 }
 
@@ -74,11 +90,43 @@ describe("ERC-7562 checker: catches each restricted validation in a real trace",
     expect(rulesOf(violations)).to.deep.equal(["OP-012"]);
   });
 
+  it("STO-021: the sender's balance in a token is fine once the account exists; for a first op only with a staked factory", async () => {
+    const stack = await loadStack();
+    const probe = await deployProbe(stack);
+    const args = coder.encode(["address"], [await stack.tokens.USDC.getAddress()]);
+    expect(await check(stack, await probe.getAddress(), 8, args, { paymaster: false })).to.deep.equal([]);
+    const first = await check(stack, await probe.getAddress(), 8, args, { paymaster: false, factory: false }, { firstOp: true });
+    expect(rulesOf(first)).to.deep.equal(["STO-021"]);
+    expect(await check(stack, await probe.getAddress(), 8, args, { paymaster: false, factory: true }, { firstOp: true })).to.deep.equal([]);
+  });
+
+  it("OP-061: a CALL with value (to anything but the EntryPoint)", async () => {
+    const stack = await loadStack();
+    const probe = await deployProbe(stack);
+    await stack.owner.sendTransaction({ to: await probe.getAddress(), value: 10n });
+    expect(rulesOf(await check(stack, await probe.getAddress(), 9, "0x", { paymaster: true }))).to.deep.equal(["OP-061"]);
+  });
+
+  it("OP-031: CREATE in validation", async () => {
+    const stack = await loadStack();
+    const probe = await deployProbe(stack);
+    expect(rulesOf(await check(stack, await probe.getAddress(), 10, "0x", { paymaster: true }))).to.deep.equal(["OP-031"]);
+  });
+
   it("OP-080: SELFBALANCE needs a stake", async () => {
     const stack = await loadStack();
     const probe = await deployProbe(stack);
     expect(rulesOf(await check(stack, await probe.getAddress(), 5, "0x", { paymaster: false }))).to.deep.equal(["OP-080"]);
     expect(await check(stack, await probe.getAddress(), 5, "0x", { paymaster: true })).to.deep.equal([]);
+  });
+});
+
+describe("ERC-7562 checker: out of gas", () => {
+  it("OP-020: a validation that runs out of gas (paymasterVerificationGasLimit 2500 for a cold SLOAD)", async () => {
+    const stack = await loadStack();
+    const probe = await deployProbe(stack);
+    const violations = await check(stack, await probe.getAddress(), 3, "0x", { paymaster: true }, { paymasterVerificationGasLimit: 2_500n });
+    expect(violations.map((v) => `${v.rule} ${v.opcode}`)).to.deep.equal(["OP-020 SLOAD"]);
   });
 });
 

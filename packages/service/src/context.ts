@@ -25,9 +25,9 @@ export interface NetworkChain {
   readonly simulator: SimulatorV07;
   /**
    * Per version: the ERC-20 paymaster's postOpGas (charged), minPostOpGasLimit (the lowest postOp gas limit it
-   * accepts: v0.7 paymasterPostOpGasLimit, v0.6 verificationGasLimit) and treasury, read at start-up.
+   * accepts: v0.7 paymasterPostOpGasLimit, v0.6 verificationGasLimit), read at start-up.
    */
-  readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; minPostOpGasLimit: bigint; treasury: `0x${string}` }>>;
+  readonly erc20: Partial<Record<EntryPointVersion, { postOpGas: bigint; minPostOpGasLimit: bigint }>>;
   /** The paymasters' EntryPoint deposits, and the check that they cover what is signed. */
   readonly deposits: DepositGuard;
 }

@@ -1,8 +1,8 @@
 /**
  * Brings a configured network up, with pre-flight checks that fail closed: the RPC answers with the
  * configured chain id, every EntryPoint and paymaster has code, the signer is accepted by every paymaster, and
- * the ERC-20 paymasters' postOpGas and treasury are read once. An RPC that does not answer yet is waited for
- * in the background (the network is not ready meanwhile); a wrong configuration fails the start.
+ * the ERC-20 paymasters' postOpGas and minPostOpGasLimit are read once. An RPC that does not answer yet is
+ * waited for in the background (the network is not ready meanwhile); a wrong configuration fails the start.
  */
 import { decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact, VerifyingPaymasterV06Artifact } from "@paymaster/contracts/artifacts";
@@ -75,7 +75,6 @@ export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Sto
     erc20[version] = {
       postOpGas: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "postOpGas"),
       minPostOpGasLimit: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "minPostOpGasLimit"),
-      treasury: await view<Address>(rpc, entry.erc20Paymaster, erc20Abi, "treasury"),
     };
   }
   return {

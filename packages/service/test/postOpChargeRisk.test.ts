@@ -10,7 +10,7 @@ import path from "node:path";
 import { decodeEventLog, encodeFunctionData, maxUint256, parseAbi, type Abi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ERC20PaymasterV06Artifact, EntryPointV07Artifact } from "@paymaster/contracts/artifacts";
-import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
+import { decodeErc20PaymasterData, decodePaymasterAndData, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import type { NetworkRuntime } from "../src/context.ts";
 import { startEmbedded } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
@@ -130,6 +130,26 @@ describe("charge-in-postOp risk: one outstanding per sender, unpaid charges reco
       const pre = await sponsor(wireOp(wallet, batch(version, [{ to: usdc(), data: transfer(elsewhere, 1n) }]), { deploy: false, nonce: 1n }), version);
       expect(pre.status, JSON.stringify(pre.body)).to.equal(200);
       expect(chargeModeOf(version, pre.body.data.userOpResponse.paymasterAndData), "pre-charge").to.equal("01");
+    });
+  }
+
+  for (const [i, version] of (["v0.6", "v0.7"] as const).entries()) {
+    it(`${version}: signs what the hardened contracts require: a bounded window (never validUntil 0) and a postOp limit of at least minPostOpGasLimit`, async () => {
+      const wallet = await deployedWallet(version, 10 + i, 51n + BigInt(i));
+      const paymaster = paymasterOf(version);
+      const min = network.chain!.erc20[version]!.minPostOpGasLimit;
+      expect(min).to.equal((await ethCall(embedded, paymaster, erc20PaymasterAbi, "minPostOpGasLimit", [])) as bigint);
+      const wire = wireOp(wallet, batch(version, [{ to: usdc(), data: approve(paymaster, maxUint256) }]), { deploy: false });
+      const { status, body } = await sponsor(wire, version);
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const response = body.data.userOpResponse;
+      const fields = version === "v0.6" ? decodePaymasterAndData("v0.6", response.paymasterAndData) : decodePaymasterAndData("v0.7", response.paymasterAndData);
+      const data = decodeErc20PaymasterData(fields.paymasterData);
+      expect(data.validUntil > 0).to.equal(true);
+      expect(data.validUntil - data.validAfter <= 86_400).to.equal(true); // the contracts' MAX_VALIDITY_WINDOW
+      // v0.7: paymasterPostOpGasLimit; v0.6 runs postOp under verificationGasLimit.
+      const postOpLimit = version === "v0.7" ? BigInt(response.paymasterPostOpGasLimit) : BigInt(response.verificationGasLimit);
+      expect(postOpLimit >= min, `${postOpLimit} < ${min}`).to.equal(true);
     });
   }
 

@@ -6,6 +6,9 @@ import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC2
 import {IPaymaster} from "@account-abstraction/contracts-v07/interfaces/IPaymaster.sol";
 import {PackedUserOperation} from "@account-abstraction/contracts-v07/interfaces/PackedUserOperation.sol";
 
+/// @notice Deployed by ValidationProbePaymaster's CREATE probe.
+contract Empty {}
+
 /// @title ValidationProbePaymaster
 /// @notice Test-only EntryPoint v0.7 paymaster whose validation does one thing ERC-7562 restricts, chosen by
 ///         the first byte of paymasterData, so the conformance checker can be shown a real trace of each.
@@ -18,6 +21,9 @@ contract ValidationProbePaymaster is IPaymaster {
     uint8 public constant READ_SELF_BALANCE = 5;
     uint8 public constant APPLY_PERMIT = 6;
     uint8 public constant NOTHING = 7;
+    uint8 public constant READ_SENDER_BALANCE = 8;
+    uint8 public constant CALL_WITH_VALUE = 9;
+    uint8 public constant CREATE_CONTRACT = 10;
 
     address public immutable entryPoint;
     uint256 public counter = 1;
@@ -53,6 +59,13 @@ contract ValidationProbePaymaster is IPaymaster {
             sink = gasleft();
         } else if (probe == READ_SELF_BALANCE) {
             sink = address(this).balance;
+        } else if (probe == READ_SENDER_BALANCE) {
+            sink = IERC20(abi.decode(data[1:], (address))).balanceOf(userOp.sender);
+        } else if (probe == CALL_WITH_VALUE) {
+            (bool ok,) = payable(userOp.sender).call{value: 1}("");
+            sink = ok ? 2 : 3;
+        } else if (probe == CREATE_CONTRACT) {
+            sink = uint160(address(new Empty()));
         } else if (probe == APPLY_PERMIT) {
             (address token, address owner, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s) =
                 abi.decode(data[1:], (address, address, uint256, uint256, uint8, bytes32, bytes32));

@@ -155,7 +155,8 @@ export function checkValidationTrace(trace: StructTrace, entities: ValidationEnt
     const flag = (rule: string, message: string) =>
       violations.push({ rule, entity: phase.entity, contract: frame.codeAddress, opcode: op, step: i, message });
 
-    if (step.error !== undefined && /out of gas/i.test(step.error)) flag("OP-020", "out of gas during validation");
+    // geth says "out of gas", Hardhat EDR "Some(OutOfGas)".
+    if (step.error !== undefined && /out ?of ?gas/i.test(step.error)) flag("OP-020", "out of gas during validation");
     if (BANNED.has(op)) flag("OP-011", `${op} is banned in validation`);
     if (op === "GAS" && !CALL_AFTER_GAS.has(logs[i + 1]?.op ?? "")) flag("OP-012", `GAS not followed by a call (next: ${logs[i + 1]?.op ?? "end"})`);
     if ((op === "BALANCE" || op === "SELFBALANCE") && !staked(phase.entity)) flag("OP-080", `${op} by an unstaked ${phase.entity}`);
