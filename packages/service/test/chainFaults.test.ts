@@ -50,13 +50,13 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     return p;
   }
 
-  async function start(network: Partial<NetworkConfig>): Promise<Started> {
+  async function start(network: Partial<NetworkConfig>, watch = false): Promise<Started> {
     const logs: Record<string, any>[] = [];
     const logger = createLogger("info", { write: (line: string) => void logs.push(JSON.parse(line)) });
     const base = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-faults-")), "data");
     const config = { ...embeddedConfig({ ...base, ...network }, dataDir, 0, "info" as const), metrics: { host: "127.0.0.1", port: 0 } };
-    const running = await startService(config, { logger, pollMs: 100, watch: false });
+    const running = await startService(config, { logger, pollMs: 100, watch });
     cleanups.push(() => running.close());
     const store = running.service.store;
     const project = await store.createProject("faults");
@@ -146,7 +146,8 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
   for (const fault of ["hang", "refuse"] as const) {
     it(`an RPC that ${fault === "hang" ? "accepts and never answers" : "refuses connections"}: 503 / -32002 within 2 s in both dialects, then recovery without restart`, async () => {
       const p = await proxy("pass");
-      const s = await start({ rpcUrl: `${p.url}/${SECRET}` });
+      // The settlement watcher runs too (this process leads on SQLite), polling every 200 ms.
+      const s = await start({ rpcUrl: `${p.url}/${SECRET}`, pollMs: 200, confirmations: 1 }, true);
       await waitReady(s);
       expectServed(await sponsorBoth(s));
 
@@ -167,6 +168,13 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
       expectServed(await sponsorBoth(s));
       expect(s.logs.filter((l) => l.msg === "chain RPC upstream up again")).to.have.length(1);
       expectNoSecret(s.logs);
+      // The watcher failed several passes during the outage but said so once, with the cause, without a stack.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const failed = s.logs.filter((l) => l.msg === "settlement pass failed: retrying every pollMs");
+      expect(failed.length, "a line per state change, not per pass").to.be.within(1, 2);
+      expect(failed[0]!.problem).to.match(/^CHAIN_UNAVAILABLE: No RPC endpoint of network local answered \((timeout|refused)\)/);
+      expect(s.logs.some((l) => l.err !== undefined), "no error objects (stacks) in the logs").to.equal(false);
+      expect(s.logs.some((l) => l.msg === "settlement watcher recovered")).to.equal(true);
 
       const metrics = await (await fetch(`${s.running.metricsUrl}/metrics`)).text();
       const cause = fault === "hang" ? "timeout" : "refused";
