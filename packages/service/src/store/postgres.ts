@@ -292,7 +292,7 @@ const SQL = statements({
       created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
   selectStrategyByCode: `SELECT ${STRATEGY_COLUMNS} FROM strategies WHERE code = $1`,
-  selectStrategies: `SELECT ${STRATEGY_COLUMNS} FROM strategies ORDER BY created_at, id`,
+  selectStrategies: `SELECT ${STRATEGY_COLUMNS} FROM strategies ORDER BY code`,
   countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
   sumTanks: `SELECT network, SUM(balance_wei) AS balance_wei, SUM(reserved_wei) AS reserved_wei, COUNT(*) AS tanks
     FROM gas_tanks GROUP BY network`,

@@ -635,7 +635,7 @@ function prepareStatements(db: DatabaseSync) {
     ),
     selectStrategies: p(
       `SELECT id, project_id, code, name, status, valid_from, valid_until, networks, rules, created_at
-       FROM strategies ORDER BY created_at, id`,
+       FROM strategies ORDER BY code`,
     ),
     countSponsorships: p("SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status"),
     selectTankAmounts: p("SELECT network, balance_wei, reserved_wei FROM gas_tanks"),
