@@ -232,6 +232,28 @@ describe("chain RPC client", () => {
       }
     });
 
+    it("retries a call once when a connection breaks on an upstream that is answering, without marking it down", async () => {
+      let broken = 0;
+      handler = (body, req, res) => {
+        if (body.includes("flaky_call") && broken++ === 0) {
+          req.socket.destroy(); // the node drops this one connection
+          return;
+        }
+        json({ jsonrpc: "2.0", id: 1, result: "0x2" })(body, req, res);
+      };
+      const lines: Record<string, any>[] = [];
+      const rpc = createChainRpc(url, { logger: createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line)) }) });
+      try {
+        expect(await rpc.request("eth_blockNumber", [])).to.equal("0x2");
+        expect(await rpc.request("flaky_call", [])).to.equal("0x2");
+        expect(broken, "the first try broke, the second was answered").to.equal(2);
+        expect(rpc.healthy()).to.equal(true);
+        expect(lines.filter((l) => String(l.msg).startsWith("chain RPC upstream down"))).to.deep.equal([]);
+      } finally {
+        rpc.close();
+      }
+    });
+
     it("labels upstreams redacted and unique", () => {
       expect(upstreamLabels(["https://a.example/v2/KEY1", "https://a.example/v2/KEY2", "http://b.example:8545"])).to.deep.equal([
         "https://a.example/…#1",

@@ -43,7 +43,7 @@ describe("configuration: operations settings", () => {
           metrics: { port: 9464 },
           watch: false,
           leaderRetryMs: 500,
-          alerts: { capWarnPercent: 90 },
+          alerts: { capWarnPercent: 90, watcherLagBlocks: 50 },
           rateLimit: { perSecond: 100, sponsorshipsPerMinute: 600, keys: { k1: { perSecond: 5 } }, projects: { p1: { sponsorshipsPerMinute: 60 } } },
         },
         { fallbackRpcUrls: ["https://fallback.example/key/FALLBACKSECRET"], rpcTimeoutMs: 800, rpcDeadlineMs: 1200, depositAlertWei: "1000000000000000000" },
@@ -53,7 +53,7 @@ describe("configuration: operations settings", () => {
     expect(config.metrics).to.deep.equal({ host: "127.0.0.1", port: 9464 });
     expect(config.watch).to.equal(false);
     expect(config.leaderRetryMs).to.equal(500);
-    expect(config.alerts).to.deep.equal({ capWarnPercent: 90 });
+    expect(config.alerts).to.deep.equal({ capWarnPercent: 90, watcherLagBlocks: 50 });
     expect(config.rateLimit?.keys?.k1).to.deep.equal({ perSecond: 5 });
     const network = config.networks[0]!;
     expect(network.fallbackRpcUrls).to.deep.equal(["https://fallback.example/key/FALLBACKSECRET"]);

@@ -324,6 +324,11 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   }
   let closed = false;
 
+  /** A broken connection while the upstream answered something within the last timeoutMs. */
+  function isGlitch(u: Upstream, error: UpstreamError): boolean {
+    return error.cause === "connection" && performance.now() - u.lastAnswerAt < timeoutMs;
+  }
+
   function unavailable(last: UpstreamError | undefined): RpcError {
     const causes = [...new Set(upstreams.map((u) => u.cause).filter((c) => c !== undefined))];
     const cause = last?.cause ?? causes[0] ?? "unavailable";
@@ -344,6 +349,21 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
         if (tried++ > 0) observer?.failover();
         try {
           return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining));
+        } catch (error) {
+          if (!(error instanceof UpstreamError)) throw error;
+          last = error;
+          if (!isGlitch(u, error)) {
+            markDown(u, error);
+            continue;
+          }
+        }
+        // A broken connection to an upstream that is answering other calls is a glitch of that one connection
+        // (a kept-alive socket the node closed as it was reused, a reset under load): one more try, on a fresh
+        // connection, before anything is marked down.
+        const left = Math.floor(deadline - performance.now());
+        if (left <= 0) break;
+        try {
+          return await exchange<T>(u, method, params, Math.min(attemptLimit, left));
         } catch (error) {
           if (!(error instanceof UpstreamError)) throw error;
           last = error;
