@@ -134,6 +134,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
           logger,
           metrics,
           ...(config.leaderRetryMs === undefined ? {} : { retryMs: config.leaderRetryMs }),
+          ...(config.alerts?.watcherLagBlocks === undefined ? {} : { lagBlocks: config.alerts.watcherLagBlocks }),
           watcherOptions: { now: service.now },
         }),
       );

@@ -3,7 +3,8 @@
 import { expect } from "chai";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createChainRpc, NodeError } from "../src/chain/rpc.ts";
+import { createChainRpc, NodeError, upstreamLabels, type FailureCause } from "../src/chain/rpc.ts";
+import { createLogger } from "../src/log.ts";
 import { RpcError } from "../src/rpc/errors.ts";
 
 type Handler = (body: string, req: IncomingMessage, res: ServerResponse) => void;
@@ -123,5 +124,142 @@ describe("chain RPC client", () => {
       const error = await refusal(createChainRpc(target).request("eth_chainId", []));
       expect((error as RpcError).reason, target).to.equal("CHAIN_UNAVAILABLE");
     }
+  });
+
+  describe("several upstreams", () => {
+    /** A second scripted node that always answers `result`. */
+    async function node(answer: Handler): Promise<{ url: string; close(): Promise<void> }> {
+      const other = createServer((req, res) => {
+        req.resume();
+        req.on("end", () => answer("", req, res));
+      });
+      await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+      return {
+        url: `http://127.0.0.1:${(other.address() as AddressInfo).port}/k/SECRET`,
+        close: async () => {
+          other.closeAllConnections();
+          await new Promise<void>((resolve) => other.close(() => resolve()));
+        },
+      };
+    }
+
+    it("fails over on an HTTP error without a JSON-RPC answer, logs one line per state change, probes the upstream back", async () => {
+      const fallback = await node(json({ jsonrpc: "2.0", id: 1, result: "0xfb" }));
+      const lines: Record<string, any>[] = [];
+      const attempts: string[] = [];
+      const logger = createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const rpc = createChainRpc([url, fallback.url], {
+        network: "local",
+        logger,
+        probeIntervalMs: 50,
+        observer: { attempt: (u, _m, outcome) => attempts.push(`${u} ${outcome}`), upstreamState: () => {}, failover: () => attempts.push("failover") },
+      });
+      try {
+        handler = (_b, _q, res) => {
+          res.writeHead(502);
+          res.end("bad gateway");
+        };
+        expect(await rpc.request("eth_chainId", [])).to.equal("0xfb");
+        expect(await rpc.request("eth_chainId", [])).to.equal("0xfb");
+        expect(received, "the down primary is skipped").to.have.length(1);
+        expect(attempts.filter((a) => a.endsWith("http_status"))).to.have.length(1);
+        expect(attempts).to.include("failover");
+        const down = lines.filter((l) => l.msg === "chain RPC upstream down: failing over");
+        expect(down).to.have.length(1);
+        expect(down[0]!.cause).to.equal("http_status");
+        expect(down[0]!.detail).to.equal("HTTP 502");
+        handler = json({ jsonrpc: "2.0", id: 1, result: "0x01" });
+        for (let i = 0; i < 50 && !rpc.upstreams()[0]!.up; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(rpc.upstreams()[0]!.up, "probed back up").to.equal(true);
+        expect(await rpc.request("eth_chainId", [])).to.equal("0x01");
+        expect(lines.filter((l) => l.msg === "chain RPC upstream up again")).to.have.length(1);
+        expect(JSON.stringify(lines)).to.not.include("SECRET").and.not.include("key=1");
+      } finally {
+        rpc.close();
+        await fallback.close();
+      }
+    });
+
+    it("bounds a call by its deadline when every upstream hangs, and then fails at once while they are down", async () => {
+      const hanging = await node(() => {});
+      handler = () => {};
+      const rpc = createChainRpc([url, hanging.url], { timeoutMs: 300, deadlineMs: 450, probeIntervalMs: 10_000 });
+      try {
+        let started = performance.now();
+        const error = (await refusal(rpc.request("eth_call", []))) as RpcError;
+        const elapsed = performance.now() - started;
+        expect(error.reason).to.equal("CHAIN_UNAVAILABLE");
+        expect(error.details.cause).to.equal("timeout" satisfies FailureCause);
+        expect(elapsed, "300 ms on the first, the 150 ms left on the second").to.be.within(400, 1_000);
+        expect(rpc.healthy()).to.equal(false);
+        started = performance.now();
+        expect(((await refusal(rpc.request("eth_call", []))) as RpcError).reason).to.equal("CHAIN_UNAVAILABLE");
+        expect(performance.now() - started, "no waiting while every upstream is down").to.be.below(50);
+      } finally {
+        rpc.close();
+        await hanging.close();
+      }
+    });
+
+    it("waits for a busy node that keeps answering other calls, but gives up on a silent one", async () => {
+      handler = (body, _q, res) => {
+        const reply = () => json({ jsonrpc: "2.0", id: 1, result: "0x1" })(body, _q, res);
+        if (body.includes("slow_call")) setTimeout(reply, 700);
+        else reply();
+      };
+      const rpc = createChainRpc(url, { timeoutMs: 300, deadlineMs: 450, probeIntervalMs: 10_000 });
+      try {
+        // Busy: other calls are answered meanwhile, so the slow one is not a hang.
+        let busy = true;
+        const chatter = (async () => {
+          while (busy) {
+            await rpc.request("eth_blockNumber", []);
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        })();
+        expect(await rpc.request("slow_call", [])).to.equal("0x1");
+        busy = false;
+        await chatter;
+        expect(rpc.healthy()).to.equal(true);
+        // Silent: nothing else is answered, so 300 ms without an answer is a timeout.
+        await new Promise((resolve) => setTimeout(resolve, 350));
+        const started = performance.now();
+        const error = (await refusal(rpc.request("slow_call", []))) as RpcError;
+        expect(error.details.cause).to.equal("timeout");
+        expect(performance.now() - started).to.be.within(250, 650);
+      } finally {
+        rpc.close();
+      }
+    });
+
+    it("retries a call once when a connection breaks on an upstream that is answering, without marking it down", async () => {
+      let broken = 0;
+      handler = (body, req, res) => {
+        if (body.includes("flaky_call") && broken++ === 0) {
+          req.socket.destroy(); // the node drops this one connection
+          return;
+        }
+        json({ jsonrpc: "2.0", id: 1, result: "0x2" })(body, req, res);
+      };
+      const lines: Record<string, any>[] = [];
+      const rpc = createChainRpc(url, { logger: createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line)) }) });
+      try {
+        expect(await rpc.request("eth_blockNumber", [])).to.equal("0x2");
+        expect(await rpc.request("flaky_call", [])).to.equal("0x2");
+        expect(broken, "the first try broke, the second was answered").to.equal(2);
+        expect(rpc.healthy()).to.equal(true);
+        expect(lines.filter((l) => String(l.msg).startsWith("chain RPC upstream down"))).to.deep.equal([]);
+      } finally {
+        rpc.close();
+      }
+    });
+
+    it("labels upstreams redacted and unique", () => {
+      expect(upstreamLabels(["https://a.example/v2/KEY1", "https://a.example/v2/KEY2", "http://b.example:8545"])).to.deep.equal([
+        "https://a.example/…#1",
+        "https://a.example/…#2",
+        "http://b.example:8545",
+      ]);
+    });
   });
 });

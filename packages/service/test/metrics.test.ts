@@ -41,11 +41,11 @@ describe("metrics, health and alerts", function () {
     const network = {
       ...localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey }),
       depositAlertWei: 10n ** 30n, // far above any deposit: the low-deposit alert must fire
-      confirmations: 1,
+      confirmations: 2, // with watcherLagBlocks 1 below: the watcher counts as lagging (head - cursor = 2)
       pollMs: 200,
     };
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-metrics-")), "data");
-    const config = { ...embeddedConfig(network, dataDir, 0, "info" as const), metrics: { host: "127.0.0.1", port: 0 }, alerts: { capWarnPercent: 70 } };
+    const config = { ...embeddedConfig(network, dataDir, 0, "info" as const), metrics: { host: "127.0.0.1", port: 0 }, alerts: { capWarnPercent: 70, watcherLagBlocks: 1 } };
     running = await startService(config, { logger: createLogger("info", { write: (line: string) => void logs.push(JSON.parse(line)) }), pollMs: 100 });
     await running.initialised;
     const store = running.service.store;
@@ -180,5 +180,10 @@ describe("metrics, health and alerts", function () {
     expect(sample(text, "paymaster_watcher_leader", { network: "local" })).to.equal(1);
     expect(sample(text, "paymaster_watcher_cursor_block", { network: "local" })).to.be.greaterThan(0);
     expect(sample(text, "paymaster_network_ready", { network: "local" })).to.equal(1);
+    expect(sample(text, "paymaster_watcher_lag_blocks", { network: "local" })).to.equal(2);
+    // Several passes, one line: the watcher started lagging (by the configured threshold) and stayed so.
+    const lagging = logs.filter((l) => l.msg === "settlement watcher lagging behind the chain head");
+    expect(lagging).to.have.length(1);
+    expect(lagging[0]!.lagBlocks).to.equal("2");
   });
 });

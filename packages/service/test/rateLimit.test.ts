@@ -3,7 +3,13 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { createRateLimiter, memoryBuckets, redisBuckets } from "../src/rpc/rateLimit.ts";
-import { startTestService, type TestService } from "./helpers/rpcService.ts";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { DEFAULT_BODY_LIMIT_BYTES } from "../src/config/schema.ts";
+import { startService, type RunningService } from "../src/server.ts";
+import { openSqliteStore } from "../src/store/sqlite.ts";
+import { TEST_NETWORKS, startTestService, type TestService } from "./helpers/rpcService.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -87,5 +93,44 @@ describe("rate limits over HTTP", () => {
     const project = await t.store.createProject("other");
     const other = await t.store.createApiKey(project.id);
     expect((await t.post(body, { apiKey: other.plaintext })).status).to.equal(200);
+  });
+});
+
+describe("rate limits shared through Redis by two replicas, over HTTP", function () {
+  this.timeout(60_000);
+  const services: RunningService[] = [];
+  after(async () => {
+    for (const s of services) await s.close();
+  });
+
+  it("two services on one database and one Redis hold one key to one bucket, and log the effective limits", async () => {
+    const databasePath = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-ratelimit-")), "store.sqlite");
+    const seed = await openSqliteStore(databasePath);
+    const project = await seed.createProject("shared");
+    const { plaintext } = await seed.createApiKey(project.id);
+    await seed.close();
+    const lines: Record<string, any>[] = [];
+    const { createLogger } = await import("../src/log.ts");
+    for (let i = 0; i < 2; i++) {
+      // No chain: the networks' RPC (127.0.0.1:1) never answers; methods that need no chain are served all the same.
+      services.push(
+        await startService(
+          { host: "127.0.0.1", port: 0, databasePath, bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES, signatureTtlSeconds: 300, logLevel: "info", networks: TEST_NETWORKS, rateLimit: { perSecond: 1, burst: 4 } },
+          { redisUrl: REDIS_URL, watch: false, logger: createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line)) }) },
+        ),
+      );
+    }
+    const body = JSON.stringify({ id: 1, jsonrpc: "2.0", method: "pm_supportEntrypoint" });
+    const statuses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        fetch(`${services[i % 2]!.url}/api/v1/paymaster/local?apiKey=${plaintext}`, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.status),
+      ),
+    );
+    expect(statuses.filter((s) => s === 200)).to.have.length(4);
+    expect(statuses.filter((s) => s === 429)).to.have.length(4);
+    const started = lines.filter((l) => l.msg === "paymaster service listening");
+    expect(started).to.have.length(2);
+    expect(started[0]!.rateLimits).to.deep.equal({ buckets: "redis", perKey: { perSecond: 1, burst: 4 } });
+    expect(started[0]!.networks).to.deep.equal([{ name: "local", ready: false }, { name: "base-sepolia", ready: false }]);
   });
 });

@@ -4,8 +4,13 @@
  * node gives them.
  *
  * Fault tolerance (docs/operations.md, "Chain RPC"):
- * - Each attempt has a timeout (`timeoutMs`, default 1000 ms) and each call a deadline (`deadlineMs`, default
- *   1500 ms) that bounds all its attempts together: a hanging node costs a sponsor call at most the deadline.
+ * - An attempt times out when its upstream has answered nothing at all (to any request) for `timeoutMs`
+ *   (default 1000 ms): a node that hangs is given up on within that time, while a node that is merely busy
+ *   (answering other calls, slower than usual) is waited for, up to `SLOW_ANSWER_MS`. Timing out on a call's age
+ *   alone would mark a loaded but healthy node down and fail every request for nothing.
+ * - A call moves on to another upstream only within its deadline (`deadlineMs`, default 1500 ms, counted from
+ *   the call's start), and the next attempt's timeout is what is left of it: with every upstream hanging, a
+ *   sponsor call fails within the deadline.
  * - An upstream that fails at the transport level (refused, timed out, broken connection, an HTTP error without
  *   a JSON-RPC answer, a body that is not JSON-RPC) is marked down, and the call moves on to the next upstream
  *   that is up (a failover). A JSON-RPC error is an answer: the upstream stays up.
@@ -132,6 +137,8 @@ export interface ChainRpcOptions {
 }
 
 export const RPC_DEFAULTS = Object.freeze({ timeoutMs: 1_000, deadlineMs: 1_500, probeIntervalMs: 1_000 });
+/** The most an attempt waits on an upstream that keeps answering other calls (busy, not dead). */
+export const SLOW_ANSWER_MS = 10_000;
 
 /** Unique redacted labels for `urls` (two URLs on one host differ only by their hidden path: number them). */
 export function upstreamLabels(urls: readonly string[]): string[] {
@@ -145,6 +152,8 @@ interface Upstream {
   up: boolean;
   cause?: FailureCause;
   downSince?: number;
+  /** When it last completed an exchange (performance.now()), whatever the answer. */
+  lastAnswerAt: number;
   post(payload: string, timeoutMs: number): Promise<{ status: number; body: Buffer }>;
 }
 
@@ -153,7 +162,7 @@ interface Upstream {
  * as a state override) several times per sponsorship, and fetch's request setup and web streams cost the
  * service several times more CPU than a plain http request on a keep-alive socket.
  */
-function createPoster(url: string): Upstream["post"] {
+function createPoster(url: string, lastAnswerAt: () => number, hardMs: () => number): Upstream["post"] {
   // Parsed once: given a URL object, http.request converts it to options on every call.
   const target = httpOptions(url);
   const send = target?.protocol === "https:" ? httpsRequest : httpRequest;
@@ -168,8 +177,22 @@ function createPoster(url: string): Upstream["post"] {
         agent,
         headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), accept: "application/json" },
       });
-      // The whole exchange (connect, send, receive) within timeoutMs.
-      const timer = setTimeout(() => req.destroy(new UpstreamError("timeout", `no answer within ${timeoutMs} ms`)), timeoutMs);
+      // Timed out when the upstream has been silent (no answer to anyone) for timeoutMs since this attempt
+      // began, or when the attempt has lasted hardMs (a busy upstream is waited for that long at most).
+      const started = performance.now();
+      const limit = Math.max(hardMs(), timeoutMs);
+      let timer: NodeJS.Timeout;
+      const check = (): void => {
+        const now = performance.now();
+        const silentFor = now - Math.max(started, lastAnswerAt());
+        if (silentFor >= timeoutMs || now - started >= limit) {
+          req.destroy(new UpstreamError("timeout", `no answer within ${Math.round(now - started)} ms`));
+          return;
+        }
+        timer = setTimeout(check, Math.min(timeoutMs - silentFor, limit - (now - started)));
+        timer.unref();
+      };
+      timer = setTimeout(check, timeoutMs);
       timer.unref();
       const fail = (error: unknown): void => {
         clearTimeout(timer);
@@ -203,7 +226,11 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   const logger = options.logger?.child({ component: "chain-rpc", network });
   const observer = options.observer;
   const labels = upstreamLabels(list);
-  const upstreams: Upstream[] = list.map((url, i) => ({ url, label: labels[i]!, up: true, post: createPoster(url) }));
+  const upstreams: Upstream[] = list.map((url, i) => {
+    const u: Upstream = { url, label: labels[i]!, up: true, lastAnswerAt: 0, post: undefined as unknown as Upstream["post"] };
+    u.post = createPoster(url, () => u.lastAnswerAt, () => SLOW_ANSWER_MS);
+    return u;
+  });
   for (const u of upstreams) observer?.upstreamState(u.label, true);
   let nextId = 1;
 
@@ -237,6 +264,7 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
     let answer: { status: number; body: Buffer };
     try {
       answer = await u.post(JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }), attemptMs);
+      u.lastAnswerAt = performance.now();
     } catch (error) {
       const failure = classify(error);
       observer?.attempt(u.label, method, failure.cause, seconds());
@@ -296,6 +324,11 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   }
   let closed = false;
 
+  /** A broken connection while the upstream answered something within the last timeoutMs. */
+  function isGlitch(u: Upstream, error: UpstreamError): boolean {
+    return error.cause === "connection" && performance.now() - u.lastAnswerAt < timeoutMs;
+  }
+
   function unavailable(last: UpstreamError | undefined): RpcError {
     const causes = [...new Set(upstreams.map((u) => u.cause).filter((c) => c !== undefined))];
     const cause = last?.cause ?? causes[0] ?? "unavailable";
@@ -316,6 +349,21 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
         if (tried++ > 0) observer?.failover();
         try {
           return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining));
+        } catch (error) {
+          if (!(error instanceof UpstreamError)) throw error;
+          last = error;
+          if (!isGlitch(u, error)) {
+            markDown(u, error);
+            continue;
+          }
+        }
+        // A broken connection to an upstream that is answering other calls is a glitch of that one connection
+        // (a kept-alive socket the node closed as it was reused, a reset under load): one more try, on a fresh
+        // connection, before anything is marked down.
+        const left = Math.floor(deadline - performance.now());
+        if (left <= 0) break;
+        try {
+          return await exchange<T>(u, method, params, Math.min(attemptLimit, left));
         } catch (error) {
           if (!(error instanceof UpstreamError)) throw error;
           last = error;

@@ -351,8 +351,11 @@ export const serviceConfigSchema = z
       leaderRetryMs: integer("milliseconds", LEADER_RETRY_MS_RANGE.min, LEADER_RETRY_MS_RANGE.max).optional(),
       alerts: z
         .strictObject(
-          { capWarnPercent: integer("a percentage", CAP_WARN_PERCENT_RANGE.min, CAP_WARN_PERCENT_RANGE.max).optional() },
-          { error: "must be {capWarnPercent}" },
+          {
+            capWarnPercent: integer("a percentage", CAP_WARN_PERCENT_RANGE.min, CAP_WARN_PERCENT_RANGE.max).optional(),
+            watcherLagBlocks: integer("a number of blocks", 1, 1_000_000).optional(),
+          },
+          { error: "must be {capWarnPercent?, watcherLagBlocks?}" },
         )
         .optional(),
       signatureTtlSeconds: integer("a number of seconds", SIGNATURE_TTL_RANGE.min, SIGNATURE_TTL_RANGE.max).default(

@@ -94,7 +94,8 @@ export interface ServiceConfig {
   watch?: boolean;
   /** How often a replica that is not the leader tries to become it (ms, default 2000). */
   leaderRetryMs?: number;
-  alerts?: { capWarnPercent?: number };
+  /** Alert levels: a cap is "nearly reached" at capWarnPercent (default 80); the watcher "lags" beyond watcherLagBlocks (default 100). */
+  alerts?: { capWarnPercent?: number; watcherLagBlocks?: number };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";

@@ -98,12 +98,15 @@ export function startAlertMonitor(args: {
     }
   }
 
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    void check().finally(() => (running = false));
-  }, args.intervalMs ?? ALERT_INTERVAL_MS);
+  // One round at a time: a round that overlaps the one in progress waits for it instead.
+  let round: Promise<void> | undefined;
+  const once = (): Promise<void> => {
+    round ??= check().finally(() => (round = undefined));
+    return round;
+  };
+  const timer = setInterval(() => void once(), args.intervalMs ?? ALERT_INTERVAL_MS);
   timer.unref();
-  return { check, stop: () => clearInterval(timer) };
+  // A first round as soon as every network is up, so the deposit and signer gauges do not wait an interval.
+  void Promise.all(networks.map((n) => n.initialised)).then(() => once());
+  return { check: once, stop: () => clearInterval(timer) };
 }

@@ -12,6 +12,11 @@
  * slot that the next append overwrites, and the rescan credits idempotently and journals again. The same
  * deposit may be journaled twice (a range rescanned after a restart or a reorg): harmless, since reverting
  * a credit twice reverts it once.
+ *
+ * One writer per network: `append` reads the count and writes slot n without a lock, so two watchers of one
+ * network appending at once could both take slot n and lose an entry. Leader election (leader.ts) runs one
+ * watcher per network across replicas; the one window left is a leader that lost its database session
+ * finishing its current pass while the next leader starts.
  */
 import type { Hex } from "@paymaster/shared";
 import type { Store } from "../store/types.ts";

@@ -13,6 +13,8 @@ import type { Leadership, Store } from "../store/types.ts";
 import { startWatcher, type Watcher, type WatcherOptions } from "./watcher.ts";
 
 export const DEFAULT_LEADER_RETRY_MS = 2_000;
+/** Beyond this many blocks behind the head the watcher is "lagging" (one log line when it starts, one when it ends). */
+export const DEFAULT_WATCHER_LAG_BLOCKS = 100;
 
 export interface SettlementSupervisor {
   /** The running watcher while this process leads, else undefined. */
@@ -30,12 +32,24 @@ export function superviseSettlement(args: {
   logger: Logger;
   metrics?: ServiceMetrics;
   retryMs?: number;
+  /** Log when the watcher falls further behind the head than this (default DEFAULT_WATCHER_LAG_BLOCKS). */
+  lagBlocks?: number;
   watcherOptions?: Partial<WatcherOptions>;
 }): SettlementSupervisor {
   const { network, store, metrics } = args;
   const name = network.runtime.config.name;
   const logger = args.logger.child({ component: "settlement", network: name });
   const retryMs = args.retryMs ?? DEFAULT_LEADER_RETRY_MS;
+  const lagBlocks = BigInt(args.lagBlocks ?? DEFAULT_WATCHER_LAG_BLOCKS);
+  let lagging = false;
+  const noteLag = (head: bigint, cursor: bigint) => {
+    const now = head - cursor > lagBlocks;
+    if (now === lagging) return;
+    lagging = now;
+    const fields = { head: head.toString(), cursor: cursor.toString(), lagBlocks: (head - cursor).toString(), threshold: lagBlocks.toString() };
+    if (now) logger.warn(fields, "settlement watcher lagging behind the chain head");
+    else logger.info(fields, "settlement watcher caught up");
+  };
   let stopped = false;
   let current: Watcher | undefined;
   let leadership: Leadership | undefined;
@@ -72,21 +86,19 @@ export function superviseSettlement(args: {
         store,
         logger: args.logger,
         options: args.watcherOptions ?? {},
-        ...(metrics
-          ? {
-              observer: {
-                passed: (r) => {
-                  metrics.watcherHead.set({ network: name }, Number(r.head));
-                  metrics.watcherCursor.set({ network: name }, Number(r.cursor));
-                  metrics.watcherLag.set({ network: name }, Number(r.head - r.cursor));
-                  metrics.watcherLastTick.set({ network: name }, Date.now() / 1000);
-                  if (r.settled > 0) metrics.sponsorshipsSettled.inc({ network: name }, r.settled);
-                  if (r.released > 0) metrics.sponsorshipsReleased.inc({ network: name }, r.released);
-                },
-                failed: () => metrics.watcherErrors.inc({ network: name }),
-              },
-            }
-          : {}),
+        observer: {
+          passed: (r) => {
+            noteLag(r.head, r.cursor);
+            if (!metrics) return;
+            metrics.watcherHead.set({ network: name }, Number(r.head));
+            metrics.watcherCursor.set({ network: name }, Number(r.cursor));
+            metrics.watcherLag.set({ network: name }, Number(r.head - r.cursor));
+            metrics.watcherLastTick.set({ network: name }, Date.now() / 1000);
+            if (r.settled > 0) metrics.sponsorshipsSettled.inc({ network: name }, r.settled);
+            if (r.released > 0) metrics.sponsorshipsReleased.inc({ network: name }, r.released);
+          },
+          failed: () => metrics?.watcherErrors.inc({ network: name }),
+        },
       });
       const lost = await Promise.race([leadership.lost.then(() => true), stopSignal.then(() => false)]);
       await current.stop();

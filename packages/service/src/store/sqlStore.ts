@@ -102,7 +102,7 @@ function queries(d: Dialect) {
         created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     selectStrategyByCode: `SELECT ${strategyColumns} FROM strategies WHERE code = ?`,
-    selectStrategies: `SELECT ${strategyColumns} FROM strategies ORDER BY created_at, id`,
+    selectStrategies: `SELECT ${strategyColumns} FROM strategies ORDER BY code`,
     // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): these read the rows.
     countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
     selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",

@@ -242,7 +242,7 @@ export interface Store {
   getSponsorship(id: string): Promise<SponsorshipRecord | undefined>;
 
   // ---- operations (metrics, deposit check, leader election)
-  /** Every strategy, in creation order. */
+  /** Every strategy, by code. */
   listStrategies(): Promise<Strategy[]>;
   /** Sponsorship records counted by network, mode, version and status. */
   sponsorshipCounts(): Promise<SponsorshipCount[]>;

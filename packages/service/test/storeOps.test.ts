@@ -1,0 +1,148 @@
+// The store methods operations use, on SQLite and on PostgreSQL: strategies listed, sponsorships counted by
+// status, gas tanks added up, outstanding maximum costs per EntryPoint and mode, and leadership (a PostgreSQL
+// advisory lock on a connection of its own: one holder at a time, freed by release or by the connection dying).
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import pg from "pg";
+import type { Address } from "@paymaster/shared";
+import { openPostgresStore } from "../src/store/postgres.ts";
+import { openSqliteStore } from "../src/store/sqlite.ts";
+import type { NewSponsorship, Store } from "../src/store/types.ts";
+import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
+
+const EP = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
+const OTHER_EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as Address;
+const SENDER = "0x1111111111111111111111111111111111111111" as Address;
+
+const backends: { name: string; open(): Promise<{ store: Store; url?: string; close(): Promise<void> }> }[] = [
+  {
+    name: "SQLite",
+    async open() {
+      const store = await openSqliteStore(path.join(mkdtempSync(path.join(tmpdir(), "paymaster-storeops-")), "db.sqlite"));
+      return { store, close: () => store.close() };
+    },
+  },
+  {
+    name: "PostgreSQL",
+    async open() {
+      const database: TestDatabase = await createTestDatabase("paymaster_storeops");
+      const store = await openPostgresStore(database.url);
+      return {
+        store,
+        url: database.url,
+        async close() {
+          await store.close();
+          await database.drop();
+        },
+      };
+    },
+  },
+];
+
+for (const backend of backends) {
+  describe(`store operations methods (${backend.name})`, () => {
+    let store: Store;
+    let url: string | undefined;
+    let close: () => Promise<void>;
+    let ids: { projectId: string; apiKeyId: string };
+
+    beforeEach(async () => {
+      ({ store, url, close } = await backend.open());
+      const project = await store.createProject("ops");
+      const { apiKey } = await store.createApiKey(project.id);
+      ids = { projectId: project.id, apiKeyId: apiKey.id };
+    });
+    afterEach(async () => {
+      await close();
+    });
+
+    const op = (over: Partial<NewSponsorship>): NewSponsorship => ({
+      network: "local",
+      entryPoint: EP,
+      version: "v0.7",
+      sender: SENDER,
+      nonce: 0n,
+      mode: "sponsor",
+      projectId: ids.projectId,
+      apiKeyId: ids.apiKeyId,
+      strategyId: null,
+      token: null,
+      exchangeRate: null,
+      maxTokenCost: null,
+      maxCostWei: 100n,
+      maxCostUsdMicros: 0n,
+      validUntil: 2_000_000_000,
+      validAfter: 1_700_000_000,
+      ...over,
+    });
+
+    it("lists strategies, counts sponsorships by status, adds up gas tanks and outstanding maximum costs", async () => {
+      await store.createStrategy({ projectId: ids.projectId, code: "A", name: "a" });
+      await store.createStrategy({ projectId: ids.projectId, code: "B", name: "b", rules: { caps: { daily: { maxOps: 3 } } } });
+      expect((await store.listStrategies()).map((s) => s.code)).to.deep.equal(["A", "B"]);
+
+      const big = 10n ** 30n; // beyond 64 bits: summed exactly
+      await store.creditGasTank("local", SENDER, big, "r1");
+      await store.creditGasTank("local", "0x2222222222222222222222222222222222222222", 5n, "r2");
+      const signed = await store.reserveSponsorship(op({ nonce: 1n, maxCostWei: big }));
+      const reserved = await store.reserveSponsorship(op({ nonce: 2n, maxCostWei: 7n }));
+      await store.reserveSponsorship(op({ nonce: 3n, mode: "erc20", maxCostWei: 1000n }));
+      await store.reserveSponsorship(op({ nonce: 4n, entryPoint: OTHER_EP, version: "v0.6", maxCostWei: 1000n }));
+      const user = await store.reserveSponsorship(op({ nonce: 5n, mode: "user", maxCostWei: 11n }));
+      const released = await store.reserveSponsorship(op({ nonce: 6n, maxCostWei: 5000n }));
+      if (!signed.ok || !reserved.ok || !user.ok || !released.ok) throw new Error("reservation refused");
+      await store.markSigned(signed.record.id, { userOpHash: `0x${"ab".repeat(32)}`, paymasterAndData: "0x1234" });
+      await store.releaseSponsorship(released.record.id);
+
+      expect(await store.outstandingMaxCost("local", EP, ["sponsor", "user"])).to.equal(big + 7n + 11n);
+      expect(await store.outstandingMaxCost("local", EP, ["erc20"])).to.equal(1000n);
+      expect(await store.outstandingMaxCost("other", EP, ["sponsor"])).to.equal(0n);
+
+      const counts = (await store.sponsorshipCounts()).map((c) => `${c.network} ${c.version} ${c.mode} ${c.status} ${c.count}`).sort();
+      expect(counts).to.deep.equal([
+        "local v0.6 sponsor reserved 1",
+        "local v0.7 erc20 reserved 1",
+        "local v0.7 sponsor released 1",
+        "local v0.7 sponsor reserved 1",
+        "local v0.7 sponsor signed 1",
+        "local v0.7 user reserved 1",
+      ]);
+      expect(await store.gasTankTotals()).to.deep.equal([{ network: "local", balanceWei: big + 5n, reservedWei: 11n, tanks: 2 }]);
+    });
+
+    it("leadership: one holder at a time; release frees it", async () => {
+      const first = await store.tryLeadership("settlement:local");
+      expect(first, "the first asker leads").to.not.equal(undefined);
+      if (backend.name === "SQLite") {
+        expect(await store.tryLeadership("settlement:local"), "SQLite: one process, always the leader").to.not.equal(undefined);
+        return;
+      }
+      const other = await openPostgresStore(url!);
+      try {
+        expect(await other.tryLeadership("settlement:local"), "held by the first").to.equal(undefined);
+        const elsewhere = await other.tryLeadership("settlement:base-sepolia");
+        expect(elsewhere, "another name is free").to.not.equal(undefined);
+        await elsewhere!.release();
+        await first!.release();
+        const second = await other.tryLeadership("settlement:local");
+        expect(second, "free after release").to.not.equal(undefined);
+
+        // The holder's connection dies (as with a killed process or a dropped link): the lock goes with it,
+        // and the holder learns it lost.
+        const admin = new pg.Client({ connectionString: url });
+        await admin.connect();
+        await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'paymaster-leader' AND datname = current_database()");
+        await admin.end();
+        const lost = await Promise.race([second!.lost.then(() => "lost"), new Promise((resolve) => setTimeout(() => resolve("still leading"), 5_000))]);
+        expect(lost).to.equal("lost");
+        const third = await store.tryLeadership("settlement:local");
+        expect(third, "another process can lead now").to.not.equal(undefined);
+        await third!.release();
+      } finally {
+        await other.close();
+      }
+    });
+  });
+}
