@@ -3,6 +3,7 @@
  * with none, the embedded default: a local chain in-process, everything deployed, a demo project seeded, and
  * ready-to-run curl lines printed. Stops cleanly on SIGINT/SIGTERM.
  */
+import { adminApiOptionsFromEnv } from "./adminApi/options.ts";
 import { loadConfig, redactConfig } from "./config/load.ts";
 import { startService } from "./server.ts";
 import { approveCallData, demoUserOp, executeCallData, startEmbedded, type Embedded } from "./local/embedded.ts";
@@ -64,8 +65,8 @@ if (config === undefined) {
   console.log(banner(embedded));
   close = embedded.close;
 } else {
-  const running = await startService(config);
-  console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config) }));
+  const running = await startService(config, { admin: adminApiOptionsFromEnv(process.env) });
+  console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config), ...(running.adminUrl ? { adminApi: running.adminUrl } : {}) }));
   close = running.close;
 }
 

@@ -12,9 +12,13 @@ import { createNetworkRuntime } from "./network.ts";
 import { openStore } from "./store/index.ts";
 import { DEFAULT_RATE_LIMIT, createRateLimiter } from "./rpc/rateLimit.ts";
 import { startWatcher, type Watcher } from "./settlement/watcher.ts";
+import { startAdminApi } from "./adminApi/app.ts";
+import type { AdminApiOptions } from "./adminApi/options.ts";
 
 export interface RunningService {
   url: string;
+  /** The admin API's URL, when it runs (its own listener; see adminApi/options.ts). */
+  adminUrl?: string;
   service: ServiceContext;
   /** The settlement watcher of each network with chain access (empty with `watch: false`). */
   watchers: ReadonlyMap<string, Watcher>;
@@ -31,6 +35,8 @@ export interface StartOptions {
    * watchers in one of them only.
    */
   watch?: boolean;
+  /** Serve the admin HTTP API on its own listener (adminApiOptionsFromEnv; off when undefined). */
+  admin?: AdminApiOptions;
 }
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
@@ -59,6 +65,18 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   };
   const server = await listen(createApp(service, METHODS), { host: config.host, port: config.port });
   logger.info({ url: server.url, networks: [...networks.keys()] }, "paymaster service listening");
+  let adminServer: Awaited<ReturnType<typeof startAdminApi>> | undefined;
+  if (options.admin) {
+    try {
+      adminServer = await startAdminApi({ store, networks: [...networks.keys()], logger }, options.admin);
+    } catch (error) {
+      await server.close();
+      for (const runtime of networks.values()) runtime.chain?.market.stop();
+      await store.close();
+      throw error;
+    }
+    logger.info({ url: adminServer.url }, "admin API listening");
+  }
   const watchers = new Map<string, Watcher>();
   if (options.watch !== false) {
     for (const runtime of networks.values()) {
@@ -67,10 +85,12 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   }
   return {
     url: server.url,
+    ...(adminServer ? { adminUrl: adminServer.url } : {}),
     service,
     watchers,
     async close() {
       await server.close();
+      await adminServer?.close();
       for (const watcher of watchers.values()) await watcher.stop();
       for (const runtime of networks.values()) runtime.chain?.market.stop();
       await store.close();
