@@ -168,6 +168,8 @@ function queries(d: Dialect) {
       ORDER BY created_at DESC, ${d.insertionOrder} DESC LIMIT ?`,
 
     selectActiveOp: activeOp,
+    selectActiveSponsorship: `${sponsorship}
+      WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`,
     lockActiveOp: `${activeOp}${d.forUpdate}`,
     releaseActive: `UPDATE sponsorships SET status = 'released', release_reason = ?, updated_at = ?
       WHERE id = ? AND status IN ('reserved', 'signed')`,
@@ -768,6 +770,12 @@ export class SqlStore implements Store {
       f.limit,
     ]);
     return rows.map(common.toSponsorship);
+  }
+
+  async findActiveSponsorship(op: { network: string; entryPoint: Address; sender: Address; nonce: bigint }) {
+    const key: Param[] = [op.network, common.address(op.entryPoint, "entryPoint"), common.address(op.sender, "sender"), common.amount(op.nonce, "nonce")];
+    const row = await this.#db.one<common.SponsorshipRow>(this.#q.selectActiveSponsorship, key);
+    return row && { record: common.toSponsorship(row), links: await this.#links(this.#db, row.id) };
   }
 
   // ---- audit log

@@ -268,6 +268,13 @@ export interface Store {
   getSponsorship(id: string): Promise<SponsorshipRecord | undefined>;
   findSponsorshipByUserOpHash(userOpHash: Hex): Promise<SponsorshipRecord | undefined>;
   listSponsorships(filter: SponsorshipFilter): Promise<SponsorshipRecord[]>;
+  /**
+   * The op's active (reserved or signed) sponsorship and the usage rows it counts in: what a new reservation of
+   * the same op would replace (the dry run counts it as reserveSponsorship does).
+   */
+  findActiveSponsorship(op: { network: string; entryPoint: Address; sender: Address; nonce: bigint }): Promise<
+    { record: SponsorshipRecord; links: { strategyId: string; scope: CapCheck["scope"]; key: string }[] } | undefined
+  >;
 
   // ---- audit log (administration)
   appendAudit(entry: Omit<AuditEntry, "id" | "at">): Promise<AuditEntry>;
