@@ -13,6 +13,20 @@ function curl(endpoint: string, method: string, params?: unknown[]): string {
   return `curl -s -X POST '${endpoint}' -H 'content-type: application/json' -d '${body}'`;
 }
 
+/** A ready viem snippet for the ERC-7677 endpoint (viem's paymaster client speaks the standard dialect). */
+function viemSnippet(erc7677Endpoint: string, strategyCode: string): string[] {
+  return [
+    'import { http } from "viem";',
+    'import { createBundlerClient, createPaymasterClient } from "viem/account-abstraction";',
+    `const paymaster = createPaymasterClient({ transport: http("${erc7677Endpoint}") });`,
+    "const bundlerClient = createBundlerClient({",
+    "  account, client, transport: http(BUNDLER_URL),",
+    `  paymaster, paymasterContext: { strategy_code: "${strategyCode}" },`,
+    "});",
+    "await bundlerClient.sendUserOperation({ calls: [{ to, value: 0n }] });",
+  ];
+}
+
 function banner(embedded: Embedded): string {
   const { stack, endpoint, strategyCode, demoAccounts, manifestPath } = embedded;
   const [v06, v07] = demoAccounts;
@@ -24,7 +38,8 @@ function banner(embedded: Embedded): string {
     "Paymaster service (embedded local stack)",
     "",
     `  Chain RPC        ${stack.chain.url}  (chain id ${stack.chain.chainId})`,
-    `  Endpoint         ${endpoint}`,
+    `  Endpoint         ${endpoint}  (the spec's v1 dialect)`,
+    `  ERC-7677         ${embedded.erc7677Endpoint}  (standard JSON-RPC 2.0: viem, permissionless, wallets)`,
     `  Demo API key     ${embedded.apiKey}`,
     `  Strategy code    ${strategyCode}`,
     `  Tokens           ${stack.manifest.tokens.map((t) => `${t.symbol} (${t.decimals} decimals, ${t.address})`).join(", ")}`,
@@ -48,6 +63,9 @@ function banner(embedded: Embedded): string {
     curl(endpoint, "pm_estimateUserOperationGas", [demoUserOp(v06!, noop), { strategy_code: strategyCode }]),
     curl(endpoint, "pm_getPaymasterStubData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
     curl(endpoint, "pm_getPaymasterData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
+    "",
+    "# ERC-7677 from viem (pm_getPaymasterStubData / pm_getPaymasterData on the endpoint above):",
+    ...viemSnippet(embedded.erc7677Endpoint, strategyCode).map((line) => `#   ${line}`),
     "",
     "Ctrl-C stops everything.",
   ];
