@@ -3,6 +3,7 @@
  * with none, the embedded default: a local chain in-process, everything deployed, a demo project seeded, and
  * ready-to-run curl lines printed. Stops cleanly on SIGINT/SIGTERM.
  */
+import { adminApiOptionsFromEnv } from "./adminApi/options.ts";
 import { ConfigError, loadConfig, redactConfig } from "./config/load.ts";
 import { scrubText } from "./log.ts";
 import { startService } from "./server.ts";
@@ -11,6 +12,20 @@ import { approveCallData, demoUserOp, executeCallData, startEmbedded, type Embed
 function curl(endpoint: string, method: string, params?: unknown[]): string {
   const body = JSON.stringify({ id: 1, jsonrpc: "2.0", method, ...(params ? { params } : {}) });
   return `curl -s -X POST '${endpoint}' -H 'content-type: application/json' -d '${body}'`;
+}
+
+/** A ready viem snippet for the ERC-7677 endpoint (viem's paymaster client speaks the standard dialect). */
+function viemSnippet(erc7677Endpoint: string, strategyCode: string): string[] {
+  return [
+    'import { http } from "viem";',
+    'import { createBundlerClient, createPaymasterClient } from "viem/account-abstraction";',
+    `const paymaster = createPaymasterClient({ transport: http("${erc7677Endpoint}") });`,
+    "const bundlerClient = createBundlerClient({",
+    "  account, client, transport: http(BUNDLER_URL),",
+    `  paymaster, paymasterContext: { strategy_code: "${strategyCode}" },`,
+    "});",
+    "await bundlerClient.sendUserOperation({ calls: [{ to, value: 0n }] });",
+  ];
 }
 
 function banner(embedded: Embedded): string {
@@ -24,7 +39,8 @@ function banner(embedded: Embedded): string {
     "Paymaster service (embedded local stack)",
     "",
     `  Chain RPC        ${stack.chain.url}  (chain id ${stack.chain.chainId})`,
-    `  Endpoint         ${endpoint}`,
+    `  Endpoint         ${endpoint}  (the spec's v1 dialect)`,
+    `  ERC-7677         ${embedded.erc7677Endpoint}  (standard JSON-RPC 2.0: viem, permissionless, wallets)`,
     `  Metrics          ${embedded.running.metricsUrl ? `${embedded.running.metricsUrl}/metrics  (also /health, /ready)` : "off"}`,
     `  Demo API key     ${embedded.apiKey}`,
     `  Strategy code    ${strategyCode}`,
@@ -49,6 +65,9 @@ function banner(embedded: Embedded): string {
     curl(endpoint, "pm_estimateUserOperationGas", [demoUserOp(v06!, noop), { strategy_code: strategyCode }]),
     curl(endpoint, "pm_getPaymasterStubData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
     curl(endpoint, "pm_getPaymasterData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
+    "",
+    "# ERC-7677 from viem (pm_getPaymasterStubData / pm_getPaymasterData on the endpoint above):",
+    ...viemSnippet(embedded.erc7677Endpoint, strategyCode).map((line) => `#   ${line}`),
     "",
     "Ctrl-C stops everything.",
   ];
@@ -79,8 +98,8 @@ try {
     console.log(banner(embedded));
     close = embedded.close;
   } else {
-    console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config) }));
-    const running = await startService(config, noWatch ? { watch: false } : {});
+    const running = await startService(config, { ...(noWatch ? { watch: false } : {}), admin: adminApiOptionsFromEnv(process.env) });
+    console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config), ...(running.adminUrl ? { adminApi: running.adminUrl } : {}) }));
     close = running.close;
   }
 } catch (error) {

@@ -20,11 +20,15 @@ import { openStore } from "./store/index.ts";
 import { createRateLimiter, memoryBuckets, redisBuckets, type RateLimiter } from "./rpc/rateLimit.ts";
 import { superviseSettlement, type SettlementSupervisor } from "./settlement/leader.ts";
 import type { Watcher } from "./settlement/watcher.ts";
+import { startAdminApi } from "./adminApi/app.ts";
+import type { AdminApiOptions } from "./adminApi/options.ts";
 
 export interface RunningService {
   url: string;
   /** The metrics listener's URL (`metrics` configured), else undefined. */
   metricsUrl?: string;
+  /** The admin API's URL, when it runs (its own listener; see adminApi/options.ts). */
+  adminUrl?: string;
   service: ServiceContext;
   /** The settlement watcher of `network` while this process leads it (never with `watch: false`). */
   watcher(network: string): Watcher | undefined;
@@ -47,6 +51,8 @@ export interface StartOptions {
   watch?: boolean;
   /** Shared rate-limit buckets (default: Redis at REDIS_URL when set, else this process's memory). */
   redisUrl?: string;
+  /** Serve the admin HTTP API on its own listener (adminApiOptionsFromEnv; off when undefined). */
+  admin?: AdminApiOptions;
 }
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
@@ -111,6 +117,20 @@ export async function startService(config: ServiceConfig, options: StartOptions 
       throw error;
     }
   }
+  let adminServer: Awaited<ReturnType<typeof startAdminApi>> | undefined;
+  if (options.admin) {
+    try {
+      adminServer = await startAdminApi({ store, networks: [...networks.keys()], logger }, options.admin);
+    } catch (error) {
+      await server.close();
+      await metricsListener?.close();
+      for (const s of started) s.stop();
+      await rateLimiter.close();
+      await store.close();
+      throw error;
+    }
+    logger.info({ url: adminServer.url }, "admin API listening");
+  }
   const watch = options.watch ?? config.watch ?? true;
   logger.info(
     {
@@ -152,6 +172,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   return {
     url: server.url,
     ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
+    ...(adminServer ? { adminUrl: adminServer.url } : {}),
     service,
     watcher: (network) => supervisors.get(network)?.watcher(),
     alerts: monitor,
@@ -160,6 +181,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
       closing ??= (async () => {
         shuttingDown = true;
         await server.close(); // stops accepting; in-flight requests finish (at most SHUTDOWN_GRACE_MS)
+        await adminServer?.close();
         monitor.stop();
         for (const supervisor of supervisors.values()) await supervisor.stop();
         await metricsListener?.close();

@@ -154,6 +154,37 @@ describe("strategy policies and budgets", function () {
       expect(ok.body.data.wouldSponsor).to.equal(true);
       expect(ok.body.data.rejectedBy).to.equal(null);
     });
+
+    it("counts the reservation the op would replace, as the real request does", async () => {
+      const code = await strategy({ caps: { global: { maxOps: 1 } } });
+      const wallet = await newWallet(embedded, "v0.7");
+      const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+      const extra = { strategy_code: code, version: "v0.7" };
+      expect((await call(apiKeyEndpoint, "pm_sponsorUserOperation", [wire, extra])).status).to.equal(200);
+      const dry = await call(apiKeyEndpoint, "pm_checkPolicy", [wire, extra]);
+      expect(dry.body.data.wouldSponsor, JSON.stringify(dry.body)).to.equal(true);
+      expect(dry.body.data.verdicts.find((v: { rule: string }) => v.rule === "caps.global.maxOps")).to.include({ pass: true, limit: "1", value: "1" });
+      expect((await call(apiKeyEndpoint, "pm_sponsorUserOperation", [wire, extra])).status, "the real request agrees").to.equal(200);
+      // Another op (another nonce) replaces nothing: both refuse it.
+      const other = wireOp(wallet, executeCallData(wallet.owner.address), { nonce: 1n << 64n });
+      const refusedDry = await call(apiKeyEndpoint, "pm_checkPolicy", [other, extra]);
+      expect(refusedDry.body.data.rejectedBy).to.include({ rule: "caps.global.maxOps", limit: "1", value: "2" });
+      expect((await call(apiKeyEndpoint, "pm_sponsorUserOperation", [other, extra])).status).to.equal(403);
+    });
+
+    it("USD caps are reported in dollars, by the refusal and by the dry run", async () => {
+      const code = await strategy({ caps: { global: { maxUsd: "0.000001" } } });
+      const wallet = await newWallet(embedded, "v0.7");
+      const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+      const extra = { strategy_code: code, version: "v0.7" };
+      const refused = await call(apiKeyEndpoint, "pm_sponsorUserOperation", [wire, extra]);
+      expect(refused.status).to.equal(403);
+      expect(refused.body.data).to.include({ rule: "caps.global.maxUsd", limit: "0.000001" });
+      expect(refused.body.data.value).to.match(/^\d+\.\d{2,6}$/);
+      expect(refused.body.message).to.match(/\$\d+\.\d+ against a limit of \$0\.000001/);
+      const dry = await call(apiKeyEndpoint, "pm_checkPolicy", [wire, extra]);
+      expect(dry.body.data.rejectedBy).to.include({ rule: "caps.global.maxUsd", limit: "0.000001", value: refused.body.data.value });
+    });
   });
 
   describe("caps under concurrency: 100 requests against a cap of k ops -> exactly k signatures", () => {

@@ -22,7 +22,9 @@ describe("ERC-7677 (viem paymaster client, standard dialect, real chain)", funct
   let url: string;
   before(async () => {
     embedded = await startTestStack();
-    url = embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/");
+    // What `pnpm start` prints as the ERC-7677 endpoint is what viem's paymaster client uses here.
+    url = embedded.erc7677Endpoint;
+    expect(url).to.equal(embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/"));
   });
   after(async () => {
     await embedded?.close();

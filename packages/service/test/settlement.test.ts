@@ -8,7 +8,6 @@ import path from "node:path";
 import { decodeEventLog, parseEther, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact } from "@paymaster/contracts/artifacts";
 import { getUserOpHash, type EntryPointVersion, type Hex } from "@paymaster/shared";
-import { runAdmin, UsageError } from "../src/cli/admin.ts";
 import { parseNetworkConfig } from "../src/config/schema.ts";
 import type { NetworkRuntime } from "../src/context.ts";
 import { approveCallData, executeCallData, startEmbedded, EMBEDDED_CONFIRMATIONS } from "../src/local/embedded.ts";
@@ -480,67 +479,5 @@ describe("settlement configuration", () => {
     if (bad.ok) return;
     const fields = bad.issues.map((issue) => issue.path.join("."));
     expect(fields).to.include.members(["confirmations", "reorgDepth", "expiryGraceSeconds", "depositAddress", "pollMs", "logBlockRange"]);
-  });
-});
-
-describe("admin CLI", () => {
-  const sender = "0x9406Cc6185a346906296840746125a0E44976454";
-  const env = { PAYMASTER_NETWORK_LOCAL_SIGNER_KEYS: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d" };
-  let configFile: string;
-
-  before(() => {
-    const dir = tempDir("paymaster-admin-");
-    configFile = path.join(dir, "paymaster.json");
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        databasePath: path.join(dir, "store.sqlite"),
-        networks: [
-          {
-            name: "local",
-            rpcUrl: "http://127.0.0.1:1",
-            entryPoints: { "v0.7": { verifyingPaymaster: "0x1111111111111111111111111111111111111111", erc20Paymaster: "0x2222222222222222222222222222222222222222" } },
-            nativeUsdPrice: { type: "fixed", usd: "3000" },
-          },
-        ],
-      }),
-    );
-  });
-
-  it("credits a tank by hand (idempotent with --reference) and shows it", async () => {
-    const credit = (args: string[]) => runAdmin(["--", "credit", "--network", "local", "--sender", sender.toLowerCase(), "--config", configFile, ...args], env);
-    const first = await credit(["--wei", "1000", "--reference", "invoice-1"]);
-    expect(first).to.deep.include({ credited: "1000", reference: "invoice-1", sender, balanceWei: "1000", reservedWei: "0" });
-    await credit(["--wei", "1000", "--reference", "invoice-1"]);
-    const second = await credit(["--wei=500"]);
-    expect(String(second.reference)).to.match(/^admin:/);
-    expect(await runAdmin(["tank", "--network", "local", "--sender", sender, "--config", configFile], env)).to.deep.equal({
-      network: "local",
-      sender,
-      balanceWei: "1500",
-      reservedWei: "0",
-      availableWei: "1500",
-    });
-  });
-
-  it("refuses bad input", async () => {
-    const cases: string[][] = [
-      [],
-      ["debit", "--network", "local"],
-      ["credit", "--network", "local", "--sender", sender, "--config", configFile],
-      ["credit", "--network", "local", "--sender", sender, "--wei", "-5", "--config", configFile],
-      ["credit", "--network", "local", "--sender", "0x1234", "--wei", "5", "--config", configFile],
-      ["credit", "--network", "base-sepolia", "--sender", sender, "--wei", "5", "--config", configFile],
-      ["tank", "--network", "local", "--sender", sender, "--wei", "5", "--config", configFile],
-    ];
-    for (const argv of cases) {
-      let error: unknown;
-      try {
-        await runAdmin(argv, env);
-      } catch (caught) {
-        error = caught;
-      }
-      expect(error, argv.join(" ")).to.be.instanceOf(UsageError);
-    }
   });
 });

@@ -15,14 +15,12 @@ import { ConfigError } from "../src/config/errors.ts";
 import { buildConfig, redactConfig } from "../src/config/load.ts";
 import { openStore } from "../src/store/index.ts";
 import { isStoreError, StoreError } from "../src/store/errors.ts";
-import { migrationsFor, type Migration } from "../src/store/migrations.ts";
-import { openPostgresStore } from "../src/store/postgres.ts";
 import { POSTGRES_DIALECT } from "../src/store/db/postgres.ts";
 import { SQLITE_DIALECT } from "../src/store/db/sqlite.ts";
-
-/** Every migration each database applies: its own frozen first ones, then the shared ones. */
-const SQLITE_MIGRATIONS = migrationsFor(SQLITE_DIALECT);
-const POSTGRES_MIGRATIONS = migrationsFor(POSTGRES_DIALECT);
+import { migrationsFor, POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, type Migration } from "../src/store/migrations.ts";
+import { openPostgresDb } from "../src/store/db/postgres.ts";
+import { openSqliteDb } from "../src/store/db/sqlite.ts";
+import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { CapCheck } from "../src/policy/types.ts";
 import type { NewSponsorship, ReserveResult, Settlement, SponsorshipRecord, Store } from "../src/store/types.ts";
@@ -101,7 +99,7 @@ function sqliteBackend(): Backend {
   };
   return {
     name: "SQLite",
-    migrations: SQLITE_MIGRATIONS,
+    migrations: migrationsFor(SQLITE_DIALECT),
     module: new URL("../src/store/sqlite.ts", import.meta.url).href,
     opener: "openSqliteStore",
     async setup() {},
@@ -139,7 +137,7 @@ function postgresBackend(): Backend {
   };
   return {
     name: "PostgreSQL",
-    migrations: POSTGRES_MIGRATIONS,
+    migrations: migrationsFor(POSTGRES_DIALECT),
     module: new URL("../src/store/postgres.ts", import.meta.url).href,
     opener: "openPostgresStore",
     async setup() {
@@ -337,7 +335,7 @@ for (const backend of BACKENDS) {
           try {
             expect(raw.prepare("PRAGMA journal_mode").get()).to.deep.equal({ journal_mode: "wal" });
             const versions = raw.prepare("SELECT version FROM schema_migrations ORDER BY version").all();
-            expect(versions.map((r) => r.version)).to.deep.equal(SQLITE_MIGRATIONS.map((m) => m.version));
+            expect(versions.map((r) => r.version)).to.deep.equal(migrationsFor(SQLITE_DIALECT).map((m) => m.version));
           } finally {
             raw.close();
           }
@@ -353,21 +351,21 @@ for (const backend of BACKENDS) {
         });
       } else {
         it("creates the tables and records every migration in schema_migrations", async () => {
-          expect(await backend.count("SELECT COUNT(*) AS n FROM schema_migrations")).to.equal(POSTGRES_MIGRATIONS.length);
+          expect(await backend.count("SELECT COUNT(*) AS n FROM schema_migrations")).to.equal(migrationsFor(POSTGRES_DIALECT).length);
           expect(
             await backend.count(
               `SELECT COUNT(*) AS n FROM pg_tables WHERE schemaname = 'public' AND tablename IN
                  ('projects', 'api_keys', 'strategies', 'tokens', 'gas_tanks', 'gas_tank_credits', 'sponsorships',
-                  'strategy_usage', 'sponsorship_usage', 'cursors')`,
+                  'strategy_usage', 'sponsorship_usage', 'cursors', 'gas_tank_debits', 'audit_log')`,
             ),
-          ).to.equal(10);
+          ).to.equal(12);
           // amounts are NUMERIC(78,0): every uint256 fits
           expect(
             await backend.count(
               `SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = 'public'
                  AND data_type = 'numeric' AND numeric_precision = 78 AND numeric_scale = 0`,
             ),
-          ).to.equal(16);
+          ).to.equal(17); // 16 of migrations 1-2, gas_tank_debits.amount_wei of migration 3
         });
 
         it("openStore opens PostgreSQL when databaseUrl is given (databasePath unused)", async () => {
@@ -442,6 +440,23 @@ for (const backend of BACKENDS) {
         expect((err as Error).message).to.match(/999/);
       });
 
+      it("upgrades a database that has only the first two migrations, keeping its rows", async () => {
+        await closeAll();
+        if (backend.name === "SQLite") fs.rmSync(path.dirname(backend.target()), { recursive: true, force: true });
+        await backend.reset(dir);
+        if (backend.name === "SQLite") fs.mkdirSync(path.dirname(backend.target()), { recursive: true });
+        const legacy = backend.name === "SQLite" ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+        const db =
+          backend.name === "SQLite"
+            ? openSqliteDb(backend.target(), legacy, 1_700_000_000)
+            : await openPostgresDb(backend.target(), legacy, 1_700_000_000);
+        await db.run("INSERT INTO projects (id, name, created_at) VALUES ('p-old', 'from the field', 1)");
+        await db.close();
+        const upgraded = await open();
+        expect(await upgraded.getProject("p-old")).to.deep.equal({ id: "p-old", name: "from the field", status: "active", createdAt: 1 });
+        expect(await backend.count("SELECT COUNT(*) AS n FROM schema_migrations")).to.equal(backend.migrations.length);
+      });
+
       it("close is idempotent", async () => {
         await store.close();
         await store.close();
@@ -490,9 +505,11 @@ for (const backend of BACKENDS) {
         const p = await store.createProject("Acme");
         const { apiKey, plaintext } = await store.createApiKey(p.id);
         await store.revokeApiKey(apiKey.id);
-        expect(await store.findApiKey(plaintext)).to.deep.equal({ ...apiKey, status: "revoked" });
+        const revoked = await store.findApiKey(plaintext);
+        expect(revoked).to.deep.equal({ ...apiKey, status: "revoked", revokedAt: revoked?.revokedAt });
+        expect(revoked?.revokedAt).to.be.a("number").and.at.least(apiKey.createdAt);
         await store.revokeApiKey(apiKey.id); // idempotent
-        expect((await store.findApiKey(plaintext))?.status).to.equal("revoked");
+        expect(await store.findApiKey(plaintext)).to.deep.equal(revoked);
         expect(isStoreError(await rejection(store.revokeApiKey("missing")), "NOT_FOUND")).to.equal(true);
       });
     });

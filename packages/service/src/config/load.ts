@@ -69,9 +69,15 @@ export function configFilePath(argv: readonly string[], env: NodeJS.ProcessEnv):
 export async function loadConfig({
   argv,
   env,
+  signerKeys = "required",
 }: {
   argv: string[];
   env: NodeJS.ProcessEnv;
+  /**
+   * "optional" for administration (the operator CLI): it reads the same file and database but never signs, so
+   * it does not need the signer keys in its environment; networks without them get an empty list.
+   */
+  signerKeys?: "required" | "optional";
 }): Promise<ServiceConfig | undefined> {
   const file = configFilePath(argv, env);
   if (file === undefined) return undefined;
@@ -87,7 +93,7 @@ export async function loadConfig({
   } catch (err) {
     throw new ConfigError([`the configuration file is not valid JSON: ${(err as Error).message}`], file);
   }
-  return buildConfig(json, env, file);
+  return buildConfig(json, env, file, { signerKeys });
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -103,7 +109,12 @@ function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
  * Validates a parsed configuration document merged with the environment. Relative paths (databasePath,
  * key files) resolve against the process's working directory. Throws `ConfigError` with every issue.
  */
-export function buildConfig(json: unknown, env: NodeJS.ProcessEnv, source?: string): ServiceConfig {
+export function buildConfig(
+  json: unknown,
+  env: NodeJS.ProcessEnv,
+  source?: string,
+  options: { signerKeys?: "required" | "optional" } = {},
+): ServiceConfig {
   if (!isRecord(json)) throw new ConfigError(["(config): must be a JSON object"], source);
   const issues: ConfigIssue[] = [];
   /** Formatted field path -> where its value came from, for the messages. */
@@ -195,7 +206,7 @@ export function buildConfig(json: unknown, env: NodeJS.ProcessEnv, source?: stri
           });
         }
       }
-      if (signerKeys.length === 0 && !issues.some((x) => formatPath(x.path) === `${where}.signerKeys`)) {
+      if (signerKeys.length === 0 && options.signerKeys !== "optional" && !issues.some((x) => formatPath(x.path) === `${where}.signerKeys`)) {
         issues.push({
           path: ["networks", i, "signerKeys"],
           message: `no signer key: set ${keysVar} (comma-separated 0x keys) or ${fileVar} (one key per line)`,

@@ -49,7 +49,10 @@ export interface Embedded {
   manifestPath: string;
   apiKey: string;
   strategyCode: string;
+  /** The spec dialect (v1 envelope). */
   endpoint: string;
+  /** The standard JSON-RPC 2.0 dialect: what ERC-7677 clients (viem's paymaster client) call. */
+  erc7677Endpoint: string;
   demoAccounts: DemoAccount[];
   close(): Promise<void>;
 }
@@ -137,6 +140,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
     const request: ChainRequest = (method, params) => stack.chain.provider.request({ method, params });
     const { apiKey, demoAccounts } = await seedDemo(running.service.store, request, stack.manifest, stack.owner.address, stack.chain.accounts[3]!.address);
     const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${apiKey}`;
+    const erc7677Endpoint = `${running.url}/rpc/v1/local?apiKey=${apiKey}`;
     const service = running;
     return {
       stack,
@@ -145,6 +149,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       apiKey,
       strategyCode: DEMO_STRATEGY_CODE,
       endpoint,
+      erc7677Endpoint,
       demoAccounts,
       async close() {
         await service.close();

@@ -2,7 +2,9 @@
  * pm_checkPolicy [userOp, extra]: the dry run. Runs the whole policy check of pm_sponsorUserOperation on the
  * op (mode, the strategy's status, window, networks, sender lists, allowed calls, gas and fee ceilings, per-op
  * and running caps; in User Sponsor mode the gas tank) and answers every rule's verdict and the first one that
- * refuses, without simulating the final op, reserving or signing.
+ * refuses, without simulating the final op, reserving or signing. Like the real request, it counts an active
+ * reservation of the same op (network, EntryPoint, sender, nonce) as replaced: in the caps (sponsor/policy.ts
+ * capVerdicts) and, in User Sponsor mode, in the gas tank.
  */
 import { defineMethod } from "../rpc/method.ts";
 import { sponsorParamsSchema } from "../rpc/schemas.ts";
@@ -17,8 +19,17 @@ export const pm_checkPolicy = defineMethod({
     const result = await runSponsorPipeline(request, call, { sign: false, dryRun: true });
     const verdicts: RuleVerdict[] = [...result.verdicts];
     if (result.mode.mode === "user") {
-      const tank = await call.service.store.getGasTank(call.network.config.name, request.userOp.sender);
-      const available = tank.balanceWei - tank.reservedWei;
+      const store = call.service.store;
+      const tank = await store.getGasTank(call.network.config.name, request.userOp.sender);
+      const previous = await store.findActiveSponsorship({
+        network: call.network.config.name,
+        entryPoint: result.entryPoint,
+        sender: request.userOp.sender,
+        nonce: request.userOp.nonce,
+      });
+      const freed = previous?.record.mode === "user" ? previous.record.maxCostWei : 0n;
+      const reserved = tank.reservedWei > freed ? tank.reservedWei - freed : 0n;
+      const available = tank.balanceWei > reserved ? tank.balanceWei - reserved : 0n;
       const pass = available >= result.maxCostWei;
       verdicts.push({
         rule: "gasTank",

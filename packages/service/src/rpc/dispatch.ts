@@ -144,13 +144,18 @@ export async function parseParams<P>(method: MethodDefinition<P>, params: unknow
   throw new RpcError("INVALID_PARAMS", `Invalid params for ${method.name}${summary}`, { issues });
 }
 
-/** The active key behind the apiKey query value, else API_KEY_MISSING / API_KEY_INVALID / API_KEY_REVOKED. */
+/**
+ * The active key behind the apiKey query value, else API_KEY_MISSING / API_KEY_INVALID / API_KEY_REVOKED (a
+ * revoked key, or a key of a disabled project). Read from the store on every request, never cached: a key
+ * revoked by any replica or by the operator's CLI is refused on its next request everywhere.
+ */
 export async function authenticate(store: Store, apiKey: string | readonly string[] | undefined): Promise<ApiKey> {
   if (apiKey === undefined || apiKey === "") throw new RpcError("API_KEY_MISSING");
   if (typeof apiKey !== "string") throw new RpcError("API_KEY_INVALID", "Give the apiKey query parameter once");
   if (apiKey.length > API_KEY_MAX_CHARS) throw new RpcError("API_KEY_INVALID");
-  const key = await store.findApiKey(apiKey);
-  if (key === undefined) throw new RpcError("API_KEY_INVALID");
-  if (key.status !== "active") throw new RpcError("API_KEY_REVOKED");
-  return key;
+  const found = await store.findApiKeyWithProject(apiKey);
+  if (found === undefined) throw new RpcError("API_KEY_INVALID");
+  if (found.apiKey.status !== "active") throw new RpcError("API_KEY_REVOKED");
+  if (found.projectStatus !== "active") throw new RpcError("API_KEY_REVOKED", "This API key's project is disabled");
+  return found.apiKey;
 }

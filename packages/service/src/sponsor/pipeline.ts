@@ -42,7 +42,7 @@ import { l1DataGas, l2GasPrice } from "../chain/l1Fee.ts";
 import { limitsFromSimulation, preVerificationGas } from "./gas.ts";
 import { exchangeRate, type UsdPrice } from "./price.ts";
 import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
-import { capChecks, evaluateRules, weiToUsdMicros } from "../policy/rules.ts";
+import { capChecks, evaluateRules, formatUsdMicros, weiToUsdMicros } from "../policy/rules.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
@@ -383,7 +383,10 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     });
     if (!options.dryRun) refuseOnFirstFailure(mode.strategy, late);
     verdicts.push(...late);
-    if (options.dryRun) verdicts.push(...(await capVerdicts(service.store, mode.strategy, caps, maxCostWei, maxCostUsdMicros)));
+    if (options.dryRun) {
+      const op = { network: network.config.name, entryPoint: entry.entryPoint, sender: u.sender, nonce: u.nonce };
+      verdicts.push(...(await capVerdicts(service.store, mode.strategy, caps, maxCostWei, maxCostUsdMicros, op)));
+    }
   }
   const result: PipelineResult = {
     version: request.version,
@@ -445,10 +448,16 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     validAfter,
   }, caps);
   if (!reservation.ok && reservation.reason === "CAP_EXCEEDED") {
-    throw new RpcError("STRATEGY_NOT_ALLOWED", `Strategy ${mode.mode === "sponsor" ? mode.strategy.code : ""} refuses this request: ${reservation.rule} would be exceeded`, {
+    // The store counts USD in micro-units; clients read dollars ("25.50"), as the per-op USD cap reports them.
+    const usd = reservation.rule.endsWith(".maxUsd");
+    const dollars = (micros: string) => formatUsdMicros(BigInt(micros));
+    const limit = usd ? dollars(reservation.limit) : reservation.limit;
+    const value = usd ? dollars(reservation.value) : reservation.value;
+    const what = usd ? `$${value} against a limit of $${limit}` : `${value} against a limit of ${limit}`;
+    throw new RpcError("STRATEGY_NOT_ALLOWED", `Strategy ${mode.mode === "sponsor" ? mode.strategy.code : ""} refuses this request: ${reservation.rule} would be exceeded (${what})`, {
       rule: reservation.rule,
-      limit: reservation.limit,
-      value: reservation.value,
+      limit,
+      value,
     });
   }
   if (!reservation.ok) {

@@ -6,6 +6,8 @@ import type { CallContext } from "../rpc/method.ts";
 import { RpcError } from "../rpc/errors.ts";
 import type { SponsorMode, Store, Strategy, Token } from "../store/types.ts";
 import type { CapCheck, RuleVerdict, StrategyRules } from "../policy/types.ts";
+import { formatUsdMicros } from "../policy/rules.ts";
+import type { Address } from "@paymaster/shared";
 
 export type ResolvedMode =
   | { mode: "sponsor"; strategy: Strategy }
@@ -64,27 +66,42 @@ export function refuseOnFirstFailure(strategy: Strategy, verdicts: readonly Rule
 }
 
 /**
- * Read-only cap verdicts for the dry run: the strategy's current totals plus this op against each cap. (The
- * real check happens atomically in the store when the op is reserved.)
+ * Read-only cap verdicts for the dry run: the strategy's current totals plus this op against each cap, counted
+ * as reserveSponsorship counts them — an active reservation of the same op (`op`: network, EntryPoint, sender,
+ * nonce) would be replaced, so it leaves the rows it counts in and the op is not counted twice. (The real check
+ * happens atomically in the store when the op is reserved.) USD limits and values are dollars ("25.50").
  */
-export async function capVerdicts(store: Store, strategy: Strategy, checks: readonly CapCheck[], maxCostWei: bigint, maxCostUsdMicros: bigint): Promise<RuleVerdict[]> {
+export async function capVerdicts(
+  store: Store,
+  strategy: Strategy,
+  checks: readonly CapCheck[],
+  maxCostWei: bigint,
+  maxCostUsdMicros: bigint,
+  op: { network: string; entryPoint: Address; sender: Address; nonce: bigint },
+): Promise<RuleVerdict[]> {
   const verdicts: RuleVerdict[] = [];
+  const previous = checks.length === 0 ? undefined : await store.findActiveSponsorship(op);
   for (const check of checks) {
     const usage = await store.getUsage(strategy.id, check.scope, check.key);
+    const replaced = previous?.links.some((l) => l.strategyId === strategy.id && l.scope === check.scope && l.key === check.key);
+    const freedWei = replaced ? previous!.record.maxCostWei : 0n;
+    const freedUsd = replaced ? previous!.record.maxCostUsdMicros : 0n;
+    const floor0 = (v: bigint) => (v < 0n ? 0n : v);
     const limits: [string, bigint | undefined, bigint][] = [
-      ["maxWei", check.maxWei, usage.reservedWei + usage.spentWei + maxCostWei],
-      ["maxUsd", check.maxUsdMicros, usage.reservedUsdMicros + usage.spentUsdMicros + maxCostUsdMicros],
-      ["maxOps", check.maxOps === undefined ? undefined : BigInt(check.maxOps), BigInt(usage.ops + 1)],
+      ["maxWei", check.maxWei, floor0(usage.reservedWei - freedWei) + usage.spentWei + maxCostWei],
+      ["maxUsd", check.maxUsdMicros, floor0(usage.reservedUsdMicros - freedUsd) + usage.spentUsdMicros + maxCostUsdMicros],
+      ["maxOps", check.maxOps === undefined ? undefined : BigInt(check.maxOps), BigInt(Math.max(0, usage.ops - (replaced ? 1 : 0)) + 1)],
     ];
     for (const [name, limit, value] of limits) {
       if (limit === undefined) continue;
       const pass = value <= limit;
+      const usd = name === "maxUsd";
       verdicts.push({
         rule: `${check.rulePrefix}.${name}`,
         pass,
-        limit: limit.toString(),
-        value: value.toString(),
-        message: `${pass ? "within" : "over"} the ${check.scope} cap${check.key ? ` (${check.key})` : ""}${name === "maxUsd" ? " (USD micro-units)" : ""}`,
+        limit: usd ? formatUsdMicros(limit) : limit.toString(),
+        value: usd ? formatUsdMicros(value) : value.toString(),
+        message: `${pass ? "within" : "over"} the ${check.scope} cap${check.key ? ` (${check.key})` : ""}${usd ? " (USD)" : ""}`,
       });
     }
   }

@@ -36,6 +36,9 @@ import { StoreError } from "./errors.ts";
 import type {
   ApiKey,
   ApiKeyStatus,
+  ProjectStatus,
+  SponsorshipFilter,
+  StrategyPatch,
   NewSponsorship,
   NewStrategy,
   PriceSource,
@@ -144,6 +147,7 @@ export function newApiKey(projectId: string, label?: string): { apiKey: ApiKey; 
     label: label ?? null,
     status: "active",
     createdAt: nowSeconds(),
+    revokedAt: null,
   };
   return { apiKey, plaintext, keyHash: sha256Hex(plaintext) };
 }
@@ -219,6 +223,57 @@ export function newStrategy(input: NewStrategy): { strategy: Strategy; networksJ
     createdAt: nowSeconds(),
   };
   return { strategy, networksJson: networks === null ? null : JSON.stringify(strategy.networks), rulesJson };
+}
+
+/** A strategy with `patch` applied, validated as createStrategy validates, and its stored JSON. */
+export function patchedStrategy(current: Strategy, patch: StrategyPatch): { strategy: Strategy; networksJson: string | null; rulesJson: string } {
+  if (typeof patch !== "object" || patch === null) invalid("strategy changes must be an object");
+  const known = new Set(["name", "status", "validFrom", "validUntil", "networks", "rules"]);
+  const unknown = Object.keys(patch).find((k) => !known.has(k));
+  if (unknown !== undefined) invalid(`strategy field "${unknown}" cannot be changed (or does not exist)`);
+  const next = newStrategy({ ...current, ...patch });
+  return { ...next, strategy: { ...next.strategy, id: current.id, createdAt: current.createdAt } };
+}
+
+export function projectStatus(status: unknown): ProjectStatus {
+  if (status !== "active" && status !== "disabled") invalid('project status must be "active" or "disabled"');
+  return status;
+}
+
+/** Most rows a list answers at once. */
+export const LIST_LIMIT_MAX = 1000;
+
+export function listLimit(limit: unknown): number {
+  if (limit === undefined || limit === null) return 100;
+  if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1 || limit > LIST_LIMIT_MAX) {
+    invalid(`limit must be an integer from 1 to ${LIST_LIMIT_MAX}`);
+  }
+  return limit;
+}
+
+/** JSON text of administration data (bigints as decimal strings). */
+export function toJsonText(value: unknown): string {
+  return JSON.stringify(value, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+}
+
+/** A sponsorship filter checked and normalised (checksummed sender, lowercase hash; null = no filter). */
+export function validSponsorshipFilter(filter: SponsorshipFilter) {
+  const f = filter ?? {};
+  const text = (v: unknown, what: string): string | null => (v === undefined || v === null ? null : nonEmpty(v, what));
+  if (f.status !== undefined && !["reserved", "signed", "settled", "released"].includes(f.status)) {
+    invalid("status must be one of reserved, signed, settled, released");
+  }
+  return {
+    projectId: text(f.projectId, "projectId"),
+    strategyId: text(f.strategyId, "strategyId"),
+    network: text(f.network, "network"),
+    sender: f.sender === undefined ? null : address(f.sender, "sender"),
+    status: f.status ?? null,
+    userOpHash: f.userOpHash === undefined ? null : bytes32(f.userOpHash, "userOpHash"),
+    since: f.since === undefined ? 0 : unixSeconds(f.since, "since"),
+    until: f.until === undefined ? Number.MAX_SAFE_INTEGER : unixSeconds(f.until, "until"),
+    limit: listLimit(f.limit),
+  };
 }
 
 // ---- tokens and gas tanks
@@ -347,6 +402,7 @@ type Amount = string | bigint;
 export interface ProjectRow {
   id: string;
   name: string;
+  status: ProjectStatus;
   created_at: number;
 }
 export interface ApiKeyRow {
@@ -356,6 +412,7 @@ export interface ApiKeyRow {
   label: string | null;
   status: ApiKeyStatus;
   created_at: number;
+  revoked_at: number | null;
 }
 export interface StrategyRow {
   id: string;
@@ -433,7 +490,7 @@ const big = (value: Amount): bigint => BigInt(value);
 const optionalBig = (value: Amount | null): bigint | null => (value === null ? null : BigInt(value));
 
 export function toProject(row: ProjectRow): Project {
-  return { id: row.id, name: row.name, createdAt: row.created_at };
+  return { id: row.id, name: row.name, status: row.status, createdAt: row.created_at };
 }
 
 export function toApiKey(row: ApiKeyRow): ApiKey {
@@ -444,6 +501,7 @@ export function toApiKey(row: ApiKeyRow): ApiKey {
     label: row.label,
     status: row.status,
     createdAt: row.created_at,
+    revokedAt: row.revoked_at ?? null,
   };
 }
 

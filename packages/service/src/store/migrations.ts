@@ -360,6 +360,7 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = Object.freeze([
  * BOOLEAN) and `tableSuffix` (SQLite tables are STRICT). Use only SQL both databases accept.
  */
 export function sharedMigrations(d: Dialect): Migration[] {
+  const t = d.types;
   return [
     {
       version: 3,
@@ -372,12 +373,41 @@ export function sharedMigrations(d: Dialect): Migration[] {
           sponsorship_id  TEXT PRIMARY KEY REFERENCES sponsorships(id),
           network         TEXT NOT NULL,
           sender          TEXT NOT NULL,           -- checksummed, as in sponsorships
-          postop_charge   ${d.types.bool} NOT NULL,
-          unpaid          ${d.types.bool} NOT NULL,
-          updated_at      ${d.types.time} NOT NULL
+          postop_charge   ${t.bool} NOT NULL,
+          unpaid          ${t.bool} NOT NULL,
+          updated_at      ${t.time} NOT NULL
         )${d.tableSuffix};
         CREATE INDEX token_charge_flags_sender ON token_charge_flags(network, sender);
       `,
+    },
+    {
+      version: 4,
+      name: "administration: project status, tank debits, audit log",
+      sql: `
+      -- A disabled project's keys are refused (the keys keep their own status, so enabling it again restores them).
+      ALTER TABLE projects ADD COLUMN status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'disabled'));
+
+      -- Debits an operator made by hand (refunds, corrections); the reference makes each one idempotent.
+      CREATE TABLE gas_tank_debits (
+        reference   TEXT PRIMARY KEY,
+        network     TEXT NOT NULL,
+        sender      TEXT NOT NULL,          -- checksummed
+        amount_wei  ${t.amount} NOT NULL,
+        created_at  ${t.time} NOT NULL
+      )${d.tableSuffix};
+
+      -- Every mutating administration call: who, when, what, and the object before and after (JSON, no secrets).
+      CREATE TABLE audit_log (
+        id          TEXT PRIMARY KEY,
+        at          ${t.time} NOT NULL,
+        actor       TEXT NOT NULL,          -- "cli:<os user>" or "api:<token name>"
+        action      TEXT NOT NULL,          -- e.g. "key.revoke"
+        target      TEXT,                   -- the object's id or code
+        before      ${t.json},
+        after       ${t.json}
+      )${d.tableSuffix};
+      CREATE INDEX audit_log_at ON audit_log(at);
+    `,
     },
   ];
 }

@@ -44,8 +44,12 @@ import type {
   SponsorMode,
   SponsorshipCount,
   NewSponsorship,
+  AuditEntry,
   NewStrategy,
   Project,
+  ProjectStatus,
+  SponsorshipFilter,
+  StrategyPatch,
   ReserveResult,
   Settlement,
   SponsorshipRecord,
@@ -84,17 +88,25 @@ class LockOrderRetry extends Error {
 function queries(d: Dialect) {
   const strategyColumns = `id, project_id, code, name, status, valid_from, valid_until, ${d.json("networks")}, ${d.json("rules")}, created_at`;
   const tokenColumns = `network, address, symbol, decimals, ${d.json("price_source")}, markup_bps, enabled`;
+  const apiKeyColumns = "id, project_id, prefix, label, status, created_at, revoked_at";
   const usageColumns = "reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops";
   const activeOp = `SELECT id, mode, max_cost_wei, max_cost_usd_micros FROM sponsorships
     WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`;
   const sponsorship = `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships`;
   return {
-    insertProject: "INSERT INTO projects (id, name, created_at) VALUES (?, ?, ?)",
-    selectProject: "SELECT id, name, created_at FROM projects WHERE id = ?",
+    insertProject: "INSERT INTO projects (id, name, status, created_at) VALUES (?, ?, 'active', ?)",
+    selectProject: "SELECT id, name, status, created_at FROM projects WHERE id = ?",
+    selectProjects: "SELECT id, name, status, created_at FROM projects ORDER BY created_at, id",
+    updateProjectStatus: "UPDATE projects SET status = ? WHERE id = ?",
 
     insertApiKey: `INSERT INTO api_keys (id, project_id, key_hash, prefix, label, status, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    selectApiKeyByHash: "SELECT id, project_id, prefix, label, status, created_at FROM api_keys WHERE key_hash = ?",
+    selectApiKeyByHash: `SELECT k.id, k.project_id, k.prefix, k.label, k.status, k.created_at, k.revoked_at,
+        p.status AS project_status
+      FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = ?`,
+    selectApiKey: `SELECT ${apiKeyColumns} FROM api_keys WHERE id = ?`,
+    // The project filter is bound twice: NULL = every project.
+    selectApiKeys: `SELECT ${apiKeyColumns} FROM api_keys WHERE (CAST(? AS TEXT) IS NULL OR project_id = ?) ORDER BY created_at, id`,
     selectApiKeyExists: "SELECT 1 AS found FROM api_keys WHERE id = ?",
     revokeApiKey: "UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'active'",
 
@@ -102,7 +114,6 @@ function queries(d: Dialect) {
         created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     selectStrategyByCode: `SELECT ${strategyColumns} FROM strategies WHERE code = ?`,
-    selectStrategies: `SELECT ${strategyColumns} FROM strategies ORDER BY code`,
     // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): these read the rows.
     countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
     selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
@@ -118,6 +129,10 @@ function queries(d: Dialect) {
     selectOutstanding: "SELECT mode, max_cost_wei FROM sponsorships WHERE network = ? AND entry_point = ? AND status IN ('reserved', 'signed')",
     updateStrategyStatus: "UPDATE strategies SET status = ? WHERE id = ?",
     updateStrategyRules: "UPDATE strategies SET rules = ? WHERE id = ?",
+    selectStrategy: `SELECT ${strategyColumns} FROM strategies WHERE id = ?`,
+    selectStrategies: `SELECT ${strategyColumns} FROM strategies WHERE (CAST(? AS TEXT) IS NULL OR project_id = ?) ORDER BY code`,
+    updateStrategy: `UPDATE strategies SET name = ?, status = ?, valid_from = ?, valid_until = ?, networks = ?, rules = ?
+      WHERE id = ?`,
 
     selectUsage: `SELECT ${usageColumns} FROM strategy_usage WHERE strategy_id = ? AND scope = ? AND key = ?`,
     lockUsage: `SELECT ${usageColumns} FROM strategy_usage WHERE strategy_id = ? AND scope = ? AND key = ?${d.forUpdate}`,
@@ -153,7 +168,25 @@ function queries(d: Dialect) {
     selectCredit: "SELECT network, sender, amount_wei FROM gas_tank_credits WHERE reference = ?",
     deleteCredit: "DELETE FROM gas_tank_credits WHERE reference = ? RETURNING network, sender, amount_wei",
 
+    insertDebit: `INSERT INTO gas_tank_debits (reference, network, sender, amount_wei, created_at)
+      VALUES (?, ?, ?, ?, ?) ON CONFLICT (reference) DO NOTHING`,
+    selectDebit: "SELECT network, sender, amount_wei FROM gas_tank_debits WHERE reference = ?",
+
+    insertAudit: `INSERT INTO audit_log (id, at, actor, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    selectAudit: `SELECT id, at, actor, action, target, ${d.json("before")}, ${d.json("after")} FROM audit_log
+      WHERE (CAST(? AS TEXT) IS NULL OR action = ?) AND (CAST(? AS TEXT) IS NULL OR target = ?)
+      ORDER BY at DESC, id DESC LIMIT ?`,
+    // Filters bound twice each: NULL = no filter.
+    selectSponsorships: `${sponsorship}
+      WHERE (CAST(? AS TEXT) IS NULL OR project_id = ?) AND (CAST(? AS TEXT) IS NULL OR strategy_id = ?)
+        AND (CAST(? AS TEXT) IS NULL OR network = ?) AND (CAST(? AS TEXT) IS NULL OR sender = ?)
+        AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR user_op_hash = ?)
+        AND created_at >= ? AND created_at < ?
+      ORDER BY created_at DESC, ${d.insertionOrder} DESC LIMIT ?`,
+
     selectActiveOp: activeOp,
+    selectActiveSponsorship: `${sponsorship}
+      WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`,
     lockActiveOp: `${activeOp}${d.forUpdate}`,
     releaseActive: `UPDATE sponsorships SET status = 'released', release_reason = ?, updated_at = ?
       WHERE id = ? AND status IN ('reserved', 'signed')`,
@@ -217,7 +250,7 @@ export class SqlStore implements Store {
   // ---- projects and API keys
 
   async createProject(name: string): Promise<Project> {
-    const project: Project = { id: randomUUID(), name: common.projectName(name), createdAt: common.nowSeconds() };
+    const project: Project = { id: randomUUID(), name: common.projectName(name), status: "active", createdAt: common.nowSeconds() };
     await this.#db.run(this.#q.insertProject, [project.id, project.name, project.createdAt]);
     return project;
   }
@@ -259,7 +292,52 @@ export class SqlStore implements Store {
     }
   }
 
+  async listProjects(): Promise<Project[]> {
+    return (await this.#db.all<common.ProjectRow>(this.#q.selectProjects)).map(common.toProject);
+  }
+
+  async setProjectStatus(id: string, status: ProjectStatus): Promise<void> {
+    const changed = await this.#db.run(this.#q.updateProjectStatus, [common.projectStatus(status), id]);
+    if (changed === 0) throw new StoreError("NOT_FOUND", `project ${id} not found`);
+  }
+
+  async listApiKeys(projectId?: string): Promise<ApiKey[]> {
+    const project = projectId ?? null;
+    return (await this.#db.all<common.ApiKeyRow>(this.#q.selectApiKeys, [project, project])).map(common.toApiKey);
+  }
+
+  async getApiKey(id: string): Promise<ApiKey | undefined> {
+    const row = await this.#db.one<common.ApiKeyRow>(this.#q.selectApiKey, [id]);
+    return row && common.toApiKey(row);
+  }
+
+  async findApiKeyWithProject(plaintext: string): Promise<{ apiKey: ApiKey; projectStatus: ProjectStatus } | undefined> {
+    const hash = common.apiKeyLookupHash(plaintext);
+    if (hash === undefined) return undefined;
+    const row = await this.#db.one<common.ApiKeyRow & { project_status: ProjectStatus }>(this.#q.selectApiKeyByHash, [hash]);
+    return row && { apiKey: common.toApiKey(row), projectStatus: row.project_status };
+  }
+
   // ---- strategies
+
+  async getStrategy(id: string): Promise<Strategy | undefined> {
+    const row = await this.#db.one<common.StrategyRow>(this.#q.selectStrategy, [id]);
+    return row && common.toStrategy(row);
+  }
+
+  async listStrategies(projectId?: string): Promise<Strategy[]> {
+    const project = projectId ?? null;
+    return (await this.#db.all<common.StrategyRow>(this.#q.selectStrategies, [project, project])).map(common.toStrategy);
+  }
+
+  async updateStrategy(id: string, patch: StrategyPatch): Promise<Strategy> {
+    const current = await this.getStrategy(id);
+    if (!current) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
+    const { strategy, networksJson, rulesJson } = common.patchedStrategy(current, patch);
+    const { name, status, validFrom, validUntil } = strategy;
+    await this.#db.run(this.#q.updateStrategy, [name, status, validFrom, validUntil, networksJson, rulesJson, id]);
+    return strategy;
+  }
 
   async createStrategy(input: NewStrategy): Promise<Strategy> {
     const { strategy, networksJson, rulesJson } = common.newStrategy(input);
@@ -348,35 +426,45 @@ export class SqlStore implements Store {
   // ---- gas tanks
 
   /**
-   * The credit row is the idempotency key: inserted ON CONFLICT DO NOTHING, so of two concurrent credits with
-   * one reference exactly one inserts (the other waits for it, then finds it); only the inserter locks the tank
-   * and adds to its balance.
+   * The credit (or debit) row is the idempotency key: inserted ON CONFLICT DO NOTHING, so of two concurrent
+   * ones with one reference exactly one inserts (the other waits for it, then finds it); only the inserter
+   * locks the tank and changes its balance.
    */
   async creditGasTank(network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank> {
-    const { sender: who } = common.validCredit(sender, amountWei, reference);
     try {
-      return await this.#db.transaction(async (tx): Promise<GasTank> => {
-        const now = common.nowSeconds();
-        const inserted = await tx.run(this.#q.insertCredit, [reference, network, who, amountWei, now]);
-        if (inserted === 0) {
-          const prior = await tx.one<{ network: string; sender: string; amount_wei: string | bigint }>(
-            this.#q.selectCredit,
-            [reference],
-          );
-          if (prior && (prior.network !== network || prior.sender !== who || BigInt(prior.amount_wei) !== amountWei)) {
-            throw common.creditConflict(reference, prior);
-          }
-          return this.#tank(tx, network, who);
-        }
-        const tank = await this.#lockTank(tx, network, who);
-        const balanceWei = tank.balanceWei + amountWei;
-        await tx.run(this.#q.updateTank, [balanceWei, tank.reservedWei, now, network, who]);
-        return { network, sender: who, balanceWei, reservedWei: tank.reservedWei };
-      });
+      return await this.#adjustTank("credit", network, sender, amountWei, reference);
     } catch (err) {
       if (this.#db.violation(err)?.kind === "outOfRange") common.invalid("the tank's balance would not fit in the database");
       throw err;
     }
+  }
+
+  /** As a credit; the tank must have the amount available (balance - reserved): a debit never makes a debt. */
+  async debitGasTank(network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank> {
+    return this.#adjustTank("debit", network, sender, amountWei, reference);
+  }
+
+  async #adjustTank(kind: "credit" | "debit", network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank> {
+    const { sender: who } = common.validCredit(sender, amountWei, reference);
+    const [insert, select] = kind === "credit" ? [this.#q.insertCredit, this.#q.selectCredit] : [this.#q.insertDebit, this.#q.selectDebit];
+    return this.#db.transaction(async (tx): Promise<GasTank> => {
+      const now = common.nowSeconds();
+      if ((await tx.run(insert, [reference, network, who, amountWei, now])) === 0) {
+        const prior = await tx.one<{ network: string; sender: string; amount_wei: string | bigint }>(select, [reference]);
+        if (prior && (prior.network !== network || prior.sender !== who || BigInt(prior.amount_wei) !== amountWei)) {
+          throw common.creditConflict(reference, prior);
+        }
+        return this.#tank(tx, network, who);
+      }
+      const tank = await this.#lockTank(tx, network, who);
+      if (kind === "debit" && tank.balanceWei - tank.reservedWei < amountWei) {
+        const available = tank.balanceWei - tank.reservedWei;
+        throw new StoreError("INVALID_STATE", `the tank of ${who} on ${network} has ${available < 0n ? 0n : available} wei available, less than ${amountWei}`);
+      }
+      const balanceWei = kind === "credit" ? tank.balanceWei + amountWei : tank.balanceWei - amountWei;
+      await tx.run(this.#q.updateTank, [balanceWei, tank.reservedWei, now, network, who]);
+      return { network, sender: who, balanceWei, reservedWei: tank.reservedWei };
+    });
   }
 
   /**
@@ -710,10 +798,6 @@ export class SqlStore implements Store {
 
   // ---- operations (metrics, deposit check, leader election)
 
-  async listStrategies(): Promise<Strategy[]> {
-    return (await this.#db.all<common.StrategyRow>(this.#q.selectStrategies)).map(common.toStrategy);
-  }
-
   async sponsorshipCounts(): Promise<SponsorshipCount[]> {
     const rows = await this.#db.all<Omit<SponsorshipCount, "count"> & { count: number | string }>(this.#q.countSponsorships);
     return rows.map((row) => ({ ...row, count: Number(row.count) }));
@@ -742,6 +826,49 @@ export class SqlStore implements Store {
 
   tryLeadership(name: string): Promise<Leadership | undefined> {
     return this.#db.tryLeadership(name);
+  }
+
+  async listSponsorships(filter: SponsorshipFilter): Promise<SponsorshipRecord[]> {
+    const f = common.validSponsorshipFilter(filter);
+    const twice = (v: string | null): Param[] => [v, v];
+    const rows = await this.#db.all<common.SponsorshipRow>(this.#q.selectSponsorships, [
+      ...twice(f.projectId),
+      ...twice(f.strategyId),
+      ...twice(f.network),
+      ...twice(f.sender),
+      ...twice(f.status),
+      ...twice(f.userOpHash),
+      f.since,
+      f.until,
+      f.limit,
+    ]);
+    return rows.map(common.toSponsorship);
+  }
+
+  async findActiveSponsorship(op: { network: string; entryPoint: Address; sender: Address; nonce: bigint }) {
+    const key: Param[] = [op.network, common.address(op.entryPoint, "entryPoint"), common.address(op.sender, "sender"), common.amount(op.nonce, "nonce")];
+    const row = await this.#db.one<common.SponsorshipRow>(this.#q.selectActiveSponsorship, key);
+    return row && { record: common.toSponsorship(row), links: await this.#links(this.#db, row.id) };
+  }
+
+  // ---- audit log
+
+  async appendAudit(entry: Omit<AuditEntry, "id" | "at">): Promise<AuditEntry> {
+    const row: AuditEntry = { id: randomUUID(), at: common.nowSeconds(), ...entry, target: entry.target ?? null };
+    const json = (v: unknown) => (v === undefined || v === null ? null : common.toJsonText(v));
+    await this.#db.run(this.#q.insertAudit, [row.id, row.at, row.actor, row.action, row.target, json(row.before), json(row.after)]);
+    return row;
+  }
+
+  async listAudit(filter: { action?: string; target?: string; limit?: number } = {}): Promise<AuditEntry[]> {
+    const action = filter.action ?? null;
+    const target = filter.target ?? null;
+    const limit = common.listLimit(filter.limit);
+    const rows = await this.#db.all<{ id: string; at: number; actor: string; action: string; target: string | null; before: string | null; after: string | null }>(
+      this.#q.selectAudit,
+      [action, action, target, target, limit],
+    );
+    return rows.map((r) => ({ ...r, before: r.before === null ? null : JSON.parse(r.before), after: r.after === null ? null : JSON.parse(r.after) }));
   }
 
   async close(): Promise<void> {

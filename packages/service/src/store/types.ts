@@ -6,9 +6,13 @@
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 import type { CapCheck, StrategyRules } from "../policy/types.ts";
 
+export type ProjectStatus = "active" | "disabled";
+
 export interface Project {
   id: string;
   name: string;
+  /** A disabled project's keys are refused. */
+  status: ProjectStatus;
   createdAt: number;
 }
 
@@ -22,6 +26,8 @@ export interface ApiKey {
   label: string | null;
   status: ApiKeyStatus;
   createdAt: number;
+  /** Unix seconds; null while active. */
+  revokedAt: number | null;
 }
 
 export type StrategyStatus = "enabled" | "disabled";
@@ -136,6 +142,35 @@ export type ReserveResult =
    */
   | { ok: false; reason: "CAP_EXCEEDED"; rule: string; limit: string; value: string };
 
+/** What `updateStrategy` may change (absent = unchanged); the code and project never change. */
+export type StrategyPatch = Partial<Pick<Strategy, "name" | "status" | "validFrom" | "validUntil" | "networks" | "rules">>;
+
+/** Filters of `listSponsorships` (all optional, combined with AND); newest first. */
+export interface SponsorshipFilter {
+  projectId?: string;
+  strategyId?: string;
+  network?: string;
+  sender?: Address;
+  status?: SponsorshipStatus;
+  userOpHash?: Hex;
+  /** createdAt >= since, createdAt < until (unix seconds). */
+  since?: number;
+  until?: number;
+  /** At most this many (default 100, at most 1000). */
+  limit?: number;
+}
+
+/** One mutating administration call, as the audit log keeps it. */
+export interface AuditEntry {
+  id: string;
+  at: number;
+  actor: string;
+  action: string;
+  target: string | null;
+  before: unknown;
+  after: unknown;
+}
+
 /** A strategy's totals in one cap scope: active reservations, settled spending and operations counted. */
 export interface UsageTotals {
   reservedWei: bigint;
@@ -184,12 +219,27 @@ export interface Store {
   /** The key whose plaintext hashes to a stored hash (any status), else undefined. */
   findApiKey(plaintext: string): Promise<ApiKey | undefined>;
   revokeApiKey(id: string): Promise<void>;
+  listProjects(): Promise<Project[]>;
+  setProjectStatus(id: string, status: ProjectStatus): Promise<void>;
+  /** Keys of one project (or every key), oldest first; never the plaintext or its hash. */
+  listApiKeys(projectId?: string): Promise<ApiKey[]>;
+  getApiKey(id: string): Promise<ApiKey | undefined>;
+  /**
+   * The project's status for a presented key, read with it on every request (no cache: a revoked key or a
+   * disabled project is refused on the next request by every replica). Undefined when the key is unknown.
+   */
+  findApiKeyWithProject(plaintext: string): Promise<{ apiKey: ApiKey; projectStatus: ProjectStatus } | undefined>;
 
   // ---- strategies
   createStrategy(input: NewStrategy): Promise<Strategy>;
   getStrategyByCode(code: string): Promise<Strategy | undefined>;
   setStrategyStatus(id: string, status: StrategyStatus): Promise<void>;
   setStrategyRules(id: string, rules: StrategyRules): Promise<void>;
+  getStrategy(id: string): Promise<Strategy | undefined>;
+  /** Every strategy (of one project), by code. */
+  listStrategies(projectId?: string): Promise<Strategy[]>;
+  /** Changes the given fields, validated like createStrategy; answers the strategy as stored. */
+  updateStrategy(id: string, patch: StrategyPatch): Promise<Strategy>;
   /** A strategy's totals for one cap scope (`key`: "" for global, "YYYY-MM-DD" for daily, the sender for perSender). */
   getUsage(strategyId: string, scope: CapCheck["scope"], key: string): Promise<UsageTotals>;
 
@@ -203,6 +253,11 @@ export interface Store {
   /** Adds `amountWei` to the sender's tank; `reference` (e.g. "admin:…" or a tx hash) makes it idempotent. */
   creditGasTank(network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank>;
   getGasTank(network: string, sender: Address): Promise<GasTank>;
+  /**
+   * Takes `amountWei` from the sender's tank by hand; `reference` makes it idempotent. Refused (INVALID_STATE)
+   * when the tank's available balance (balance - reserved) does not cover it: a debit never creates a debt.
+   */
+  debitGasTank(network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank>;
 
   // ---- sponsorships and reservations
   /**
@@ -242,8 +297,6 @@ export interface Store {
   getSponsorship(id: string): Promise<SponsorshipRecord | undefined>;
 
   // ---- operations (metrics, deposit check, leader election)
-  /** Every strategy, by code. */
-  listStrategies(): Promise<Strategy[]>;
   /** Sponsorship records counted by network, mode, version and status. */
   sponsorshipCounts(): Promise<SponsorshipCount[]>;
   /** Each network's gas tanks added up. */
@@ -253,6 +306,19 @@ export interface Store {
   /** Takes the leadership of `name` if no other process holds it; undefined when another does. */
   tryLeadership(name: string): Promise<Leadership | undefined>;
   findSponsorshipByUserOpHash(userOpHash: Hex): Promise<SponsorshipRecord | undefined>;
+  listSponsorships(filter: SponsorshipFilter): Promise<SponsorshipRecord[]>;
+  /**
+   * The op's active (reserved or signed) sponsorship and the usage rows it counts in: what a new reservation of
+   * the same op would replace (the dry run counts it as reserveSponsorship does).
+   */
+  findActiveSponsorship(op: { network: string; entryPoint: Address; sender: Address; nonce: bigint }): Promise<
+    { record: SponsorshipRecord; links: { strategyId: string; scope: CapCheck["scope"]; key: string }[] } | undefined
+  >;
+
+  // ---- audit log (administration)
+  appendAudit(entry: Omit<AuditEntry, "id" | "at">): Promise<AuditEntry>;
+  /** Newest first. */
+  listAudit(filter?: { action?: string; target?: string; limit?: number }): Promise<AuditEntry[]>;
 
   // ---- ERC-20 token charges at risk (charge-in-postOp mode can be left unpaid by the op's own calls)
   /**

@@ -1,0 +1,81 @@
+/**
+ * Administration operations: what the operator's CLI (src/cli) and the admin HTTP API (src/adminApi) both call.
+ * Each operation is one function of this folder taking an `AdminContext`; the doors only parse their input and
+ * render the answer. Every mutating operation writes one audit log row (who, when, what, before/after) after
+ * the change; secrets (key plaintexts) never go into it.
+ */
+import { getAddress, isAddress } from "viem";
+import type { Address } from "@paymaster/shared";
+import { isStoreError } from "../store/errors.ts";
+import type { Store } from "../store/types.ts";
+
+export interface AdminContext {
+  store: Store;
+  /** The configured networks' names (a network name given to an operation must be one of them). */
+  networks: readonly string[];
+  /** Who acts, for the audit log: "cli:<os user>" or "api:<token name>". */
+  actor: string;
+  now?: () => number;
+}
+
+export type AdminErrorCode = "NOT_FOUND" | "INVALID_INPUT" | "CONFLICT";
+
+/** A refusal an operator can act on; the message names what is wrong. */
+export class AdminError extends Error {
+  override name = "AdminError";
+  readonly code: AdminErrorCode;
+  constructor(code: AdminErrorCode, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** Store refusals as AdminErrors (NOT_FOUND stays, a duplicate or conflicting reference is CONFLICT, the rest INVALID_INPUT). */
+export function asAdminError(err: unknown): unknown {
+  if (!isStoreError(err)) return err;
+  const code = err.code === "NOT_FOUND" ? "NOT_FOUND" : err.code === "DUPLICATE" || err.code === "CONFLICT" || err.code === "INVALID_STATE" ? "CONFLICT" : "INVALID_INPUT";
+  return new AdminError(code, err.message);
+}
+
+/** Runs a store call, turning its refusals into AdminErrors. */
+export async function guarded<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw asAdminError(err);
+  }
+}
+
+export function invalid(message: string): never {
+  throw new AdminError("INVALID_INPUT", message);
+}
+
+export function notFound(message: string): never {
+  throw new AdminError("NOT_FOUND", message);
+}
+
+/** A configured network's name, else INVALID_INPUT listing the configured ones. */
+export function knownNetwork(ctx: AdminContext, network: unknown): string {
+  if (typeof network !== "string" || !ctx.networks.includes(network)) {
+    invalid(`unknown network ${JSON.stringify(network)}: configured networks are ${ctx.networks.join(", ") || "none"}`);
+  }
+  return network;
+}
+
+export function validAddress(value: unknown, what: string): Address {
+  if (typeof value !== "string" || !isAddress(value, { strict: false })) invalid(`${what}: not an address: ${JSON.stringify(value)}`);
+  return getAddress(value);
+}
+
+/** A positive amount of wei from decimal text or a bigint. */
+export function validWei(value: unknown, what: string): bigint {
+  const text = typeof value === "bigint" ? value.toString() : value;
+  if (typeof text !== "string" || !/^\d{1,78}$/.test(text) || BigInt(text) === 0n) {
+    invalid(`${what}: must be a positive integer amount of wei, not ${JSON.stringify(typeof value === "bigint" ? text : value)}`);
+  }
+  return BigInt(text);
+}
+
+export async function audit(ctx: AdminContext, action: string, target: string | null, before: unknown, after: unknown): Promise<void> {
+  await ctx.store.appendAudit({ actor: ctx.actor, action, target, before: before ?? null, after: after ?? null });
+}

@@ -1,0 +1,111 @@
+/** Strategies: create and update from a document, enable / disable, list, show, usage against every cap. */
+import { getAddress } from "viem";
+import type { Address } from "@paymaster/shared";
+import { capChecks, formatUsdMicros } from "../policy/rules.ts";
+import type { Strategy } from "../store/types.ts";
+import { audit, guarded, invalid, notFound, validAddress, type AdminContext } from "./context.ts";
+import { parseStrategyDocument } from "./strategyFile.ts";
+import { strategyView } from "./views.ts";
+
+async function byCode(ctx: AdminContext, code: string): Promise<Strategy> {
+  const strategy = await ctx.store.getStrategyByCode(code);
+  if (!strategy) notFound(`strategy ${JSON.stringify(code)} not found`);
+  return strategy;
+}
+
+export async function createStrategy(ctx: AdminContext, data: unknown, where?: string) {
+  const doc = parseStrategyDocument(ctx, data, where);
+  if (doc.project === undefined) invalid(`${where ?? "strategy"}: project: required to create a strategy (a project id)`);
+  if (!(await ctx.store.getProject(doc.project))) notFound(`${where ?? "strategy"}: project: project ${JSON.stringify(doc.project)} not found`);
+  if (await ctx.store.getStrategyByCode(doc.code)) invalid(`${where ?? "strategy"}: code: a strategy "${doc.code}" already exists (use update)`);
+  const strategy = await guarded(() =>
+    ctx.store.createStrategy({
+      projectId: doc.project!,
+      code: doc.code,
+      name: doc.name ?? doc.code,
+      status: doc.status,
+      validFrom: doc.validFrom,
+      validUntil: doc.validUntil,
+      networks: doc.networks,
+      rules: doc.rules,
+    }),
+  );
+  const view = strategyView(strategy);
+  await audit(ctx, "strategy.create", strategy.code, null, view);
+  return view;
+}
+
+/** Changes the fields the document gives (its code names the strategy; a project, if given, must be its own). */
+export async function updateStrategy(ctx: AdminContext, data: unknown, where?: string) {
+  const doc = parseStrategyDocument(ctx, data, where);
+  const current = await byCode(ctx, doc.code);
+  if (doc.project !== undefined && doc.project !== current.projectId) {
+    invalid(`${where ?? "strategy"}: project: a strategy cannot move to another project`);
+  }
+  const { code: _code, project: _project, ...patch } = doc;
+  const updated = await guarded(() => ctx.store.updateStrategy(current.id, patch));
+  const view = strategyView(updated);
+  await audit(ctx, "strategy.update", current.code, strategyView(current), view);
+  return view;
+}
+
+export async function setStrategyStatus(ctx: AdminContext, code: string, status: "enabled" | "disabled") {
+  const current = await byCode(ctx, code);
+  const updated = await guarded(() => ctx.store.updateStrategy(current.id, { status }));
+  const view = strategyView(updated);
+  await audit(ctx, status === "enabled" ? "strategy.enable" : "strategy.disable", code, strategyView(current), view);
+  return view;
+}
+
+export async function listStrategies(ctx: AdminContext, input: { projectId?: string }) {
+  return (await ctx.store.listStrategies(input.projectId)).map(strategyView);
+}
+
+export async function showStrategy(ctx: AdminContext, code: string) {
+  return strategyView(await byCode(ctx, code));
+}
+
+/**
+ * Spent, reserved and remaining against every cap of the strategy: global, today's daily row (UTC) and, given
+ * a sender, its perSender row. Amounts in wei and dollars.
+ */
+export async function strategyUsage(ctx: AdminContext, code: string, input: { sender?: string } = {}) {
+  const strategy = await byCode(ctx, code);
+  const now = (ctx.now ?? (() => Math.floor(Date.now() / 1000)))();
+  const sender: Address = input.sender === undefined ? getAddress("0x0000000000000000000000000000000000000000") : validAddress(input.sender, "sender");
+  const checks = capChecks(strategy.rules, { now, sender }).filter((c) => c.scope !== "perSender" || input.sender !== undefined);
+  const caps = [];
+  for (const check of checks) {
+    const u = await ctx.store.getUsage(strategy.id, check.scope, check.key);
+    const usedWei = u.spentWei + u.reservedWei;
+    const usedUsd = u.spentUsdMicros + u.reservedUsdMicros;
+    const remaining = (limit: bigint, used: bigint) => (limit > used ? limit - used : 0n);
+    caps.push({
+      cap: check.rulePrefix,
+      key: check.key,
+      spentWei: u.spentWei.toString(),
+      reservedWei: u.reservedWei.toString(),
+      spentUsd: formatUsdMicros(u.spentUsdMicros),
+      reservedUsd: formatUsdMicros(u.reservedUsdMicros),
+      ops: u.ops,
+      ...(check.maxWei !== undefined ? { maxWei: check.maxWei.toString(), remainingWei: remaining(check.maxWei, usedWei).toString() } : {}),
+      ...(check.maxUsdMicros !== undefined
+        ? { maxUsd: formatUsdMicros(check.maxUsdMicros), remainingUsd: formatUsdMicros(remaining(check.maxUsdMicros, usedUsd)) }
+        : {}),
+      ...(check.maxOps !== undefined ? { maxOps: check.maxOps, remainingOps: Math.max(0, check.maxOps - u.ops) } : {}),
+    });
+  }
+  // Totals are kept per cap row: a strategy without caps has no rows, and shows the global totals anyway.
+  const global = await ctx.store.getUsage(strategy.id, "global", "");
+  return {
+    code: strategy.code,
+    totals: {
+      spentWei: global.spentWei.toString(),
+      reservedWei: global.reservedWei.toString(),
+      spentUsd: formatUsdMicros(global.spentUsdMicros),
+      reservedUsd: formatUsdMicros(global.reservedUsdMicros),
+      ops: global.ops,
+    },
+    caps,
+  };
+}

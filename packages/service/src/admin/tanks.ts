@@ -1,0 +1,42 @@
+/** Gas tanks (User Sponsor mode): credit, debit, show. A reference makes a credit or debit idempotent. */
+import { randomUUID } from "node:crypto";
+import { audit, guarded, invalid, knownNetwork, validAddress, validWei, type AdminContext } from "./context.ts";
+import { tankView } from "./views.ts";
+
+interface TankInput {
+  network: unknown;
+  sender: unknown;
+}
+
+function reference(value: unknown): string {
+  if (value === undefined) return `admin:${randomUUID()}`;
+  if (typeof value !== "string" || value === "" || value.length > 200) invalid("reference: must be a string of 1 to 200 characters");
+  return value;
+}
+
+export async function showTank(ctx: AdminContext, input: TankInput) {
+  const network = knownNetwork(ctx, input.network);
+  return tankView(await guarded(() => ctx.store.getGasTank(network, validAddress(input.sender, "sender"))));
+}
+
+/** A credit or a debit by hand: the tank before and after go to the audit log. */
+async function adjustTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }, kind: "credit" | "debit") {
+  const network = knownNetwork(ctx, input.network);
+  const sender = validAddress(input.sender, "sender");
+  const wei = validWei(input.wei, "wei");
+  const ref = reference(input.reference);
+  const before = tankView(await ctx.store.getGasTank(network, sender));
+  const change = kind === "credit" ? ctx.store.creditGasTank.bind(ctx.store) : ctx.store.debitGasTank.bind(ctx.store);
+  const after = { ...tankView(await guarded(() => change(network, sender, wei, ref))), [`${kind}edWei`]: wei.toString(), reference: ref };
+  await audit(ctx, `tank.${kind}`, `${network}:${sender}`, before, after);
+  return after;
+}
+
+export function creditTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
+  return adjustTank(ctx, input, "credit");
+}
+
+/** Never beyond what is available (balance - reserved): the store refuses with CONFLICT. */
+export function debitTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
+  return adjustTank(ctx, input, "debit");
+}

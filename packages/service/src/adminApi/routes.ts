@@ -1,0 +1,116 @@
+/**
+ * The admin API's routes as data: the router (app.ts) and the OpenAPI document (openapi.ts) are both made from
+ * this one table. Each route calls an operation of src/admin — the same functions as the CLI.
+ */
+import type { AdminContext } from "../admin/context.ts";
+import { invalid } from "../admin/context.ts";
+import { apply } from "../admin/apply.ts";
+import { listAudit } from "../admin/auditLog.ts";
+import { createKey, listKeys, revokeKey, rotateKey } from "../admin/keys.ts";
+import { createProject, listProjects, setProjectStatus, showProject } from "../admin/projects.ts";
+import { listSponsorships, showSponsorship } from "../admin/sponsorships.ts";
+import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, updateStrategy } from "../admin/strategies.ts";
+import { creditTank, debitTank, showTank } from "../admin/tanks.ts";
+
+export interface AdminRequest {
+  params: Record<string, string>;
+  query: Record<string, string | undefined>;
+  body: unknown;
+}
+
+export interface AdminRoute {
+  method: "get" | "post" | "patch";
+  /** Koa-router path under /admin/v1 (":name" parameters). */
+  path: string;
+  summary: string;
+  /** The JSON body it takes (for the OpenAPI document), if any. */
+  body?: string;
+  /** Query parameters it reads. */
+  query?: readonly string[];
+  /** 201 for creations, else 200. */
+  status?: number;
+  handler(ctx: AdminContext, req: AdminRequest): Promise<unknown>;
+}
+
+function object(body: unknown): Record<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) invalid("the body must be a JSON object");
+  return body as Record<string, unknown>;
+}
+
+const tankOf = (r: AdminRequest) => ({ network: r.params.network, sender: r.params.sender });
+
+const SPONSORSHIP_FILTERS = ["project", "strategy", "network", "sender", "status", "userOpHash", "since", "until", "limit"] as const;
+
+export const ADMIN_ROUTES: readonly AdminRoute[] = [
+  { method: "get", path: "/projects", summary: "List projects", handler: (ctx) => listProjects(ctx) },
+  { method: "post", path: "/projects", summary: "Create a project", body: "{name}", status: 201, handler: (ctx, r) => createProject(ctx, { name: object(r.body).name }) },
+  { method: "get", path: "/projects/:id", summary: "A project with its keys and strategies", handler: (ctx, r) => showProject(ctx, r.params.id!) },
+  { method: "post", path: "/projects/:id/disable", summary: "Disable a project (its keys are refused)", handler: (ctx, r) => setProjectStatus(ctx, r.params.id!, "disabled") },
+  { method: "post", path: "/projects/:id/enable", summary: "Enable a project", handler: (ctx, r) => setProjectStatus(ctx, r.params.id!, "active") },
+
+  { method: "get", path: "/keys", summary: "List API keys (never their plaintext)", query: ["project"], handler: (ctx, r) => listKeys(ctx, { projectId: r.query.project }) },
+  {
+    method: "post",
+    path: "/keys",
+    summary: "Create an API key; the answer's `key` is the plaintext, shown this once",
+    body: "{projectId, label?}",
+    status: 201,
+    handler: (ctx, r) => {
+      const b = object(r.body);
+      if (typeof b.projectId !== "string") invalid("projectId: required (a project id)");
+      return createKey(ctx, { projectId: b.projectId, label: b.label });
+    },
+  },
+  { method: "post", path: "/keys/:id/revoke", summary: "Revoke an API key", handler: (ctx, r) => revokeKey(ctx, r.params.id!) },
+  { method: "post", path: "/keys/:id/rotate", summary: "New key for the same project and label; the old one revoked", status: 201, handler: (ctx, r) => rotateKey(ctx, r.params.id!) },
+
+  { method: "get", path: "/strategies", summary: "List strategies", query: ["project"], handler: (ctx, r) => listStrategies(ctx, { projectId: r.query.project }) },
+  { method: "post", path: "/strategies", summary: "Create a strategy from a strategy document", body: "strategy document", status: 201, handler: (ctx, r) => createStrategy(ctx, r.body, "body") },
+  { method: "get", path: "/strategies/:code", summary: "A strategy with its rules", handler: (ctx, r) => showStrategy(ctx, r.params.code!) },
+  {
+    method: "patch",
+    path: "/strategies/:code",
+    summary: "Change the fields the body gives",
+    body: "strategy document without code",
+    handler: (ctx, r) => {
+      const b = object(r.body);
+      if (b.code !== undefined && b.code !== r.params.code) invalid("code: a strategy's code never changes");
+      return updateStrategy(ctx, { ...b, code: r.params.code }, "body");
+    },
+  },
+  { method: "post", path: "/strategies/:code/enable", summary: "Enable a strategy", handler: (ctx, r) => setStrategyStatus(ctx, r.params.code!, "enabled") },
+  { method: "post", path: "/strategies/:code/disable", summary: "Disable a strategy", handler: (ctx, r) => setStrategyStatus(ctx, r.params.code!, "disabled") },
+  { method: "get", path: "/strategies/:code/usage", summary: "Spent, reserved and remaining against every cap", query: ["sender"], handler: (ctx, r) => strategyUsage(ctx, r.params.code!, { sender: r.query.sender }) },
+
+  { method: "get", path: "/tanks/:network/:sender", summary: "A sender's gas tank", handler: (ctx, r) => showTank(ctx, tankOf(r)) },
+  {
+    method: "post",
+    path: "/tanks/:network/:sender/credit",
+    summary: "Credit a gas tank by hand",
+    body: "{wei, reference?}",
+    handler: (ctx, r) => creditTank(ctx, { ...tankOf(r), wei: object(r.body).wei, reference: object(r.body).reference }),
+  },
+  {
+    method: "post",
+    path: "/tanks/:network/:sender/debit",
+    summary: "Debit a gas tank by hand (never beyond what is available)",
+    body: "{wei, reference?}",
+    handler: (ctx, r) => debitTank(ctx, { ...tankOf(r), wei: object(r.body).wei, reference: object(r.body).reference }),
+  },
+
+  { method: "get", path: "/sponsorships", summary: "List sponsorships, newest first", query: SPONSORSHIP_FILTERS, handler: (ctx, r) => listSponsorships(ctx, r.query) },
+  { method: "get", path: "/sponsorships/:id", summary: "One sponsorship by id or userOpHash", handler: (ctx, r) => showSponsorship(ctx, r.params.id!) },
+
+  { method: "post", path: "/apply", summary: "Declarative, idempotent create/update of projects, strategies and tokens", body: "apply document", handler: (ctx, r) => apply(ctx, r.body, "body") },
+  {
+    method: "get",
+    path: "/audit",
+    summary: "The audit log, newest first",
+    query: ["action", "target", "limit"],
+    handler: (ctx, r) => {
+      const limit = r.query.limit === undefined ? undefined : Number(r.query.limit);
+      if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000)) invalid("limit: an integer from 1 to 1000");
+      return listAudit(ctx, { action: r.query.action, target: r.query.target, limit });
+    },
+  },
+];

@@ -1,0 +1,36 @@
+/** paymaster sponsorship list|show */
+import type { Command } from "commander";
+import { listSponsorships, showSponsorship, type SponsorshipQuery } from "../../admin/sponsorships.ts";
+import { record, table } from "../output.ts";
+import type { Run } from "../program.ts";
+
+export function registerSponsorship(program: Command, run: Run): void {
+  const sponsorship = program.command("sponsorship").description("Sponsorships the service signed or reserved");
+  sponsorship
+    .command("list")
+    .description("list sponsorships, newest first")
+    .option("--project <id>", "of this project")
+    .option("--strategy <code>", "of this strategy")
+    .option("--network <name>", "on this network")
+    .option("--sender <address>", "of this sender")
+    .option("--status <status>", "reserved, signed, settled or released")
+    .option("--user-op-hash <hash>", "with this userOpHash")
+    .option("--since <time>", "created at or after (unix seconds or ISO 8601)")
+    .option("--until <time>", "created before (unix seconds or ISO 8601)")
+    .option("--limit <n>", "at most this many (default 100, at most 1000)")
+    .action((o: SponsorshipQuery) =>
+      run(async (ctx, out) =>
+        out.print(await listSponsorships(ctx, o), (rows) =>
+          table(
+            rows.map((r) => ({ ...r, actualGasCostWei: r.settlement?.actualGasCostWei ?? null })),
+            ["id", "network", "sender", "nonce", "mode", "status", "maxCostWei", "actualGasCostWei", "createdAt"],
+          ),
+        ),
+      ),
+    );
+  sponsorship
+    .command("show")
+    .description("one sponsorship")
+    .argument("<idOrUserOpHash>", "its id or userOpHash")
+    .action((id: string) => run(async (ctx, out) => out.print(await showSponsorship(ctx, id), record)));
+}

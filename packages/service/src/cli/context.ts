@@ -1,0 +1,59 @@
+/**
+ * What every operator command starts from: the configuration (`--config`, else PAYMASTER_CONFIG; DATABASE_URL
+ * from the environment, as the service reads them) and the store it names. Without a configuration the
+ * commands work on the embedded stack's database (`pnpm start` with no configuration; network "local"), or on
+ * `--database <file>`. Administration never signs, so the signer keys are not needed in its environment.
+ */
+import { existsSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { AdminContext } from "../admin/context.ts";
+import { loadConfig } from "../config/load.ts";
+import { openStore } from "../store/index.ts";
+
+/** The embedded stack's database (src/local/embedded.ts writes it under the service package's .data/embedded). */
+export const EMBEDDED_DATABASE_PATH = fileURLToPath(new URL("../../.data/embedded/paymaster.sqlite", import.meta.url));
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export interface GlobalOptions {
+  config?: string;
+  database?: string;
+  json?: boolean;
+}
+
+/** Opens the store for one command; `close` must be called. */
+export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv): Promise<{ ctx: AdminContext; close(): Promise<void> }> {
+  const config = await loadConfig({ argv: options.config === undefined ? [] : ["--config", options.config], env, signerKeys: "optional" });
+  let store;
+  let networks: string[];
+  if (config === undefined) {
+    const databasePath = path.resolve(options.database ?? EMBEDDED_DATABASE_PATH);
+    if (env.DATABASE_URL) {
+      store = await openStore({ databasePath, databaseUrl: env.DATABASE_URL });
+    } else {
+      if (!existsSync(databasePath)) {
+        throw new UsageError(`no database at ${databasePath}: give --config <file> (or PAYMASTER_CONFIG), or start the embedded stack (pnpm start)`);
+      }
+      store = await openStore({ databasePath });
+    }
+    networks = ["local"];
+  } else {
+    if (options.database !== undefined) throw new UsageError("--database is for the embedded stack only (the configuration names the database)");
+    store = await openStore(config);
+    networks = config.networks.map((n) => n.name);
+  }
+  const actor = `cli:${safeUser()}`;
+  return { ctx: { store, networks, actor }, close: () => store.close() };
+}
+
+function safeUser(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return "unknown";
+  }
+}

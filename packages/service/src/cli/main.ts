@@ -1,0 +1,12 @@
+/**
+ * `pnpm paymaster <command>` (and the service package's `paymaster` bin): the operator command. See
+ * program.ts for the commands and exit codes, packages/service/docs/cli.md for the reference.
+ */
+import { runCli } from "./program.ts";
+
+const code = await runCli(process.argv.slice(2), {
+  env: process.env,
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+});
+process.exitCode = code;

@@ -1,0 +1,92 @@
+/**
+ * The operator command `paymaster` (commander): global options, one file per command under commands/, and the
+ * exit codes — 0 success, 1 failure (not found, conflict, database or I/O trouble), 2 usage (an unknown command
+ * or option, a missing argument, or a value that is wrong: malformed address, unknown network, a strategy file
+ * that does not validate, a bad configuration). Errors are one line naming what is wrong, never a stack trace.
+ */
+import { Command, CommanderError } from "commander";
+import { AdminError, type AdminContext } from "../admin/context.ts";
+import { ConfigError } from "../config/errors.ts";
+import { openAdmin, UsageError, type GlobalOptions } from "./context.ts";
+import { printer, type Printer } from "./output.ts";
+import { registerApply } from "./commands/apply.ts";
+import { registerAudit } from "./commands/audit.ts";
+import { registerKey } from "./commands/key.ts";
+import { registerProject } from "./commands/project.ts";
+import { registerSponsorship } from "./commands/sponsorship.ts";
+import { registerStrategy } from "./commands/strategy.ts";
+import { registerTank } from "./commands/tank.ts";
+
+export interface Io {
+  env: NodeJS.ProcessEnv;
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/** Wraps a command's body: opens the store, runs, prints, closes. */
+export type Run = (body: (ctx: AdminContext, out: Printer) => Promise<void>) => Promise<void>;
+
+export function buildProgram(io: Io): Command {
+  const program = new Command("paymaster")
+    .description("Operate the paymaster service: projects, API keys, strategies, gas tanks, sponsorships")
+    .option("--config <file>", "the service's configuration file (default: $PAYMASTER_CONFIG; DATABASE_URL from the environment)")
+    .option("--database <file>", "without a configuration: the embedded stack's SQLite file")
+    .option("--json", "print JSON instead of text")
+    .showHelpAfterError("(paymaster --help lists the commands)")
+    .configureHelp({ showGlobalOptions: true })
+    .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, "")), writeErr: (s) => io.err(s.replace(/\n$/, "")) })
+    .exitOverride();
+
+  const run: Run = async (body) => {
+    const options = program.opts<GlobalOptions>();
+    const admin = await openAdmin(options, io.env);
+    try {
+      await body(admin.ctx, printer(options.json === true, io.out));
+    } finally {
+      await admin.close();
+    }
+  };
+  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerApply, registerAudit]) {
+    register(program, run);
+  }
+  // Subcommands inherit the error handling and output of the root.
+  const inherit = (cmd: Command) => {
+    for (const sub of cmd.commands) {
+      sub.exitOverride().configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, "")), writeErr: (s) => io.err(s.replace(/\n$/, "")) });
+      sub.showHelpAfterError(`(paymaster ${sub.parent === program ? sub.name() : `${cmd.name()} ${sub.name()}`} --help)`);
+      inherit(sub);
+    }
+  };
+  inherit(program);
+  return program;
+}
+
+/** Runs the command line `argv` (without node and the script); answers the exit code. */
+export async function runCli(argv: readonly string[], io: Io): Promise<number> {
+  const program = buildProgram(io);
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version are successes; commander has printed its own message for the rest.
+      return err.code === "commander.helpDisplayed" || err.code === "commander.help" || err.code === "commander.version" ? 0 : 2;
+    }
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      io.err(`paymaster: ${err.message}`);
+      return 2;
+    }
+    if (err instanceof AdminError) {
+      io.err(`paymaster: ${err.message}`);
+      return err.code === "INVALID_INPUT" ? 2 : 1;
+    }
+    io.err(`paymaster: ${describe(err)}`);
+    return 1;
+  }
+}
+
+/** A driver or system error in one line; a database URL's password never appears. */
+function describe(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/(postgres(?:ql)?:\/\/[^:@/\s]+):[^@/\s]+@/gi, "$1:***@").split("\n")[0]!;
+}
