@@ -402,7 +402,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   if (network.config.skipFinalSimulation !== true) await checkLanding(chain, entry.entryPoint, request, landing, mode, token, options.sign);
   if (!options.sign) return result;
 
-  // ---- reserve, then answer
+  // ---- reserve, then answer (after the simulation: a refused op leaves no record)
   const reservation = await service.store.reserveSponsorship({
     network: network.config.name,
     entryPoint: entry.entryPoint,
