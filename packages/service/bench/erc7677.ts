@@ -5,10 +5,10 @@
  *   pnpm --filter @paymaster/service bench -- [--peer] [--alto] [--rounds 2] [--ops 120] [--sequential 40]
  *       [--concurrency 8] [--land-every 10] [--url URL --context JSON] [--skip-final]
  *
- * - starts the local chain in its own process (the contracts package's start-local) and our service in this
- *   process (its embedded configuration; the bench's API key allows 1000 requests/s), or targets `--url`
- *   (any ERC-7677 endpoint serving that chain) with `--context` as the ERC-7677 context;
- * - `--peer` also starts @pimlico/mock-paymaster 0.0.7 in this process against the same chain; `--alto` starts
+ * - starts the local chain in its own process (the contracts package's start-local) and our service in
+ *   another (bench/serve.ts: its embedded configuration; the bench's API key allows 1000 requests/s), or
+ *   targets `--url` (any ERC-7677 endpoint serving that chain) with `--context` as the ERC-7677 context;
+ * - `--peer` also starts @pimlico/mock-paymaster 0.0.7 in a process of its own on the same chain; `--alto` starts
  *   the Alto bundler for the peer's pm_sponsorUserOperation (Alto binds every interface: the bench refuses
  *   unless it runs in a loopback-only network namespace, see scripts/bench-peer.sh);
  * - the workload, the same for every system: a fresh SimpleAccount (v0.7, deployed by its first op) per op;
@@ -16,8 +16,8 @@
  *   gas left to the paymaster. The bench signs every op as its owner and simulates it through handleOps
  *   (eth_call); every `--land-every`th op is mined through handleOps;
  * - systems alternate round by round (the machine is shared); each round reports sequential p50 latency and
- *   throughput at `--concurrency`, plus CPU per op: this process (client + in-process services) and the
- *   chain process (and Alto's).
+ *   throughput at `--concurrency`, plus CPU per op of each process: the system's, the client's (this one),
+ *   the chain's (and Alto's).
  * Bounded: at most 2000 ops per phase and 300 s in all, then it stops by itself.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -25,19 +25,17 @@ import { readFileSync, existsSync, mkdtempSync } from "node:fs";
 import { createRequire } from "node:module";
 import { networkInterfaces, tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { encodeFunctionData, numberToHex, toHex, type Abi } from "viem";
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
-import { entryPoint08Address } from "viem/account-abstraction";
 import { EntryPointV07Artifact, SimpleAccountFactoryV07Artifact } from "@paymaster/contracts/artifacts";
 import { readManifest } from "@paymaster/contracts/manifest";
 import { STUB_SIGNATURE, getUserOpHash, packUserOpV07, type Address, type Hex, type UserOperationV07 } from "@paymaster/shared";
 import { NodeError, createChainRpc, type ChainRpc } from "../src/chain/rpc.ts";
 import { createSigner } from "../src/signer/signer.ts";
-import { localNetworkConfig } from "../src/config/local.ts";
 import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
-import { embeddedConfig, executeCallData, seedDemo } from "../src/local/embedded.ts";
-import { startService } from "../src/server.ts";
+import { executeCallData } from "../src/local/embedded.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -94,27 +92,53 @@ interface System {
   name: string;
   url: string;
   context: unknown;
+  /** Its process (CPU from /proc), when the bench started it. */
+  pid: number | undefined;
   /** pm_sponsorUserOperation params and how to read its answer, when the system (as started here) serves it. */
   sponsor?: { params(op: WireOp): unknown[]; apply(op: UserOperationV07, result: any): UserOperationV07 };
 }
 const systems: System[] = [];
-const closers: (() => Promise<void>)[] = [];
+
+/** Starts bench/serve.ts for `system` and waits for its READY line. */
+async function startSystemProcess(system: "ours" | "peer", extraEnv: Record<string, string>): Promise<{ url: string; context: unknown; pid: number | undefined }> {
+  const script = fileURLToPath(new URL("./serve.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", script], {
+    env: { ...process.env, BENCH_SYSTEM: system, BENCH_CHAIN_URL: chain.url, BENCH_MANIFEST: manifestPath, ...extraEnv },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  let output = "";
+  const ready = await new Promise<{ url: string; context: unknown }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${system} did not start: ${output}`)), 90_000);
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      const line = /READY (\{.*\})/.exec(output)?.[1];
+      if (line) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line) as { url: string; context: unknown });
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`${system} exited (${code}): ${output}`)));
+  });
+  return { ...ready, pid: child.pid };
+}
 
 if (values.url) {
-  systems.push({ name: "target", url: values.url, context: JSON.parse(values.context!) });
+  systems.push({ name: "target", url: values.url, context: JSON.parse(values.context!), pid: undefined });
 } else {
-  const network = localNetworkConfig({ manifest, rpcUrl: chain.url, signerKey: chain.signerKey });
-  const config = embeddedConfig(values["skip-final"] ? { ...network, skipFinalSimulation: true } : network, dataDir, 0, "silent");
-  const running = await startService(config, { pollMs: 1000 });
-  closers.push(() => running.close());
-  const demo = await seedDemo(running.service.store, (method, params) => rpc(chain.url, method, params), manifest, accounts[0]!, accounts[3]!);
-  const url = `${running.url}/rpc/v1/local?apiKey=${demo.apiKey}`;
+  const ours = await startSystemProcess("ours", {
+    BENCH_SIGNER_KEY: chain.signerKey,
+    BENCH_DATA_DIR: dataDir,
+    ...(values["skip-final"] ? { BENCH_SKIP_FINAL: "1" } : {}),
+  });
+  const strategyCode = (ours.context as { strategy_code: string }).strategy_code;
   systems.push({
     name: values["skip-final"] ? "ours (skipFinalSimulation)" : "ours",
-    url,
-    context: { strategy_code: demo.strategyCode },
+    url: ours.url,
+    context: ours.context,
+    pid: ours.pid,
     sponsor: {
-      params: (op) => [op, { strategy_code: demo.strategyCode, version: "v0.7" }],
+      params: (op) => [op, { strategy_code: strategyCode, version: "v0.7" }],
       apply: (op, result) => {
         const r = result.userOpResponse;
         const pmd: Hex = r.paymasterAndData;
@@ -137,7 +161,7 @@ if (values.url) {
 
 let altoPid: number | undefined;
 if (values.peer) {
-  let altoUrl = "http://127.0.0.1:9"; // unused unless --alto: the peer's ERC-7677 methods never reach the bundler
+  let altoUrl = "";
   if (values.alto) {
     const outside = Object.entries(networkInterfaces()).filter(([name]) => name !== "lo");
     if (outside.length > 0) throw new Error("--alto: Alto binds every interface; run the bench through scripts/bench-peer.sh (a loopback-only network namespace)");
@@ -173,23 +197,12 @@ if (values.peer) {
       }
     }
   }
-  // The peer's set-up wallet must hold 1000 ETH, else it calls anvil_setBalance (which Hardhat lacks).
-  const utility = privateKeyToAccount(`0x${"aa".repeat(32)}`).address;
-  // It also funds a v0.8 paymaster: this chain has no EntryPoint v0.8, so a stand-in there answers every call
-  // with a zero word (PUSH1 32, PUSH1 0, RETURN) and keeps the deposit; no v0.8 op is ever sent.
-  await rpc(chain.url, "hardhat_setCode", [entryPoint08Address, "0x60206000f3"]);
-  await rpc(chain.url, "eth_sendTransaction", [{ from: accounts[11]!, to: utility, value: numberToHex(2000n * 10n ** 18n) }]);
-  const { paymaster } = (await import("@pimlico/mock-paymaster")) as unknown as {
-    paymaster: (options: { anvilRpc: string; altoRpc: string; port: number; host: string }) => { start(): Promise<unknown>; stop(): Promise<unknown> };
-  };
-  const port = 3010 + Math.floor(Math.random() * 1000);
-  const instance = paymaster({ anvilRpc: chain.url, altoRpc: altoUrl, port, host: "127.0.0.1" });
-  await instance.start();
-  closers.push(async () => void (await instance.stop()));
+  const peer = await startSystemProcess("peer", values.alto ? { BENCH_ALTO_URL: altoUrl } : {});
   systems.push({
     name: "peer (mock-paymaster)",
-    url: `http://127.0.0.1:${port}`,
-    context: null,
+    url: peer.url,
+    context: peer.context,
+    pid: peer.pid,
     ...(values.alto
       ? {
           sponsor: {
@@ -346,16 +359,20 @@ async function sponsorOp(system: System): Promise<Sample> {
 interface Phase {
   samples: Sample[];
   seconds: number;
+  /** The bench process: the client. */
   cpuMsPerOp: number;
+  /** The system's own process. */
+  systemCpuMsPerOp: number;
   chainCpuMsPerOp: number;
   altoCpuMsPerOp: number;
 }
 
-async function phase(work: () => Promise<Sample>, count: number, parallel: number): Promise<Phase> {
+async function phase(system: System, work: () => Promise<Sample>, count: number, parallel: number): Promise<Phase> {
   const samples: Sample[] = [];
   let issued = 0;
   await prepareSenders(count);
   const cpu = process.cpuUsage();
+  const systemCpu = cpuSecondsOf(system.pid);
   const chainCpu = cpuSecondsOf(chain.pid);
   const altoCpu = cpuSecondsOf(altoPid);
   const started = performance.now();
@@ -373,6 +390,7 @@ async function phase(work: () => Promise<Sample>, count: number, parallel: numbe
     samples,
     seconds,
     cpuMsPerOp: (used.user + used.system) / 1000 / samples.length,
+    systemCpuMsPerOp: ((cpuSecondsOf(system.pid) - systemCpu) * 1000) / samples.length,
     chainCpuMsPerOp: ((cpuSecondsOf(chain.pid) - chainCpu) * 1000) / samples.length,
     altoCpuMsPerOp: ((cpuSecondsOf(altoPid) - altoCpu) * 1000) / samples.length,
   };
@@ -389,6 +407,7 @@ interface Row {
   handleOpsP50: number;
   opsPerSecond: number;
   cpuMsPerOp: number;
+  systemCpuMsPerOp: number;
   chainCpuMsPerOp: number;
   altoCpuMsPerOp: number;
 }
@@ -400,12 +419,12 @@ try {
     { name: "pm_sponsorUserOperation", work: sponsorOp, applies: (s) => s.sponsor !== undefined },
   ];
   console.log(`bench: chain ${chain.url}; systems: ${systems.map((s) => `${s.name} ${s.url.replace(/apiKey=.*/, "apiKey=…")}`).join("; ")}`);
-  for (const system of systems) await phase(() => erc7677Op(system), 10, 2); // warm-up: JIT, connections, caches
+  for (const system of systems) await phase(system, () => erc7677Op(system), 10, 2); // warm-up: JIT, connections, caches
   for (let round = 1; round <= rounds; round++) {
     for (const p of paths) {
       for (const system of systems.filter(p.applies)) {
-        const seq = await phase(() => p.work(system), sequentialOps, 1);
-        const par = await phase(() => p.work(system), opsPerPhase, concurrency);
+        const seq = await phase(system, () => p.work(system), sequentialOps, 1);
+        const par = await phase(system, () => p.work(system), opsPerPhase, concurrency);
         rows.push({
           path: p.name,
           system: system.name,
@@ -415,13 +434,14 @@ try {
           handleOpsP50: p50(seq.samples.map((s) => s.handleOpsMs)),
           opsPerSecond: par.samples.length / par.seconds,
           cpuMsPerOp: par.cpuMsPerOp,
+          systemCpuMsPerOp: par.systemCpuMsPerOp,
           chainCpuMsPerOp: par.chainCpuMsPerOp,
           altoCpuMsPerOp: par.altoCpuMsPerOp,
         });
         const r = rows.at(-1)!;
         console.log(
           `round ${round} ${p.name.padEnd(24)} ${system.name.padEnd(28)} seq p50 ${r.seqP50.toFixed(1)} ms (data ${r.dataP50.toFixed(1)}, handleOps eth_call ${r.handleOpsP50.toFixed(1)})  ` +
-            `${concurrency} concurrent: ${r.opsPerSecond.toFixed(1)} ops/s  CPU/op: this process ${r.cpuMsPerOp.toFixed(2)} ms, chain ${r.chainCpuMsPerOp.toFixed(2)} ms${altoPid ? `, alto ${r.altoCpuMsPerOp.toFixed(2)} ms` : ""}`,
+            `${concurrency} concurrent: ${r.opsPerSecond.toFixed(1)} ops/s  CPU/op: system ${r.systemCpuMsPerOp.toFixed(2)} ms, client ${r.cpuMsPerOp.toFixed(2)} ms, chain ${r.chainCpuMsPerOp.toFixed(2)} ms${altoPid ? `, alto ${r.altoCpuMsPerOp.toFixed(2)} ms` : ""}`,
         );
       }
     }
@@ -438,7 +458,6 @@ try {
   }
   console.log(`\n${opCount} ops simulated through handleOps by the bench, ${refused} refused${refused ? ` (first: ${firstRefusal})` : ""}, ${landed} landed.`);
 } finally {
-  for (const close of closers) await close().catch(() => undefined);
   for (const child of children) child.kill("SIGINT");
   chain.stop();
 }

@@ -42,7 +42,13 @@ export async function startService(config: ServiceConfig, options: StartOptions 
       for (const token of network.tokens) {
         await store.upsertToken({ network: network.name, ...token, enabled: true });
       }
-      networks.set(network.name, await createNetworkRuntime(network, { pollMs: options.pollMs }));
+      const runtime = await createNetworkRuntime(network, { pollMs: options.pollMs });
+      networks.set(network.name, runtime);
+      // How this network simulates (see "Simulation" in the README): an operator sees the fallback and the skip.
+      logger.info(
+        { network: network.name, v07Simulator: runtime.versions.includes("v0.7") ? runtime.chain?.simulator.kind : undefined, skipFinalSimulation: network.skipFinalSimulation === true },
+        "network ready",
+      );
     }
   } catch (error) {
     for (const runtime of networks.values()) runtime.chain?.market.stop();
