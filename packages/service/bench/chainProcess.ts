@@ -21,6 +21,8 @@ export async function startChainProcess(manifestPath: string): Promise<ChainProc
     env: { ...process.env, LOCAL_CHAIN_PORT: "0", MANIFEST_PATH: manifestPath },
     stdio: ["ignore", "pipe", "inherit"],
   });
+  // However the bench ends (a thrown error included), the chain process ends with it.
+  process.once("exit", () => child.kill("SIGINT"));
   let output = "";
   const ready = await new Promise<{ url: string; signerKey: Hex }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the chain process did not start: ${output}`)), 90_000);

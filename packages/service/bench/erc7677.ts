@@ -3,11 +3,13 @@
  * mock-paymaster on the same local chain (everything on 127.0.0.1).
  *
  *   pnpm --filter @paymaster/service bench -- [--peer] [--alto] [--rounds 2] [--ops 120] [--sequential 40]
- *       [--concurrency 8] [--land-every 10] [--url URL --context JSON] [--skip-final]
+ *       [--concurrency 8] [--land-every 10] [--skip-final]
+ *       [--url URL --context JSON --chain NODE_URL --manifest deployment.json [--chain-pid PID]]
  *
  * - starts the local chain in its own process (the contracts package's start-local) and our service in
  *   another (bench/serve.ts: its embedded configuration; the bench's API key allows 1000 requests/s), or
- *   targets `--url` (any ERC-7677 endpoint serving that chain) with `--context` as the ERC-7677 context;
+ *   targets `--url` (any ERC-7677 endpoint) with `--context` as the ERC-7677 context, on the chain it serves
+ *   (`--chain`, a dev node with the local stack of `--manifest` deployed; `--chain-pid` for its CPU);
  * - `--peer` also starts @pimlico/mock-paymaster 0.0.7 in a process of its own on the same chain; `--alto` starts
  *   the Alto bundler for the peer's pm_sponsorUserOperation (Alto binds every interface: the bench refuses
  *   unless it runs in a loopback-only network namespace, see scripts/bench-peer.sh);
@@ -41,6 +43,9 @@ const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
   options: {
     url: { type: "string" },
+    chain: { type: "string" },
+    manifest: { type: "string" },
+    "chain-pid": { type: "string" },
     context: { type: "string", default: "null" },
     peer: { type: "boolean", default: false },
     alto: { type: "boolean", default: false },
@@ -60,8 +65,12 @@ const landEvery = Math.max(1, Number(values["land-every"]));
 const deadline = Date.now() + 300_000;
 
 const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
-const manifestPath = path.join(dataDir, "manifest.json");
+const manifestPath = values.manifest ?? path.join(dataDir, "manifest.json");
 const children: ChildProcess[] = [];
+// However the bench ends (a thrown error included), the processes it started end with it.
+process.once("exit", () => {
+  for (const child of children) child.kill("SIGINT");
+});
 
 /**
  * JSON-RPC over keep-alive node:http (the service's own chain client): the client's share of the CPU figures
@@ -80,7 +89,12 @@ async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T
 }
 
 // ---- the chain, and the systems under test
-const chain = await startChainProcess(manifestPath);
+// `--chain URL --manifest PATH [--chain-pid PID]`: a dev chain already running (with the local stack deployed
+// and unlocked dev accounts), e.g. the one the `--url` system serves; otherwise the bench starts its own.
+const chain = values.chain
+  ? { url: values.chain, signerKey: undefined, pid: values["chain-pid"] ? Number(values["chain-pid"]) : undefined, stop: () => undefined }
+  : await startChainProcess(manifestPath);
+if (values.url && !values.chain) console.log("note: --url without --chain: the endpoint must serve the chain this bench starts (see its URL below)");
 const manifest = await readManifest(manifestPath);
 const entry = manifest.entryPoints["v0.7"];
 const chainIdHex = numberToHex(31337);
@@ -127,7 +141,7 @@ if (values.url) {
   systems.push({ name: "target", url: values.url, context: JSON.parse(values.context!), pid: undefined });
 } else {
   const ours = await startSystemProcess("ours", {
-    BENCH_SIGNER_KEY: chain.signerKey,
+    BENCH_SIGNER_KEY: chain.signerKey ?? devKey(1),
     BENCH_DATA_DIR: dataDir,
     ...(values["skip-final"] ? { BENCH_SKIP_FINAL: "1" } : {}),
   });
