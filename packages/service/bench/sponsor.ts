@@ -1,7 +1,7 @@
 /**
  * Benchmark of pm_sponsorUserOperation against the embedded local chain (everything on 127.0.0.1).
  *
- *   pnpm --filter @paymaster/service bench -- [--concurrency 8] [--requests 400] [--mode sponsor|erc20|user] [--version v0.6|v0.7]
+ *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--mode sponsor|erc20|user] [--version v0.6|v0.7]
  *
  * The local chain runs in its own process (the contracts package's start-local), so its work never lands in
  * the service's figures; the service and this client share the bench process.
@@ -11,8 +11,6 @@
  * service's own time per sponsorship at concurrency 1 (no queueing behind other requests). Bounded: at most
  * 5000 requests and 120 s, then it stops by itself.
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -25,6 +23,7 @@ import { createChainRpc } from "../src/chain/rpc.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { embeddedConfig, executeCallData, seedDemo } from "../src/local/embedded.ts";
 import { startService } from "../src/server.ts";
+import { startChainProcess } from "./chainProcess.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -44,31 +43,7 @@ const deadline = Date.now() + 120_000;
 const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
 const manifestPath = path.join(dataDir, "manifest.json");
 
-/** Starts the chain process and waits for its RPC URL and signer key. */
-async function startChainProcess() {
-  const script = fileURLToPath(new URL("../../contracts/scripts/start-local.ts", import.meta.url));
-  const child = spawn(process.execPath, [script], {
-    env: { ...process.env, LOCAL_CHAIN_PORT: "0", MANIFEST_PATH: manifestPath },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let output = "";
-  const ready = await new Promise<{ url: string; signerKey: Hex }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the chain process did not start: ${output}`)), 60_000);
-    child.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-      const url = /Local chain\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1];
-      const signerKey = /Signer key\s+(0x[0-9a-fA-F]{64})/.exec(output)?.[1] as Hex | undefined;
-      if (url && signerKey && output.includes("Ready in")) {
-        clearTimeout(timer);
-        resolve({ url, signerKey });
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`the chain process exited (${code}): ${output}`)));
-  });
-  return { ...ready, stop: () => child.kill("SIGINT") };
-}
-
-const chainProcess = await startChainProcess();
+const chainProcess = await startChainProcess(manifestPath);
 const rpc = createChainRpc(chainProcess.url);
 const request = (method: string, params: unknown[]) => rpc.request<unknown>(method, params);
 const manifest = await readManifest(manifestPath);

@@ -77,7 +77,15 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   }
   for (const s of started) {
     const name = s.runtime.config.name;
-    void s.initialised.then((chain) => metrics.signerInfo.set({ network: name, signer: chain.signer.address }, 1));
+    void s.initialised.then((chain) => {
+      metrics.signerInfo.set({ network: name, signer: chain.signer.address }, 1);
+      // How this network simulates (see "Simulation" in the README): an operator sees the fallback and the skip.
+      const config = s.runtime.config;
+      logger.info(
+        { network: name, v07Simulator: s.runtime.versions.includes("v0.7") ? chain.simulator.kind : undefined, skipFinalSimulation: config.skipFinalSimulation === true },
+        "network simulation",
+      );
+    });
   }
 
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL;

@@ -1,13 +1,18 @@
 // v0.7 simulation through EntryPointSimulatorV07 on the embedded chain: the service finds the deployed
 // simulator (the small delegating override) and the whole-code override (the fallback for nodes where it is
 // not deployed) gives the same answers; one simulation tells the op's execution outcome.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { expect } from "chai";
 import { encodeFunctionData, type Abi } from "viem";
 import { EntryPointSimulatorV07Deployment, TestTokenArtifact } from "@paymaster/contracts/artifacts";
 import { PAYMASTER_VERIFICATION_GAS, STUB_SIGNATURE, encodeVerifyingPaymasterData, type Hex, type UserOperationV07 } from "@paymaster/shared";
 import { createChainRpc } from "../src/chain/rpc.ts";
 import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07, simulateOp, type SimulatorV07 } from "../src/chain/entryPoint.ts";
-import { executeCallData } from "../src/local/embedded.ts";
+import { embeddedConfig, executeCallData, seedDemo } from "../src/local/embedded.ts";
+import { localNetworkConfig } from "../src/config/local.ts";
+import { startService } from "../src/server.ts";
 import { newWallet, startTestStack, type Embedded } from "./helpers/stack.ts";
 
 describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", function () {
@@ -39,6 +44,22 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
       paymasterVerificationGasLimit: 100_000n,
       paymasterPostOpGasLimit: 0n,
       paymasterData: encodeVerifyingPaymasterData({ validUntil: now + 300, validAfter: now - 60 }, STUB_SIGNATURE),
+      signature: STUB_SIGNATURE,
+    };
+  }
+
+  /** A fresh account's first op (wire form) whose call transfers USDC it does not hold: it validates, its execution reverts. */
+  async function revertingWireOp(gas: Record<string, string> = {}) {
+    const wallet = await newWallet(embedded, "v0.7");
+    const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!.address;
+    const transfer = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "transfer", args: [wallet.owner.address, 1n] });
+    return {
+      sender: wallet.sender,
+      nonce: "0x0",
+      factory: `0x${wallet.initCode.slice(2, 42)}`,
+      factoryData: `0x${wallet.initCode.slice(42)}`,
+      callData: executeCallData(usdc, transfer),
+      ...gas,
       signature: STUB_SIGNATURE,
     };
   }
@@ -85,18 +106,8 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
   });
 
   it("the stub runs no simulation: an op whose calls revert gets stub data; pm_getPaymasterData refuses it", async () => {
-    const wallet = await newWallet(embedded, "v0.7");
     const entry = embedded.stack.manifest.entryPoints["v0.7"];
-    const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!.address;
-    const transfer = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "transfer", args: [wallet.owner.address, 1n] });
-    const op = {
-      sender: wallet.sender,
-      nonce: "0x0",
-      factory: `0x${wallet.initCode.slice(2, 42)}`,
-      factoryData: `0x${wallet.initCode.slice(42)}`,
-      callData: executeCallData(usdc, transfer),
-      signature: STUB_SIGNATURE,
-    };
+    const op = await revertingWireOp();
     const params = [op, entry.entryPoint, "0x7a69", { strategy_code: embedded.strategyCode }];
     const rpcUrl = embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/");
     const post = async (method: string) => {
@@ -109,6 +120,39 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
     expect(BigInt(stub.body.result.paymasterVerificationGasLimit)).to.equal(PAYMASTER_VERIFICATION_GAS.verifying);
     expect(stub.body.result.isFinal).to.equal(false);
     const data = await post("pm_getPaymasterData");
-    expect(data.body.error?.data?.code ?? data.body.error?.message, JSON.stringify(data.body)).to.match(/EXECUTION_REVERTED|revert/i);
+    expect(data.body.error?.data?.reason, JSON.stringify(data.body)).to.equal("EXECUTION_REVERTED");
+  });
+
+  it("skipFinalSimulation: the data call signs an op whose calls revert without simulating it (the operator's choice)", async () => {
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-skip-")), "data");
+    const network = { ...localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey }), skipFinalSimulation: true };
+    const running = await startService(embeddedConfig(network, dataDir, 0, "silent"), { watch: false });
+    try {
+      const request = (method: string, params: unknown[]) => embedded.stack.chain.provider.request({ method, params });
+      const demo = await seedDemo(running.service.store, request, embedded.stack.manifest, embedded.stack.owner.address, embedded.stack.chain.accounts[3]!.address);
+      const entry = embedded.stack.manifest.entryPoints["v0.7"];
+      const { baseFeePerGas } = (await request("eth_getBlockByNumber", ["latest", false])) as { baseFeePerGas: Hex };
+      // Client gas values: no estimate runs, so without the final simulation nothing looks at the calls.
+      const op = await revertingWireOp({
+        callGasLimit: "0x9c40",
+        verificationGasLimit: "0x61a80",
+        preVerificationGas: "0xea60",
+        maxFeePerGas: `0x${(BigInt(baseFeePerGas) * 2n).toString(16)}`,
+        maxPriorityFeePerGas: "0x0",
+      });
+      const params = [op, entry.entryPoint, "0x7a69", { strategy_code: demo.strategyCode }];
+      const post = async (url: string) => {
+        const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: 1, jsonrpc: "2.0", method: "pm_getPaymasterData", params }) });
+        return (await response.json()) as { result?: any; error?: any };
+      };
+      const skipped = await post(`${running.url}/rpc/v1/local?apiKey=${demo.apiKey}`);
+      expect(skipped.error, JSON.stringify(skipped.error)).to.equal(undefined);
+      expect(skipped.result.paymaster).to.equal(entry.verifyingPaymaster);
+      // The same request to the default service (final simulation on) is refused.
+      const checked = await post(embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/"));
+      expect(checked.error?.data?.reason, JSON.stringify(checked)).to.equal("EXECUTION_REVERTED");
+    } finally {
+      await running.close();
+    }
   });
 });

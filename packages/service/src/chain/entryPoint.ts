@@ -6,7 +6,7 @@
  * the whole ~19 kB code on every call (see "Simulation" in the README for the measurements). It returns
  * ExecutionResult or reverts with FailedOp / FailedOpWithRevert. Both versions give the same result shape.
  */
-import { decodeAbiParameters, decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
+import { decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
 import { EntryPointSimulatorV07Artifact, EntryPointSimulatorV07Deployment, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
 import type { Address, Hex, UserOperationV06, UserOperationV07 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
@@ -131,13 +131,53 @@ async function simulateHandleOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoi
     return { ok: true, result };
   } catch (error) {
     if (!(error instanceof NodeError)) throw error;
-    const revert = error.revertData;
-    const failure = revert ? decodeFailure(simulatorV07Abi, revert) : undefined;
-    return { ok: false, failure: failure ?? failureOf(`simulation reverted${revert ? "" : ": " + error.message.slice(0, 200)}`, revert ?? null) };
+    return { ok: false, failure: v07Failure(error) };
   }
 }
 
-const OUTCOME_TYPES = [{ type: "bool" }, { type: "bool" }, { type: "bytes" }] as const;
+/** A reverted v0.7 simulation: FailedOp / FailedOpWithRevert, else whatever the node said. */
+function v07Failure(error: NodeError): SimulationFailure {
+  const revert = error.revertData;
+  const failure = revert ? decodeFailure(simulatorV07Abi, revert) : undefined;
+  return failure ?? failureOf(`simulation reverted${revert ? "" : ": " + error.message.slice(0, 200)}`, revert ?? null);
+}
+
+/** The 32-byte word `index` of ABI-encoded `hex` (0x-prefixed), from byte `base`. */
+function word(hex: Hex, index: number, base = 0): bigint {
+  const start = 2 + (base + index * 32) * 2;
+  return BigInt(`0x${hex.slice(start, start + 64)}`);
+}
+
+/** The dynamic `bytes` whose offset (relative to `base`) is in word `index`. */
+function bytesAt(hex: Hex, index: number, base = 0): { start: number; value: Hex } {
+  const start = base + Number(word(hex, index, base));
+  const length = Number(word(hex, 0, start));
+  return { start: start + 32, value: `0x${hex.slice(2 + (start + 32) * 2, 2 + (start + 32 + length) * 2)}` };
+}
+
+/** opOutcome(0, "") calldata: the same for every op without a read, so encoded once. */
+const OUTCOME_WITHOUT_READ = encodeFunctionData({ abi: simulatorV07Abi, functionName: "opOutcome", args: [ZERO, "0x"] });
+
+/**
+ * ExecutionResult and the opOutcome it carries, read straight off the fixed ABI layout (viem's generic
+ * decoders cost more than the rest of the service's work on this path): simulateHandleOp returns the struct
+ * (preOpGas, paid, accountValidationData, paymasterValidationData, targetSuccess, targetResult); targetResult
+ * is opOutcome's (bool opSucceeded, bool readSuccess, bytes readResult).
+ */
+function decodeLanding(output: Hex): ExecutionResult {
+  const base = Number(word(output, 0)); // the struct's offset
+  if (word(output, 4, base) !== 1n) throw new RpcError("CHAIN_UNAVAILABLE", "the simulator's opOutcome failed");
+  const outcome = bytesAt(output, 5, base);
+  const inner = outcome.value;
+  return {
+    preOpGas: word(output, 0, base),
+    paid: word(output, 1, base),
+    paymasterSigFailed: sigFailed(word(output, 3, base)),
+    opSucceeded: word(inner, 0) === 1n,
+    targetSuccess: word(inner, 1) === 1n,
+    targetResult: bytesAt(inner, 2).value,
+  };
+}
 
 /**
  * The op as it would land: validation, execution and postOp, then (optionally) `read` called right after the
@@ -150,22 +190,15 @@ export async function simulateOp(rpc: ChainRpc, simulator: SimulatorV07, entryPo
     return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
   }
   // The EntryPoint calls itself after the op: the simulator's opOutcome(read.to, read.data).
-  const outcomeCall = encodeFunctionData({ abi: simulatorV07Abi, functionName: "opOutcome", args: [read?.to ?? ZERO, read?.data ?? "0x"] });
-  const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, entryPoint, outcomeCall);
-  if (!raw.ok) return raw;
-  if (!raw.result.targetSuccess) throw new RpcError("CHAIN_UNAVAILABLE", "the simulator's opOutcome failed");
-  const [opSucceeded, targetSuccess, targetResult] = decodeAbiParameters(OUTCOME_TYPES, raw.result.targetResult);
-  return {
-    ok: true,
-    result: {
-      preOpGas: raw.result.preOpGas,
-      paid: raw.result.paid,
-      opSucceeded,
-      paymasterSigFailed: sigFailed(raw.result.paymasterValidationData),
-      targetSuccess,
-      targetResult,
-    },
-  };
+  const outcomeCall = read ? encodeFunctionData({ abi: simulatorV07Abi, functionName: "opOutcome", args: [read.to, read.data] }) : OUTCOME_WITHOUT_READ;
+  const data = encodeSimulateHandleOp(op, entryPoint, outcomeCall);
+  try {
+    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulator.code } }]);
+    return { ok: true, result: decodeLanding(output) };
+  } catch (error) {
+    if (!(error instanceof NodeError)) throw error;
+    return { ok: false, failure: v07Failure(error) };
+  }
 }
 
 /**

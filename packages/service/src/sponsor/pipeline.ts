@@ -428,7 +428,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     chain.deposits.check({ entryPoint: entry.entryPoint, paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: market.blockNumber, maxCostWei }),
   );
 
-  // ---- reserve, then answer
+  // ---- reserve, then answer (after the simulation: a refused op leaves no record)
   const reservation = await service.store.reserveSponsorship({
     network: network.config.name,
     entryPoint: entry.entryPoint,

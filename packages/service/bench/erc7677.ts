@@ -1,0 +1,477 @@
+/**
+ * The paymaster benchmark: one workload against any ERC-7677 endpoint, and side by side against Pimlico's
+ * mock-paymaster on the same local chain (everything on 127.0.0.1).
+ *
+ *   pnpm --filter @paymaster/service bench -- [--peer] [--alto] [--rounds 2] [--ops 120] [--sequential 40]
+ *       [--concurrency 8] [--land-every 10] [--skip-final]
+ *       [--url URL --context JSON --chain NODE_URL --manifest deployment.json [--chain-pid PID]]
+ *
+ * - starts the local chain in its own process (the contracts package's start-local) and our service in
+ *   another (bench/serve.ts: its embedded configuration; the bench's API key allows 1000 requests/s), or
+ *   targets `--url` (any ERC-7677 endpoint) with `--context` as the ERC-7677 context, on the chain it serves
+ *   (`--chain`, a dev node with the local stack of `--manifest` deployed; `--chain-pid` for its CPU);
+ * - `--peer` also starts @pimlico/mock-paymaster 0.0.7 in a process of its own on the same chain; `--alto` starts
+ *   the Alto bundler for the peer's pm_sponsorUserOperation (Alto binds every interface: the bench refuses
+ *   unless it runs in a loopback-only network namespace, see scripts/bench-peer.sh);
+ * - the workload, the same for every system: a fresh SimpleAccount (v0.7, deployed by its first op) per op;
+ *   ERC-7677: pm_getPaymasterStubData then pm_getPaymasterData with client-filled gas; pm_sponsorUserOperation:
+ *   gas left to the paymaster. The bench signs every op as its owner and simulates it through handleOps
+ *   (eth_call); every `--land-every`th op is mined through handleOps;
+ * - systems alternate round by round (the machine is shared); each round reports sequential p50 latency and
+ *   throughput at `--concurrency`, plus CPU per op of each process: the system's, the client's (this one),
+ *   the chain's (and Alto's).
+ * Bounded: at most 2000 ops per phase and 300 s in all, then it stops by itself.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync, existsSync, mkdtempSync } from "node:fs";
+import { createRequire } from "node:module";
+import { networkInterfaces, tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { encodeFunctionData, numberToHex, toHex, type Abi } from "viem";
+import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { EntryPointV07Artifact, SimpleAccountFactoryV07Artifact } from "@paymaster/contracts/artifacts";
+import { readManifest } from "@paymaster/contracts/manifest";
+import { STUB_SIGNATURE, getUserOpHash, packUserOpV07, type Address, type Hex, type UserOperationV07 } from "@paymaster/shared";
+import { NodeError, createChainRpc, type ChainRpc } from "../src/chain/rpc.ts";
+import { createSigner } from "../src/signer/signer.ts";
+import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
+import { executeCallData } from "../src/local/embedded.ts";
+
+const { values } = parseArgs({
+  args: process.argv.slice(2).filter((arg) => arg !== "--"),
+  options: {
+    url: { type: "string" },
+    chain: { type: "string" },
+    manifest: { type: "string" },
+    "chain-pid": { type: "string" },
+    context: { type: "string", default: "null" },
+    peer: { type: "boolean", default: false },
+    alto: { type: "boolean", default: false },
+    rounds: { type: "string", default: "2" },
+    ops: { type: "string", default: "120" },
+    sequential: { type: "string", default: "40" },
+    concurrency: { type: "string", default: "8" },
+    "land-every": { type: "string", default: "10" },
+    "skip-final": { type: "boolean", default: false },
+  },
+});
+const rounds = Math.max(1, Math.min(5, Number(values.rounds)));
+const opsPerPhase = Math.max(10, Math.min(2000, Number(values.ops)));
+const sequentialOps = Math.max(5, Math.min(500, Number(values.sequential)));
+const concurrency = Math.max(1, Math.min(32, Number(values.concurrency)));
+const landEvery = Math.max(1, Number(values["land-every"]));
+const deadline = Date.now() + 300_000;
+
+const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
+const manifestPath = values.manifest ?? path.join(dataDir, "manifest.json");
+const children: ChildProcess[] = [];
+// However the bench ends (a thrown error included), the processes it started end with it.
+process.once("exit", () => {
+  for (const child of children) child.kill("SIGINT");
+});
+
+/**
+ * JSON-RPC over keep-alive node:http (the service's own chain client): the client's share of the CPU figures
+ * stays small and the same for every system.
+ */
+const clients = new Map<string, ChainRpc>();
+async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
+  let client = clients.get(url);
+  if (!client) clients.set(url, (client = createChainRpc(url, { timeoutMs: 60_000 })));
+  try {
+    return await client.request<T>(method, params);
+  } catch (error) {
+    if (error instanceof NodeError) throw new Error(`${method}: ${error.message} ${JSON.stringify(error.data ?? "").slice(0, 300)}`);
+    throw error;
+  }
+}
+
+// ---- the chain, and the systems under test
+// `--chain URL --manifest PATH [--chain-pid PID]`: a dev chain already running (with the local stack deployed
+// and unlocked dev accounts), e.g. the one the `--url` system serves; otherwise the bench starts its own.
+const chain = values.chain
+  ? { url: values.chain, signerKey: undefined, pid: values["chain-pid"] ? Number(values["chain-pid"]) : undefined, stop: () => undefined }
+  : await startChainProcess(manifestPath);
+if (values.url && !values.chain) console.log("note: --url without --chain: the endpoint must serve the chain this bench starts (see its URL below)");
+const manifest = await readManifest(manifestPath);
+const entry = manifest.entryPoints["v0.7"];
+const chainIdHex = numberToHex(31337);
+const accounts = await rpc<Address[]>(chain.url, "eth_accounts", []);
+const bundlerAccount = accounts[9]!;
+const beneficiary = accounts[10]!;
+
+interface System {
+  name: string;
+  url: string;
+  context: unknown;
+  /** Its process (CPU from /proc), when the bench started it. */
+  pid: number | undefined;
+  /** pm_sponsorUserOperation params and how to read its answer, when the system (as started here) serves it. */
+  sponsor?: { params(op: WireOp): unknown[]; apply(op: UserOperationV07, result: any): UserOperationV07 };
+}
+const systems: System[] = [];
+
+/** Starts bench/serve.ts for `system` and waits for its READY line. */
+async function startSystemProcess(system: "ours" | "peer", extraEnv: Record<string, string>): Promise<{ url: string; context: unknown; pid: number | undefined }> {
+  const script = fileURLToPath(new URL("./serve.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", script], {
+    env: { ...process.env, BENCH_SYSTEM: system, BENCH_CHAIN_URL: chain.url, BENCH_MANIFEST: manifestPath, ...extraEnv },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  let output = "";
+  const ready = await new Promise<{ url: string; context: unknown }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${system} did not start: ${output}`)), 90_000);
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      const line = /READY (\{.*\})/.exec(output)?.[1];
+      if (line) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line) as { url: string; context: unknown });
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`${system} exited (${code}): ${output}`)));
+  });
+  return { ...ready, pid: child.pid };
+}
+
+if (values.url) {
+  systems.push({ name: "target", url: values.url, context: JSON.parse(values.context!), pid: undefined });
+} else {
+  const ours = await startSystemProcess("ours", {
+    BENCH_SIGNER_KEY: chain.signerKey ?? devKey(1),
+    BENCH_DATA_DIR: dataDir,
+    ...(values["skip-final"] ? { BENCH_SKIP_FINAL: "1" } : {}),
+  });
+  const strategyCode = (ours.context as { strategy_code: string }).strategy_code;
+  systems.push({
+    name: values["skip-final"] ? "ours (skipFinalSimulation)" : "ours",
+    url: ours.url,
+    context: ours.context,
+    pid: ours.pid,
+    sponsor: {
+      params: (op) => [op, { strategy_code: strategyCode, version: "v0.7" }],
+      apply: (op, result) => {
+        const r = result.userOpResponse;
+        const pmd: Hex = r.paymasterAndData;
+        return {
+          ...op,
+          callGasLimit: BigInt(r.callGasLimit),
+          verificationGasLimit: BigInt(r.verificationGasLimit),
+          preVerificationGas: BigInt(r.preVerificationGas),
+          maxFeePerGas: BigInt(r.maxFeePerGas),
+          maxPriorityFeePerGas: BigInt(r.maxPriorityFeePerGas),
+          paymaster: `0x${pmd.slice(2, 42)}` as Address,
+          paymasterVerificationGasLimit: BigInt(r.paymasterVerificationGasLimit),
+          paymasterPostOpGasLimit: BigInt(r.paymasterPostOpGasLimit),
+          paymasterData: `0x${pmd.slice(106)}` as Hex,
+        };
+      },
+    },
+  });
+}
+
+let altoPid: number | undefined;
+if (values.peer) {
+  let altoUrl = "";
+  if (values.alto) {
+    const outside = Object.entries(networkInterfaces()).filter(([name]) => name !== "lo");
+    if (outside.length > 0) throw new Error("--alto: Alto binds every interface; run the bench through scripts/bench-peer.sh (a loopback-only network namespace)");
+    const require = createRequire(import.meta.url);
+    let dir = path.dirname(require.resolve("@pimlico/alto"));
+    while (!existsSync(path.join(dir, "package.json")) || JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")).name !== "@pimlico/alto") dir = path.dirname(dir);
+    const bin = (JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { bin: Record<string, string> }).bin.alto!;
+    const port = 4337;
+    const alto = spawn(process.execPath, [
+      path.join(dir, bin),
+      "--entrypoints", `${manifest.entryPoints["v0.6"].entryPoint},${entry.entryPoint}`,
+      "--executor-private-keys", devKey(7),
+      "--utility-private-key", devKey(8),
+      "--rpc-url", chain.url,
+      "--port", String(port),
+      "--safe-mode", "false",
+      "--deploy-simulations-contract", "true",
+      "--utility-wallet-monitor", "false",
+    ], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NODE_OPTIONS: "" } });
+    children.push(alto);
+    altoPid = alto.pid;
+    let log = "";
+    alto.stdout!.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-5000)));
+    alto.stderr!.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-5000)));
+    altoUrl = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      if (alto.exitCode !== null || i > 120) throw new Error(`alto did not start:\n${log}`);
+      try {
+        await rpc(altoUrl, "eth_chainId", []);
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
+  const peer = await startSystemProcess("peer", values.alto ? { BENCH_ALTO_URL: altoUrl } : {});
+  systems.push({
+    name: "peer (mock-paymaster)",
+    url: peer.url,
+    context: peer.context,
+    pid: peer.pid,
+    ...(values.alto
+      ? {
+          sponsor: {
+            params: (op: WireOp) => [{ ...op, callGasLimit: "0x0", verificationGasLimit: "0x0", preVerificationGas: "0x0", maxFeePerGas: op.maxFeePerGas, maxPriorityFeePerGas: op.maxPriorityFeePerGas }, entry.entryPoint],
+            apply: (op: UserOperationV07, r: any) => ({
+              ...op,
+              callGasLimit: BigInt(r.callGasLimit),
+              verificationGasLimit: BigInt(r.verificationGasLimit),
+              preVerificationGas: BigInt(r.preVerificationGas),
+              paymaster: r.paymaster,
+              paymasterVerificationGasLimit: BigInt(r.paymasterVerificationGasLimit),
+              paymasterPostOpGasLimit: BigInt(r.paymasterPostOpGasLimit),
+              paymasterData: r.paymasterData,
+            }),
+          },
+        }
+      : {}),
+  });
+}
+
+/** The private key of the local chain's dev account `index` (Hardhat's well-known test mnemonic: local use only). */
+function devKey(index: number): Hex {
+  return toHex(mnemonicToAccount("test test test test test test test test test test test junk", { addressIndex: index }).getHdKey().privateKey!);
+}
+
+// ---- fresh accounts: one owner, a SimpleAccount per salt (addresses computed before any timing)
+const ownerKey = generatePrivateKey();
+const owner = privateKeyToAccount(ownerKey);
+/** SimpleAccount checks an EIP-191 signature of the userOpHash: the same native signer the service uses. */
+const ownerSigner = createSigner(ownerKey);
+const factoryAbi = SimpleAccountFactoryV07Artifact.abi as Abi;
+let nextSalt = 1n;
+const callData = executeCallData(owner.address);
+const fees = await (async () => {
+  const block = await rpc<{ baseFeePerGas: string }>(chain.url, "eth_getBlockByNumber", ["latest", false]);
+  const priority = 10n ** 9n;
+  return { maxFeePerGas: BigInt(block.baseFeePerGas) * 3n + priority, maxPriorityFeePerGas: priority };
+})();
+
+type WireOp = Record<string, string>;
+
+/** Counterfactual senders, computed before a phase so that no phase pays for them. */
+const senders: { salt: bigint; sender: Address }[] = [];
+async function prepareSenders(count: number): Promise<void> {
+  while (senders.length < count) {
+    const salt = nextSalt++;
+    const word = await rpc<Hex>(chain.url, "eth_call", [{ to: entry.simpleAccountFactory, data: encodeFunctionData({ abi: factoryAbi, functionName: "getAddress", args: [owner.address, salt] }) }, "latest"]);
+    senders.push({ salt, sender: `0x${word.slice(-40)}` as Address });
+  }
+}
+
+async function freshOp(): Promise<UserOperationV07> {
+  const next = senders.shift();
+  if (!next) throw new Error("no prepared sender left");
+  const { salt, sender } = next;
+  return {
+    sender,
+    nonce: 0n,
+    factory: entry.simpleAccountFactory,
+    factoryData: encodeFunctionData({ abi: factoryAbi, functionName: "createAccount", args: [owner.address, salt] }),
+    callData,
+    // Client-filled gas, as a wallet's bundler would estimate it (a fresh account's deployment included).
+    callGasLimit: 40_000n,
+    verificationGasLimit: 400_000n,
+    preVerificationGas: 60_000n,
+    ...fees,
+    signature: STUB_SIGNATURE,
+  };
+}
+
+const hex = (v: bigint) => numberToHex(v);
+function wire(op: UserOperationV07): WireOp {
+  return {
+    sender: op.sender,
+    nonce: hex(op.nonce),
+    factory: op.factory!,
+    factoryData: op.factoryData!,
+    callData: op.callData,
+    callGasLimit: hex(op.callGasLimit),
+    verificationGasLimit: hex(op.verificationGasLimit),
+    preVerificationGas: hex(op.preVerificationGas),
+    maxFeePerGas: hex(op.maxFeePerGas),
+    maxPriorityFeePerGas: hex(op.maxPriorityFeePerGas),
+    ...(op.paymaster
+      ? { paymaster: op.paymaster, paymasterVerificationGasLimit: hex(op.paymasterVerificationGasLimit ?? 0n), paymasterPostOpGasLimit: hex(op.paymasterPostOpGasLimit ?? 0n), paymasterData: op.paymasterData ?? "0x" }
+      : {}),
+    signature: op.signature,
+  };
+}
+
+const entryPointAbi = EntryPointV07Artifact.abi as Abi;
+let landed = 0;
+let opCount = 0;
+/** Ops the EntryPoint refused in the bench's handleOps simulation (each system's own answer was used as is). */
+let refused = 0;
+let firstRefusal = "";
+/** Signs as the owner, simulates through handleOps, and lands every landEvery-th op. Returns the eth_call's ms. */
+async function finish(op: UserOperationV07): Promise<number> {
+  const userOpHash = getUserOpHash({ version: "v0.7", userOp: op, entryPoint: entry.entryPoint, chainId: 31337 } as Parameters<typeof getUserOpHash>[0]);
+  const signed = { ...op, signature: await ownerSigner.signHash(userOpHash) };
+  const data = encodeFunctionData({ abi: entryPointAbi, functionName: "handleOps", args: [[packUserOpV07(signed)], beneficiary] });
+  const started = performance.now();
+  try {
+    await rpc(chain.url, "eth_call", [{ from: bundlerAccount, to: entry.entryPoint, data }, "latest"]);
+  } catch (error) {
+    refused++;
+    firstRefusal ||= String(error).slice(0, 300);
+    return performance.now() - started;
+  }
+  const ms = performance.now() - started;
+  if (++opCount % landEvery === 0) {
+    await rpc(chain.url, "eth_sendTransaction", [{ from: bundlerAccount, to: entry.entryPoint, data, gas: numberToHex(3_000_000n) }]);
+    landed++;
+  }
+  return ms;
+}
+
+interface Sample {
+  totalMs: number;
+  dataMs: number;
+  handleOpsMs: number;
+}
+
+async function erc7677Op(system: System): Promise<Sample> {
+  let op = await freshOp();
+  const started = performance.now();
+  const stub = await rpc<any>(system.url, "pm_getPaymasterStubData", [wire(op), entry.entryPoint, chainIdHex, system.context]);
+  op = { ...op, paymaster: stub.paymaster, paymasterVerificationGasLimit: BigInt(stub.paymasterVerificationGasLimit), paymasterPostOpGasLimit: BigInt(stub.paymasterPostOpGasLimit), paymasterData: stub.paymasterData };
+  const dataStarted = performance.now();
+  const data = await rpc<any>(system.url, "pm_getPaymasterData", [wire(op), entry.entryPoint, chainIdHex, system.context]);
+  const now = performance.now();
+  // ERC-7677 lets the data call leave the stub's paymaster gas limits as they are.
+  op = {
+    ...op,
+    paymaster: data.paymaster,
+    paymasterVerificationGasLimit: data.paymasterVerificationGasLimit ? BigInt(data.paymasterVerificationGasLimit) : op.paymasterVerificationGasLimit!,
+    paymasterPostOpGasLimit: data.paymasterPostOpGasLimit ? BigInt(data.paymasterPostOpGasLimit) : op.paymasterPostOpGasLimit!,
+    paymasterData: data.paymasterData,
+  };
+  return { totalMs: now - started, dataMs: now - dataStarted, handleOpsMs: await finish(op) };
+}
+
+async function sponsorOp(system: System): Promise<Sample> {
+  let op = await freshOp();
+  const w = wire(op);
+  for (const field of ["callGasLimit", "verificationGasLimit", "preVerificationGas"]) delete w[field];
+  const started = performance.now();
+  const result = await rpc<any>(system.url, "pm_sponsorUserOperation", system.sponsor!.params(w));
+  const ms = performance.now() - started;
+  op = system.sponsor!.apply(op, result);
+  return { totalMs: ms, dataMs: ms, handleOpsMs: await finish(op) };
+}
+
+interface Phase {
+  samples: Sample[];
+  seconds: number;
+  /** The bench process: the client. */
+  cpuMsPerOp: number;
+  /** The system's own process. */
+  systemCpuMsPerOp: number;
+  chainCpuMsPerOp: number;
+  altoCpuMsPerOp: number;
+}
+
+async function phase(system: System, work: () => Promise<Sample>, count: number, parallel: number): Promise<Phase> {
+  const samples: Sample[] = [];
+  let issued = 0;
+  await prepareSenders(count);
+  const cpu = process.cpuUsage();
+  const systemCpu = cpuSecondsOf(system.pid);
+  const chainCpu = cpuSecondsOf(chain.pid);
+  const altoCpu = cpuSecondsOf(altoPid);
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (issued < count && Date.now() < deadline) {
+        issued++;
+        samples.push(await work());
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  return {
+    samples,
+    seconds,
+    cpuMsPerOp: (used.user + used.system) / 1000 / samples.length,
+    systemCpuMsPerOp: ((cpuSecondsOf(system.pid) - systemCpu) * 1000) / samples.length,
+    chainCpuMsPerOp: ((cpuSecondsOf(chain.pid) - chainCpu) * 1000) / samples.length,
+    altoCpuMsPerOp: ((cpuSecondsOf(altoPid) - altoCpu) * 1000) / samples.length,
+  };
+}
+
+const p50 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+interface Row {
+  path: string;
+  system: string;
+  round: number;
+  seqP50: number;
+  dataP50: number;
+  handleOpsP50: number;
+  opsPerSecond: number;
+  cpuMsPerOp: number;
+  systemCpuMsPerOp: number;
+  chainCpuMsPerOp: number;
+  altoCpuMsPerOp: number;
+}
+const rows: Row[] = [];
+
+try {
+  const paths: { name: string; work: (s: System) => Promise<Sample>; applies: (s: System) => boolean }[] = [
+    { name: "ERC-7677 stub + data", work: erc7677Op, applies: () => true },
+    { name: "pm_sponsorUserOperation", work: sponsorOp, applies: (s) => s.sponsor !== undefined },
+  ];
+  console.log(`bench: chain ${chain.url}; systems: ${systems.map((s) => `${s.name} ${s.url.replace(/apiKey=.*/, "apiKey=…")}`).join("; ")}`);
+  for (const system of systems) await phase(system, () => erc7677Op(system), 10, 2); // warm-up: JIT, connections, caches
+  for (let round = 1; round <= rounds; round++) {
+    for (const p of paths) {
+      for (const system of systems.filter(p.applies)) {
+        const seq = await phase(system, () => p.work(system), sequentialOps, 1);
+        const par = await phase(system, () => p.work(system), opsPerPhase, concurrency);
+        rows.push({
+          path: p.name,
+          system: system.name,
+          round,
+          seqP50: p50(seq.samples.map((s) => s.totalMs)),
+          dataP50: p50(seq.samples.map((s) => s.dataMs)),
+          handleOpsP50: p50(seq.samples.map((s) => s.handleOpsMs)),
+          opsPerSecond: par.samples.length / par.seconds,
+          cpuMsPerOp: par.cpuMsPerOp,
+          systemCpuMsPerOp: par.systemCpuMsPerOp,
+          chainCpuMsPerOp: par.chainCpuMsPerOp,
+          altoCpuMsPerOp: par.altoCpuMsPerOp,
+        });
+        const r = rows.at(-1)!;
+        console.log(
+          `round ${round} ${p.name.padEnd(24)} ${system.name.padEnd(28)} seq p50 ${r.seqP50.toFixed(1)} ms (data ${r.dataP50.toFixed(1)}, handleOps eth_call ${r.handleOpsP50.toFixed(1)})  ` +
+            `${concurrency} concurrent: ${r.opsPerSecond.toFixed(1)} ops/s  CPU/op: system ${r.systemCpuMsPerOp.toFixed(2)} ms, client ${r.cpuMsPerOp.toFixed(2)} ms, chain ${r.chainCpuMsPerOp.toFixed(2)} ms${altoPid ? `, alto ${r.altoCpuMsPerOp.toFixed(2)} ms` : ""}`,
+        );
+      }
+    }
+  }
+  // Ratios per path and round: ours / peer (throughput) and peer / ours... printed as ours vs peer.
+  const ours = systems.find((s) => s.name.startsWith("ours"));
+  const peer = systems.find((s) => s.name.startsWith("peer"));
+  if (ours && peer) {
+    console.log("\nratios (same round, same chain): throughput ours/peer, sequential p50 ours/peer");
+    for (const row of rows.filter((r) => r.system === ours.name)) {
+      const other = rows.find((r) => r.system === peer.name && r.path === row.path && r.round === row.round);
+      if (other) console.log(`  round ${row.round} ${row.path.padEnd(24)} throughput x${(row.opsPerSecond / other.opsPerSecond).toFixed(2)}  seq p50 x${(row.seqP50 / other.seqP50).toFixed(2)}`);
+    }
+  }
+  console.log(`\n${opCount} ops simulated through handleOps by the bench, ${refused} refused${refused ? ` (first: ${firstRefusal})` : ""}, ${landed} landed.`);
+} finally {
+  for (const child of children) child.kill("SIGINT");
+  chain.stop();
+}

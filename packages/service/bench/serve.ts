@@ -1,0 +1,61 @@
+/**
+ * One system under test in a process of its own, so the benchmark reads its CPU from /proc: our service
+ * (the embedded configuration against the bench's chain, a seeded demo key) or Pimlico's mock-paymaster.
+ * Started by bench/erc7677.ts; everything from the environment (the chain's signer key is no argv matter):
+ *   BENCH_SYSTEM=ours|peer  BENCH_CHAIN_URL  BENCH_MANIFEST  BENCH_SIGNER_KEY (ours)  BENCH_SKIP_FINAL=1 (ours)
+ *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)
+ * Prints one line `READY {json}` (url, context) and serves until SIGINT/SIGTERM.
+ */
+import { numberToHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { entryPoint08Address } from "viem/account-abstraction";
+import { readManifest } from "@paymaster/contracts/manifest";
+import type { Address, Hex } from "@paymaster/shared";
+import { createChainRpc } from "../src/chain/rpc.ts";
+import { localNetworkConfig } from "../src/config/local.ts";
+import { embeddedConfig, seedDemo } from "../src/local/embedded.ts";
+import { startService } from "../src/server.ts";
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`bench/serve.ts: ${name} is not set`);
+  return value;
+};
+const chainUrl = env("BENCH_CHAIN_URL");
+const chain = createChainRpc(chainUrl, { timeoutMs: 60_000 });
+const request = (method: string, params: unknown[]) => chain.request<unknown>(method, params);
+const stops: (() => Promise<unknown>)[] = [];
+
+if (env("BENCH_SYSTEM") === "ours") {
+  const manifest = await readManifest(env("BENCH_MANIFEST"));
+  const network = localNetworkConfig({ manifest, rpcUrl: chainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex });
+  const config = embeddedConfig(process.env.BENCH_SKIP_FINAL === "1" ? { ...network, skipFinalSimulation: true } : network, env("BENCH_DATA_DIR"), 0, "silent");
+  const running = await startService(config, { pollMs: 1000 });
+  stops.push(() => running.close());
+  const accounts = (await request("eth_accounts", [])) as Address[];
+  const demo = await seedDemo(running.service.store, request, manifest, accounts[0]!, accounts[3]!);
+  console.log(`READY ${JSON.stringify({ url: `${running.url}/rpc/v1/local?apiKey=${demo.apiKey}`, context: { strategy_code: demo.strategyCode } })}`);
+} else {
+  const accounts = (await request("eth_accounts", [])) as Address[];
+  // The peer's set-up wallet must hold 1000 ETH, else it calls anvil_setBalance (which Hardhat lacks).
+  const utility = privateKeyToAccount(`0x${"aa".repeat(32)}`).address;
+  await request("eth_sendTransaction", [{ from: accounts[11]!, to: utility, value: numberToHex(2000n * 10n ** 18n) }]);
+  // It also funds a v0.8 paymaster: this chain has no EntryPoint v0.8, so a stand-in there answers every call
+  // with a zero word (PUSH1 32, PUSH1 0, RETURN) and keeps the deposit; no v0.8 op is ever sent.
+  await request("hardhat_setCode", [entryPoint08Address, "0x60206000f3"]);
+  const { paymaster } = (await import("@pimlico/mock-paymaster")) as unknown as {
+    paymaster: (options: { anvilRpc: string; altoRpc: string; port: number; host: string }) => { start(): Promise<unknown>; stop(): Promise<unknown> };
+  };
+  const port = 3010 + Math.floor(Math.random() * 1000);
+  // The peer's ERC-7677 methods never reach the bundler; its pm_sponsorUserOperation needs BENCH_ALTO_URL.
+  const instance = paymaster({ anvilRpc: chainUrl, altoRpc: process.env.BENCH_ALTO_URL ?? "http://127.0.0.1:9", port, host: "127.0.0.1" });
+  await instance.start();
+  stops.push(() => instance.stop());
+  console.log(`READY ${JSON.stringify({ url: `http://127.0.0.1:${port}`, context: null })}`);
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    void Promise.allSettled(stops.map((stop) => stop())).then(() => process.exit(0));
+  });
+}
