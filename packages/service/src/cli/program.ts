@@ -16,6 +16,8 @@ import { registerProject } from "./commands/project.ts";
 import { registerSponsorship } from "./commands/sponsorship.ts";
 import { registerStrategy } from "./commands/strategy.ts";
 import { registerTank } from "./commands/tank.ts";
+import { confirmOnTerminal, registerChain, withChainTarget } from "./commands/chain.ts";
+import type { ChainTarget } from "../admin/chainTarget.ts";
 
 export interface Io {
   env: NodeJS.ProcessEnv;
@@ -25,6 +27,15 @@ export interface Io {
 
 /** Wraps a command's body: opens the store, runs, prints, closes. */
 export type Run = (body: (ctx: AdminContext, out: Printer) => Promise<void>) => Promise<void>;
+
+/**
+ * Wraps an on-chain command's body: opens the network (no store), runs with the environment (keys), a printer,
+ * a progress line writer (stderr, so --json output stays clean) and a confirmation step (--yes skips it).
+ */
+export type RunChain = (
+  options: { network: string; deployments?: string; yes?: boolean },
+  body: (target: ChainTarget, env: NodeJS.ProcessEnv, out: Printer, log: (line: string) => void, confirm: (question: string) => Promise<void>) => Promise<void>,
+) => Promise<void>;
 
 export function buildProgram(io: Io): Command {
   const program = new Command("paymaster")
@@ -46,6 +57,13 @@ export function buildProgram(io: Io): Command {
       await admin.close();
     }
   };
+  const runChain: RunChain = async (commandOptions, body) => {
+    const options = program.opts<GlobalOptions>();
+    await withChainTarget({ ...commandOptions, ...(options.config === undefined ? {} : { config: options.config }) }, io.env, (target) =>
+      body(target, io.env, printer(options.json === true, io.out), io.err, (question) => confirmOnTerminal(question, commandOptions.yes === true, io)),
+    );
+  };
+  registerChain(program, runChain);
   for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerApply, registerAudit]) {
     register(program, run);
   }

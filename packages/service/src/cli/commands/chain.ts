@@ -1,0 +1,246 @@
+/**
+ * paymaster deploy | status | deposit | withdraw | stake | unstake | signer list|add|remove
+ * The paymasters on chain (src/admin/deploy.ts, src/admin/paymasters.ts). Keys come only from the environment
+ * or key files (PAYMASTER_DEPLOYER_KEY[_FILE], PAYMASTER_OWNER_KEY[_FILE]); the RPC URL from the configuration
+ * or PAYMASTER_NETWORK_<NAME>_RPC_URL. Withdrawing and unstaking ask for confirmation (--yes skips it).
+ */
+import { createInterface } from "node:readline/promises";
+import type { Command } from "commander";
+import { parseEther } from "ethers";
+import { ENTRY_POINT_VERSIONS, isEntryPointVersion, type EntryPointVersion } from "@paymaster/shared";
+import { AdminError } from "../../admin/context.ts";
+import { addressOption, chainTarget, DEFAULT_DEPLOYMENTS_DIR, deployerWallet, ownerWallet, type ChainTarget } from "../../admin/chainTarget.ts";
+import { deployPaymasters } from "../../admin/deploy.ts";
+import { addStake, listSigner, paymasterStatus, setSigner, topUpDeposits, unstake, withdrawDeposit, type PaymasterStatus } from "../../admin/paymasters.ts";
+import { record, table } from "../output.ts";
+import type { RunChain } from "../program.ts";
+
+/** An amount of native currency: "<n>" wei, or "<decimal>eth". */
+export function parseAmount(value: string, option: string): bigint {
+  const eth = /^(\d+(?:\.\d{1,18})?)eth$/i.exec(value);
+  if (eth) return parseEther(eth[1]!);
+  if (/^\d{1,78}$/.test(value)) return BigInt(value);
+  throw new AdminError("INVALID_INPUT", `${option}: "${value}" is not an amount (wei, or e.g. 0.5eth)`);
+}
+
+function parseVersions(value: string): EntryPointVersion[] {
+  const versions = value.split(",").map((v) => v.trim());
+  for (const v of versions) if (!isEntryPointVersion(v)) throw new AdminError("INVALID_INPUT", `--versions: "${v}" is not one of ${ENTRY_POINT_VERSIONS.join(", ")}`);
+  return versions as EntryPointVersion[];
+}
+
+function parseSeconds(value: string, option: string): number {
+  if (!/^\d{1,10}$/.test(value)) throw new AdminError("INVALID_INPUT", `${option}: "${value}" is not a number of seconds`);
+  return Number(value);
+}
+
+interface NetworkOpts {
+  network: string;
+  deployments?: string;
+  paymaster?: string;
+  yes?: boolean;
+}
+
+const withNetwork = (cmd: Command) =>
+  cmd
+    .requiredOption("--network <name>", "the network (its RPC from the configuration or PAYMASTER_NETWORK_<NAME>_RPC_URL)")
+    .option("--deployments <dir>", `where deployment manifests are (default ${DEFAULT_DEPLOYMENTS_DIR})`);
+const withPaymaster = (cmd: Command) => cmd.option("--paymaster <label|address>", "only this paymaster (default: all of the network)");
+
+function statusText(rows: PaymasterStatus[]): string {
+  const lines = [
+    table(
+      rows.map((r) => ({
+        paymaster: r.label,
+        address: r.address,
+        deposit: r.depositWei,
+        stake: r.stakeWei,
+        delay: r.unstakeDelaySec,
+        staked: r.staked,
+        owner: r.owner,
+        signers: r.signerCount,
+        service_signer: r.serviceSigners[0] ? (r.serviceSigners[0].accepted ? "accepted" : "NOT ACCEPTED") : "-",
+      })),
+    ),
+  ];
+  for (const r of rows) {
+    if (r.token) lines.push(`${r.label}: treasury ${r.token.treasury}, postOpGas ${r.token.postOpGas}, minPostOpGasLimit ${r.token.minPostOpGasLimit}` + r.token.tokens.map((t) => `, ${t.symbol} ${t.supported ? "allowed" : "NOT allowed"} (fees ${t.accruedFees})`).join(""));
+    if (r.pendingOwner) lines.push(`${r.label}: ownership offered to ${r.pendingOwner}, not yet accepted`);
+    for (const w of r.warnings) lines.push(`WARNING ${r.label}: ${w}`);
+  }
+  return lines.join("\n");
+}
+
+const sentText = (rows: object[]) => table(rows);
+
+export function registerChain(program: Command, runChain: RunChain): void {
+  withNetwork(program.command("deploy"))
+    .description("deploy the paymasters (same address on every chain; resumable); --dry-run prints the plan")
+    .requiredOption("--treasury <address>", "receives the ERC-20 paymasters' fees")
+    .requiredOption("--stake <amount>", "stake per paymaster, wei or e.g. 0.1eth (bundlers require a staked paymaster)")
+    .option("--deposit <amount>", "EntryPoint deposit each paymaster is topped up to, wei or e.g. 0.5eth", "0")
+    .option("--owner <address>", "owner of the paymasters (default: the deploying key; another owner must accept)")
+    .option("--signer <address...>", "signers besides the service's signer keys")
+    .option("--versions <list>", `EntryPoint versions, comma-separated (default: the configured ones, else ${ENTRY_POINT_VERSIONS.join(",")})`)
+    .option("--unstake-delay <seconds>", "unstake delay, at least 86400", "86400")
+    .option("--dry-run", "print every transaction with gas and cost; send nothing")
+    .action((o: NetworkOpts & { treasury: string; stake: string; deposit: string; owner?: string; signer?: string[]; versions?: string; unstakeDelay: string; dryRun?: boolean }) =>
+      runChain(o, async (target, env, out, log) => {
+        const result = await deployPaymasters(target, deployerWallet(target, env), {
+          treasury: addressOption(o.treasury, "--treasury"),
+          stakeWei: parseAmount(o.stake, "--stake"),
+          depositWei: parseAmount(o.deposit, "--deposit"),
+          unstakeDelaySec: parseSeconds(o.unstakeDelay, "--unstake-delay"),
+          ...(o.owner ? { owner: addressOption(o.owner, "--owner") } : {}),
+          ...(o.signer ? { signers: o.signer.map((s) => addressOption(s, "--signer")) } : {}),
+          ...(o.versions ? { versions: parseVersions(o.versions) } : {}),
+          dryRun: o.dryRun === true,
+          outDir: o.deployments ?? DEFAULT_DEPLOYMENTS_DIR,
+          log,
+        });
+        const { plan } = result;
+        const summary = {
+          network: plan.network,
+          chainId: plan.chainId,
+          deployer: plan.deployer,
+          dryRun: o.dryRun === true,
+          paymasters: plan.paymasters.map((p) => ({ label: p.label, address: p.address, state: p.state })),
+          transactions: plan.txs.map((tx) => ({ step: tx.step, label: tx.label, to: tx.to, valueWei: tx.value.toString(), gas: tx.gas.toString(), gasIsEstimate: tx.gasIsEstimate, costWei: (tx.gas * plan.feePerGas).toString() })),
+          feePerGas: plan.feePerGas.toString(),
+          totalCostWei: plan.totalCostWei.toString(),
+          sent: result.sent.map((tx) => ({ label: tx.label, hash: tx.hash, blockNumber: tx.blockNumber, gasUsed: tx.gasUsed.toString() })),
+          written: result.written,
+          notes: plan.notes,
+        };
+        out.print(summary, (s) =>
+          [
+            `${s.dryRun ? "Plan (dry run: nothing sent)" : "Deployment"} on ${s.network} (chain ${s.chainId}) by ${s.deployer}`,
+            table(s.paymasters),
+            s.transactions.length === 0 ? "Nothing to send: everything is deployed and at its targets." : table(s.transactions, ["step", "label", "to", "valueWei", "gas", "costWei"]),
+            `Total: ${s.totalCostWei} wei at ${s.feePerGas} wei/gas (gas marked approximate where a step waits for an earlier one)`,
+            ...(s.sent.length ? [table(s.sent)] : []),
+            ...s.written.map((f) => `wrote ${f}`),
+            ...s.notes.map((n) => `NOTE ${n}`),
+          ].join("\n"),
+        );
+      }),
+    );
+
+  withPaymaster(withNetwork(program.command("status")))
+    .description("each paymaster's EntryPoint deposit, stake, owner, signers and token settings, with warnings")
+    .option("--min-deposit <amount>", "warn below this deposit (default: the network's depositAlertWei)")
+    .action((o: NetworkOpts & { minDeposit?: string }) =>
+      runChain(o, async (target, _env, out) => {
+        const rows = await paymasterStatus(target, { ...(o.paymaster ? { paymaster: o.paymaster } : {}), ...(o.minDeposit ? { minDepositWei: parseAmount(o.minDeposit, "--min-deposit") } : {}) });
+        out.print(rows, statusText);
+      }),
+    );
+
+  withPaymaster(withNetwork(program.command("deposit")))
+    .description("top each paymaster's EntryPoint deposit up to an amount (sent with the deploying key)")
+    .requiredOption("--to <amount>", "the deposit to reach, wei or e.g. 1eth")
+    .action((o: NetworkOpts & { to: string }) =>
+      runChain(o, async (target, env, out) => {
+        const sent = await topUpDeposits(target, deployerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), targetWei: parseAmount(o.to, "--to") });
+        out.print(sent, sentText);
+      }),
+    );
+
+  withNetwork(program.command("withdraw"))
+    .description("withdraw from one paymaster's EntryPoint deposit (owner key; asks for confirmation)")
+    .requiredOption("--paymaster <label|address>", "the paymaster")
+    .requiredOption("--amount <amount>", "wei or e.g. 0.5eth")
+    .requiredOption("--recipient <address>", "where the ether goes")
+    .option("--yes", "do not ask for confirmation")
+    .action((o: NetworkOpts & { paymaster: string; amount: string; recipient: string }) =>
+      runChain(o, async (target, env, out, _log, confirm) => {
+        const amountWei = parseAmount(o.amount, "--amount");
+        const to = addressOption(o.recipient, "--recipient");
+        await confirm(`Withdraw ${amountWei} wei of ${o.paymaster}'s deposit on ${target.network} to ${to}?`);
+        out.print(await withdrawDeposit(target, ownerWallet(target, env), { paymaster: o.paymaster, to, amountWei }), record);
+      }),
+    );
+
+  withPaymaster(withNetwork(program.command("stake")))
+    .description("bring each paymaster's stake and unstake delay up to these (owner key)")
+    .requiredOption("--amount <amount>", "the stake to hold, wei or e.g. 0.1eth")
+    .option("--unstake-delay <seconds>", "at least 86400", "86400")
+    .action((o: NetworkOpts & { amount: string; unstakeDelay: string }) =>
+      runChain(o, async (target, env, out) => {
+        const unstakeDelaySec = parseSeconds(o.unstakeDelay, "--unstake-delay");
+        if (unstakeDelaySec < 86_400) throw new AdminError("INVALID_INPUT", "--unstake-delay: below one day (86400 s), which bundlers require of a staked paymaster");
+        const sent = await addStake(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), amountWei: parseAmount(o.amount, "--amount"), unstakeDelaySec });
+        out.print(sent, sentText);
+      }),
+    );
+
+  withPaymaster(withNetwork(program.command("unstake")))
+    .description("unlock the stake (bundlers then treat the paymaster as unstaked), or with --withdraw-to take it after the delay (owner key; asks for confirmation)")
+    .option("--withdraw-to <address>", "withdraw an unlocked stake whose delay has passed")
+    .option("--yes", "do not ask for confirmation")
+    .action((o: NetworkOpts & { withdrawTo?: string }) =>
+      runChain(o, async (target, env, out, _log, confirm) => {
+        const withdrawTo = o.withdrawTo ? addressOption(o.withdrawTo, "--withdraw-to") : undefined;
+        await confirm(
+          withdrawTo
+            ? `Withdraw the stake of ${o.paymaster ?? "every paymaster"} on ${target.network} to ${withdrawTo}?`
+            : `Unlock the stake of ${o.paymaster ?? "every paymaster"} on ${target.network}? Bundlers will refuse its ops from now on.`,
+        );
+        out.print(await unstake(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), ...(withdrawTo ? { withdrawTo } : {}) }), sentText);
+      }),
+    );
+
+  const signer = program.command("signer").description("the paymasters' accepted signers (rotation: docs/operator-guide.md)");
+  withPaymaster(withNetwork(signer.command("list")))
+    .description("whether each paymaster accepts the service's signer keys (or --address)")
+    .option("--address <address>", "check this address instead")
+    .action((o: NetworkOpts & { address?: string }) =>
+      runChain(o, async (target, _env, out) => {
+        const addresses = o.address ? [addressOption(o.address, "--address")] : target.serviceSigners;
+        if (addresses.length === 0) throw new AdminError("INVALID_INPUT", "no signer to check: set the network's signer keys (as for the service) or give --address");
+        const rows = (await Promise.all(addresses.map((a) => listSigner(target, a, o.paymaster)))).flatMap((r, i) => r.map((row) => ({ signer: addresses[i], ...row })));
+        out.print(rows, (r) => table(r));
+      }),
+    );
+  for (const [name, accept, text] of [
+    ["add", true, "accept a signer on each paymaster (owner key); add the new key before the service signs with it"],
+    ["remove", false, "stop accepting a signer (owner key); only after its last signature expired (the service's signatureTtlSeconds)"],
+  ] as const) {
+    withPaymaster(withNetwork(signer.command(name)))
+      .description(text)
+      .requiredOption("--address <address>", "the signer's address")
+      .action((o: NetworkOpts & { address: string }) =>
+        runChain(o, async (target, env, out) => {
+          const address = addressOption(o.address, "--address");
+          if (!accept && target.serviceSigners[0] === address) {
+            throw new AdminError("INVALID_INPUT", `--address ${address} is the key the service signs with for ${target.network}: put the new key first in its signer keys, wait signatureTtlSeconds, then remove this one`);
+          }
+          out.print(await setSigner(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), signer: address, accept }), sentText);
+        }),
+      );
+  }
+}
+
+/** Opens the chain target of a command and closes it whatever happens. */
+export async function withChainTarget<T>(options: { network: string; config?: string; deployments?: string }, env: NodeJS.ProcessEnv, body: (target: ChainTarget) => Promise<T>): Promise<T> {
+  const target = await chainTarget(options, env);
+  try {
+    return await body(target);
+  } finally {
+    target.close();
+  }
+}
+
+/** Asks `question` on a terminal; refuses without one (give --yes). */
+export async function confirmOnTerminal(question: string, yes: boolean, io: { err(text: string): void }): Promise<void> {
+  if (yes) return;
+  if (!process.stdin.isTTY) throw new AdminError("INVALID_INPUT", `${question} — not confirmed: no terminal to ask on (give --yes)`);
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(`${question} [y/N] `);
+    if (!/^y(es)?$/i.test(answer.trim())) throw new AdminError("CONFLICT", "not confirmed: nothing sent");
+  } finally {
+    rl.close();
+  }
+  void io;
+}
