@@ -53,7 +53,8 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
   async function start(network: Partial<NetworkConfig>, watch = false): Promise<Started> {
     const logs: Record<string, any>[] = [];
     const logger = createLogger("info", { write: (line: string) => void logs.push(JSON.parse(line)) });
-    const base = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
+    // The production defaults (1000 / 1500 ms), not the local chain's lenient timeouts: they are what is tested.
+    const { rpcTimeoutMs: _timeout, rpcDeadlineMs: _deadline, ...base } = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-faults-")), "data");
     const config = { ...embeddedConfig({ ...base, ...network }, dataDir, 0, "info" as const), metrics: { host: "127.0.0.1", port: 0 } };
     const running = await startService(config, { logger, pollMs: 100, watch });

@@ -501,6 +501,8 @@ describe("configuration", () => {
         name: "local",
         chainId: 31337,
         rpcUrl: "http://127.0.0.1:8545",
+        rpcTimeoutMs: 10_000, // the local chain is waited for (LOCAL_RPC_TIMEOUT_MS)
+        rpcDeadlineMs: 10_000,
         entryPoints: {
           "v0.6": { entryPoint: EP06, verifyingPaymaster: VPM, erc20Paymaster: EPM },
           "v0.7": { entryPoint: EP07, verifyingPaymaster: EPM, erc20Paymaster: VPM },
