@@ -13,7 +13,6 @@ import type { NetworkConfig } from "../src/config/types.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
-import { RPC_DEFAULTS } from "../src/chain/rpc.ts";
 import { startTcpProxy, type TcpProxy } from "./helpers/tcpProxy.ts";
 import { newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
@@ -54,12 +53,8 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
   async function start(network: Partial<NetworkConfig>, watch = false): Promise<Started> {
     const logs: Record<string, any>[] = [];
     const logger = createLogger("info", { write: (line: string) => void logs.push(JSON.parse(line)) });
-    // A real network's RPC timeouts (the defaults), not the embedded chain's long ones.
-    const base = {
-      ...localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey }),
-      rpcTimeoutMs: RPC_DEFAULTS.timeoutMs,
-      rpcDeadlineMs: RPC_DEFAULTS.deadlineMs,
-    };
+    // The production defaults (1000 / 1500 ms), not the local chain's lenient timeouts: they are what is tested.
+    const { rpcTimeoutMs: _timeout, rpcDeadlineMs: _deadline, ...base } = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-faults-")), "data");
     const config = { ...embeddedConfig({ ...base, ...network }, dataDir, 0, "info" as const), metrics: { host: "127.0.0.1", port: 0 } };
     const running = await startService(config, { logger, pollMs: 100, watch });

@@ -509,8 +509,8 @@ describe("configuration", () => {
         chainId: 31337,
         rpcUrl: "http://127.0.0.1:8545",
         gasKind: "l1",
-        rpcTimeoutMs: 10_000,
-        rpcDeadlineMs: 15_000,
+        rpcTimeoutMs: 10_000, // the local chain is waited for (LOCAL_RPC_TIMEOUT_MS)
+        rpcDeadlineMs: 10_000,
         entryPoints: {
           "v0.6": { entryPoint: EP06, verifyingPaymaster: VPM, erc20Paymaster: EPM },
           "v0.7": { entryPoint: EP07, verifyingPaymaster: EPM, erc20Paymaster: VPM },

@@ -165,7 +165,8 @@ describe("service processes: SIGTERM, leader election, kill -9 (PostgreSQL)", fu
   it("kill -9 under concurrent load, then a restart: signatures have records, nothing counted twice, the cap holds, unused reservations expire", async () => {
     const CAP = 15;
     const { apiKey, code, strategyId } = await seed({ caps: { global: { maxOps: CAP } } });
-    const extra = { network: { expiryGraceSeconds: 0 }, service: { signatureTtlSeconds: 30 } };
+    // Signatures live 5 minutes (long enough for a slow, loaded run to check them while still signed).
+    const extra = { network: { expiryGraceSeconds: 0 }, service: { signatureTtlSeconds: 300 } };
     const first = await spawn(extra);
     const owner = embedded.stack.chain.accounts[6]!.address;
     const wallets = await Promise.all(Array.from({ length: 40 }, () => newWallet(embedded, "v0.7")));
@@ -207,8 +208,8 @@ describe("service processes: SIGTERM, leader election, kill -9 (PostgreSQL)", fu
     expect(usage.ops).to.equal(live);
     expect(live).to.be.at.least(signed.length).and.at.most(CAP);
 
-    // Nothing lands: after expiry (30 s signatures, no grace) the watcher releases every reservation.
-    await timeTravel(embedded, 120);
+    // Nothing lands: after expiry (5-minute signatures, no grace) the watcher releases every reservation.
+    await timeTravel(embedded, 600);
     await until("reservations released after expiry", async () => {
       const counts = await store.sponsorshipCounts();
       return counts.every((c) => c.status !== "reserved" && c.status !== "signed") ? true : undefined;

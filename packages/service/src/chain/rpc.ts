@@ -137,6 +137,8 @@ export interface ChainRpcOptions {
 }
 
 export const RPC_DEFAULTS = Object.freeze({ timeoutMs: 1_000, deadlineMs: 1_500, probeIntervalMs: 1_000 });
+/** A timeout timer firing this much later than due means this process itself was stalled. */
+const STALL_MS = 50;
 /** The most an attempt waits on an upstream that keeps answering other calls (busy, not dead). */
 export const SLOW_ANSWER_MS = 10_000;
 
@@ -182,18 +184,28 @@ function createPoster(url: string, lastAnswerAt: () => number, hardMs: () => num
       const started = performance.now();
       const limit = Math.max(hardMs(), timeoutMs);
       let timer: NodeJS.Timeout;
+      let dueAt = started + timeoutMs;
+      const arm = (ms: number): void => {
+        dueAt = performance.now() + ms;
+        timer = setTimeout(check, ms);
+        timer.unref();
+      };
       const check = (): void => {
         const now = performance.now();
+        // This process was stalled (CPU starved, or a synchronous task held the event loop): answers may be
+        // waiting unread in the sockets. Judge only after the pending I/O has been read.
+        if (now - dueAt > STALL_MS && now - started < limit) {
+          arm(STALL_MS);
+          return;
+        }
         const silentFor = now - Math.max(started, lastAnswerAt());
         if (silentFor >= timeoutMs || now - started >= limit) {
           req.destroy(new UpstreamError("timeout", `no answer within ${Math.round(now - started)} ms`));
           return;
         }
-        timer = setTimeout(check, Math.min(timeoutMs - silentFor, limit - (now - started)));
-        timer.unref();
+        arm(Math.min(timeoutMs - silentFor, limit - (now - started)));
       };
-      timer = setTimeout(check, timeoutMs);
-      timer.unref();
+      arm(timeoutMs);
       const fail = (error: unknown): void => {
         clearTimeout(timer);
         reject(classify(error));

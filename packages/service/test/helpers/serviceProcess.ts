@@ -29,6 +29,9 @@ export function writeLocalConfig(manifest: DeploymentManifest, rpcUrl: string, e
         nativeUsdPrice: { type: "fixed", usd: "3000" },
         confirmations: 1,
         pollMs: 200,
+        // The chain is in the test process, sharing the CPU: wait for it (as localNetworkConfig does).
+        rpcTimeoutMs: 10_000,
+        rpcDeadlineMs: 10_000,
         ...extra.network,
       },
     ],
