@@ -87,6 +87,19 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
     }
   });
 
+  // CORS: dapps call the public endpoints straight from the page. No credentials (the key is in the URL,
+  // not a cookie), so any origin may ask; which origins may use a key is the key's own setting (access/).
+  app.use(async (ctx, next) => {
+    const publicPath = ctx.path.startsWith("/api/v1/paymaster/") || ctx.path.startsWith("/rpc/v1/");
+    if (!publicPath) return next();
+    ctx.set("Access-Control-Allow-Origin", "*");
+    if (ctx.method !== "OPTIONS") return next();
+    ctx.set("Access-Control-Allow-Methods", "POST, OPTIONS");
+    ctx.set("Access-Control-Allow-Headers", "content-type");
+    ctx.set("Access-Control-Max-Age", "600");
+    ctx.status = 204;
+  });
+
   const router = new Router<AppState>();
   router.post("/api/v1/paymaster/:network", v1Handler(service, registry));
   router.post("/rpc/v1/:network", standardHandler(service, registry));

@@ -6,7 +6,7 @@ import type { AdminContext } from "../admin/context.ts";
 import { invalid } from "../admin/context.ts";
 import { apply } from "../admin/apply.ts";
 import { listAudit } from "../admin/auditLog.ts";
-import { createKey, listKeys, revokeKey, rotateKey } from "../admin/keys.ts";
+import { createKey, listKeys, revokeKey, rotateKey, setKeyAccess } from "../admin/keys.ts";
 import { createProject, listProjects, setProjectStatus, showProject } from "../admin/projects.ts";
 import { listSponsorships, showSponsorship } from "../admin/sponsorships.ts";
 import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, updateStrategy } from "../admin/strategies.ts";
@@ -53,13 +53,20 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     method: "post",
     path: "/keys",
     summary: "Create an API key; the answer's `key` is the plaintext, shown this once",
-    body: "{projectId, label?}",
+    body: "{projectId, label?, origins?, ips?}",
     status: 201,
     handler: (ctx, r) => {
       const b = object(r.body);
       if (typeof b.projectId !== "string") invalid("projectId: required (a project id)");
-      return createKey(ctx, { projectId: b.projectId, label: b.label });
+      return createKey(ctx, { projectId: b.projectId, label: b.label, origins: b.origins, ips: b.ips });
     },
+  },
+  {
+    method: "post",
+    path: "/keys/:id/access",
+    summary: "Set a key's allowed origins ([] = server-side only, null = any) and client IP ranges (null = any)",
+    body: "{origins?, ips?}",
+    handler: (ctx, r) => setKeyAccess(ctx, r.params.id!, { origins: object(r.body).origins, ips: object(r.body).ips }),
   },
   { method: "post", path: "/keys/:id/revoke", summary: "Revoke an API key", handler: (ctx, r) => revokeKey(ctx, r.params.id!) },
   { method: "post", path: "/keys/:id/rotate", summary: "New key for the same project and label; the old one revoked", status: 201, handler: (ctx, r) => rotateKey(ctx, r.params.id!) },

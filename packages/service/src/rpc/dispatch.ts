@@ -9,6 +9,7 @@ import type { z } from "zod";
 import { isNetworkName } from "@paymaster/shared";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
 import type { ApiKey, Store } from "../store/types.ts";
+import { accessRefusal } from "../access/keyAccess.ts";
 import { RpcError } from "./errors.ts";
 import type { MethodDefinition } from "./method.ts";
 import { truncate } from "./schemas.ts";
@@ -35,6 +36,9 @@ export interface DispatchRequest {
   method: string;
   /** The envelope's params; undefined when the field was omitted. */
   params: unknown;
+  /** The request's Origin header (browsers), and the client's address: checked against the key's access lists. */
+  origin?: string | undefined;
+  clientIp?: string | undefined;
 }
 
 /** Longest API key looked up in the store; longer ones cannot be ours. */
@@ -49,6 +53,8 @@ export async function dispatch(service: ServiceContext, methods: MethodRegistry,
   const method = findMethod(methods, request.method);
   const params = await parseParams(method, request.params);
   const apiKey = await authenticate(service.store, request.apiKey);
+  const refusal = accessRefusal(apiKey, request);
+  if (refusal) throw new RpcError(refusal.reason, refusal.message);
   const retryAfterSeconds = service.rateLimiter?.take(apiKey.id) ?? 0;
   if (retryAfterSeconds > 0) throw new RpcError("RATE_LIMITED", undefined, { retryAfterSeconds });
   return method.handler(params, { service, network, apiKey });

@@ -151,6 +151,8 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
       apiKey: apiKeyOf(ctx),
       method: envelope.method,
       params: envelope.params,
+      origin: ctx.get("origin") || undefined,
+      clientIp: ctx.ip,
     });
     sendV1(ctx, 200, "", result === undefined ? null : result);
   };

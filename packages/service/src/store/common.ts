@@ -148,6 +148,8 @@ export function newApiKey(projectId: string, label?: string): { apiKey: ApiKey; 
     status: "active",
     createdAt: nowSeconds(),
     revokedAt: null,
+    allowedOrigins: null,
+    allowedIps: null,
   };
   return { apiKey, plaintext, keyHash: sha256Hex(plaintext) };
 }
@@ -413,6 +415,8 @@ export interface ApiKeyRow {
   status: ApiKeyStatus;
   created_at: number;
   revoked_at: number | null;
+  allowed_origins: string | null;
+  allowed_ips: string | null;
 }
 export interface StrategyRow {
   id: string;
@@ -502,6 +506,8 @@ export function toApiKey(row: ApiKeyRow): ApiKey {
     status: row.status,
     createdAt: row.created_at,
     revokedAt: row.revoked_at ?? null,
+    allowedOrigins: row.allowed_origins === null || row.allowed_origins === undefined ? null : (JSON.parse(row.allowed_origins) as string[]),
+    allowedIps: row.allowed_ips === null || row.allowed_ips === undefined ? null : (JSON.parse(row.allowed_ips) as string[]),
   };
 }
 

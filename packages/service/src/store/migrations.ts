@@ -392,6 +392,16 @@ export function sharedMigrations(d: Dialect): Migration[] {
       CREATE INDEX audit_log_at ON audit_log(at);
     `,
     },
+    {
+      version: 4,
+      name: "API key access: allowed origins and client IP ranges",
+      sql: `
+      -- JSON arrays. allowed_origins: NULL = any origin (or none); [] = server-side only (a request with an Origin
+      -- header is refused); else the exact origins allowed. allowed_ips: NULL = any; else CIDR ranges.
+      ALTER TABLE api_keys ADD COLUMN allowed_origins ${t.json};
+      ALTER TABLE api_keys ADD COLUMN allowed_ips ${t.json};
+    `,
+    },
   ];
 }
 

@@ -40,6 +40,7 @@ import type {
   ApiKey,
   GasTank,
   NewSponsorship,
+  ApiKeyAccess,
   AuditEntry,
   NewStrategy,
   Project,
@@ -84,7 +85,7 @@ class LockOrderRetry extends Error {
 function queries(d: Dialect) {
   const strategyColumns = `id, project_id, code, name, status, valid_from, valid_until, ${d.json("networks")}, ${d.json("rules")}, created_at`;
   const tokenColumns = `network, address, symbol, decimals, ${d.json("price_source")}, markup_bps, enabled`;
-  const apiKeyColumns = "id, project_id, prefix, label, status, created_at, revoked_at";
+  const apiKeyColumns = `id, project_id, prefix, label, status, created_at, revoked_at, ${d.json("allowed_origins")}, ${d.json("allowed_ips")}`;
   const usageColumns = "reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops";
   const activeOp = `SELECT id, mode, max_cost_wei, max_cost_usd_micros FROM sponsorships
     WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`;
@@ -98,8 +99,9 @@ function queries(d: Dialect) {
     insertApiKey: `INSERT INTO api_keys (id, project_id, key_hash, prefix, label, status, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?)`,
     selectApiKeyByHash: `SELECT k.id, k.project_id, k.prefix, k.label, k.status, k.created_at, k.revoked_at,
-        p.status AS project_status
+        ${d.json("k.allowed_origins", "allowed_origins")}, ${d.json("k.allowed_ips", "allowed_ips")}, p.status AS project_status
       FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = ?`,
+    updateApiKeyAccess: "UPDATE api_keys SET allowed_origins = ?, allowed_ips = ? WHERE id = ?",
     selectApiKey: `SELECT ${apiKeyColumns} FROM api_keys WHERE id = ?`,
     // The project filter is bound twice: NULL = every project.
     selectApiKeys: `SELECT ${apiKeyColumns} FROM api_keys WHERE (CAST(? AS TEXT) IS NULL OR project_id = ?) ORDER BY created_at, id`,
@@ -292,6 +294,12 @@ export class SqlStore implements Store {
   async getApiKey(id: string): Promise<ApiKey | undefined> {
     const row = await this.#db.one<common.ApiKeyRow>(this.#q.selectApiKey, [id]);
     return row && common.toApiKey(row);
+  }
+
+  async setApiKeyAccess(id: string, access: ApiKeyAccess): Promise<void> {
+    const json = (list: string[] | null) => (list === null ? null : JSON.stringify(list));
+    const changed = await this.#db.run(this.#q.updateApiKeyAccess, [json(access.allowedOrigins), json(access.allowedIps), id]);
+    if (changed === 0) throw new StoreError("NOT_FOUND", `API key ${id} not found`);
   }
 
   async findApiKeyWithProject(plaintext: string): Promise<{ apiKey: ApiKey; projectStatus: ProjectStatus } | undefined> {

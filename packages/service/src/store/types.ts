@@ -28,6 +28,18 @@ export interface ApiKey {
   createdAt: number;
   /** Unix seconds; null while active. */
   revokedAt: number | null;
+  /**
+   * Browser origins allowed to use the key (exact "scheme://host[:port]"): null = any origin or none (the
+   * default); [] = server-side only (a request carrying an Origin header is refused).
+   */
+  allowedOrigins: string[] | null;
+  /** Client address ranges (CIDR) allowed to use the key; null = any. */
+  allowedIps: string[] | null;
+}
+
+export interface ApiKeyAccess {
+  allowedOrigins: string[] | null;
+  allowedIps: string[] | null;
 }
 
 export type StrategyStatus = "enabled" | "disabled";
@@ -195,6 +207,8 @@ export interface Store {
   /** Keys of one project (or every key), oldest first; never the plaintext or its hash. */
   listApiKeys(projectId?: string): Promise<ApiKey[]>;
   getApiKey(id: string): Promise<ApiKey | undefined>;
+  /** Replaces the key's allowed origins and client IP ranges (validated by the caller: admin/keys.ts). */
+  setApiKeyAccess(id: string, access: ApiKeyAccess): Promise<void>;
   /**
    * The project's status for a presented key, read with it on every request (no cache: a revoked key or a
    * disabled project is refused on the next request by every replica). Undefined when the key is unknown.
