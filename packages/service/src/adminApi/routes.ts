@@ -4,6 +4,7 @@
  */
 import type { AdminContext } from "../admin/context.ts";
 import { invalid } from "../admin/context.ts";
+import { approveApplication, listApplications, rejectApplication } from "../admin/applications.ts";
 import { apply } from "../admin/apply.ts";
 import { listAudit } from "../admin/auditLog.ts";
 import { createKey, listKeys, revokeKey, rotateKey, setKeyAccess } from "../admin/keys.ts";
@@ -70,6 +71,15 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   },
   { method: "post", path: "/keys/:id/revoke", summary: "Revoke an API key", handler: (ctx, r) => revokeKey(ctx, r.params.id!) },
   { method: "post", path: "/keys/:id/rotate", summary: "New key for the same project and label; the old one revoked", status: 201, handler: (ctx, r) => rotateKey(ctx, r.params.id!) },
+
+  { method: "get", path: "/applications", summary: "Key applications, oldest first", query: ["status"], handler: (ctx, r) => listApplications(ctx, { status: r.query.status }) },
+  {
+    method: "post",
+    path: "/applications/:id/approve",
+    summary: "Approve: creates the project; the answer's claimToken (shown once) is for the applicant",
+    handler: (ctx, r) => approveApplication(ctx, r.params.id!),
+  },
+  { method: "post", path: "/applications/:id/reject", summary: "Reject an application", body: "{reason}", handler: (ctx, r) => rejectApplication(ctx, r.params.id!, object(r.body).reason) },
 
   { method: "get", path: "/strategies", summary: "List strategies", query: ["project"], handler: (ctx, r) => listStrategies(ctx, { projectId: r.query.project }) },
   { method: "post", path: "/strategies", summary: "Create a strategy from a strategy document", body: "strategy document", status: 201, handler: (ctx, r) => createStrategy(ctx, r.body, "body") },

@@ -1,5 +1,6 @@
 /** paymaster key create|list|revoke|rotate */
 import type { Command } from "commander";
+import { approveApplication, listApplications, rejectApplication } from "../../admin/applications.ts";
 import { createKey, listKeys, revokeKey, rotateKey, setKeyAccess } from "../../admin/keys.ts";
 import { UsageError } from "../context.ts";
 import { record, table } from "../output.ts";
@@ -69,6 +70,34 @@ export function registerKey(program: Command, run: Run): void {
     .description("revoke an API key: refused on its next request by every replica")
     .argument("<id>", "the key's id")
     .action((id: string) => run(async (ctx, out) => out.print(await revokeKey(ctx, id), record)));
+  key
+    .command("applications")
+    .description("applications for a key (POST /api/v1/applications), oldest first")
+    .option("--status <status>", "pending (default), approved, rejected, claimed or all", "pending")
+    .action((o: { status: string }) =>
+      run(async (ctx, out) =>
+        out.print(await listApplications(ctx, { status: o.status === "all" ? undefined : o.status }), (rows) =>
+          table(rows, ["id", "status", "projectName", "contact", "networks", "intendedUse", "createdAt"]),
+        ),
+      ),
+    );
+  key
+    .command("approve")
+    .description("approve an application: creates its project and prints a claim token for the applicant (once)")
+    .argument("<id>", "the application's id")
+    .action((id: string) =>
+      run(async (ctx, out) =>
+        out.print(await approveApplication(ctx, id), (a) =>
+          `${record(a)}\n\nSend the claim token to ${a.contact}: POST /api/v1/applications/claim {"claimToken": "…"} returns the API key, once.`,
+        ),
+      ),
+    );
+  key
+    .command("reject")
+    .description("reject an application")
+    .argument("<id>", "the application's id")
+    .requiredOption("--reason <text>", "why (recorded)")
+    .action((id: string, o: { reason: string }) => run(async (ctx, out) => out.print(await rejectApplication(ctx, id, o.reason), record)));
   key
     .command("rotate")
     .description("create a new key for the same project and label, and revoke the old one")
