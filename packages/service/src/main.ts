@@ -4,7 +4,7 @@
  * ready-to-run curl lines printed. Stops cleanly on SIGINT/SIGTERM.
  */
 import { adminApiOptionsFromEnv } from "./adminApi/options.ts";
-import { loadConfig, redactConfig } from "./config/load.ts";
+import { ConfigError, loadConfig, redactConfig } from "./config/load.ts";
 import { startService } from "./server.ts";
 import { approveCallData, demoUserOp, executeCallData, startEmbedded, type Embedded } from "./local/embedded.ts";
 
@@ -72,7 +72,21 @@ function banner(embedded: Embedded): string {
   return lines.join("\n");
 }
 
-const config = await loadConfig({ argv: process.argv.slice(2), env: process.env });
+/** A configuration mistake is one message naming each problem and exit code 2, never a stack trace. */
+async function orExit<T>(load: () => T | Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+const config = await orExit(() => loadConfig({ argv: process.argv.slice(2), env: process.env }));
+const admin = config === undefined ? undefined : await orExit(() => adminApiOptionsFromEnv(process.env));
 let close: () => Promise<void>;
 if (config === undefined) {
   const embedded = await startEmbedded({
@@ -83,7 +97,7 @@ if (config === undefined) {
   console.log(banner(embedded));
   close = embedded.close;
 } else {
-  const running = await startService(config, { admin: adminApiOptionsFromEnv(process.env) });
+  const running = await startService(config, { admin });
   console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config), ...(running.adminUrl ? { adminApi: running.adminUrl } : {}) }));
   close = running.close;
 }
