@@ -6,6 +6,7 @@
  *   POST /api/v1/paymaster/:network?apiKey=KEY   the v1 dialect (src/rpc/v1.ts)
  *   POST /rpc/v1/:network?apiKey=KEY             the standard JSON-RPC 2.0 dialect (src/rpc/standard.ts); it
  *                                                renders its own errors, never the v1 envelope
+ *   POST /api/v1/applications[/claim]            the key application process (admin/publicApplications.ts)
  *   GET  /health                                 {status: "ok", networks: [...]} (src/health.ts)
  *   GET  /ready                                  200 ready / 503 not ready, with the failing checks
  *   anything else                                ROUTE_NOT_FOUND (404) in the v1 envelope
@@ -18,6 +19,7 @@ import { isIPv4, isIPv6, type AddressInfo } from "node:net";
 import Koa from "koa";
 import { Router } from "@koa/router";
 import type { ServiceContext } from "./context.ts";
+import { applicationHandlers } from "./admin/publicApplications.ts";
 import { createMethodRegistry } from "./rpc/dispatch.ts";
 import { RpcError, toClientError } from "./rpc/errors.ts";
 import { stringifyJson } from "./rpc/json.ts";
@@ -89,8 +91,24 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
     }
   });
 
+  // CORS: dapps call the public endpoints straight from the page. No credentials (the key is in the URL,
+  // not a cookie), so any origin may ask; which origins may use a key is the key's own setting (access/).
+  app.use(async (ctx, next) => {
+    const publicPath = ctx.path.startsWith("/api/v1/paymaster/") || ctx.path.startsWith("/rpc/v1/") || ctx.path.startsWith("/api/v1/applications");
+    if (!publicPath) return next();
+    ctx.set("Access-Control-Allow-Origin", "*");
+    if (ctx.method !== "OPTIONS") return next();
+    ctx.set("Access-Control-Allow-Methods", "POST, OPTIONS");
+    ctx.set("Access-Control-Allow-Headers", "content-type");
+    ctx.set("Access-Control-Max-Age", "600");
+    ctx.status = 204;
+  });
+
   const router = new Router<AppState>();
   router.post("/api/v1/paymaster/:network", v1Handler(service, registry));
+  const applications = applicationHandlers(service);
+  router.post("/api/v1/applications", applications.submit);
+  router.post("/api/v1/applications/claim", applications.claim);
   router.post("/rpc/v1/:network", standardHandler(service, registry));
   router.get("/health", (ctx) => {
     ctx.status = 200;

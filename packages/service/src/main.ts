@@ -78,7 +78,8 @@ function banner(embedded: Embedded): string {
 function fail(error: unknown): never {
   const text = error instanceof ConfigError ? error.message : `${error instanceof Error ? error.message : String(error)}`;
   console.error(`paymaster: cannot start: ${scrubText(text)}`);
-  process.exit(1);
+  // A configuration mistake (admin tokens included) is a usage error: exit 2; anything else 1.
+  process.exit(error instanceof ConfigError ? 2 : 1);
 }
 
 const argv = process.argv.slice(2);

@@ -18,6 +18,10 @@ import { openStore } from "../src/store/index.ts";
 import type { Store } from "../src/store/types.ts";
 import { createTestDatabase } from "./helpers/cli.ts";
 import { startTestService } from "./helpers/rpcService.ts";
+import { startTestStack } from "./helpers/stack.ts";
+import { localNetworkConfig } from "../src/config/local.ts";
+import { embeddedConfig } from "../src/local/embedded.ts";
+import { startService } from "../src/server.ts";
 
 const TOKEN = "t".repeat(40);
 const OTHER_TOKEN = "u".repeat(40);
@@ -168,6 +172,31 @@ describe("admin API settings and the public port", () => {
     expect(matchToken(tokens, OTHER_TOKEN)).to.equal("b");
     expect(matchToken(tokens, TOKEN.slice(1))).to.equal(undefined);
     expect(matchToken(tokens, "")).to.equal(undefined);
+  });
+
+  it("startService runs it on its own listener beside the public one, and close() stops both", async function () {
+    this.timeout(60_000);
+    const embedded = await startTestStack();
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "pm-admin-svc-")), "data");
+    try {
+      const network = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
+      const admin = adminApiOptionsFromEnv({ PAYMASTER_ADMIN_TOKENS: `ops=${TOKEN}`, PAYMASTER_ADMIN_PORT: "0" })!;
+      const running = await startService(embeddedConfig(network, dataDir, 0, "silent"), { admin, watch: false });
+      expect(running.adminUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+$/).and.not.equal(running.url);
+      const created = await fetch(`${running.adminUrl}/admin/v1/projects`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ name: "via service" }) });
+      expect(created.status).to.equal(201);
+      const { id } = (await created.json()) as { id: string };
+      expect((await running.service.store.getProject(id))?.name).to.equal("via service");
+      const onPublic = await fetch(`${running.url}/admin/v1/projects`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(onPublic.status).to.equal(404);
+      await onPublic.text();
+      await running.close();
+      const refused = await fetch(`${running.adminUrl}/admin/v1/projects`).then(() => "answered", () => "refused");
+      expect(refused).to.equal("refused");
+    } finally {
+      await embedded.close();
+      rmSync(path.dirname(dataDir), { recursive: true, force: true });
+    }
   });
 
   it("no admin route answers on the public JSON-RPC port, even with a valid admin token", async () => {

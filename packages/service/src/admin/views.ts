@@ -13,6 +13,8 @@ export const keyView = (k: ApiKey) => ({
   status: k.status,
   createdAt: k.createdAt,
   revokedAt: k.revokedAt,
+  allowedOrigins: k.allowedOrigins,
+  allowedIps: k.allowedIps,
 });
 
 export const strategyView = (s: Strategy) => ({

@@ -4,9 +4,10 @@
  */
 import type { AdminContext } from "../admin/context.ts";
 import { invalid } from "../admin/context.ts";
+import { approveApplication, listApplications, rejectApplication } from "../admin/applications.ts";
 import { apply } from "../admin/apply.ts";
 import { listAudit } from "../admin/auditLog.ts";
-import { createKey, listKeys, revokeKey, rotateKey } from "../admin/keys.ts";
+import { createKey, listKeys, revokeKey, rotateKey, setKeyAccess } from "../admin/keys.ts";
 import { createProject, listProjects, setProjectStatus, showProject } from "../admin/projects.ts";
 import { listSponsorships, showSponsorship } from "../admin/sponsorships.ts";
 import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, updateStrategy } from "../admin/strategies.ts";
@@ -53,16 +54,32 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     method: "post",
     path: "/keys",
     summary: "Create an API key; the answer's `key` is the plaintext, shown this once",
-    body: "{projectId, label?}",
+    body: "{projectId, label?, origins?, ips?}",
     status: 201,
     handler: (ctx, r) => {
       const b = object(r.body);
       if (typeof b.projectId !== "string") invalid("projectId: required (a project id)");
-      return createKey(ctx, { projectId: b.projectId, label: b.label });
+      return createKey(ctx, { projectId: b.projectId, label: b.label, origins: b.origins, ips: b.ips });
     },
+  },
+  {
+    method: "post",
+    path: "/keys/:id/access",
+    summary: "Set a key's allowed origins ([] = server-side only, null = any) and client IP ranges (null = any)",
+    body: "{origins?, ips?}",
+    handler: (ctx, r) => setKeyAccess(ctx, r.params.id!, { origins: object(r.body).origins, ips: object(r.body).ips }),
   },
   { method: "post", path: "/keys/:id/revoke", summary: "Revoke an API key", handler: (ctx, r) => revokeKey(ctx, r.params.id!) },
   { method: "post", path: "/keys/:id/rotate", summary: "New key for the same project and label; the old one revoked", status: 201, handler: (ctx, r) => rotateKey(ctx, r.params.id!) },
+
+  { method: "get", path: "/applications", summary: "Key applications, oldest first", query: ["status"], handler: (ctx, r) => listApplications(ctx, { status: r.query.status }) },
+  {
+    method: "post",
+    path: "/applications/:id/approve",
+    summary: "Approve: creates the project; the answer's claimToken (shown once) is for the applicant",
+    handler: (ctx, r) => approveApplication(ctx, r.params.id!),
+  },
+  { method: "post", path: "/applications/:id/reject", summary: "Reject an application", body: "{reason}", handler: (ctx, r) => rejectApplication(ctx, r.params.id!, object(r.body).reason) },
 
   { method: "get", path: "/strategies", summary: "List strategies", query: ["project"], handler: (ctx, r) => listStrategies(ctx, { projectId: r.query.project }) },
   { method: "post", path: "/strategies", summary: "Create a strategy from a strategy document", body: "strategy document", status: 201, handler: (ctx, r) => createStrategy(ctx, r.body, "body") },

@@ -4,6 +4,7 @@
  * or option, a missing argument, or a value that is wrong: malformed address, unknown network, a strategy file
  * that does not validate, a bad configuration). Errors are one line naming what is wrong, never a stack trace.
  */
+import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { AdminError, type AdminContext } from "../admin/context.ts";
 import { ConfigError } from "../config/errors.ts";
@@ -28,6 +29,8 @@ export interface Io {
 /** Wraps a command's body: opens the store, runs, prints, closes. */
 export type Run = (body: (ctx: AdminContext, out: Printer) => Promise<void>) => Promise<void>;
 
+const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
 /**
  * Wraps an on-chain command's body: opens the network (no store), runs with the environment (keys), a printer,
  * a progress line writer (stderr, so --json output stays clean) and a confirmation step (--yes skips it).
@@ -39,6 +42,7 @@ export type RunChain = (
 
 export function buildProgram(io: Io): Command {
   const program = new Command("paymaster")
+    .version(VERSION, "-V, --version")
     .description("Operate the paymaster service: projects, API keys, strategies, gas tanks, sponsorships")
     .option("--config <file>", "the service's configuration file (default: $PAYMASTER_CONFIG; DATABASE_URL from the environment)")
     .option("--database <file>", "without a configuration: the embedded stack's SQLite file")

@@ -9,6 +9,7 @@ import type { z } from "zod";
 import { isNetworkName } from "@paymaster/shared";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
 import type { ApiKey, Store } from "../store/types.ts";
+import { accessRefusal } from "../access/keyAccess.ts";
 import { RpcError, toClientError } from "./errors.ts";
 import { currentTiming } from "../timing.ts";
 import type { MethodDefinition } from "./method.ts";
@@ -39,6 +40,9 @@ export interface DispatchRequest {
   params: unknown;
   /** Which envelope it came in (a metrics label). */
   dialect?: "v1" | "standard";
+  /** The request's Origin header (browsers), and the client's address: checked against the key's access lists. */
+  origin?: string | undefined;
+  clientIp?: string | undefined;
 }
 
 /** Longest API key looked up in the store; longer ones cannot be ours. */
@@ -78,6 +82,8 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
   const method = findMethod(methods, request.method);
   const params = await parseParams(method, request.params);
   const apiKey = await authenticate(service.store, request.apiKey);
+  const refusal = accessRefusal(apiKey, request);
+  if (refusal) throw new RpcError(refusal.reason, refusal.message);
   const retryAfterSeconds = (await service.rateLimiter?.takeRequest(apiKey)) ?? 0;
   if (retryAfterSeconds > 0) throw new RpcError("RATE_LIMITED", undefined, { retryAfterSeconds });
   if (SIGNING_METHODS.has(method.name)) {

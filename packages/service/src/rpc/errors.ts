@@ -32,6 +32,8 @@ export const REASONS = {
   API_KEY_MISSING: { status: 401, jsonRpcCode: -32001, message: "The apiKey query parameter is missing" },
   API_KEY_INVALID: { status: 401, jsonRpcCode: -32001, message: "The API key is not valid" },
   API_KEY_REVOKED: { status: 401, jsonRpcCode: -32001, message: "The API key has been revoked" },
+  ORIGIN_NOT_ALLOWED: { status: 403, jsonRpcCode: -32001, message: "This API key is not allowed from this origin" },
+  CLIENT_IP_NOT_ALLOWED: { status: 403, jsonRpcCode: -32001, message: "This API key is not allowed from this client address" },
   RATE_LIMITED: { status: 429, jsonRpcCode: -32504, message: "Too many requests for this API key" },
   // ---- the mode and its policy
   STRATEGY_NOT_FOUND: { status: 404, jsonRpcCode: -32501, message: "Unknown strategy" },

@@ -119,7 +119,15 @@ export function standardHandler(service: ServiceContext, methods: MethodRegistry
       const parsed = parseRequest(value);
       if ("error" in parsed) return standardError(parsed.id, parsed.error);
       try {
-        const result = await dispatch(service, methods, { network, apiKey, method: parsed.method, params: parsed.params, dialect: "standard" });
+        const result = await dispatch(service, methods, {
+          network,
+          apiKey,
+          method: parsed.method,
+          params: parsed.params,
+          dialect: "standard",
+          origin: ctx.get("origin") || undefined,
+          clientIp: ctx.ip,
+        });
         return parsed.id === undefined ? undefined : { jsonrpc: "2.0", id: parsed.id, result: result === undefined ? null : result };
       } catch (error) {
         const clientError = log(error);

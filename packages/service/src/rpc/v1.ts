@@ -152,6 +152,8 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
       method: envelope.method,
       params: envelope.params,
       dialect: "v1",
+      origin: ctx.get("origin") || undefined,
+      clientIp: ctx.ip,
     });
     sendV1(ctx, 200, "", result === undefined ? null : result);
   };

@@ -36,6 +36,8 @@ import { StoreError } from "./errors.ts";
 import type {
   ApiKey,
   ApiKeyStatus,
+  KeyApplication,
+  KeyApplicationStatus,
   ProjectStatus,
   SponsorshipFilter,
   StrategyPatch,
@@ -148,6 +150,8 @@ export function newApiKey(projectId: string, label?: string): { apiKey: ApiKey; 
     status: "active",
     createdAt: nowSeconds(),
     revokedAt: null,
+    allowedOrigins: null,
+    allowedIps: null,
   };
   return { apiKey, plaintext, keyHash: sha256Hex(plaintext) };
 }
@@ -238,6 +242,40 @@ export function patchedStrategy(current: Strategy, patch: StrategyPatch): { stra
 export function projectStatus(status: unknown): ProjectStatus {
   if (status !== "active" && status !== "disabled") invalid('project status must be "active" or "disabled"');
   return status;
+}
+
+export interface KeyApplicationRow {
+  id: string;
+  created_at: number;
+  contact: string;
+  project_name: string;
+  networks: string;
+  intended_use: string;
+  status: KeyApplicationStatus;
+  decided_at: number | null;
+  decided_by: string | null;
+  reason: string | null;
+  project_id: string | null;
+  api_key_id: string | null;
+  claimed_at: number | null;
+}
+
+export function toKeyApplication(row: KeyApplicationRow): KeyApplication {
+  return {
+    id: row.id,
+    createdAt: row.created_at,
+    contact: row.contact,
+    projectName: row.project_name,
+    networks: JSON.parse(row.networks) as string[],
+    intendedUse: row.intended_use,
+    status: row.status,
+    decidedAt: row.decided_at,
+    decidedBy: row.decided_by,
+    reason: row.reason,
+    projectId: row.project_id,
+    apiKeyId: row.api_key_id,
+    claimedAt: row.claimed_at,
+  };
 }
 
 /** Most rows a list answers at once. */
@@ -413,6 +451,8 @@ export interface ApiKeyRow {
   status: ApiKeyStatus;
   created_at: number;
   revoked_at: number | null;
+  allowed_origins: string | null;
+  allowed_ips: string | null;
 }
 export interface StrategyRow {
   id: string;
@@ -502,6 +542,8 @@ export function toApiKey(row: ApiKeyRow): ApiKey {
     status: row.status,
     createdAt: row.created_at,
     revokedAt: row.revoked_at ?? null,
+    allowedOrigins: row.allowed_origins === null || row.allowed_origins === undefined ? null : (JSON.parse(row.allowed_origins) as string[]),
+    allowedIps: row.allowed_ips === null || row.allowed_ips === undefined ? null : (JSON.parse(row.allowed_ips) as string[]),
   };
 }
 

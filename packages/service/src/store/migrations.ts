@@ -409,6 +409,42 @@ export function sharedMigrations(d: Dialect): Migration[] {
       CREATE INDEX audit_log_at ON audit_log(at);
     `,
     },
+    {
+      version: 5,
+      name: "API key access: allowed origins and client IP ranges",
+      sql: `
+      -- JSON arrays. allowed_origins: NULL = any origin (or none); [] = server-side only (a request with an Origin
+      -- header is refused); else the exact origins allowed. allowed_ips: NULL = any; else CIDR ranges.
+      ALTER TABLE api_keys ADD COLUMN allowed_origins ${t.json};
+      ALTER TABLE api_keys ADD COLUMN allowed_ips ${t.json};
+    `,
+    },
+    {
+      version: 6,
+      name: "API key applications",
+      sql: `
+      -- The spec's application process: a team applies (public endpoint), the operator approves (a project and
+      -- a one-time claim token) or rejects; the applicant claims the key once with the token.
+      CREATE TABLE key_applications (
+        id                TEXT PRIMARY KEY,
+        created_at        ${t.time} NOT NULL,
+        contact           TEXT NOT NULL,
+        project_name      TEXT NOT NULL,
+        networks          ${t.json} NOT NULL,      -- the networks the applicant intends to use
+        intended_use      TEXT NOT NULL,
+        status            TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected', 'claimed')),
+        decided_at        ${t.time},
+        decided_by        TEXT,
+        reason            TEXT,                    -- a rejection's reason
+        project_id        TEXT REFERENCES projects(id),
+        claim_token_hash  TEXT,                    -- sha256 of the claim token; the token itself is never stored
+        api_key_id        TEXT REFERENCES api_keys(id),
+        claimed_at        ${t.time}
+      )${d.tableSuffix};
+      CREATE INDEX key_applications_status ON key_applications(status, created_at);
+      CREATE UNIQUE INDEX key_applications_claim ON key_applications(claim_token_hash);
+    `,
+    },
   ];
 }
 

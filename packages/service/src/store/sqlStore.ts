@@ -44,7 +44,11 @@ import type {
   SponsorMode,
   SponsorshipCount,
   NewSponsorship,
+  ApiKeyAccess,
   AuditEntry,
+  KeyApplication,
+  KeyApplicationStatus,
+  NewKeyApplication,
   NewStrategy,
   Project,
   ProjectStatus,
@@ -88,7 +92,9 @@ class LockOrderRetry extends Error {
 function queries(d: Dialect) {
   const strategyColumns = `id, project_id, code, name, status, valid_from, valid_until, ${d.json("networks")}, ${d.json("rules")}, created_at`;
   const tokenColumns = `network, address, symbol, decimals, ${d.json("price_source")}, markup_bps, enabled`;
-  const apiKeyColumns = "id, project_id, prefix, label, status, created_at, revoked_at";
+  const apiKeyColumns = `id, project_id, prefix, label, status, created_at, revoked_at, ${d.json("allowed_origins")}, ${d.json("allowed_ips")}`;
+  const applicationColumns = `id, created_at, contact, project_name, ${d.json("networks")}, intended_use, status, decided_at,
+    decided_by, reason, project_id, api_key_id, claimed_at`;
   const usageColumns = "reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops";
   const activeOp = `SELECT id, mode, max_cost_wei, max_cost_usd_micros FROM sponsorships
     WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`;
@@ -102,8 +108,9 @@ function queries(d: Dialect) {
     insertApiKey: `INSERT INTO api_keys (id, project_id, key_hash, prefix, label, status, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?)`,
     selectApiKeyByHash: `SELECT k.id, k.project_id, k.prefix, k.label, k.status, k.created_at, k.revoked_at,
-        p.status AS project_status
+        ${d.json("k.allowed_origins", "allowed_origins")}, ${d.json("k.allowed_ips", "allowed_ips")}, p.status AS project_status
       FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = ?`,
+    updateApiKeyAccess: "UPDATE api_keys SET allowed_origins = ?, allowed_ips = ? WHERE id = ?",
     selectApiKey: `SELECT ${apiKeyColumns} FROM api_keys WHERE id = ?`,
     // The project filter is bound twice: NULL = every project.
     selectApiKeys: `SELECT ${apiKeyColumns} FROM api_keys WHERE (CAST(? AS TEXT) IS NULL OR project_id = ?) ORDER BY created_at, id`,
@@ -171,6 +178,20 @@ function queries(d: Dialect) {
     insertDebit: `INSERT INTO gas_tank_debits (reference, network, sender, amount_wei, created_at)
       VALUES (?, ?, ?, ?, ?) ON CONFLICT (reference) DO NOTHING`,
     selectDebit: "SELECT network, sender, amount_wei FROM gas_tank_debits WHERE reference = ?",
+
+    insertApplication: `INSERT INTO key_applications (id, created_at, contact, project_name, networks, intended_use, status)
+      VALUES (?, ?, ?, ?, ?, ?, 'pending')`,
+    selectApplication: `SELECT ${applicationColumns} FROM key_applications WHERE id = ?`,
+    selectApplications: `SELECT ${applicationColumns} FROM key_applications WHERE (CAST(? AS TEXT) IS NULL OR status = ?)
+      ORDER BY created_at, id LIMIT 1000`,
+    countApplications: "SELECT COUNT(*) AS n FROM key_applications WHERE status = ?",
+    approveApplication: `UPDATE key_applications SET status = 'approved', decided_at = ?, decided_by = ?, project_id = ?,
+        claim_token_hash = ? WHERE id = ? AND status = 'pending'`,
+    rejectApplication: `UPDATE key_applications SET status = 'rejected', decided_at = ?, decided_by = ?, reason = ?
+      WHERE id = ? AND status = 'pending'`,
+    claimApplication: `UPDATE key_applications SET status = 'claimed', claimed_at = ?
+      WHERE claim_token_hash = ? AND status = 'approved' RETURNING id`,
+    setApplicationKey: "UPDATE key_applications SET api_key_id = ? WHERE id = ?",
 
     insertAudit: `INSERT INTO audit_log (id, at, actor, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     selectAudit: `SELECT id, at, actor, action, target, ${d.json("before")}, ${d.json("after")} FROM audit_log
@@ -309,6 +330,12 @@ export class SqlStore implements Store {
   async getApiKey(id: string): Promise<ApiKey | undefined> {
     const row = await this.#db.one<common.ApiKeyRow>(this.#q.selectApiKey, [id]);
     return row && common.toApiKey(row);
+  }
+
+  async setApiKeyAccess(id: string, access: ApiKeyAccess): Promise<void> {
+    const json = (list: string[] | null) => (list === null ? null : JSON.stringify(list));
+    const changed = await this.#db.run(this.#q.updateApiKeyAccess, [json(access.allowedOrigins), json(access.allowedIps), id]);
+    if (changed === 0) throw new StoreError("NOT_FOUND", `API key ${id} not found`);
   }
 
   async findApiKeyWithProject(plaintext: string): Promise<{ apiKey: ApiKey; projectStatus: ProjectStatus } | undefined> {
@@ -849,6 +876,67 @@ export class SqlStore implements Store {
     const key: Param[] = [op.network, common.address(op.entryPoint, "entryPoint"), common.address(op.sender, "sender"), common.amount(op.nonce, "nonce")];
     const row = await this.#db.one<common.SponsorshipRow>(this.#q.selectActiveSponsorship, key);
     return row && { record: common.toSponsorship(row), links: await this.#links(this.#db, row.id) };
+  }
+
+  // ---- API key applications
+
+  async createKeyApplication(input: NewKeyApplication): Promise<KeyApplication> {
+    const id = randomUUID();
+    const now = common.nowSeconds();
+    await this.#db.run(this.#q.insertApplication, [id, now, input.contact, input.projectName, JSON.stringify(input.networks), input.intendedUse]);
+    return (await this.getKeyApplication(id))!;
+  }
+
+  async getKeyApplication(id: string): Promise<KeyApplication | undefined> {
+    const row = await this.#db.one<common.KeyApplicationRow>(this.#q.selectApplication, [id]);
+    return row && common.toKeyApplication(row);
+  }
+
+  async listKeyApplications(status?: KeyApplicationStatus): Promise<KeyApplication[]> {
+    const s = status ?? null;
+    return (await this.#db.all<common.KeyApplicationRow>(this.#q.selectApplications, [s, s])).map(common.toKeyApplication);
+  }
+
+  async countKeyApplications(status: KeyApplicationStatus): Promise<number> {
+    return Number((await this.#db.one<{ n: number | bigint }>(this.#q.countApplications, [status]))?.n ?? 0);
+  }
+
+  async #decided(id: string, changed: number): Promise<KeyApplication> {
+    const application = await this.getKeyApplication(id);
+    if (!application) throw new StoreError("NOT_FOUND", `application ${id} not found`);
+    if (changed === 0) throw new StoreError("INVALID_STATE", `application ${id} is ${application.status}, not pending`);
+    return application;
+  }
+
+  async approveKeyApplication(id: string, decision: { decidedBy: string; claimTokenHash: string }): Promise<KeyApplication> {
+    const changed = await this.#db.transaction(async (tx) => {
+      const row = await tx.one<common.KeyApplicationRow>(`${this.#q.selectApplication}${this.#db.dialect.forUpdate}`, [id]);
+      if (!row || row.status !== "pending") return 0;
+      const now = common.nowSeconds();
+      const projectId = randomUUID();
+      await tx.run(this.#q.insertProject, [projectId, common.projectName(row.project_name), now]);
+      return tx.run(this.#q.approveApplication, [now, decision.decidedBy, projectId, decision.claimTokenHash, id]);
+    });
+    return this.#decided(id, changed);
+  }
+
+  async rejectKeyApplication(id: string, decision: { decidedBy: string; reason: string }): Promise<KeyApplication> {
+    const changed = await this.#db.run(this.#q.rejectApplication, [common.nowSeconds(), decision.decidedBy, decision.reason, id]);
+    return this.#decided(id, changed);
+  }
+
+  async claimKeyApplication(claimTokenHash: string) {
+    const claimed = await this.#db.transaction(async (tx) => {
+      const row = await tx.one<{ id: string }>(this.#q.claimApplication, [common.nowSeconds(), claimTokenHash]);
+      if (!row) return undefined;
+      const application = (await tx.one<common.KeyApplicationRow>(this.#q.selectApplication, [row.id]))!;
+      const { apiKey, plaintext, keyHash } = common.newApiKey(application.project_id!, `application ${row.id}`);
+      await tx.run(this.#q.insertApiKey, [apiKey.id, apiKey.projectId, keyHash, apiKey.prefix, apiKey.label, apiKey.status, apiKey.createdAt]);
+      await tx.run(this.#q.setApplicationKey, [apiKey.id, row.id]);
+      return { id: row.id, apiKey, plaintext };
+    });
+    if (!claimed) return undefined;
+    return { application: (await this.getKeyApplication(claimed.id))!, apiKey: claimed.apiKey, plaintext: claimed.plaintext };
   }
 
   // ---- audit log

@@ -28,6 +28,18 @@ export interface ApiKey {
   createdAt: number;
   /** Unix seconds; null while active. */
   revokedAt: number | null;
+  /**
+   * Browser origins allowed to use the key (exact "scheme://host[:port]"): null = any origin or none (the
+   * default); [] = server-side only (a request carrying an Origin header is refused).
+   */
+  allowedOrigins: string[] | null;
+  /** Client address ranges (CIDR) allowed to use the key; null = any. */
+  allowedIps: string[] | null;
+}
+
+export interface ApiKeyAccess {
+  allowedOrigins: string[] | null;
+  allowedIps: string[] | null;
 }
 
 export type StrategyStatus = "enabled" | "disabled";
@@ -142,6 +154,28 @@ export type ReserveResult =
    */
   | { ok: false; reason: "CAP_EXCEEDED"; rule: string; limit: string; value: string };
 
+export type KeyApplicationStatus = "pending" | "approved" | "rejected" | "claimed";
+
+export interface KeyApplication {
+  id: string;
+  createdAt: number;
+  contact: string;
+  projectName: string;
+  networks: string[];
+  intendedUse: string;
+  status: KeyApplicationStatus;
+  decidedAt: number | null;
+  decidedBy: string | null;
+  reason: string | null;
+  /** Set on approval. */
+  projectId: string | null;
+  /** Set when claimed. */
+  apiKeyId: string | null;
+  claimedAt: number | null;
+}
+
+export type NewKeyApplication = Pick<KeyApplication, "contact" | "projectName" | "networks" | "intendedUse">;
+
 /** What `updateStrategy` may change (absent = unchanged); the code and project never change. */
 export type StrategyPatch = Partial<Pick<Strategy, "name" | "status" | "validFrom" | "validUntil" | "networks" | "rules">>;
 
@@ -224,6 +258,8 @@ export interface Store {
   /** Keys of one project (or every key), oldest first; never the plaintext or its hash. */
   listApiKeys(projectId?: string): Promise<ApiKey[]>;
   getApiKey(id: string): Promise<ApiKey | undefined>;
+  /** Replaces the key's allowed origins and client IP ranges (validated by the caller: admin/keys.ts). */
+  setApiKeyAccess(id: string, access: ApiKeyAccess): Promise<void>;
   /**
    * The project's status for a presented key, read with it on every request (no cache: a revoked key or a
    * disabled project is refused on the next request by every replica). Undefined when the key is unknown.
@@ -314,6 +350,25 @@ export interface Store {
   findActiveSponsorship(op: { network: string; entryPoint: Address; sender: Address; nonce: bigint }): Promise<
     { record: SponsorshipRecord; links: { strategyId: string; scope: CapCheck["scope"]; key: string }[] } | undefined
   >;
+
+  // ---- API key applications (the spec's application process)
+  createKeyApplication(input: NewKeyApplication): Promise<KeyApplication>;
+  getKeyApplication(id: string): Promise<KeyApplication | undefined>;
+  /** Oldest first; of one status when given. */
+  listKeyApplications(status?: KeyApplicationStatus): Promise<KeyApplication[]>;
+  countKeyApplications(status: KeyApplicationStatus): Promise<number>;
+  /**
+   * pending -> approved, in one transaction: creates the project (named as applied) and records the hash of
+   * the claim token. INVALID_STATE when it is not pending (never two projects for one application).
+   */
+  approveKeyApplication(id: string, decision: { decidedBy: string; claimTokenHash: string }): Promise<KeyApplication>;
+  /** pending -> rejected with a reason; INVALID_STATE when it is not pending. */
+  rejectKeyApplication(id: string, decision: { decidedBy: string; reason: string }): Promise<KeyApplication>;
+  /**
+   * approved -> claimed by the claim token's hash, creating the project's API key in the same transaction: of
+   * concurrent claims exactly one gets the key; undefined for an unknown, already claimed or rejected token.
+   */
+  claimKeyApplication(claimTokenHash: string): Promise<{ application: KeyApplication; apiKey: ApiKey; plaintext: string } | undefined>;
 
   // ---- audit log (administration)
   appendAudit(entry: Omit<AuditEntry, "id" | "at">): Promise<AuditEntry>;

@@ -41,7 +41,7 @@ const DEADLOCK_DETECTED = "40P01";
 export const POSTGRES_DIALECT: Dialect = Object.freeze({
   name: "postgres",
   forUpdate: " FOR UPDATE",
-  json: (column: string) => `${column}::text AS ${column}`,
+  json: (column: string, as = column) => `${column}::text AS ${as}`,
   symbolKey: "symbol_key",
   symbolOrder: 'symbol_key COLLATE "C"',
   insertionOrder: "seq",

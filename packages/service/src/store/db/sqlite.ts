@@ -41,7 +41,7 @@ const SQLITE_CONSTRAINT_UNIQUE = 2067;
 export const SQLITE_DIALECT: Dialect = Object.freeze({
   name: "sqlite",
   forUpdate: "",
-  json: (column: string) => column,
+  json: (column: string, as = column) => (as === column ? column : `${column} AS ${as}`),
   symbolKey: "symbol COLLATE NOCASE",
   symbolOrder: "symbol COLLATE NOCASE",
   insertionOrder: "rowid",

@@ -32,8 +32,8 @@ export interface Dialect {
   readonly name: "sqlite" | "postgres";
   /** Appended to a SELECT that must lock its rows until COMMIT ("" in SQLite: the write lock covers it). */
   readonly forUpdate: string;
-  /** A JSON column selected as text (JSONB in PostgreSQL). */
-  json(column: string): string;
+  /** A JSON column selected as text (JSONB in PostgreSQL), named `as` (default: the column). */
+  json(column: string, as?: string): string;
   /** The expression a token symbol is compared by, case-insensitively on ASCII (bind asciiLower(symbol)). */
   readonly symbolKey: string;
   /** ORDER BY expression for token symbols. */

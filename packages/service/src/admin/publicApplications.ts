@@ -1,0 +1,58 @@
+/**
+ * The public doors of the key application process, on the public listener:
+ *
+ *   POST /api/v1/applications        {contact, project, networks, use}  -> 202 {id, status: "pending"}
+ *   POST /api/v1/applications/claim  {claimToken}                       -> 200 {projectId, apiKeyId, apiKey, networks}
+ *
+ * Bounded: bodies of at most 8 KiB, a token bucket per client address (a few requests a minute), at most
+ * APPLICATION_LIMITS.pending waiting applications. Answers {error: {code, message}} on refusal. No key is
+ * issued without the operator's approval.
+ */
+import type { Context } from "koa";
+import type { ServiceContext } from "../context.ts";
+import { readBody } from "../rpc/body.ts";
+import { memoryBuckets } from "../rpc/rateLimit.ts";
+import { AdminError } from "./context.ts";
+import { claimApplication, submitApplication } from "./applications.ts";
+
+export const APPLICATION_BODY_LIMIT_BYTES = 8 * 1024;
+/** Per client address: 5 at once, then one every 12 s. */
+export const APPLICATION_RATE = Object.freeze({ rate: 1 / 12, capacity: 5 });
+
+const STATUS = { INVALID_INPUT: 400, NOT_FOUND: 404, CONFLICT: 409 } as const;
+
+export function applicationHandlers(service: ServiceContext) {
+  // Per process: applications are rare, and a replica allowing its own 5 at once is still a bound.
+  const buckets = memoryBuckets();
+  const handle = (action: typeof submitApplication | typeof claimApplication, status: number, what: string) => async (ctx: Context) => {
+    ctx.set("Cache-Control", "no-store");
+    const retryAfter = await buckets.take(`${what}:${ctx.ip}`, APPLICATION_RATE);
+    if (retryAfter > 0) {
+      ctx.status = 429;
+      ctx.set("Retry-After", String(Math.ceil(retryAfter)));
+      ctx.body = { error: { code: "RATE_LIMITED", message: `too many requests; retry in ${Math.ceil(retryAfter)} s` } };
+      return;
+    }
+    try {
+      let body: unknown;
+      try {
+        body = JSON.parse((await readBody(ctx.req, { limitBytes: APPLICATION_BODY_LIMIT_BYTES })).toString("utf8"));
+      } catch (err) {
+        if ((err as { reason?: string }).reason === "BODY_TOO_LARGE") {
+          ctx.status = 413;
+          ctx.body = { error: { code: "BODY_TOO_LARGE", message: `the body is larger than ${APPLICATION_BODY_LIMIT_BYTES} bytes` } };
+          return;
+        }
+        throw new AdminError("INVALID_INPUT", "the body is not valid JSON");
+      }
+      const admin = { store: service.store, networks: [...service.networks.keys()], actor: `public:${ctx.ip}` };
+      ctx.body = await action(admin, body);
+      ctx.status = status;
+    } catch (err) {
+      if (!(err instanceof AdminError)) throw err;
+      ctx.status = STATUS[err.code];
+      ctx.body = { error: { code: err.code, message: err.message } };
+    }
+  };
+  return { submit: handle(submitApplication, 202, "submit"), claim: handle(claimApplication, 200, "claim") };
+}
