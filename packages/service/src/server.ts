@@ -20,6 +20,7 @@ import { openStore } from "./store/index.ts";
 import { createRateLimiter, memoryBuckets, redisBuckets, type RateLimiter } from "./rpc/rateLimit.ts";
 import { superviseSettlement, type SettlementSupervisor } from "./settlement/leader.ts";
 import type { Watcher } from "./settlement/watcher.ts";
+import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
 
 export interface RunningService {
   url: string;
@@ -30,6 +31,8 @@ export interface RunningService {
   watcher(network: string): Watcher | undefined;
   /** The alert checks (they run every ALERT_INTERVAL_MS; `check()` runs a round now). */
   alerts: AlertMonitor;
+  /** The webhook delivery worker (absent with `webhooks.enabled: false`). */
+  webhooks?: WebhookWorker;
   /** Resolves when every network has passed its pre-flight (tests; production watches /ready). */
   initialised: Promise<void>;
   close(): Promise<void>;
@@ -146,6 +149,9 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     metrics,
     ...(config.alerts?.capWarnPercent === undefined ? {} : { capWarnPercent: config.alerts.capWarnPercent }),
   });
+  // Every replica delivers: claims are leased per row, so none is sent twice (src/webhooks/worker.ts).
+  const { enabled: webhooksEnabled, ...deliverySettings } = config.webhooks ?? {};
+  const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings });
 
   let closing: Promise<void> | undefined;
   return {
@@ -154,12 +160,14 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     service,
     watcher: (network) => supervisors.get(network)?.watcher(),
     alerts: monitor,
+    ...(webhooks ? { webhooks } : {}),
     initialised: Promise.all(started.map((s) => s.initialised)).then(() => undefined),
     close() {
       closing ??= (async () => {
         shuttingDown = true;
         await server.close(); // stops accepting; in-flight requests finish (at most SHUTDOWN_GRACE_MS)
         monitor.stop();
+        await webhooks?.stop();
         for (const supervisor of supervisors.values()) await supervisor.stop();
         await metricsListener?.close();
         for (const s of started) s.stop();

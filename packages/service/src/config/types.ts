@@ -95,6 +95,17 @@ export interface ServiceConfig {
   /** How often a replica that is not the leader tries to become it (ms, default 2000). */
   leaderRetryMs?: number;
   alerts?: { capWarnPercent?: number };
+  /** Webhook delivery (src/webhooks/worker.ts; docs/webhooks.md): every field optional, defaults there. */
+  webhooks?: {
+    /** Run the delivery worker in this replica (default true; events are still written to the outbox). */
+    enabled?: boolean;
+    maxAttempts?: number;
+    baseDelayMs?: number;
+    maxDelayMs?: number;
+    timeoutMs?: number;
+    pollMs?: number;
+    concurrency?: number;
+  };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
