@@ -56,7 +56,7 @@ const DIALECTS: { name: string; open(): Promise<Opened> }[] = [
     name: "SQLite",
     async open() {
       const file = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-hooks-")), "paymaster.sqlite");
-      return { store: await openSqliteStore(file), another: () => openSqliteStore(file), drop: async () => {} };
+      return { store: await openSqliteStore(file), another: async () => openSqliteStore(file), drop: async () => {} };
     },
   },
   {

@@ -405,7 +405,9 @@ export function sharedMigrations(d: Dialect): Migration[] {
         -- \`seq\` orders the events of one sponsorship for one endpoint (delivered strictly in that order).
         CREATE TABLE webhook_events (
           id               TEXT PRIMARY KEY,         -- the event id receivers de-duplicate by
-          endpoint_id      TEXT NOT NULL REFERENCES webhook_endpoints(id),
+          -- No foreign key, on purpose: deleting an endpoint must never make a concurrent transition (a signature)
+          -- fail on the reference; a row left behind by such a race is never claimed nor listed (both join endpoints).
+          endpoint_id      TEXT NOT NULL,
           project_id       TEXT NOT NULL,
           type             TEXT NOT NULL,
           sponsorship_id   TEXT,

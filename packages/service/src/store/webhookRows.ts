@@ -33,7 +33,7 @@ export const WEBHOOK_QUERIES = {
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
     ON CONFLICT (endpoint_id, dedupe_key) DO NOTHING`,
   // Due, not leased, and not behind an earlier pending event of the same sponsorship for the same endpoint.
-  selectDue: `SELECT e.id FROM webhook_events e
+  selectDue: `SELECT e.id FROM webhook_events e JOIN webhook_endpoints w ON w.id = e.endpoint_id
     WHERE e.status = 'pending' AND e.next_attempt_ms <= ? AND (e.lease_until_ms IS NULL OR e.lease_until_ms < ?)
       AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.endpoint_id = e.endpoint_id
         AND p.sponsorship_id = e.sponsorship_id AND p.seq < e.seq AND p.status = 'pending')
@@ -46,7 +46,7 @@ export const WEBHOOK_QUERIES = {
   complete: `UPDATE webhook_events SET status = ?, next_attempt_ms = ?, last_error = ?, delivered_ms = ?, lease_owner = NULL,
       lease_until_ms = NULL
     WHERE id = ? AND lease_owner = ? AND status = 'pending'`,
-  selectDeliveries: `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e
+  selectDeliveries: `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e JOIN webhook_endpoints w ON w.id = e.endpoint_id
     WHERE (CAST(? AS TEXT) IS NULL OR e.project_id = ?) AND (CAST(? AS TEXT) IS NULL OR e.status = ?)
     ORDER BY e.created_ms DESC, e.seq DESC, e.id DESC LIMIT ?`,
   selectDelivery: `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e WHERE e.id = ?`,
