@@ -5,15 +5,17 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import type { Address } from "@paymaster/shared";
-import { localNetworkConfig } from "../src/config/local.ts";
+import type { Address, Hex } from "@paymaster/shared";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import { createApprovalWebhook, createEventWebhook, deleteWebhook } from "../src/webhooks/admin.ts";
 import { verifySignature } from "../src/webhooks/signature.ts";
-import { call, deployAccount, startTestStack, type Embedded } from "./helpers/stack.ts";
+import { call, chainRequest, deployAccount, handleOps, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { createTestDatabase } from "./helpers/postgres.ts";
 import { startTcpProxy } from "./helpers/tcpProxy.ts";
 import { startWebhookReceiver } from "./helpers/webhookReceiver.ts";
+
+const QUICK = { timeoutMs: 2_000, baseDelayMs: 100, maxDelayMs: 400, pollMs: 50, maxAttempts: 50 };
 
 describe("webhooks in the running service", function () {
   this.timeout(120_000);
@@ -25,13 +27,11 @@ describe("webhooks in the running service", function () {
   before(async () => {
     embedded = await startTestStack();
     sender = await deployAccount(embedded, 6);
-    // A service of its own on the stack's chain, with quick delivery settings (a 500 ms attempt timeout).
-    const network = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
+    // A service of its own on the stack's chain, with quick delivery settings (a 2 s attempt timeout).
+    // The embedded stack's network settings (1 confirmation, a 500 ms watcher poll).
+    const network = embedded.running.service.config.networks[0]!;
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-hooks-svc-")), "data");
-    running = await startService(
-      { ...embeddedConfig(network, dataDir, 0, "silent"), webhooks: { timeoutMs: 500, baseDelayMs: 100, maxDelayMs: 400, pollMs: 50, maxAttempts: 50 } },
-      { pollMs: 100, watch: false },
-    );
+    running = await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), webhooks: QUICK }, { pollMs: 100, watch: true });
     await running.initialised;
   });
   after(async () => {
@@ -48,7 +48,7 @@ describe("webhooks in the running service", function () {
     return { projectId: p.id, key: plaintext, code };
   }
 
-  async function sponsor(p: { key: string; code: string }) {
+  async function sponsor(p: { key: string; code: string }, url = running.url) {
     const op = {
       sender,
       nonce: `0x${(nonceKey++ << 64n).toString(16)}`,
@@ -56,7 +56,7 @@ describe("webhooks in the running service", function () {
       signature: `0x${"aa".repeat(32)}${"55".repeat(32)}1c`,
     };
     const started = performance.now();
-    const answer = await call(`${running.url}/api/v1/paymaster/local?apiKey=${p.key}`, "pm_sponsorUserOperation", [op, { strategy_code: p.code, version: "v0.7" }]);
+    const answer = await call(`${url}/api/v1/paymaster/local?apiKey=${p.key}`, "pm_sponsorUserOperation", [op, { strategy_code: p.code, version: "v0.7" }]);
     return { ...answer, ms: performance.now() - started, nonce: op.nonce };
   }
 
@@ -79,8 +79,8 @@ describe("webhooks in the running service", function () {
       }
       const max = (xs: number[]) => Math.max(...xs);
       console.log(`      sponsor latency, ms: no webhook ${baseline.map((x) => x.toFixed(0)).join(" ")}; hanging receiver ${withHang.map((x) => x.toFixed(0)).join(" ")}`);
-      // A sponsor call that waited on the receiver would take at least one attempt's timeout (500 ms) more.
-      expect(max(withHang), "sponsor latency with a hanging receiver").to.be.below(max(baseline) + 400);
+      // A sponsor call that waited on the receiver would take at least one attempt's timeout (2 s) more.
+      expect(max(withHang), "sponsor latency with a hanging receiver").to.be.below(max(baseline) + 1_000);
       const outbox = await running.service.store.listWebhookDeliveries({ projectId: hooked.projectId });
       expect(outbox.length).to.equal(4);
       expect(proxy.mode()).to.equal("hang");
@@ -134,6 +134,64 @@ describe("webhooks in the running service", function () {
       expect((await sponsor(p)).status, "a malformed answer is no decision: default-allow").to.equal(200);
     } finally {
       await hook.close();
+    }
+  });
+
+  it("sponsorship.settled carries what the chain charged, from the settlement watcher", async () => {
+    const hook = await startWebhookReceiver();
+    try {
+      const p = await project("landed");
+      await createEventWebhook(running.service.store, { projectId: p.projectId, url: hook.url, events: ["sponsorship.signed", "sponsorship.settled"] });
+      const wallet = await newWallet(embedded, "v0.7");
+      const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+      const { status, body } = await call(`${running.url}/api/v1/paymaster/local?apiKey=${p.key}`, "pm_sponsorUserOperation", [wire, { strategy_code: p.code, version: "v0.7" }]);
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const outcome = await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data)));
+      expect(outcome.event, outcome.failedOp).to.not.equal(undefined);
+      await chainRequest(embedded, "evm_mine", []); // the one confirmation the local network waits for
+      await hook.waitFor(() => hook.delivered().some((r) => r.type === "sponsorship.settled"), 30_000);
+      const [signed, settled] = hook.delivered();
+      expect([signed!.type, settled!.type], "signed, then settled").to.deep.equal(["sponsorship.signed", "sponsorship.settled"]);
+      const receipt = await chainRequest<{ transactionHash: Hex; blockNumber: Hex }>(embedded, "eth_getTransactionReceipt", [settled!.json.data.txHash]);
+      expect(settled!.json.data).to.include({
+        sender: wallet.sender,
+        userOpHash: outcome.event!.userOpHash,
+        actualGasCostWei: outcome.event!.actualGasCost.toString(),
+        success: true,
+        blockNumber: BigInt(receipt.blockNumber).toString(),
+      });
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it("two replicas on PostgreSQL deliver each event once", async () => {
+    const database = await createTestDatabase("paymaster_hooks");
+    const hook = await startWebhookReceiver();
+    const replicas: RunningService[] = [];
+    try {
+      const network = embedded.running.service.config.networks[0]!;
+      const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-hooks-pg-")), "data");
+      for (let i = 0; i < 2; i++) {
+        replicas.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: database.url, webhooks: { ...QUICK, pollMs: 20 } }, { pollMs: 100, watch: false }));
+      }
+      await Promise.all(replicas.map((r) => r.initialised));
+      const store = replicas[0]!.service.store;
+      const created = await store.createProject("replicas");
+      const { plaintext } = await store.createApiKey(created.id);
+      await store.createStrategy({ projectId: created.id, code: "HOOKPG", name: "HOOKPG" });
+      await createEventWebhook(store, { projectId: created.id, url: hook.url, events: ["sponsorship.signed"] });
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => sponsor({ key: plaintext, code: "HOOKPG" }, replicas[i % 2]!.url)));
+      expect(answers.map((a) => a.status)).to.deep.equal(Array(8).fill(200));
+      await hook.waitFor(() => hook.requests.length >= 8, 20_000);
+      await new Promise((r) => setTimeout(r, 500)); // a second send of any event would arrive by now
+      expect(hook.requests.length, "each event once").to.equal(8);
+      expect(new Set(hook.requests.map((r) => r.id)).size).to.equal(8);
+      expect((await store.listWebhookDeliveries({ status: "delivered" })).length).to.equal(8);
+    } finally {
+      for (const r of replicas) await r.close();
+      await hook.close();
+      await database.drop();
     }
   });
 });
