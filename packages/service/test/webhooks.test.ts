@@ -353,6 +353,25 @@ for (const dialect of DIALECTS) {
       expect(backoffMs(3, { baseDelayMs: 1_000, maxDelayMs: 60_000 }, () => 0)).to.equal(4_000);
     });
 
+    it("stopping a worker cancels a hanging attempt at once and hands the event back to any replica", async () => {
+      const ids = await project();
+      const hook = await receiver("hang");
+      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url });
+      await signed(ids, 1n);
+      const w = worker({ ...FAST, timeoutMs: 30_000 }, store, false);
+      const round = w.runOnce();
+      await hook.waitFor(() => hook.requests.length === 1, 5_000);
+      const started = Date.now();
+      await w.stop();
+      await round;
+      expect(Date.now() - started, "no wait for the 30 s timeout").to.be.below(2_000);
+      const [row] = await listDeliveries(store, {});
+      expect(row).to.include({ status: "pending", lastError: "cancelled: the service is stopping" });
+      hook.mode = "ok";
+      expect(await worker(FAST, store, false).runOnce(), "claimable again at once").to.equal(1);
+      expect(hook.delivered().map((r) => r.id)).to.deep.equal([row!.id]);
+    });
+
     it("two replicas sharing the database deliver each event once", async () => {
       const ids = await project();
       const hook = await receiver();

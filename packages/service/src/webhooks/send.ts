@@ -13,10 +13,11 @@ export type SendResult = { ok: true; status: number; body: string } | { ok: fals
 
 export async function sendSigned(
   request: { url: string; secret: string; body: string; id: string; type: string },
-  options: { timeoutMs: number; readBody?: boolean; now?: () => number },
+  options: { timeoutMs: number; readBody?: boolean; now?: () => number; /** Aborts the request early (shutdown). */ cancel?: AbortSignal },
 ): Promise<SendResult> {
   const timestamp = Math.floor((options.now?.() ?? Date.now()) / 1000);
-  const signal = AbortSignal.timeout(options.timeoutMs);
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.cancel ? AbortSignal.any([timeout, options.cancel]) : timeout;
   try {
     const response = await fetch(request.url, {
       method: "POST",
@@ -36,7 +37,8 @@ export async function sendSigned(
     if (response.status < 200 || response.status > 299) return { ok: false, error: `HTTP ${response.status}`, timedOut: false };
     return { ok: true, status: response.status, body };
   } catch (error) {
-    if (signal.aborted) return { ok: false, error: `timed out after ${options.timeoutMs} ms`, timedOut: true };
+    if (options.cancel?.aborted) return { ok: false, error: "cancelled: the service is stopping", timedOut: false };
+    if (timeout.aborted) return { ok: false, error: `timed out after ${options.timeoutMs} ms`, timedOut: true };
     return { ok: false, error: describeFailure(error), timedOut: false };
   }
 }

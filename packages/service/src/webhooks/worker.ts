@@ -70,17 +70,24 @@ export function startWebhookWorker(args: {
   let timer: NodeJS.Timeout | undefined;
   let round: Promise<number> | undefined;
   let failing = false;
+  /** Aborts in-flight requests on stop, so a hanging receiver never holds up shutdown. */
+  const stopping = new AbortController();
 
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const result = await sendSigned(
       { url: delivery.url, secret: delivery.secret, body: delivery.payload, id: delivery.id, type: delivery.type },
-      { timeoutMs: settings.timeoutMs },
+      { timeoutMs: settings.timeoutMs, cancel: stopping.signal },
     );
     const now = Date.now();
     const fields = { eventId: delivery.id, type: delivery.type, endpointId: delivery.endpointId, url: redactedUrl(delivery.url), attempt: delivery.attempts };
     if (result.ok) {
       await args.store.completeWebhookDelivery(delivery.id, owner, { delivered: true }, now);
       args.onAttempt?.(delivery, "delivered");
+      return;
+    }
+    if (stopping.signal.aborted) {
+      // Not the receiver's fault: hand the event back, due now, to this or another replica (same id).
+      await args.store.completeWebhookDelivery(delivery.id, owner, { delivered: false, error: result.error, retryAtMs: now }, now);
       return;
     }
     const dead = delivery.attempts >= settings.maxAttempts;
@@ -133,6 +140,7 @@ export function startWebhookWorker(args: {
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      stopping.abort();
       await round;
     },
   };
