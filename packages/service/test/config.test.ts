@@ -248,7 +248,8 @@ describe("configuration", () => {
     });
 
     it("webhooks: delivery settings in range, no unknown field", () => {
-      const issues = issuesOf(mutate((d) => (d.webhooks = { timeoutMs: 5, maxAttempts: 0, retries: 3 })));
+      const issues = issuesOf(mutate((d) => (d.webhooks = { timeoutMs: 5, maxAttempts: 0, retries: 3, retentionDays: -1 })));
+      expectIssue(issues, "webhooks.retentionDays", /from 0 to 3650/);
       expectIssue(issues, "webhooks.timeoutMs", /from 100 to 60000/);
       expectIssue(issues, "webhooks.maxAttempts", /from 1 to 50/);
       expect(issues.join("\n")).to.match(/retries/);

@@ -372,6 +372,24 @@ for (const dialect of DIALECTS) {
       expect(hook.delivered().map((r) => r.id)).to.deep.equal([row!.id]);
     });
 
+    it("retention: delivered events before the cutoff are deleted, never pending ones or dead letters", async () => {
+      const ids = await project();
+      const hook = await receiver();
+      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url });
+      await signed(ids, 1n);
+      expect(await worker({ ...FAST, retentionDays: 0 }, store, false).runOnce()).to.equal(1);
+      hook.mode = "fail";
+      await signed(ids, 2n);
+      expect(await worker({ ...FAST, maxAttempts: 1, retentionDays: 0 }, store, false).runOnce()).to.equal(1); // dead at once
+      await signed(ids, 3n); // pending
+      expect((await listDeliveries(store, {})).map((d) => d.status).sort()).to.deep.equal(["dead", "delivered", "pending"]);
+      await worker({ ...FAST, retentionDays: 1 }, store, false).runOnce(); // prunes at its first round: nothing is a day old
+      expect((await listDeliveries(store, {})).length).to.equal(3);
+      expect(await store.pruneWebhookDeliveries(Date.now() - 60_000), "delivered a minute ago or later: kept").to.equal(0);
+      expect(await store.pruneWebhookDeliveries(Date.now() + 1), "past the cutoff").to.equal(1);
+      expect((await listDeliveries(store, {})).map((d) => d.status).sort()).to.deep.equal(["dead", "pending"]);
+    });
+
     it("two replicas sharing the database deliver each event once", async () => {
       const ids = await project();
       const hook = await receiver();

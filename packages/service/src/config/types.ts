@@ -105,6 +105,7 @@ export interface ServiceConfig {
     timeoutMs?: number;
     pollMs?: number;
     concurrency?: number;
+    retentionDays?: number;
   };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;

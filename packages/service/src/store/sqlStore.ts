@@ -897,6 +897,10 @@ export class SqlStore implements Store {
     return row && toDelivery(row);
   }
 
+  async pruneWebhookDeliveries(beforeMs: number): Promise<number> {
+    return this.#db.run(W.prune, [beforeMs]);
+  }
+
   async replayWebhookDelivery(id: string, now: number): Promise<boolean> {
     if ((await this.#db.run(W.replay, [now, id])) === 1) return true;
     const row = await this.getWebhookDelivery(id);

@@ -374,6 +374,8 @@ export interface Store {
   getWebhookDelivery(id: string): Promise<WebhookDelivery | undefined>;
   /** Makes a delivered or dead event pending again, due now, with its attempts reset (same id); false if unknown. */
   replayWebhookDelivery(id: string, nowMs: number): Promise<boolean>;
+  /** Deletes delivered events delivered before `beforeMs` (pending and dead ones stay); returns how many. */
+  pruneWebhookDeliveries(beforeMs: number): Promise<number>;
 
   close(): Promise<void>;
 }

@@ -50,6 +50,7 @@ export const WEBHOOK_QUERIES = {
     WHERE (CAST(? AS TEXT) IS NULL OR e.project_id = ?) AND (CAST(? AS TEXT) IS NULL OR e.status = ?)
     ORDER BY e.created_ms DESC, e.seq DESC, e.id DESC LIMIT ?`,
   selectDelivery: `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e WHERE e.id = ?`,
+  prune: "DELETE FROM webhook_events WHERE status = 'delivered' AND delivered_ms < ?",
   replay: `UPDATE webhook_events SET status = 'pending', attempts = 0, next_attempt_ms = ?, last_error = NULL, delivered_ms = NULL,
       lease_owner = NULL, lease_until_ms = NULL
     WHERE id = ? AND status IN ('delivered', 'dead')`,

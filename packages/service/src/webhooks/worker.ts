@@ -25,6 +25,8 @@ export interface DeliverySettings {
   pollMs: number;
   /** Deliveries in flight at once per replica. */
   concurrency: number;
+  /** Delivered events are deleted this many days after delivery (0: kept forever); dead letters are kept. */
+  retentionDays: number;
 }
 
 export const DEFAULT_DELIVERY: Readonly<DeliverySettings> = Object.freeze({
@@ -34,7 +36,11 @@ export const DEFAULT_DELIVERY: Readonly<DeliverySettings> = Object.freeze({
   timeoutMs: 10_000,
   pollMs: 1_000,
   concurrency: 8,
+  retentionDays: 30,
 });
+
+/** How often a worker deletes delivered events past their retention. */
+const PRUNE_INTERVAL_MS = 3_600_000;
 
 /** Delay before attempt `failed + 1` after `failed` failures: base * 2^(failed-1), capped, plus up to 10% jitter (replicas and endpoints spread out). */
 export function backoffMs(failed: number, settings: Pick<DeliverySettings, "baseDelayMs" | "maxDelayMs">, random = Math.random): number {
@@ -70,6 +76,7 @@ export function startWebhookWorker(args: {
   let timer: NodeJS.Timeout | undefined;
   let round: Promise<number> | undefined;
   let failing = false;
+  let prunedAt = 0;
   /** Aborts in-flight requests on stop, so a hanging receiver never holds up shutdown. */
   const stopping = new AbortController();
 
@@ -99,6 +106,12 @@ export function startWebhookWorker(args: {
   }
 
   async function runOnce(): Promise<number> {
+    const now = Date.now();
+    if (settings.retentionDays > 0 && now - prunedAt >= PRUNE_INTERVAL_MS) {
+      prunedAt = now;
+      const pruned = await args.store.pruneWebhookDeliveries(now - settings.retentionDays * 86_400_000);
+      if (pruned > 0) logger.info({ pruned, retentionDays: settings.retentionDays }, "deleted delivered webhook events past their retention");
+    }
     const claimed = await args.store.claimWebhookDeliveries(owner, Date.now(), leaseMs(settings), settings.concurrency);
     await Promise.all(claimed.map((d) => attempt(d).catch((error) => logger.warn({ eventId: d.id, error: String(error) }, "webhook delivery could not be recorded"))));
     return claimed.length;
