@@ -22,6 +22,7 @@ import { superviseSettlement, type SettlementSupervisor } from "./settlement/lea
 import type { Watcher } from "./settlement/watcher.ts";
 import { startAdminApi } from "./adminApi/app.ts";
 import type { AdminApiOptions } from "./adminApi/options.ts";
+import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
 
 export interface RunningService {
   url: string;
@@ -34,6 +35,8 @@ export interface RunningService {
   watcher(network: string): Watcher | undefined;
   /** The alert checks (they run every ALERT_INTERVAL_MS; `check()` runs a round now). */
   alerts: AlertMonitor;
+  /** The webhook delivery worker (absent with `webhooks.enabled: false`). */
+  webhooks?: WebhookWorker;
   /** Resolves when every network has passed its pre-flight (tests; production watches /ready). */
   initialised: Promise<void>;
   close(): Promise<void>;
@@ -175,6 +178,9 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     metrics,
     ...(config.alerts?.capWarnPercent === undefined ? {} : { capWarnPercent: config.alerts.capWarnPercent }),
   });
+  // Every replica delivers: claims are leased per row, so none is sent twice (src/webhooks/worker.ts).
+  const { enabled: webhooksEnabled, ...deliverySettings } = config.webhooks ?? {};
+  const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings });
 
   let closing: Promise<void> | undefined;
   return {
@@ -184,6 +190,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     service,
     watcher: (network) => supervisors.get(network)?.watcher(),
     alerts: monitor,
+    ...(webhooks ? { webhooks } : {}),
     initialised: Promise.all(started.map((s) => s.initialised)).then(() => undefined),
     close() {
       closing ??= (async () => {
@@ -191,6 +198,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
         await server.close(); // stops accepting; in-flight requests finish (at most SHUTDOWN_GRACE_MS)
         await adminServer?.close();
         monitor.stop();
+        await webhooks?.stop();
         for (const supervisor of supervisors.values()) await supervisor.stop();
         await metricsListener?.close();
         for (const s of started) s.stop();

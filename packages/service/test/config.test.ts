@@ -247,6 +247,15 @@ describe("configuration", () => {
       expect(err.message).to.match(/^invalid configuration \(paymaster\.json\):\n {2}- port: /);
     });
 
+    it("webhooks: delivery settings in range, no unknown field", () => {
+      const issues = issuesOf(mutate((d) => (d.webhooks = { timeoutMs: 5, maxAttempts: 0, retries: 3, retentionDays: -1 })));
+      expectIssue(issues, "webhooks.retentionDays", /from 0 to 3650/);
+      expectIssue(issues, "webhooks.timeoutMs", /from 100 to 60000/);
+      expectIssue(issues, "webhooks.maxAttempts", /from 1 to 50/);
+      expect(issues.join("\n")).to.match(/retries/);
+      expect(buildConfig(mutate((d) => (d.webhooks = { enabled: false, pollMs: 200 })), KEYS_ENV).webhooks).to.deep.equal({ enabled: false, pollMs: 200 });
+    });
+
     it("a host that is not loopback", () => {
       for (const host of ["0.0.0.0", "10.0.0.1", "128.0.0.1", "example.com", "::", "[::1]", "192.168.1.1"]) {
         expectIssue(issuesOf(mutate((d) => (d.host = host))), "host", /must be a loopback address/);

@@ -5,15 +5,13 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { encodeFunctionData, getAddress, type Abi } from "viem";
-import { SimpleAccountFactoryV06Artifact } from "@paymaster/contracts/artifacts";
-import type { Address, Hex } from "@paymaster/shared";
+import type { Address } from "@paymaster/shared";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import type { Store } from "../src/store/types.ts";
 import { createTestDatabase } from "./helpers/postgres.ts";
-import { call, chainRequest, sendTx, startTestStack, type Embedded } from "./helpers/stack.ts";
+import { call, deployAccount, startTestStack, type Embedded } from "./helpers/stack.ts";
 
 const COPIES = 20;
 
@@ -25,12 +23,7 @@ describe("the same op 20 times at once: 200 or SPONSORSHIP_CONFLICT, counted onc
   before(async () => {
     embedded = await startTestStack();
     // One deployed account (owner: dev account #6); each test uses its own nonce key.
-    const owner = embedded.stack.chain.accounts[6]!.address;
-    const factory = embedded.stack.manifest.entryPoints["v0.7"].simpleAccountFactory;
-    const abi = SimpleAccountFactoryV06Artifact.abi as Abi;
-    await sendTx(embedded, factory, encodeFunctionData({ abi, functionName: "createAccount", args: [owner, 0n] }));
-    const word = await chainRequest<Hex>(embedded, "eth_call", [{ to: factory, data: encodeFunctionData({ abi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"]);
-    sender = getAddress(`0x${word.slice(-40)}`);
+    sender = await deployAccount(embedded, 6);
   });
   after(async () => {
     await embedded?.close();

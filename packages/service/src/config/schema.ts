@@ -50,6 +50,16 @@ export const RPC_TIMEOUT_MS_RANGE = { min: 50, max: 120_000 } as const;
 export const RPC_FALLBACKS_MAX = 8;
 export const CAP_WARN_PERCENT_RANGE = { min: 1, max: 100 } as const;
 export const LEADER_RETRY_MS_RANGE = { min: 100, max: 600_000 } as const;
+/** Webhook delivery settings (src/webhooks/worker.ts; docs/webhooks.md). */
+export const WEBHOOK_RANGES = {
+  maxAttempts: { min: 1, max: 50 },
+  baseDelayMs: { min: 10, max: 3_600_000 },
+  maxDelayMs: { min: 10, max: 86_400_000 },
+  timeoutMs: { min: 100, max: 60_000 },
+  pollMs: { min: 10, max: 60_000 },
+  concurrency: { min: 1, max: 100 },
+  retentionDays: { min: 0, max: 3650 },
+} as const;
 const UINT128_MAX = (1n << 128n) - 1n;
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
@@ -356,6 +366,21 @@ export const serviceConfigSchema = z
             watcherLagBlocks: integer("a number of blocks", 1, 1_000_000).optional(),
           },
           { error: "must be {capWarnPercent?, watcherLagBlocks?}" },
+        )
+        .optional(),
+      webhooks: z
+        .strictObject(
+          {
+            enabled: z.boolean({ error: "must be true or false" }).optional(),
+            maxAttempts: integer("a number of attempts", WEBHOOK_RANGES.maxAttempts.min, WEBHOOK_RANGES.maxAttempts.max).optional(),
+            baseDelayMs: integer("milliseconds", WEBHOOK_RANGES.baseDelayMs.min, WEBHOOK_RANGES.baseDelayMs.max).optional(),
+            maxDelayMs: integer("milliseconds", WEBHOOK_RANGES.maxDelayMs.min, WEBHOOK_RANGES.maxDelayMs.max).optional(),
+            timeoutMs: integer("milliseconds", WEBHOOK_RANGES.timeoutMs.min, WEBHOOK_RANGES.timeoutMs.max).optional(),
+            pollMs: integer("milliseconds", WEBHOOK_RANGES.pollMs.min, WEBHOOK_RANGES.pollMs.max).optional(),
+            concurrency: integer("a number of requests", WEBHOOK_RANGES.concurrency.min, WEBHOOK_RANGES.concurrency.max).optional(),
+            retentionDays: integer("a number of days", WEBHOOK_RANGES.retentionDays.min, WEBHOOK_RANGES.retentionDays.max).optional(),
+          },
+          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, retentionDays}" },
         )
         .optional(),
       signatureTtlSeconds: integer("a number of seconds", SIGNATURE_TTL_RANGE.min, SIGNATURE_TTL_RANGE.max).default(

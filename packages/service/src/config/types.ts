@@ -96,6 +96,18 @@ export interface ServiceConfig {
   leaderRetryMs?: number;
   /** Alert levels: a cap is "nearly reached" at capWarnPercent (default 80); the watcher "lags" beyond watcherLagBlocks (default 100). */
   alerts?: { capWarnPercent?: number; watcherLagBlocks?: number };
+  /** Webhook delivery (src/webhooks/worker.ts; docs/webhooks.md): every field optional, defaults there. */
+  webhooks?: {
+    /** Run the delivery worker in this replica (default true; events are still written to the outbox). */
+    enabled?: boolean;
+    maxAttempts?: number;
+    baseDelayMs?: number;
+    maxDelayMs?: number;
+    timeoutMs?: number;
+    pollMs?: number;
+    concurrency?: number;
+    retentionDays?: number;
+  };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";

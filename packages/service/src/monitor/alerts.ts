@@ -12,6 +12,7 @@ import { capFill, capLines } from "../metrics/caps.ts";
 import type { StartedNetwork } from "../network.ts";
 import { isSignerAccepted } from "../network.ts";
 import type { Store } from "../store/types.ts";
+import { emitDepositLow } from "../webhooks/systemEvents.ts";
 
 export const ALERT_INTERVAL_MS = 15_000;
 export const DEFAULT_CAP_WARN_PERCENT = 80;
@@ -61,7 +62,10 @@ export function startAlertMonitor(args: {
         const low = threshold !== undefined && deposit < threshold;
         metrics?.paymasterDepositLow.set(labels, low ? 1 : 0);
         if (changed(`deposit:${config.name}:${paymaster}`, low ? "low" : "ok")) {
-          if (low) logger.warn({ ...labels, depositWei: deposit.toString(), thresholdWei: threshold!.toString() }, "paymaster deposit low: top it up");
+          if (low) {
+            logger.warn({ ...labels, depositWei: deposit.toString(), thresholdWei: threshold!.toString() }, "paymaster deposit low: top it up");
+            await emitDepositLow(store, { ...labels, depositWei: deposit.toString(), thresholdWei: threshold!.toString() });
+          }
           else logger.info({ ...labels, depositWei: deposit.toString() }, "paymaster deposit back above the threshold");
         }
         if (changed(`signer:${config.name}:${paymaster}`, accepted ? "ok" : "rejected")) {

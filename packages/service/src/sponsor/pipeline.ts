@@ -46,6 +46,7 @@ import { capChecks, evaluateRules, formatUsdMicros, weiToUsdMicros } from "../po
 import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
+import { askApproval } from "../webhooks/approval.ts";
 
 export interface GasValues {
   callGasLimit: bigint;
@@ -406,6 +407,9 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   };
   if (options.dryRun || stub) return result;
 
+  // ---- the project's approval webhook, when it has one (bounded by its timeout; src/webhooks/approval.ts)
+  if (options.sign) await requireApproval(call, request, mode, maxCostWei, maxCostUsdMicros);
+
   // ---- sign: the op as it will land (kept in this function until the simulation and the reservation pass)
   const chainId = network.config.chainId;
   let landing = finalStub;
@@ -492,6 +496,28 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     await service.store.releaseSponsorship(record.id);
     throw error;
   }
+}
+
+/** Asks the project's approval endpoint, if any; a refusal (or no answer under default-deny) is APPROVAL_DENIED. */
+async function requireApproval(call: CallContext, request: SponsorRequest, mode: ResolvedMode, maxCostWei: bigint, maxCostUsdMicros: bigint): Promise<void> {
+  const endpoint = await call.service.store.getApprovalEndpoint(call.apiKey.projectId);
+  if (!endpoint) return;
+  const u = request.userOp;
+  const decision = await askApproval(endpoint, {
+    network: call.network.config.name,
+    version: request.version,
+    sender: u.sender,
+    nonce: u.nonce.toString(),
+    callData: u.callData,
+    mode: mode.mode,
+    strategyCode: mode.mode === "sponsor" ? mode.strategy.code : null,
+    token: mode.mode === "erc20" ? mode.token.address : null,
+    maxCostWei: maxCostWei.toString(),
+    maxCostUsdMicros: maxCostUsdMicros.toString(),
+    apiKeyId: call.apiKey.id,
+  });
+  if (decision.approved) return;
+  throw new RpcError("APPROVAL_DENIED", `The project's approval webhook refused this user operation: ${decision.reason}`, { reason: decision.reason, by: decision.by });
 }
 
 /**

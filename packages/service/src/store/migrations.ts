@@ -445,6 +445,56 @@ export function sharedMigrations(d: Dialect): Migration[] {
       CREATE UNIQUE INDEX key_applications_claim ON key_applications(claim_token_hash);
     `,
     },
+    {
+      version: 7,
+      name: "webhooks",
+      sql: `
+        -- A project's webhook endpoints: 'events' endpoints receive the events listed in \`events\` (JSON array);
+        -- the one 'approval' endpoint per project is asked before each signature. The secret is kept as generated
+        -- (HMAC needs the key itself, a hash of it cannot sign): see docs/webhooks.md.
+        CREATE TABLE webhook_endpoints (
+          id                TEXT PRIMARY KEY,
+          project_id        TEXT NOT NULL REFERENCES projects(id),
+          kind              TEXT NOT NULL CHECK (kind IN ('events', 'approval')),
+          url               TEXT NOT NULL,
+          events            TEXT,                    -- JSON array of event types ('events' endpoints), else NULL
+          secret            TEXT NOT NULL,
+          timeout_ms        ${d.types.int},          -- approval: how long to wait for the answer
+          default_decision  TEXT CHECK (default_decision IN ('allow', 'deny')),  -- approval: on timeout or error
+          created_at        ${d.types.time} NOT NULL
+        )${d.tableSuffix};
+        CREATE INDEX webhook_endpoints_project ON webhook_endpoints(project_id);
+        CREATE UNIQUE INDEX webhook_endpoints_one_approval ON webhook_endpoints(project_id) WHERE kind = 'approval';
+
+        -- The outbox: one row per event and endpoint, written in the transaction of the change that causes it.
+        -- \`payload\` is the exact body sent (TEXT in both databases, so every attempt signs the same bytes);
+        -- \`seq\` orders the events of one sponsorship for one endpoint (delivered strictly in that order).
+        CREATE TABLE webhook_events (
+          id               TEXT PRIMARY KEY,         -- the event id receivers de-duplicate by
+          -- No foreign key, on purpose: deleting an endpoint must never make a concurrent transition (a signature)
+          -- fail on the reference; a row left behind by such a race is never claimed nor listed (both join endpoints).
+          endpoint_id      TEXT NOT NULL,
+          project_id       TEXT NOT NULL,
+          type             TEXT NOT NULL,
+          sponsorship_id   TEXT,
+          seq              ${d.types.int} NOT NULL,
+          dedupe_key       TEXT,                     -- at most one event per (endpoint, key): cap.reached, deposit.low
+          payload          TEXT NOT NULL,
+          status           TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'dead')),
+          attempts         ${d.types.int} NOT NULL,
+          next_attempt_ms  ${d.types.time} NOT NULL,
+          lease_owner      TEXT,                     -- the worker delivering it now, until lease_until_ms
+          lease_until_ms   ${d.types.time},
+          last_error       TEXT,
+          created_ms       ${d.types.time} NOT NULL,
+          delivered_ms     ${d.types.time}
+        )${d.tableSuffix};
+        CREATE UNIQUE INDEX webhook_events_dedupe ON webhook_events(endpoint_id, dedupe_key);
+        CREATE INDEX webhook_events_due ON webhook_events(status, next_attempt_ms);
+        CREATE INDEX webhook_events_order ON webhook_events(endpoint_id, sponsorship_id, seq);
+        CREATE INDEX webhook_events_project ON webhook_events(project_id, created_ms);
+      `,
+    },
   ];
 }
 

@@ -36,7 +36,17 @@ import type { CapCheck, StrategyRules } from "../policy/types.ts";
 import * as common from "./common.ts";
 import { asciiLower, type Db, type Dialect, type Param, type Queryer, type Tx } from "./db/types.ts";
 import { StoreError } from "./errors.ts";
+import { releasedData, settledData, sponsorshipData } from "../webhooks/events.ts";
+import { WEBHOOK_QUERIES as W, toDelivery, toEndpoint, validEndpoint, writeEvents, type DeliveryRow, type EndpointRow } from "./webhookRows.ts";
 import type {
+  ClaimedDelivery,
+  DeliveryOutcome,
+  NewWebhookEndpoint,
+  NewWebhookEvent,
+  WebhookDelivery,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEventType,
   ApiKey,
   GasTank,
   GasTankTotals,
@@ -72,6 +82,7 @@ const EXPIRY_BATCH = 500;
 interface ActiveRow {
   id: string;
   mode: SponsorshipRecord["mode"];
+  status: "reserved" | "signed";
   max_cost_wei: string | bigint;
   max_cost_usd_micros: string | bigint;
 }
@@ -81,7 +92,12 @@ interface Change {
   delta: common.Delta;
   sql: string;
   values: Param[];
+  /** The webhook event the change causes (written to the outbox in the same transaction), from the changed record. */
+  event?: { type: WebhookEventType; data: (record: SponsorshipRecord) => Record<string, unknown> };
 }
+
+/** Webhook outbox rows are stamped in milliseconds (delivery backoff is finer than a second). */
+const nowMs = (): number => Date.now();
 
 /** Thrown inside a reservation that found it would have to take a lock out of the lock order. */
 class LockOrderRetry extends Error {
@@ -96,7 +112,7 @@ function queries(d: Dialect) {
   const applicationColumns = `id, created_at, contact, project_name, ${d.json("networks")}, intended_use, status, decided_at,
     decided_by, reason, project_id, api_key_id, claimed_at`;
   const usageColumns = "reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops";
-  const activeOp = `SELECT id, mode, max_cost_wei, max_cost_usd_micros FROM sponsorships
+  const activeOp = `SELECT id, mode, status, max_cost_wei, max_cost_usd_micros FROM sponsorships
     WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`;
   const sponsorship = `SELECT ${common.SPONSORSHIP_COLUMNS} FROM sponsorships`;
   return {
@@ -632,12 +648,16 @@ export class SqlStore implements Store {
           totals,
         });
         if (!capPlan.ok) {
-          tx.rollbackOnly();
+          // cap.reached: once per (strategy, cap rule, window key, limit) and endpoint; then only that row commits.
+          if ((await this.#capReached(tx, record, checks, capPlan)) === 0) tx.rollbackOnly();
           return capPlan;
         }
 
         const now = record.createdAt;
-        if (previous) await tx.run(q.releaseActive, ["replaced", now, previous.id]);
+        if (previous) {
+          await tx.run(q.releaseActive, ["replaced", now, previous.id]);
+          if (previous.status === "signed") await this.#sponsorshipEvent(tx, previous.id, "sponsorship.released", (r) => releasedData(r, "replaced"));
+        }
         if (tank) await tx.run(q.updateTank, [tank.balanceWei, tankPlan.reservedWei, now, network, sender]);
         await tx.run(q.insertSponsorship, [
           record.id,
@@ -674,7 +694,12 @@ export class SqlStore implements Store {
 
   async markSigned(id: string, signed: { userOpHash: Hex; paymasterAndData: Hex }): Promise<void> {
     const { userOpHash, paymasterAndData } = common.validSigned(signed);
-    const changed = await this.#db.run(this.#q.markSigned, [userOpHash, paymasterAndData, common.nowSeconds(), id]);
+    // The update and its sponsorship.signed outbox rows commit together (the update holds the row's lock).
+    const changed = await this.#db.transaction(async (tx) => {
+      const n = await tx.run(this.#q.markSigned, [userOpHash, paymasterAndData, common.nowSeconds(), id]);
+      if (n === 1) await this.#sponsorshipEvent(tx, id, "sponsorship.signed", sponsorshipData);
+      return n;
+    });
     if (changed === 1) return;
     const row = await this.#db.one<{ status: SponsorshipStatus }>(this.#q.selectSponsorshipStatus, [id]);
     if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
@@ -707,6 +732,7 @@ export class SqlStore implements Store {
         const t = common.applyTank(tank, change.delta);
         await tx.run(this.#q.updateTank, [t.balanceWei, t.reservedWei, now, plan.network, plan.sender]);
       }
+      if (change.event) await this.#sponsorshipEvent(tx, id, change.event.type, change.event.data);
       return true;
     }, this.#isActiveOpRace);
   }
@@ -714,7 +740,13 @@ export class SqlStore implements Store {
   #release(id: string, reason: common.ReleaseReason): Promise<boolean> {
     return this.#transition(id, async (row, _tx, now) =>
       row.status === "reserved" || row.status === "signed"
-        ? { delta: common.releaseDelta(common.rowCost(row)), sql: this.#q.releaseActive, values: [reason, now, id] }
+        ? {
+            delta: common.releaseDelta(common.rowCost(row)),
+            sql: this.#q.releaseActive,
+            values: [reason, now, id],
+            // Only a signature handed out is news to the project: an unsigned reservation leaves quietly.
+            ...(row.status === "signed" ? { event: { type: "sponsorship.released" as const, data: (r: SponsorshipRecord) => releasedData(r, reason) } } : {}),
+          }
         : null,
     );
   }
@@ -730,7 +762,12 @@ export class SqlStore implements Store {
     const actual = { wei: valid.actualGasCostWei, usdMicros: valid.actualCostUsdMicros };
     return this.#transition(id, async (row, _tx, now) => {
       const delta = common.settleDelta(row, actual);
-      return delta && { delta, sql: this.#q.settle, values: [...common.settlementColumns(valid), now, now, id] };
+      return delta && {
+        delta,
+        sql: this.#q.settle,
+        values: [...common.settlementColumns(valid), now, now, id],
+        event: { type: "sponsorship.settled", data: settledData },
+      };
     });
   }
 
@@ -957,6 +994,133 @@ export class SqlStore implements Store {
       [action, action, target, target, limit],
     );
     return rows.map((r) => ({ ...r, before: r.before === null ? null : JSON.parse(r.before), after: r.after === null ? null : JSON.parse(r.after) }));
+  }
+
+  // ---- webhooks
+
+  /** Writes a sponsorship's event for its project's subscribers, from the record as the transaction left it. */
+  async #sponsorshipEvent(tx: Tx, id: string, type: WebhookEventType, data: (record: SponsorshipRecord) => Record<string, unknown>): Promise<void> {
+    const row = await tx.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
+    if (!row) return;
+    const record = common.toSponsorship(row);
+    await writeEvents(tx, { projectId: record.projectId, type, data: data(record), sponsorshipId: id }, nowMs());
+  }
+
+  /** cap.reached for a refused reservation; returns how many outbox rows were written (0: already told, or none subscribed). */
+  async #capReached(
+    tx: Tx,
+    record: SponsorshipRecord,
+    checks: readonly CapCheck[],
+    refusal: { rule: string; limit: string; value: string },
+  ): Promise<number> {
+    const check = checks.find((c) => refusal.rule.startsWith(`${c.rulePrefix}.`));
+    const key = check?.key ?? "";
+    return writeEvents(
+      tx,
+      {
+        projectId: record.projectId,
+        type: "cap.reached",
+        data: {
+          strategyId: record.strategyId,
+          rule: refusal.rule,
+          scope: check?.scope ?? null,
+          key,
+          limit: refusal.limit,
+          attempted: refusal.value,
+          network: record.network,
+          sender: record.sender,
+        },
+        dedupeKey: `cap.reached:${record.strategyId}:${refusal.rule}:${key}:${refusal.limit}`,
+      },
+      nowMs(),
+    );
+  }
+
+  async createWebhookEndpoint(input: NewWebhookEndpoint): Promise<WebhookEndpoint> {
+    const valid = validEndpoint(input);
+    const row: EndpointRow = {
+      id: `whe_${randomUUID().replaceAll("-", "")}`,
+      project_id: input.projectId,
+      kind: input.kind,
+      url: input.url,
+      events: valid.events,
+      timeout_ms: valid.timeoutMs,
+      default_decision: valid.defaultDecision as EndpointRow["default_decision"],
+      created_at: common.nowSeconds(),
+    };
+    try {
+      await this.#db.run(W.insertEndpoint, [row.id, row.project_id, row.kind, row.url, row.events, input.secret, row.timeout_ms, row.default_decision, row.created_at]);
+    } catch (err) {
+      if (this.#isForeignKey(err)) throw new StoreError("NOT_FOUND", `project ${input.projectId} not found`);
+      if (this.#isUnique(err)) throw new StoreError("DUPLICATE", `project ${input.projectId} already has an approval webhook: delete it first`);
+      throw err;
+    }
+    return toEndpoint(row);
+  }
+
+  async listWebhookEndpoints(projectId: string): Promise<WebhookEndpoint[]> {
+    return (await this.#db.all<EndpointRow>(W.selectEndpoints, [projectId])).map(toEndpoint);
+  }
+
+  async getApprovalEndpoint(projectId: string): Promise<(WebhookEndpoint & { secret: string }) | undefined> {
+    const row = await this.#db.one<EndpointRow>(W.selectApproval, [projectId]);
+    return row && { ...toEndpoint(row), secret: row.secret! };
+  }
+
+  async deleteWebhookEndpoint(id: string): Promise<boolean> {
+    return this.#db.transaction(async (tx) => {
+      await tx.run(W.deleteEndpointEvents, [id]);
+      return (await tx.run(W.deleteEndpoint, [id])) === 1;
+    });
+  }
+
+  async emitWebhookEvent(event: NewWebhookEvent): Promise<number> {
+    return this.#db.transaction((tx) =>
+      writeEvents(tx, { projectId: event.projectId, type: event.type, data: event.data, ...(event.dedupeKey === undefined ? {} : { dedupeKey: event.dedupeKey }) }, nowMs()),
+    );
+  }
+
+  async claimWebhookDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
+    const due = await this.#db.all<{ id: string }>(W.selectDue, [now, now, limit]);
+    const claimed: ClaimedDelivery[] = [];
+    for (const { id } of due) {
+      if ((await this.#db.run(W.claim, [owner, now + leaseMs, id, now])) !== 1) continue; // another worker has it
+      const row = await this.#db.one<DeliveryRow & { url: string; secret: string }>(W.selectClaimed, [id, owner]);
+      if (row) claimed.push({ ...toDelivery(row), url: row.url, secret: row.secret });
+    }
+    return claimed;
+  }
+
+  async completeWebhookDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<boolean> {
+    const values: Param[] = outcome.delivered
+      ? ["delivered", now, null, now]
+      : outcome.retryAtMs === undefined
+        ? ["dead", now, outcome.error, null]
+        : ["pending", outcome.retryAtMs, outcome.error, null];
+    return (await this.#db.run(W.complete, [...values, id, owner])) === 1;
+  }
+
+  async listWebhookDeliveries(filter: { projectId?: string; status?: WebhookDeliveryStatus; limit?: number }): Promise<WebhookDelivery[]> {
+    const project = filter.projectId ?? null;
+    const status = filter.status ?? null;
+    const limit = Math.min(Math.max(Math.trunc(filter.limit ?? 100), 1), 1000);
+    return (await this.#db.all<DeliveryRow>(W.selectDeliveries, [project, project, status, status, limit])).map(toDelivery);
+  }
+
+  async getWebhookDelivery(id: string): Promise<WebhookDelivery | undefined> {
+    const row = await this.#db.one<DeliveryRow>(W.selectDelivery, [id]);
+    return row && toDelivery(row);
+  }
+
+  async pruneWebhookDeliveries(beforeMs: number): Promise<number> {
+    return this.#db.run(W.prune, [beforeMs]);
+  }
+
+  async replayWebhookDelivery(id: string, now: number): Promise<boolean> {
+    if ((await this.#db.run(W.replay, [now, id])) === 1) return true;
+    const row = await this.getWebhookDelivery(id);
+    if (!row) return false;
+    throw new StoreError("INVALID_STATE", `webhook event ${id} is still pending: it is delivered by itself`);
   }
 
   async close(): Promise<void> {

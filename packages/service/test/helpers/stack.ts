@@ -3,7 +3,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { decodeEventLog, decodeErrorResult, encodeFunctionData, type Abi } from "viem";
+import { decodeEventLog, decodeErrorResult, encodeFunctionData, getAddress, type Abi } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import {
   EntryPointV06Artifact,
@@ -195,4 +195,14 @@ export async function mint(embedded: Embedded, symbol: "USDC" | "DAI", to: Addre
 export async function timeTravel(embedded: Embedded, seconds: number) {
   await chainRequest(embedded, "evm_increaseTime", [seconds]);
   await chainRequest(embedded, "evm_mine", []);
+}
+
+/** Deploys the v0.7 factory's SimpleAccount of dev account #`ownerIndex` (salt 0) and returns its address. */
+export async function deployAccount(embedded: Embedded, ownerIndex: number): Promise<Address> {
+  const owner = embedded.stack.chain.accounts[ownerIndex]!.address;
+  const factory = embedded.stack.manifest.entryPoints["v0.7"].simpleAccountFactory;
+  const abi = SimpleAccountFactoryV06Artifact.abi as Abi;
+  await sendTx(embedded, factory, encodeFunctionData({ abi, functionName: "createAccount", args: [owner, 0n] }));
+  const word = await chainRequest<Hex>(embedded, "eth_call", [{ to: factory, data: encodeFunctionData({ abi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"]);
+  return getAddress(`0x${word.slice(-40)}`);
 }

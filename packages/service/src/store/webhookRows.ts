@@ -1,0 +1,166 @@
+/**
+ * The webhook tables' statements and row conversion (migration 4), used by sqlStore.ts: endpoints, and the
+ * outbox rows the store writes in the same transaction as the change that causes each event.
+ */
+import { checkEventTypes } from "../webhooks/admin.ts";
+import { eventBody, newEventId, subscribes } from "../webhooks/events.ts";
+import type { Queryer } from "./db/types.ts";
+import { StoreError } from "./errors.ts";
+import {
+  type NewWebhookEndpoint,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEventType,
+} from "./types.ts";
+
+const ENDPOINT_COLUMNS = "id, project_id, kind, url, events, timeout_ms, default_decision, created_at";
+const DELIVERY_COLUMNS = `e.id, e.endpoint_id, e.project_id, e.type, e.sponsorship_id, e.seq, e.payload, e.status, e.attempts,
+  e.next_attempt_ms, e.last_error, e.created_ms, e.delivered_ms`;
+
+export const WEBHOOK_QUERIES = {
+  insertEndpoint: `INSERT INTO webhook_endpoints (id, project_id, kind, url, events, secret, timeout_ms, default_decision, created_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  selectEndpoints: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE project_id = ? ORDER BY created_at, id`,
+  selectApproval: `SELECT ${ENDPOINT_COLUMNS}, secret FROM webhook_endpoints WHERE project_id = ? AND kind = 'approval'`,
+  deleteEndpointEvents: "DELETE FROM webhook_events WHERE endpoint_id = ?",
+  deleteEndpoint: "DELETE FROM webhook_endpoints WHERE id = ?",
+  // Subscribers of one project, or of every project (NULL).
+  selectSubscribers: `SELECT id, project_id, events FROM webhook_endpoints
+    WHERE kind = 'events' AND (CAST(? AS TEXT) IS NULL OR project_id = ?) ORDER BY created_at, id`,
+  lastSeq: "SELECT MAX(seq) AS seq FROM webhook_events WHERE endpoint_id = ? AND sponsorship_id = ?",
+  insertEvent: `INSERT INTO webhook_events (id, endpoint_id, project_id, type, sponsorship_id, seq, dedupe_key, payload, status,
+      attempts, next_attempt_ms, created_ms)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
+    ON CONFLICT (endpoint_id, dedupe_key) DO NOTHING`,
+  // Due, not leased, and not behind an earlier pending event of the same sponsorship for the same endpoint.
+  selectDue: `SELECT e.id FROM webhook_events e JOIN webhook_endpoints w ON w.id = e.endpoint_id
+    WHERE e.status = 'pending' AND e.next_attempt_ms <= ? AND (e.lease_until_ms IS NULL OR e.lease_until_ms < ?)
+      AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.endpoint_id = e.endpoint_id
+        AND p.sponsorship_id = e.sponsorship_id AND p.seq < e.seq AND p.status = 'pending')
+    ORDER BY e.next_attempt_ms, e.created_ms, e.seq LIMIT ?`,
+  // The claim itself: a compare-and-set on the lease (PostgreSQL re-checks the WHERE after a concurrent update).
+  claim: `UPDATE webhook_events SET lease_owner = ?, lease_until_ms = ?, attempts = attempts + 1
+    WHERE id = ? AND status = 'pending' AND (lease_until_ms IS NULL OR lease_until_ms < ?)`,
+  selectClaimed: `SELECT ${DELIVERY_COLUMNS}, w.url, w.secret FROM webhook_events e JOIN webhook_endpoints w ON w.id = e.endpoint_id
+    WHERE e.id = ? AND e.lease_owner = ?`,
+  complete: `UPDATE webhook_events SET status = ?, next_attempt_ms = ?, last_error = ?, delivered_ms = ?, lease_owner = NULL,
+      lease_until_ms = NULL
+    WHERE id = ? AND lease_owner = ? AND status = 'pending'`,
+  selectDeliveries: `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e JOIN webhook_endpoints w ON w.id = e.endpoint_id
+    WHERE (CAST(? AS TEXT) IS NULL OR e.project_id = ?) AND (CAST(? AS TEXT) IS NULL OR e.status = ?)
+    ORDER BY e.created_ms DESC, e.seq DESC, e.id DESC LIMIT ?`,
+  selectDelivery: `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e WHERE e.id = ?`,
+  prune: "DELETE FROM webhook_events WHERE status = 'delivered' AND delivered_ms < ?",
+  replay: `UPDATE webhook_events SET status = 'pending', attempts = 0, next_attempt_ms = ?, last_error = NULL, delivered_ms = NULL,
+      lease_owner = NULL, lease_until_ms = NULL
+    WHERE id = ? AND status IN ('delivered', 'dead')`,
+} as const;
+
+export interface EndpointRow {
+  id: string;
+  project_id: string;
+  kind: "events" | "approval";
+  url: string;
+  events: string | null;
+  timeout_ms: number | null;
+  default_decision: "allow" | "deny" | null;
+  created_at: number;
+  secret?: string;
+}
+
+export interface DeliveryRow {
+  id: string;
+  endpoint_id: string;
+  project_id: string;
+  type: WebhookEventType;
+  sponsorship_id: string | null;
+  seq: number;
+  payload: string;
+  status: WebhookDelivery["status"];
+  attempts: number;
+  next_attempt_ms: number;
+  last_error: string | null;
+  created_ms: number;
+  delivered_ms: number | null;
+}
+
+export function toEndpoint(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    kind: row.kind,
+    url: row.url,
+    events: row.events === null ? [] : (JSON.parse(row.events) as WebhookEventType[]),
+    timeoutMs: row.timeout_ms === null ? null : Number(row.timeout_ms),
+    defaultDecision: row.default_decision,
+    createdAt: Number(row.created_at),
+  };
+}
+
+export function toDelivery(row: DeliveryRow): WebhookDelivery {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    projectId: row.project_id,
+    type: row.type,
+    sponsorshipId: row.sponsorship_id,
+    seq: Number(row.seq),
+    payload: row.payload,
+    status: row.status,
+    attempts: Number(row.attempts),
+    nextAttemptMs: Number(row.next_attempt_ms),
+    lastError: row.last_error,
+    createdMs: Number(row.created_ms),
+    deliveredMs: row.delivered_ms === null ? null : Number(row.delivered_ms),
+  };
+}
+
+/** Checks an endpoint before it is stored (the admin functions check the URL's shape first, with clearer words). */
+export function validEndpoint(input: NewWebhookEndpoint): { events: string | null; timeoutMs: number | null; defaultDecision: string | null } {
+  if (input.kind !== "events" && input.kind !== "approval") throw new StoreError("INVALID_INPUT", "kind must be 'events' or 'approval'");
+  if (typeof input.secret !== "string" || input.secret.length < 16) throw new StoreError("INVALID_INPUT", "a webhook secret is required");
+  if (input.kind === "approval") {
+    return { events: null, timeoutMs: input.timeoutMs ?? null, defaultDecision: input.defaultDecision ?? "deny" };
+  }
+  return { events: JSON.stringify(checkEventTypes(input.events ?? [])), timeoutMs: null, defaultDecision: null };
+}
+
+/**
+ * Writes one outbox row per endpoint subscribed to `type` (of `projectId`, or of every project when null), inside
+ * the caller's transaction. A sponsorship's events get the next `seq` for each endpoint (the caller holds the
+ * sponsorship's row lock, or SQLite's write lock, so two transitions of one sponsorship never number alike).
+ */
+export async function writeEvents(
+  tx: Queryer,
+  event: { projectId: string | null; type: WebhookEventType; data: Record<string, unknown>; sponsorshipId?: string; dedupeKey?: string },
+  nowMs: number,
+): Promise<number> {
+  const endpoints = await tx.all<{ id: string; project_id: string; events: string | null }>(WEBHOOK_QUERIES.selectSubscribers, [
+    event.projectId,
+    event.projectId,
+  ]);
+  let written = 0;
+  for (const endpoint of endpoints) {
+    if (!subscribes(JSON.parse(endpoint.events ?? "[]") as string[], event.type)) continue;
+    let seq = 0;
+    if (event.sponsorshipId !== undefined) {
+      const last = await tx.one<{ seq: number | null }>(WEBHOOK_QUERIES.lastSeq, [endpoint.id, event.sponsorshipId]);
+      seq = Number(last?.seq ?? 0) + 1;
+    }
+    const id = newEventId();
+    const payload = eventBody(id, event.type, endpoint.project_id, Math.floor(nowMs / 1000), event.data);
+    written += await tx.run(WEBHOOK_QUERIES.insertEvent, [
+      id,
+      endpoint.id,
+      endpoint.project_id,
+      event.type,
+      event.sponsorshipId ?? null,
+      seq,
+      event.dedupeKey ?? null,
+      payload,
+      nowMs,
+      nowMs,
+    ]);
+  }
+  return written;
+}
