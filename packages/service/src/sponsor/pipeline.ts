@@ -19,7 +19,8 @@ import {
   encodePaymasterAndDataV07,
   encodeVerifyingPaymasterData,
   erc20PaymasterHash,
-  getUserOpHash,
+  getPackedUserOpHashV07,
+  getUserOpHashV06,
   maxGasCostV06,
   maxGasCostV07,
   packUserOpV07,
@@ -145,6 +146,21 @@ function paymasterAndDataOf(op: SimulatedOp): Hex {
     paymasterPostOpGasLimit: u.paymasterPostOpGasLimit!,
     paymasterData: u.paymasterData!,
   });
+}
+
+/**
+ * The op as it will land, packed once (v0.7): the final simulation's calldata, its userOpHash and the answer's
+ * paymasterAndData all read that one packing. Built here and never changed after.
+ */
+function packedOnce(op: SimulatedOp): SimulatedOp {
+  return op.version === "v0.7" ? { ...op, packed: packUserOpV07(op.userOp) } : op;
+}
+
+/** The EntryPoint's userOpHash of `op` and its full paymasterAndData field (from its packing when it has one). */
+function landedFields(op: SimulatedOp, entryPoint: Address, chainId: number): { userOpHash: Hex; paymasterAndData: Hex } {
+  if (op.version === "v0.6") return { userOpHash: getUserOpHashV06(op.userOp, entryPoint, chainId), paymasterAndData: op.userOp.paymasterAndData };
+  const packed = op.packed ?? packUserOpV07(op.userOp);
+  return { userOpHash: getPackedUserOpHashV07(packed, entryPoint, chainId), paymasterAndData: packed.paymasterAndData };
 }
 
 function maxGasCost(op: SimulatedOp): bigint {
@@ -398,7 +414,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     gas,
     maxCostWei,
     token,
-    paymasterAndData: paymasterAndDataOf(finalStub),
+    // A signed answer carries the landing op's (set once the reservation holds); the others, the stub data's.
+    paymasterAndData: options.sign && !options.dryRun && !stub ? "0x" : paymasterAndDataOf(finalStub),
     userOpHash: null,
     validUntil,
     validAfter,
@@ -417,7 +434,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       mode.mode === "erc20"
         ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate: tokenRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
         : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
-    landing = buildOp(request, gas, paymaster, paymasterDataWith(chargeMode, await chain.signer.signHash(hash)));
+    landing = packedOnce(buildOp(request, gas, paymaster, paymasterDataWith(chargeMode, await chain.signer.signHash(hash))));
   }
 
   // ---- the final simulation: ONE run of that op (validation with the real limits, fees and paymaster data,
@@ -432,8 +449,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
 
   // ---- reserve and record the signature, in ONE store transaction, then answer (after the simulation: a refused
   // op leaves no record). The signature leaves the service only once the reservation holds.
-  const userOpHash = getUserOpHash({ ...landing, entryPoint: entry.entryPoint, chainId } as Parameters<typeof getUserOpHash>[0]);
-  const paymasterAndData = paymasterAndDataOf(landing);
+  const { userOpHash, paymasterAndData } = landedFields(landing, entry.entryPoint, chainId);
   let reservation: ReserveResult;
   try {
     reservation = await service.store.reserveSponsorship({
