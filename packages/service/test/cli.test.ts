@@ -120,12 +120,12 @@ for (const { backend, run } of BACKENDS) {
           network: "base-sepolia", entryPoint: EP as `0x${string}`, version: "v0.7" as const, sender: SENDER as `0x${string}`, nonce,
           mode: "sponsor" as const, projectId: project.id, apiKeyId: key.id, strategyId, token: null, exchangeRate: null,
           maxTokenCost: null, maxCostWei: 300_000n, maxCostUsdMicros: 900_000n, validUntil: 2_000_000_000, validAfter: 0,
+          userOpHash: `0x${(nonce === 1n ? "aa" : "dd").repeat(32)}` as const, paymasterAndData: "0x" as const,
         });
         const caps = [{ scope: "global" as const, key: "", rulePrefix: "caps.global" as const, maxWei: 2_000_000n }];
         const a = await s.reserveSponsorship(op(1n), caps);
         const b = await s.reserveSponsorship(op(2n), caps);
         if (!a.ok || !b.ok) throw new Error("reserve refused");
-        await s.markSigned(a.record.id, { userOpHash: `0x${"aa".repeat(32)}`, paymasterAndData: "0x" });
         await s.settleSponsorship(a.record.id, {
           actualGasCostWei: 123_456n, actualCostUsdMicros: 370_368n, actualTokenCost: null, success: true,
           txHash: `0x${"bb".repeat(32)}`, blockNumber: 7n, blockHash: `0x${"cc".repeat(32)}`, logIndex: 0,

@@ -1,6 +1,7 @@
 // The same user operation (same sender and nonce) sent 20 times at once, on SQLite, on PostgreSQL and on two
 // replicas sharing PostgreSQL: every answer is a 200 or the documented SPONSORSHIP_CONFLICT (409), never a 500,
-// and the strategy's caps count the op once.
+// the strategy's caps count the op once, and every signature handed out is on record (reserve and sign are one
+// store transaction: each 200 is a signed row, the last one active, the others released as replaced).
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -47,7 +48,14 @@ describe("the same op 20 times at once: 200 or SPONSORSHIP_CONFLICT, counted onc
     );
     const unexpected = answers.filter((a) => a.status !== 200 && !(a.status === 409 && a.body.data.reason === "SPONSORSHIP_CONFLICT"));
     expect(unexpected.map((a) => a.body), "only 200 or SPONSORSHIP_CONFLICT").to.deep.equal([]);
-    expect(answers.filter((a) => a.status === 200).length, "at least one signature").to.be.greaterThan(0);
+    const signed = answers.filter((a) => a.status === 200);
+    expect(signed.length, "at least one signature").to.be.greaterThan(0);
+    const rows = await store.listSponsorships({ network: "local", sender, limit: 1000 });
+    const ofOp = rows.filter((r) => r.nonce === BigInt(op.nonce) && r.userOpHash !== null);
+    const recorded = new Set(ofOp.map((r) => r.paymasterAndData));
+    for (const a of signed) expect(recorded.has(a.body.data.userOpResponse.paymasterAndData), "the signature handed out is on record").to.equal(true);
+    expect(ofOp.filter((r) => r.status === "signed").length, "one signed row active").to.equal(1);
+    expect(ofOp.every((r) => r.status === "signed" || r.status === "released"), "no row left reserved without its signature").to.equal(true);
     const usage = await store.getUsage(strategy.id, "global", "");
     expect(usage.ops, "the cap counts the op once").to.equal(1);
     const active = (await store.sponsorshipCounts()).filter((c) => c.network === "local" && (c.status === "reserved" || c.status === "signed") && c.mode === "sponsor");

@@ -283,8 +283,19 @@ for (const backend of BACKENDS) {
         maxCostUsdMicros: 0n,
         validUntil: 2_000_000_000,
         validAfter: 1_700_000_000,
+        userOpHash: `0x${randomBytes(32).toString("hex")}`,
+        paymasterAndData: "0x01",
         ...over,
       };
+    }
+
+    /**
+     * What an earlier version left when it stopped between its two steps (reserve, then sign): the same row,
+     * status "reserved", no signature. No current code path writes one; every transition must still handle it.
+     */
+    async function unsignedLegacy(record: SponsorshipRecord): Promise<SponsorshipRecord> {
+      await backend.exec(`UPDATE sponsorships SET status = 'reserved', user_op_hash = NULL, paymaster_and_data = NULL WHERE id = '${record.id}'`);
+      return { ...record, status: "reserved", userOpHash: null, paymasterAndData: null };
     }
 
     /**
@@ -659,7 +670,7 @@ for (const backend of BACKENDS) {
     });
 
     describe("sponsorships", () => {
-      it("reserves (sponsor mode needs no tank), reads back every field, marks signed, finds by userOpHash", async () => {
+      it("reserves signed (sponsor mode needs no tank), reads back every field, finds by userOpHash", async () => {
         const ids = await owner();
         const strategy = await store.createStrategy({ projectId: ids.projectId, code: "FREE", name: "Free" });
         const input = op(ids, {
@@ -672,6 +683,8 @@ for (const backend of BACKENDS) {
           exchangeRate: 3_000_000_000n,
           maxTokenCost: 2n ** 80n,
           maxCostWei: 2n ** 90n,
+          userOpHash: HASH_A.toUpperCase().replace("0X", "0x") as `0x${string}`,
+          paymasterAndData: "0x1234",
         });
         const result = await store.reserveSponsorship(input);
         if (!result.ok) throw new Error("expected ok");
@@ -691,38 +704,40 @@ for (const backend of BACKENDS) {
           maxCostWei: 2n ** 90n,
           validUntil: 2_000_000_000,
           validAfter: 1_700_000_000,
-          userOpHash: null,
-          paymasterAndData: null,
-          status: "reserved",
+          userOpHash: HASH_A,
+          paymasterAndData: "0x1234",
+          status: "signed",
         });
         expect(await store.getSponsorship(record.id)).to.deep.equal(record);
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 0n, reservedWei: 0n });
-
-        await store.markSigned(record.id, { userOpHash: HASH_A.toUpperCase().replace("0X", "0x") as `0x${string}`, paymasterAndData: "0x1234" });
-        const signed = await store.getSponsorship(record.id);
-        expect(signed).to.deep.equal({ ...record, status: "signed", userOpHash: HASH_A, paymasterAndData: "0x1234" });
-        expect(await store.findSponsorshipByUserOpHash(HASH_A)).to.deep.equal(signed);
+        expect(await store.findSponsorshipByUserOpHash(HASH_A)).to.deep.equal(record);
         expect(await store.findSponsorshipByUserOpHash(HASH_B)).to.equal(undefined);
         expect(await store.getSponsorship("missing")).to.equal(undefined);
       });
 
-      it("token charges at risk: postOp-charge sponsorships counted while outstanding, unpaid marks set and cleared", async () => {
+      it("token charges at risk: one outstanding postOp-charge sponsorship per sender, unpaid marks set and cleared", async () => {
         const ids = await owner();
-        const erc20 = (nonce: bigint, sender: Address = SENDER) => op(ids, { mode: "erc20", nonce, sender, token: USDC, exchangeRate: 1n, maxTokenCost: 1n });
+        const erc20 = (nonce: bigint, sender: Address = SENDER, postOpCharge = true) =>
+          op(ids, { mode: "erc20", nonce, sender, token: USDC, exchangeRate: 1n, maxTokenCost: 1n, postOpCharge });
+        const pending = { ok: false, reason: "POSTOP_CHARGE_PENDING" };
         const a = await store.reserveSponsorship(erc20(1n));
-        const b = await store.reserveSponsorship(erc20(2n));
-        const c = await store.reserveSponsorship(erc20(3n, OTHER));
-        if (!a.ok || !b.ok || !c.ok) throw new Error("expected ok");
-        expect(await store.notePostOpCharge(a.record.id)).to.equal(1);
-        expect(await store.notePostOpCharge(a.record.id), "idempotent").to.equal(1);
-        expect(await store.notePostOpCharge(c.record.id), "another sender").to.equal(1);
-        expect(await store.notePostOpCharge(b.record.id)).to.equal(2);
-        await store.releaseSponsorship(b.record.id);
-        await store.markSigned(a.record.id, { userOpHash: HASH_A, paymasterAndData: "0x01" });
-        const d = await store.reserveSponsorship(erc20(4n));
-        if (!d.ok) throw new Error("expected ok");
-        expect(await store.notePostOpCharge(d.record.id), "a and d: b was released").to.equal(2);
-        expect(isStoreError(await rejection(store.notePostOpCharge("missing")), "NOT_FOUND")).to.equal(true);
+        if (!a.ok) throw new Error("expected ok");
+        expect(await store.reserveSponsorship(erc20(2n))).to.deep.equal(pending);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships"), "a refusal writes nothing").to.equal(1);
+        const again = await store.reserveSponsorship(erc20(1n)); // the same op: it replaces a, which does not count
+        if (!again.ok) throw new Error("expected ok");
+        expect(again.replaced).to.equal(a.record.id);
+        expect((await store.reserveSponsorship(erc20(3n, OTHER))).ok, "another sender").to.equal(true);
+        expect((await store.reserveSponsorship(erc20(4n, SENDER, false))).ok, "pre-charge ones are not limited").to.equal(true);
+        expect((await store.reserveSponsorship(erc20(2n, SENDER, false))).ok).to.equal(true);
+        expect(await store.reserveSponsorship(erc20(2n)), "refused in place of a pre-charge one").to.deep.equal(pending);
+        expect(await store.findActiveSponsorship({ network: NET, entryPoint: EP, sender: SENDER, nonce: 2n }), "left in place").to.not.equal(undefined);
+        await store.releaseSponsorship(again.record.id);
+        const d = await store.reserveSponsorship(erc20(5n));
+        if (!d.ok) throw new Error("expected ok: the earlier one was released");
+        expect(await store.settleSponsorship(d.record.id, { actualGasCostWei: 1n, actualCostUsdMicros: 0n, actualTokenCost: 1n, success: true, txHash: HASH_B, blockNumber: 1n, blockHash: HASH_A, logIndex: 0 })).to.equal(true);
+        expect((await store.reserveSponsorship(erc20(6n))).ok, "d is settled: no longer outstanding").to.equal(true);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM token_charge_flags WHERE postop_charge = TRUE")).to.equal(5);
 
         expect(await store.hasUnpaidTokenCharge(NET, SENDER)).to.equal(false);
         await store.setTokenChargeUnpaid(a.record.id, true);
@@ -734,24 +749,41 @@ for (const backend of BACKENDS) {
         await store.setTokenChargeUnpaid("missing", true); // ignored
       });
 
-      it("markSigned only from reserved", async () => {
+      it("postOp-charge reservations of one sender racing on two store instances: exactly one holds", async () => {
         const ids = await owner();
-        const r = await store.reserveSponsorship(op(ids, { mode: "sponsor" }));
-        if (!r.ok) throw new Error("expected ok");
-        await store.markSigned(r.record.id, { userOpHash: HASH_A, paymasterAndData: "0x01" });
-        const twice = await rejection(store.markSigned(r.record.id, { userOpHash: HASH_B, paymasterAndData: "0x02" }));
-        expect(isStoreError(twice, "INVALID_STATE")).to.equal(true);
-        expect((await store.getSponsorship(r.record.id))?.userOpHash).to.equal(HASH_A);
+        const second = await open();
+        const results = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            (i % 2 === 0 ? store : second).reserveSponsorship(
+              op(ids, { mode: "erc20", nonce: BigInt(i), token: USDC, exchangeRate: 1n, maxTokenCost: 1n, postOpCharge: true }),
+            ),
+          ),
+        );
+        expect(results.filter((r) => r.ok).length).to.equal(1);
+        expect(results.filter((r) => !r.ok && r.reason === "POSTOP_CHARGE_PENDING").length).to.equal(11);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM token_charge_flags")).to.equal(1);
+      });
 
-        const r2 = await store.reserveSponsorship(op(ids, { mode: "sponsor", nonce: 1n }));
-        if (!r2.ok) throw new Error("expected ok");
-        await store.releaseSponsorship(r2.record.id);
-        const released = await rejection(store.markSigned(r2.record.id, { userOpHash: HASH_B, paymasterAndData: "0x" }));
-        expect(isStoreError(released, "INVALID_STATE")).to.equal(true);
-        expect((await store.getSponsorship(r2.record.id))?.status).to.equal("released");
-        expect(isStoreError(await rejection(store.markSigned("nope", { userOpHash: HASH_B, paymasterAndData: "0x" })), "NOT_FOUND")).to.equal(true);
-        const badHash = await rejection(store.markSigned(r2.record.id, { userOpHash: "0x12", paymasterAndData: "0x" }));
+      it("refuses a malformed signature record without writing; an unsigned row of an earlier version is released like a signed one", async () => {
+        const ids = await owner();
+        await store.creditGasTank(NET, SENDER, 1000n, "c1");
+        const badHash = await rejection(store.reserveSponsorship(op(ids, { userOpHash: "0x12" })));
         expect(isStoreError(badHash, "INVALID_INPUT")).to.equal(true);
+        const noHash = await rejection(store.reserveSponsorship(op(ids, { userOpHash: undefined as unknown as `0x${string}` })));
+        expect(isStoreError(noHash, "INVALID_INPUT")).to.equal(true);
+        const badData = await rejection(store.reserveSponsorship(op(ids, { paymasterAndData: "0x123" })));
+        expect(isStoreError(badData, "INVALID_INPUT")).to.equal(true);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships")).to.equal(0);
+        expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(0n);
+
+        const r = await unsignedLegacy(await reserved(store.reserveSponsorship(op(ids, { maxCostWei: 400n }))));
+        expect(await store.getSponsorship(r.id)).to.deep.equal(r);
+        const replacing = await reserved(store.reserveSponsorship(op(ids, { maxCostWei: 300n }))); // the same op
+        expect((await store.getSponsorship(r.id))?.status).to.equal("released");
+        expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(300n);
+        await unsignedLegacy(replacing);
+        await store.releaseSponsorship(replacing.id);
+        expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(0n);
       });
 
       it("user mode reserves from the tank and refuses, writing nothing, when it cannot cover", async () => {
@@ -789,11 +821,10 @@ for (const backend of BACKENDS) {
         if (!second.ok) throw new Error(`expected ok, got ${JSON.stringify(second, (_, v) => (typeof v === "bigint" ? `${v}` : v))}`);
         expect(second.replaced).to.equal(first.record.id);
         expect((await store.getSponsorship(first.record.id))?.status).to.equal("released");
-        expect((await store.getSponsorship(second.record.id))?.status).to.equal("reserved");
+        expect((await store.getSponsorship(second.record.id))?.status).to.equal("signed");
         expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(700n);
 
-        // a signed one is replaced the same way
-        await store.markSigned(second.record.id, { userOpHash: HASH_A, paymasterAndData: "0x01" });
+        // and again
         const third = await store.reserveSponsorship(op(ids, { nonce: 7n, maxCostWei: 300n }));
         if (!third.ok) throw new Error("expected ok");
         expect(third.replaced).to.equal(second.record.id);
@@ -803,7 +834,7 @@ for (const backend of BACKENDS) {
         // too much even after giving the earlier one back: nothing changes, the earlier one stays active
         const fourth = await store.reserveSponsorship(op(ids, { nonce: 7n, maxCostWei: 1001n }));
         expect(fourth).to.deep.equal({ ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei: 1000n, requiredWei: 1001n });
-        expect((await store.getSponsorship(third.record.id))?.status).to.equal("reserved");
+        expect((await store.getSponsorship(third.record.id))?.status).to.equal("signed");
         expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(300n);
 
         // switching mode: a sponsor-mode replacement frees the user-mode reservation
@@ -817,7 +848,7 @@ for (const backend of BACKENDS) {
         const otherEp = await store.reserveSponsorship(op(ids, { nonce: 7n, mode: "sponsor", entryPoint: EP7, version: "v0.7" }));
         const otherNet = await store.reserveSponsorship(op(ids, { nonce: 7n, mode: "sponsor", network: "local" }));
         expect([otherNonce, otherEp, otherNet].map((r) => r.ok && r.replaced)).to.deep.equal([null, null, null]);
-        expect((await store.getSponsorship(fifth.record.id))?.status).to.equal("reserved");
+        expect((await store.getSponsorship(fifth.record.id))?.status).to.equal("signed");
       });
 
       it("release frees the tank exactly once", async () => {
@@ -826,14 +857,13 @@ for (const backend of BACKENDS) {
         const a = await store.reserveSponsorship(op(ids, { nonce: 1n, maxCostWei: 400n }));
         const b = await store.reserveSponsorship(op(ids, { nonce: 2n, maxCostWei: 300n }));
         if (!a.ok || !b.ok) throw new Error("expected ok");
-        await store.markSigned(b.record.id, { userOpHash: HASH_B, paymasterAndData: "0x" });
         expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(700n);
         await store.releaseSponsorship(a.record.id);
         expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(300n);
         await store.releaseSponsorship(a.record.id);
         await store.releaseSponsorship(a.record.id);
         expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(300n);
-        await store.releaseSponsorship(b.record.id); // signed ones can be released (expired unused)
+        await store.releaseSponsorship(b.record.id); // released when the signature went unused
         expect((await store.getGasTank(NET, SENDER)).reservedWei).to.equal(0n);
         expect((await store.getSponsorship(b.record.id))?.status).to.equal("released");
         await store.releaseSponsorship("unknown-id"); // no-op
@@ -851,12 +881,10 @@ for (const backend of BACKENDS) {
 
       it("prefers the active sponsorship when two share a userOpHash", async () => {
         const ids = await owner();
-        const a = await store.reserveSponsorship(op(ids, { mode: "sponsor" }));
+        const a = await store.reserveSponsorship(op(ids, { mode: "sponsor", userOpHash: HASH_A, paymasterAndData: "0x" }));
         if (!a.ok) throw new Error("expected ok");
-        await store.markSigned(a.record.id, { userOpHash: HASH_A, paymasterAndData: "0x" });
-        const b = await store.reserveSponsorship(op(ids, { mode: "sponsor" }));
+        const b = await store.reserveSponsorship(op(ids, { mode: "sponsor", userOpHash: HASH_A, paymasterAndData: "0x" }));
         if (!b.ok) throw new Error("expected ok");
-        await store.markSigned(b.record.id, { userOpHash: HASH_A, paymasterAndData: "0x" });
         expect((await store.findSponsorshipByUserOpHash(HASH_A))?.id).to.equal(b.record.id);
       });
 
@@ -902,7 +930,7 @@ for (const backend of BACKENDS) {
           if (!r.ok) expect(r).to.deep.equal({ ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei: 0n, requiredWei: 100n });
         }
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 3000n, reservedWei: 3000n });
-        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(30);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'signed'")).to.equal(30);
       });
 
       it("concurrent reservations of one op replace each other: one stays active and only it is held", async () => {
@@ -929,7 +957,7 @@ for (const backend of BACKENDS) {
         const active = [];
         for (const r of records) {
           const now = await store.getSponsorship(r.id);
-          if (now?.status === "reserved") active.push(now);
+          if (now?.status === "signed") active.push(now);
           else expect(now?.status).to.equal("released");
         }
         expect(active).to.have.length(1);
@@ -957,12 +985,12 @@ for (const backend of BACKENDS) {
         let activeCount = 0;
         for (const r of all) {
           const now = await store.getSponsorship(r.id);
-          if (now?.status === "reserved") {
+          if (now?.status === "signed") {
             activeCount++;
             if (now.mode === "user") held += now.maxCostWei;
           }
         }
-        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(activeCount);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'signed'")).to.equal(activeCount);
         expect(activeCount).to.be.at.most(20);
         expect(held <= 1500n, `${held} held`).to.equal(true);
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 1500n, reservedWei: held });
@@ -1017,7 +1045,7 @@ for (const backend of BACKENDS) {
           await Promise.all(workers.map((w) => w.terminate()));
         }
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 10_000n, reservedWei: 10_000n });
-        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(100);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'signed'")).to.equal(100);
       });
 
       it("two processes sharing one database hold one tank's limit exactly", async () => {
@@ -1026,7 +1054,7 @@ for (const backend of BACKENDS) {
         const answers = await twoProcesses({ op: op(ids), attempts: 80, lanes: 4 });
         expect(answers[0]!.ok + answers[1]!.ok).to.equal(50);
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 5000n, reservedWei: 5000n });
-        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(50);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'signed'")).to.equal(50);
       });
     });
 
@@ -1034,7 +1062,6 @@ for (const backend of BACKENDS) {
 
     const DAY = "2026-11-22";
     const NEXT_DAY = "2026-11-23";
-    const HASH_C = `0x${"ef".repeat(32)}` as const;
 
     /** The CapCheck of `scope` (key: "" / DAY / SENDER unless given) with `limits`. */
     function cap(scope: CapCheck["scope"], limits: Pick<CapCheck, "maxWei" | "maxUsdMicros" | "maxOps">, key?: string): CapCheck {
@@ -1072,14 +1099,6 @@ for (const backend of BACKENDS) {
       const r = await result;
       if (!r.ok) throw new Error(`expected ok, got ${bigintJson(r)}`);
       return r.record;
-    }
-
-    /** Reserved and signed (userOpHash derived from the id, so each is distinct). */
-    async function signed(result: Promise<ReserveResult>): Promise<SponsorshipRecord> {
-      const record = await reserved(result);
-      const userOpHash = `0x${Buffer.from(record.id.replaceAll("-", ""), "hex").toString("hex").padEnd(64, "0")}` as const;
-      await store.markSigned(record.id, { userOpHash, paymasterAndData: "0x01" });
-      return (await store.getSponsorship(record.id))!;
     }
 
     function usageOf(strategyId: string, scope: CapCheck["scope"] = "global", key?: string) {
@@ -1230,12 +1249,12 @@ for (const backend of BACKENDS) {
           if (!r.ok) throw new Error(`ask ${i} refused: ${bigintJson(r)}`);
           expect(r.replaced).to.equal(last?.id ?? null);
           last = r.record;
-          if (i === 3) await store.markSigned(last.id, { userOpHash: HASH_C, paymasterAndData: "0x" }); // signed ones too
+          if (i === 3) last = await unsignedLegacy(last); // an earlier version's unsigned row is replaced the same way
         }
         const once = { reservedWei: 500n, spentWei: 0n, reservedUsdMicros: 5n, spentUsdMicros: 0n, ops: 1 };
         expect(await usageOf(ids.strategyId)).to.deep.equal(once);
         expect(await usageOf(ids.strategyId, "perSender")).to.deep.equal(once);
-        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(1);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'signed'")).to.equal(1);
         const another = await store.reserveSponsorship(sop(ids, { nonce: 6n, maxCostWei: 1n }), caps);
         expect(another).to.deep.include({ reason: "CAP_EXCEEDED", rule: "caps.global.maxOps", value: "2" });
       });
@@ -1249,7 +1268,7 @@ for (const backend of BACKENDS) {
         expect((await store.getSponsorship(a.id))?.status).to.equal("released");
         const a3 = await store.reserveSponsorship(sop(ids, { nonce: 0n, maxCostWei: 701n }), caps);
         expect(a3).to.deep.equal({ ok: false, reason: "CAP_EXCEEDED", rule: "caps.global.maxWei", limit: "1000", value: "1001" });
-        expect((await store.getSponsorship(a2.id))?.status).to.equal("reserved");
+        expect((await store.getSponsorship(a2.id))?.status).to.equal("signed");
         expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 1000n, ops: 2 });
       });
 
@@ -1324,7 +1343,7 @@ for (const backend of BACKENDS) {
         }
         expect(await usageOf(ids.strategyId)).to.deep.include({ ops: 7, reservedWei: 70n });
         expect(await usageOf(ids.strategyId, "daily")).to.deep.include({ ops: 7, reservedWei: 70n });
-        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(7);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'signed'")).to.equal(7);
       });
 
       it("concurrent reservations, replacements and releases against a wei cap keep usage equal to what is held", async () => {
@@ -1345,7 +1364,7 @@ for (const backend of BACKENDS) {
         let active = 0;
         for (const r of records) {
           const now = await store.getSponsorship(r.id);
-          if (now?.status === "reserved") {
+          if (now?.status === "signed") {
             held += now.maxCostWei;
             active++;
           }
@@ -1363,7 +1382,7 @@ for (const backend of BACKENDS) {
         expect(answers[0]!.ok + answers[1]!.ok).to.equal(13);
         expect(answers.map((a) => a.refused.CAP_EXCEEDED ?? 0).reduce((a, b) => a + b)).to.equal(87);
         expect(await usageOf(ids.strategyId)).to.deep.include({ ops: 13, reservedWei: 1300n });
-        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'reserved'")).to.equal(13);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships WHERE status = 'signed'")).to.equal(13);
       });
     });
 
@@ -1371,7 +1390,7 @@ for (const backend of BACKENDS) {
       it("settles a signed sponsorship: its reservation moves to spent exactly; settling again changes nothing", async () => {
         const ids = await sponsorOwner();
         const caps = [cap("global", { maxWei: 1400n }), cap("daily", { maxOps: 5 })];
-        const s = await signed(store.reserveSponsorship(sop(ids, { maxCostWei: 1000n, maxCostUsdMicros: 3_000_000n }), caps));
+        const s = await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 1000n, maxCostUsdMicros: 3_000_000n }), caps));
         const facts = settlement({ actualGasCostWei: 400n, actualCostUsdMicros: 1_200_000n, txHash: HASH_B.toUpperCase().replace("0X", "0x") as `0x${string}` });
         expect(await store.settleSponsorship(s.id, facts)).to.equal(true);
         const spent = { reservedWei: 0n, spentWei: 400n, reservedUsdMicros: 0n, spentUsdMicros: 1_200_000n, ops: 1 };
@@ -1389,8 +1408,8 @@ for (const backend of BACKENDS) {
         await reserved(store.reserveSponsorship(sop(ids, { nonce: 1n, maxCostWei: 1000n }), caps));
         expect(await store.reserveSponsorship(sop(ids, { nonce: 2n, maxCostWei: 1n }), caps)).to.deep.include({ value: "1401" });
 
-        // a reserved (unsigned) one, or an unknown id, does not settle
-        const unsigned = await reserved(store.reserveSponsorship(sop(ids, { nonce: 3n })));
+        // an unsigned one (an earlier version's), or an unknown id, does not settle
+        const unsigned = await unsignedLegacy(await reserved(store.reserveSponsorship(sop(ids, { nonce: 3n }))));
         expect(await store.settleSponsorship(unsigned.id, settlement())).to.equal(false);
         expect(await store.settleSponsorship("nope", settlement())).to.equal(false);
         expect((await store.getSponsorship(unsigned.id))?.status).to.equal("reserved");
@@ -1401,10 +1420,10 @@ for (const backend of BACKENDS) {
       it("User Sponsor mode: the tank pays the actual cost and frees the reservation; its balance may go negative", async () => {
         const ids = await owner();
         await store.creditGasTank(NET, SENDER, 1000n, "c1");
-        const a = await signed(store.reserveSponsorship(op(ids, { nonce: 0n, maxCostWei: 600n })));
+        const a = await reserved(store.reserveSponsorship(op(ids, { nonce: 0n, maxCostWei: 600n })));
         expect(await store.settleSponsorship(a.id, settlement({ actualGasCostWei: 250n }))).to.equal(true);
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 750n, reservedWei: 0n });
-        const b = await signed(store.reserveSponsorship(op(ids, { nonce: 1n, maxCostWei: 700n })));
+        const b = await reserved(store.reserveSponsorship(op(ids, { nonce: 1n, maxCostWei: 700n })));
         expect(await store.revertGasTankCredit("c1")).to.equal(true); // the deposit was reorganised away
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: -250n, reservedWei: 700n });
         expect(await store.settleSponsorship(b.id, settlement({ actualGasCostWei: 500n }))).to.equal(true);
@@ -1414,7 +1433,7 @@ for (const backend of BACKENDS) {
 
       it("ERC-20 mode: the token charge is recorded", async () => {
         const ids = await owner();
-        const s = await signed(store.reserveSponsorship(op(ids, { mode: "erc20", token: USDC, exchangeRate: 3n, maxTokenCost: 999n })));
+        const s = await reserved(store.reserveSponsorship(op(ids, { mode: "erc20", token: USDC, exchangeRate: 3n, maxTokenCost: 999n })));
         const facts = settlement({ actualTokenCost: 123_456n, success: false, blockNumber: 2n ** 40n, logIndex: 7 });
         expect(await store.settleSponsorship(s.id, facts)).to.equal(true);
         expect((await store.getSponsorship(s.id))?.settlement).to.deep.equal(facts);
@@ -1424,7 +1443,7 @@ for (const backend of BACKENDS) {
         const ids = await sponsorOwner();
         await store.creditGasTank(NET, SENDER, 1000n, "c1");
         const caps = [cap("global", { maxWei: 10_000n }), cap("perSender", { maxOps: 9 })];
-        const s = await signed(store.reserveSponsorship(sop(ids, { mode: "user", maxCostWei: 600n, maxCostUsdMicros: 9n }), caps));
+        const s = await reserved(store.reserveSponsorship(sop(ids, { mode: "user", maxCostWei: 600n, maxCostUsdMicros: 9n }), caps));
         const before = { g: await usageOf(ids.strategyId), p: await usageOf(ids.strategyId, "perSender"), t: await store.getGasTank(NET, SENDER) };
         expect(await store.unsettleSponsorship(s.id)).to.equal(false); // not settled
         expect(await store.settleSponsorship(s.id, settlement({ actualGasCostWei: 200n, actualCostUsdMicros: 3n }))).to.equal(true);
@@ -1444,7 +1463,7 @@ for (const backend of BACKENDS) {
         const ids = await sponsorOwner();
         await store.creditGasTank(NET, SENDER, 1000n, "c1");
         const caps = [cap("global", { maxOps: 5 })];
-        const s = await signed(store.reserveSponsorship(sop(ids, { mode: "user", maxCostWei: 600n, validUntil: 1000 }), caps));
+        const s = await reserved(store.reserveSponsorship(sop(ids, { mode: "user", maxCostWei: 600n, validUntil: 1000 }), caps));
         expect(await store.releaseExpired(2000, 60)).to.equal(1);
         expect(await store.getSponsorship(s.id)).to.deep.include({ status: "released" });
         const zero = { reservedWei: 0n, spentWei: 0n, reservedUsdMicros: 0n, spentUsdMicros: 0n, ops: 0 };
@@ -1463,7 +1482,7 @@ for (const backend of BACKENDS) {
         expect(await store.getGasTank(NET, SENDER)).to.deep.include({ balanceWei: 1000n, reservedWei: 0n });
 
         // released before it was ever signed: its op cannot have landed
-        const unsigned = await reserved(store.reserveSponsorship(sop(ids, { nonce: 1n }), caps));
+        const unsigned = await unsignedLegacy(await reserved(store.reserveSponsorship(sop(ids, { nonce: 1n }), caps)));
         await store.releaseSponsorship(unsigned.id);
         expect(await store.settleSponsorship(unsigned.id, settlement())).to.equal(false);
       });
@@ -1471,8 +1490,8 @@ for (const backend of BACKENDS) {
       it("a replaced signature that lands is settled too; the op's newer reservation stays until it is released", async () => {
         const ids = await sponsorOwner();
         const caps = [cap("global", { maxOps: 5 })];
-        const first = await signed(store.reserveSponsorship(sop(ids, { maxCostWei: 100n }), caps));
-        const second = await signed(store.reserveSponsorship(sop(ids, { maxCostWei: 120n }), caps));
+        const first = await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 100n }), caps));
+        const second = await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 120n }), caps));
         expect(await store.getSponsorship(first.id)).to.deep.include({ status: "released" });
         expect(await store.settleSponsorship(first.id, settlement({ actualGasCostWei: 30n }))).to.equal(true);
         expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 120n, spentWei: 30n, ops: 2 });
@@ -1483,13 +1502,13 @@ for (const backend of BACKENDS) {
       it("un-settling an op that has been reserved again since leaves it released, holding nothing", async () => {
         const ids = await sponsorOwner();
         const caps = [cap("global", { maxOps: 5 })];
-        const first = await signed(store.reserveSponsorship(sop(ids, { maxCostWei: 100n }), caps));
+        const first = await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 100n }), caps));
         expect(await store.settleSponsorship(first.id, settlement({ actualGasCostWei: 30n }))).to.equal(true);
         const again = await reserved(store.reserveSponsorship(sop(ids, { maxCostWei: 80n }), caps)); // same op
         expect(again.id).to.not.equal(first.id);
         expect(await store.unsettleSponsorship(first.id)).to.equal(true);
         expect(await store.getSponsorship(first.id)).to.deep.include({ status: "released", settlement: null });
-        expect(await store.getSponsorship(again.id)).to.deep.include({ status: "reserved" });
+        expect(await store.getSponsorship(again.id)).to.deep.include({ status: "signed" });
         expect(await usageOf(ids.strategyId)).to.deep.include({ reservedWei: 80n, spentWei: 0n, ops: 1 });
         // should the first signature land again after all, it is settled again
         expect(await store.settleSponsorship(first.id, settlement({ actualGasCostWei: 31n }))).to.equal(true);
@@ -1499,7 +1518,7 @@ for (const backend of BACKENDS) {
       it("listSettledSince lists one network's settled sponsorships from a block on, in chain order", async () => {
         const ids = await owner();
         const s = [];
-        for (let i = 0; i < 4; i++) s.push(await signed(store.reserveSponsorship(op(ids, { mode: "sponsor", nonce: BigInt(i), network: i === 3 ? "local" : NET }))));
+        for (let i = 0; i < 4; i++) s.push(await reserved(store.reserveSponsorship(op(ids, { mode: "sponsor", nonce: BigInt(i), network: i === 3 ? "local" : NET }))));
         await store.settleSponsorship(s[0]!.id, settlement({ blockNumber: 10n }));
         await store.settleSponsorship(s[1]!.id, settlement({ blockNumber: 12n, logIndex: 3 }));
         await store.settleSponsorship(s[2]!.id, settlement({ blockNumber: 12n, logIndex: 1 }));
@@ -1521,10 +1540,10 @@ for (const backend of BACKENDS) {
         const caps = [cap("global", { maxOps: 10 })];
         const at = (nonce: bigint, validUntil: number, over: Partial<NewSponsorship> = {}) =>
           store.reserveSponsorship(sop(ids, { nonce, validUntil, maxCostWei: 100n, ...over }), caps);
-        const a = await reserved(at(0n, 1000));
-        const b = await signed(at(1n, 1000));
-        const c = await reserved(at(2n, 1001)); // not yet
-        const d = await signed(at(3n, 900));
+        const a = await unsignedLegacy(await reserved(at(0n, 1000))); // an earlier version's unsigned row
+        const b = await reserved(at(1n, 1000));
+        const c = await unsignedLegacy(await reserved(at(2n, 1001))); // not yet
+        const d = await reserved(at(3n, 900));
         await store.settleSponsorship(d.id, settlement({ actualGasCostWei: 10n }));
         const e = await reserved(at(4n, 900));
         await store.releaseSponsorship(e.id);
@@ -1549,7 +1568,7 @@ for (const backend of BACKENDS) {
         const there = await reserved(store.reserveSponsorship(sop(ids, { nonce: 1n, validUntil: 900, network: "optimism-sepolia" })));
         expect(NET).to.not.equal("optimism-sepolia");
         expect(await store.releaseExpired(2000, 0, "optimism-sepolia")).to.equal(1);
-        expect((await store.getSponsorship(here.id))?.status).to.equal("reserved");
+        expect((await store.getSponsorship(here.id))?.status).to.equal("signed");
         expect((await store.getSponsorship(there.id))?.status).to.equal("released");
         expect(await store.releaseExpired(2000, 0)).to.be.greaterThan(0);
         expect((await store.getSponsorship(here.id))?.status).to.equal("released");
@@ -1563,7 +1582,7 @@ for (const backend of BACKENDS) {
         const all: SponsorshipRecord[] = [];
         for (let i = 0; i < 60; i++) {
           const mode = i % 3 === 0 ? "user" : "sponsor";
-          all.push(await signed(store.reserveSponsorship(sop(ids, { nonce: BigInt(i), mode, validUntil: 1000 + (i % 2), maxCostWei: 100n + BigInt(i) }), caps)));
+          all.push(await reserved(store.reserveSponsorship(sop(ids, { nonce: BigInt(i), mode, validUntil: 1000 + (i % 2), maxCostWei: 100n + BigInt(i) }), caps)));
         }
         const stores = [store, second];
         const work: Promise<unknown>[] = [];

@@ -75,6 +75,8 @@ for (const backend of backends) {
       maxCostUsdMicros: 0n,
       validUntil: 2_000_000_000,
       validAfter: 1_700_000_000,
+      userOpHash: `0x${"ab".repeat(32)}`,
+      paymasterAndData: "0x1234",
       ...over,
     });
 
@@ -87,13 +89,12 @@ for (const backend of backends) {
       await store.creditGasTank("local", SENDER, big, "r1");
       await store.creditGasTank("local", "0x2222222222222222222222222222222222222222", 5n, "r2");
       const signed = await store.reserveSponsorship(op({ nonce: 1n, maxCostWei: big }));
-      const reserved = await store.reserveSponsorship(op({ nonce: 2n, maxCostWei: 7n }));
+      const other = await store.reserveSponsorship(op({ nonce: 2n, maxCostWei: 7n }));
       await store.reserveSponsorship(op({ nonce: 3n, mode: "erc20", maxCostWei: 1000n }));
       await store.reserveSponsorship(op({ nonce: 4n, entryPoint: OTHER_EP, version: "v0.6", maxCostWei: 1000n }));
       const user = await store.reserveSponsorship(op({ nonce: 5n, mode: "user", maxCostWei: 11n }));
       const released = await store.reserveSponsorship(op({ nonce: 6n, maxCostWei: 5000n }));
-      if (!signed.ok || !reserved.ok || !user.ok || !released.ok) throw new Error("reservation refused");
-      await store.markSigned(signed.record.id, { userOpHash: `0x${"ab".repeat(32)}`, paymasterAndData: "0x1234" });
+      if (!signed.ok || !other.ok || !user.ok || !released.ok) throw new Error("reservation refused");
       await store.releaseSponsorship(released.record.id);
 
       expect(await store.outstandingMaxCost("local", EP, ["sponsor", "user"])).to.equal(big + 7n + 11n);
@@ -102,12 +103,11 @@ for (const backend of backends) {
 
       const counts = (await store.sponsorshipCounts()).map((c) => `${c.network} ${c.version} ${c.mode} ${c.status} ${c.count}`).sort();
       expect(counts).to.deep.equal([
-        "local v0.6 sponsor reserved 1",
-        "local v0.7 erc20 reserved 1",
+        "local v0.6 sponsor signed 1",
+        "local v0.7 erc20 signed 1",
         "local v0.7 sponsor released 1",
-        "local v0.7 sponsor reserved 1",
-        "local v0.7 sponsor signed 1",
-        "local v0.7 user reserved 1",
+        "local v0.7 sponsor signed 2",
+        "local v0.7 user signed 1",
       ]);
       expect(await store.gasTankTotals()).to.deep.equal([{ network: "local", balanceWei: big + 5n, reservedWei: 11n, tanks: 2 }]);
     });

@@ -124,14 +124,16 @@ for (const dialect of DIALECTS) {
         maxCostUsdMicros: 10n,
         validUntil: 2_000_000_000,
         validAfter: 1_700_000_000,
+        userOpHash: HASH(Number(nonce) + 1),
+        paymasterAndData: "0x1234",
         ...over,
       };
     }
 
     async function signed(ids: { projectId: string; apiKeyId: string }, nonce: bigint, over: Partial<NewSponsorship> = {}): Promise<string> {
+      // Reserving is signing: the row is inserted signed, with its sponsorship.signed event.
       const r = await store.reserveSponsorship(op(ids, nonce, over));
       if (!r.ok) throw new Error("reservation refused");
-      await store.markSigned(r.record.id, { userOpHash: HASH(Number(nonce) + 1), paymasterAndData: "0x1234" });
       return r.record.id;
     }
 
@@ -157,18 +159,12 @@ for (const dialect of DIALECTS) {
       const settledOnly = await createEventWebhook(store, { projectId: ids.projectId, url: "http://127.0.0.1:9/settled", events: ["sponsorship.settled"] });
       await createEventWebhook(store, { projectId: other.projectId, url: "http://127.0.0.1:9/other" });
 
-      // reserved only: nothing; signed: sponsorship.signed
-      const r1 = await store.reserveSponsorship(op(ids, 1n));
-      expect(r1.ok).to.equal(true);
-      const id1 = (r1 as { record: { id: string } }).record.id;
-      expect(await oldestFirst(ids.projectId), "a reservation alone is no event").to.deep.equal([]);
-      await store.markSigned(id1, { userOpHash: HASH(2), paymasterAndData: "0x1234" });
+      // signed (reserved and signed in one transaction): sponsorship.signed; then settled
+      const id1 = await signed(ids, 1n);
       await store.settleSponsorship(id1, settlement(1));
 
       const id2 = await signed(ids, 2n);
       await store.releaseSponsorship(id2);
-      const unsigned = await store.reserveSponsorship(op(ids, 3n));
-      await store.releaseSponsorship((unsigned as { record: { id: string } }).record.id); // never signed: no event
       const id4 = await signed(ids, 4n);
       const id4b = await signed(ids, 4n); // the same op asked again: the first is replaced
       const id5 = await signed(ids, 5n, { validUntil: 1_800_000_000 });
@@ -202,12 +198,9 @@ for (const dialect of DIALECTS) {
       expect(find("sponsorship.released", id4).data.reason).to.equal("replaced");
       expect(find("sponsorship.released", id5).data.reason).to.equal("expired");
 
-      // A transition that does not happen writes nothing: signing a released sponsorship fails, settling twice is a no-op.
+      // A transition that does not happen writes nothing: releasing twice and settling twice are no-ops.
       const before = rows.length;
-      await store.markSigned(id2, { userOpHash: HASH(9), paymasterAndData: "0x12" }).then(
-        () => expect.fail("signed a released sponsorship"),
-        () => undefined,
-      );
+      await store.releaseSponsorship(id2);
       expect(await store.settleSponsorship(id1, settlement(1))).to.equal(false);
       expect((await oldestFirst(ids.projectId)).length).to.equal(before);
     });

@@ -37,11 +37,19 @@ const RECENT_DATA_WORDS = 8;
 export function keccakWord(value: Hex, field: string, fail?: ErrorFactory): string {
   const known = recentDataWords.get(value);
   if (known !== undefined) return known;
-  assertHexBytes(value, field, fail);
-  const word = keccak256(value).slice(2);
+  const word = freshKeccakWord(value, field, fail);
   if (recentDataWords.size >= RECENT_DATA_WORDS) recentDataWords.delete(recentDataWords.keys().next().value!);
   recentDataWords.set(value, word);
   return word;
+}
+
+/**
+ * keccakWord of a value hashed once (paymasterAndData, which carries a fresh signature each time): not
+ * remembered, so concurrent requests' one-off values do not push the callData they hash twice out.
+ */
+export function freshKeccakWord(value: Hex, field: string, fail?: ErrorFactory): string {
+  assertHexBytes(value, field, fail);
+  return keccak256(value).slice(2);
 }
 
 /** keccak256 of the concatenated words, i.e. keccak256(abi.encode(...)). */

@@ -1,7 +1,7 @@
 // The EntryPoint's userOpHash (what the account signs and what bundlers and receipts use as the op's
 // id): keccak256(abi.encode(keccak256(encode(op)), entryPoint, chainId)). The paymaster never signs
 // it: it covers paymasterAndData, which holds the paymaster's own signature.
-import { addressWord, bytes32Word, keccakWord, keccakWords, uintWord } from "./abiWords.ts";
+import { addressWord, bytes32Word, freshKeccakWord, keccakWord, keccakWords, uintWord } from "./abiWords.ts";
 import { userOpWordsV06 } from "./hash.ts";
 import { packUserOpV07 } from "./userOperation.ts";
 import type { Address, Hex, PackedUserOperation, UserOperationV06, UserOperationV07, VersionedUserOperation } from "./types.ts";
@@ -11,7 +11,7 @@ import type { Address, Hex, PackedUserOperation, UserOperationV06, UserOperation
  * keccak(initCode), keccak(callData), the five gas values, keccak(paymasterAndData).
  */
 export function getUserOpHashV06(op: UserOperationV06, entryPoint: Address, chainId: bigint | number): Hex {
-  const inner = keccakWords([...userOpWordsV06(op), keccakWord(op.paymasterAndData, "paymasterAndData")]);
+  const inner = keccakWords([...userOpWordsV06(op), freshKeccakWord(op.paymasterAndData, "paymasterAndData")]);
   return outerHash(inner, entryPoint, chainId);
 }
 
@@ -29,7 +29,7 @@ export function getPackedUserOpHashV07(packed: PackedUserOperation, entryPoint: 
     bytes32Word(packed.accountGasLimits, "accountGasLimits"),
     uintWord(packed.preVerificationGas, 256, "preVerificationGas"),
     bytes32Word(packed.gasFees, "gasFees"),
-    keccakWord(packed.paymasterAndData, "paymasterAndData"),
+    freshKeccakWord(packed.paymasterAndData, "paymasterAndData"),
   ]);
   return outerHash(inner, entryPoint, chainId);
 }

@@ -8,7 +8,7 @@
  */
 import { decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
 import { EntryPointSimulatorV07Artifact, EntryPointSimulatorV07Deployment, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
-import type { Address, Hex, UserOperationV06, UserOperationV07 } from "@paymaster/shared";
+import type { Address, Hex, PackedUserOperation, UserOperationV06, UserOperationV07 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { encodeSimulateHandleOp } from "./userOpAbi.ts";
@@ -39,7 +39,8 @@ export interface SimulationFailure {
 
 export type SimulationOutcome = { ok: true; result: ExecutionResult } | { ok: false; failure: SimulationFailure };
 
-export type SimulatedOp = { version: "v0.6"; userOp: UserOperationV06 } | { version: "v0.7"; userOp: UserOperationV07 };
+/** An op to simulate; a v0.7 one may carry its packing (see EncodableOp in userOpAbi.ts). */
+export type SimulatedOp = { version: "v0.6"; userOp: UserOperationV06 } | { version: "v0.7"; userOp: UserOperationV07; packed?: PackedUserOperation };
 
 /** How v0.7 simulations reach the simulator's code: the state override each eth_call carries. */
 export interface SimulatorV07 {

@@ -7,7 +7,7 @@
  */
 import { toFunctionSelector, type Abi, type AbiFunction } from "viem";
 import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact, EntryPointV07Artifact } from "@paymaster/contracts/artifacts";
-import { packUserOpV07, type Address, type Hex, type UserOperationV06, type UserOperationV07, type VersionedUserOperation } from "@paymaster/shared";
+import { packUserOpV07, type Address, type Hex, type PackedUserOperation, type UserOperationV06, type VersionedUserOperation } from "@paymaster/shared";
 
 const UINT256_MAX = (1n << 256n) - 1n;
 const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
@@ -73,9 +73,15 @@ function userOpV06Tuple(op: UserOperationV06): string {
   ]);
 }
 
-/** The v0.7 PackedUserOperation tuple of an unpacked op (no 0x). */
-function userOpV07Tuple(op: UserOperationV07): string {
-  const packed = packUserOpV07(op);
+/**
+ * An op to encode. A v0.7 op may carry its PackedUserOperation, made once by whoever also hashes it (the sponsor
+ * pipeline's op as it will land: simulated, hashed and answered from one packing); it must be the packing of
+ * `userOp`.
+ */
+export type EncodableOp = VersionedUserOperation & { packed?: PackedUserOperation };
+
+/** The v0.7 PackedUserOperation tuple (no 0x). */
+function userOpV07Tuple(packed: PackedUserOperation): string {
   return encodeParts([
     addressWord(packed.sender, "sender"),
     uintWord(packed.nonce, "nonce"),
@@ -89,9 +95,14 @@ function userOpV07Tuple(op: UserOperationV07): string {
   ]);
 }
 
+/** The op's tuple (no 0x): v0.6 UserOperation, v0.7 PackedUserOperation (packed first unless it carries its packing). */
+function tupleOf(op: EncodableOp): string {
+  return op.version === "v0.6" ? userOpV06Tuple(op.userOp) : userOpV07Tuple(op.packed ?? packUserOpV07(op.userOp));
+}
+
 /** abi.encode(op) as one tuple parameter: v0.6 UserOperation, v0.7 PackedUserOperation (packed first). */
-export function encodeUserOpParameter(op: VersionedUserOperation): Hex {
-  const tuple = op.version === "v0.6" ? userOpV06Tuple(op.userOp) : userOpV07Tuple(op.userOp);
+export function encodeUserOpParameter(op: EncodableOp): Hex {
+  const tuple = tupleOf(op);
   return `0x${encodeParts([{ dynamic: tuple }])}`;
 }
 
@@ -107,8 +118,8 @@ const SIMULATE_HANDLE_OP = {
 } as const;
 
 /** Calldata of simulateHandleOp(op, target, targetCallData) on the op's EntryPoint (v0.7: EntryPointSimulations). */
-export function encodeSimulateHandleOp(op: VersionedUserOperation, target: Address, targetCallData: Hex): Hex {
-  const tuple = op.version === "v0.6" ? userOpV06Tuple(op.userOp) : userOpV07Tuple(op.userOp);
+export function encodeSimulateHandleOp(op: EncodableOp, target: Address, targetCallData: Hex): Hex {
+  const tuple = tupleOf(op);
   const args = encodeParts([{ dynamic: tuple }, addressWord(target, "target"), bytesPart(targetCallData, "targetCallData")]);
   return `0x${SIMULATE_HANDLE_OP[op.version]}${args}`;
 }
@@ -123,8 +134,8 @@ const HANDLE_OPS = {
  * L1 data fee for. The array is one offset word, a length word of 1, the element's offset (32: right after
  * its own offset word) and the op tuple.
  */
-export function encodeHandleOps(op: VersionedUserOperation, beneficiary: Address): Hex {
-  const tuple = op.version === "v0.6" ? userOpV06Tuple(op.userOp) : userOpV07Tuple(op.userOp);
+export function encodeHandleOps(op: EncodableOp, beneficiary: Address): Hex {
+  const tuple = tupleOf(op);
   const array = uintWord(1n, "length") + uintWord(32n, "offset") + tuple;
   return `0x${HANDLE_OPS[op.version]}${encodeParts([{ dynamic: array }, addressWord(beneficiary, "beneficiary")])}`;
 }

@@ -3,10 +3,11 @@
  * pm_estimateUserOperationGas (neither) and pm_getPaymasterStubData (policy only):
  *   mode -> policy -> gas (fill missing fields, fees from the chain) -> price (ERC-20) -> [estimate: one
  *   simulation when the client left gas out] -> sign -> [the final simulation: ONE run of the op as it will
- *   land] -> reserve the maximum cost -> answer with a 5-minute window.
+ *   land] -> reserve the maximum cost and record the signature (ONE store transaction) -> answer with a
+ *   5-minute window.
  * The stub runs no simulation (policy, caps and the paymasters' constant gas limits). The signature is made
  * before the final simulation so that the simulation runs our real paymaster data; it leaves the service only
- * after the simulation passed and the reservation holds.
+ * after the simulation passed and the reservation (recorded already signed) holds.
  */
 import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
 import {
@@ -18,7 +19,8 @@ import {
   encodePaymasterAndDataV07,
   encodeVerifyingPaymasterData,
   erc20PaymasterHash,
-  getUserOpHash,
+  getPackedUserOpHashV07,
+  getUserOpHashV06,
   maxGasCostV06,
   maxGasCostV07,
   packUserOpV07,
@@ -47,6 +49,7 @@ import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
 import { askApproval } from "../webhooks/approval.ts";
+import type { ReserveResult } from "../store/types.ts";
 
 export interface GasValues {
   callGasLimit: bigint;
@@ -144,6 +147,21 @@ function paymasterAndDataOf(op: SimulatedOp): Hex {
     paymasterPostOpGasLimit: u.paymasterPostOpGasLimit!,
     paymasterData: u.paymasterData!,
   });
+}
+
+/**
+ * The op as it will land, packed once (v0.7): the final simulation's calldata, its userOpHash and the answer's
+ * paymasterAndData all read that one packing. Built here and never changed after.
+ */
+function packedOnce(op: SimulatedOp): SimulatedOp {
+  return op.version === "v0.7" ? { ...op, packed: packUserOpV07(op.userOp) } : op;
+}
+
+/** The EntryPoint's userOpHash of `op` and its full paymasterAndData field (from its packing when it has one). */
+function landedFields(op: SimulatedOp, entryPoint: Address, chainId: number): { userOpHash: Hex; paymasterAndData: Hex } {
+  if (op.version === "v0.6") return { userOpHash: getUserOpHashV06(op.userOp, entryPoint, chainId), paymasterAndData: op.userOp.paymasterAndData };
+  const packed = op.packed ?? packUserOpV07(op.userOp);
+  return { userOpHash: getPackedUserOpHashV07(packed, entryPoint, chainId), paymasterAndData: packed.paymasterAndData };
 }
 
 function maxGasCost(op: SimulatedOp): bigint {
@@ -397,7 +415,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     gas,
     maxCostWei,
     token,
-    paymasterAndData: paymasterAndDataOf(finalStub),
+    // A signed answer carries the landing op's (set once the reservation holds); the others, the stub data's.
+    paymasterAndData: options.sign && !options.dryRun && !stub ? "0x" : paymasterAndDataOf(finalStub),
     userOpHash: null,
     validUntil,
     validAfter,
@@ -419,7 +438,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       mode.mode === "erc20"
         ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate: tokenRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
         : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
-    landing = buildOp(request, gas, paymaster, paymasterDataWith(chargeMode, await chain.signer.signHash(hash)));
+    landing = packedOnce(buildOp(request, gas, paymaster, paymasterDataWith(chargeMode, await chain.signer.signHash(hash))));
   }
 
   // ---- the final simulation: ONE run of that op (validation with the real limits, fees and paymaster data,
@@ -432,70 +451,69 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     chain.deposits.check({ entryPoint: entry.entryPoint, paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: market.blockNumber, maxCostWei }),
   );
 
-  // ---- reserve, then answer (after the simulation: a refused op leaves no record)
-  const reservation = await service.store.reserveSponsorship({
-    network: network.config.name,
-    entryPoint: entry.entryPoint,
-    version: request.version,
-    sender: u.sender,
-    nonce: u.nonce,
-    mode: mode.mode,
-    projectId: call.apiKey.projectId,
-    apiKeyId: call.apiKey.id,
-    strategyId: mode.mode === "sponsor" ? mode.strategy.id : null,
-    token: token?.address ?? null,
-    exchangeRate: token?.exchangeRate ?? null,
-    maxTokenCost: token?.maxTokenCost ?? null,
-    maxCostWei,
-    maxCostUsdMicros,
-    validUntil,
-    validAfter,
-  }, caps);
-  if (!reservation.ok && reservation.reason === "CAP_EXCEEDED") {
+  // ---- reserve and record the signature, in ONE store transaction, then answer (after the simulation: a refused
+  // op leaves no record). The signature leaves the service only once the reservation holds.
+  const { userOpHash, paymasterAndData } = landedFields(landing, entry.entryPoint, chainId);
+  let reservation: ReserveResult;
+  try {
+    reservation = await service.store.reserveSponsorship({
+      network: network.config.name,
+      entryPoint: entry.entryPoint,
+      version: request.version,
+      sender: u.sender,
+      nonce: u.nonce,
+      mode: mode.mode,
+      projectId: call.apiKey.projectId,
+      apiKeyId: call.apiKey.id,
+      strategyId: mode.mode === "sponsor" ? mode.strategy.id : null,
+      token: token?.address ?? null,
+      exchangeRate: token?.exchangeRate ?? null,
+      maxTokenCost: token?.maxTokenCost ?? null,
+      maxCostWei,
+      maxCostUsdMicros,
+      validUntil,
+      validAfter,
+      userOpHash,
+      paymasterAndData,
+      // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
+      postOpCharge: mode.mode === "erc20" && chargeMode === ChargeMode.InPostOp,
+    }, caps);
+  } catch (error) {
+    // PostgreSQL: concurrent requests for the same op (sender, nonce) kept replacing each other's view of it through
+    // every retry. One of them stands; this one's signature is never handed out, and the caps count the op once.
+    if (isStoreError(error, "CONFLICT")) throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });
+    throw error;
+  }
+  if (!reservation.ok) throw reservationRefusal(reservation, mode, token, paymaster);
+  result.paymasterAndData = paymasterAndData;
+  result.userOpHash = userOpHash;
+  result.sponsorshipId = reservation.record.id;
+  service.metrics?.sponsorshipsSigned.inc({ network: network.config.name, mode: mode.mode, version: request.version });
+  return result;
+}
+
+/** The answer to a reservation the store refused (nothing was written). */
+function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>, mode: ResolvedMode, token: TokenQuote | null, paymaster: Address): RpcError {
+  if (refused.reason === "CAP_EXCEEDED") {
     // The store counts USD in micro-units; clients read dollars ("25.50"), as the per-op USD cap reports them.
-    const usd = reservation.rule.endsWith(".maxUsd");
+    const usd = refused.rule.endsWith(".maxUsd");
     const dollars = (micros: string) => formatUsdMicros(BigInt(micros));
-    const limit = usd ? dollars(reservation.limit) : reservation.limit;
-    const value = usd ? dollars(reservation.value) : reservation.value;
+    const limit = usd ? dollars(refused.limit) : refused.limit;
+    const value = usd ? dollars(refused.value) : refused.value;
     const what = usd ? `$${value} against a limit of $${limit}` : `${value} against a limit of ${limit}`;
-    throw new RpcError("STRATEGY_NOT_ALLOWED", `Strategy ${mode.mode === "sponsor" ? mode.strategy.code : ""} refuses this request: ${reservation.rule} would be exceeded (${what})`, {
-      rule: reservation.rule,
+    return new RpcError("STRATEGY_NOT_ALLOWED", `Strategy ${mode.mode === "sponsor" ? mode.strategy.code : ""} refuses this request: ${refused.rule} would be exceeded (${what})`, {
+      rule: refused.rule,
       limit,
       value,
     });
   }
-  if (!reservation.ok) {
-    throw new RpcError("GAS_TANK_INSUFFICIENT", undefined, {
-      requiredWei: reservation.requiredWei.toString(),
-      availableWei: reservation.availableWei.toString(),
-    });
+  if (refused.reason === "POSTOP_CHARGE_PENDING") {
+    return new RpcError("POSTOP_CHARGE_PENDING", undefined, { token: token!.symbol, paymaster, required: token!.maxTokenCost.toString() });
   }
-  const record = reservation.record;
-  try {
-    // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
-    if (chargeMode === ChargeMode.InPostOp && mode.mode === "erc20" && (await service.store.notePostOpCharge(record.id)) > 1) {
-      throw new RpcError("POSTOP_CHARGE_PENDING", undefined, { token: token!.symbol, paymaster, required: token!.maxTokenCost.toString() });
-    }
-    const userOpHash = getUserOpHash({ ...landing, entryPoint: entry.entryPoint, chainId } as Parameters<typeof getUserOpHash>[0]);
-    result.paymasterAndData = paymasterAndDataOf(landing);
-    result.userOpHash = userOpHash;
-    result.sponsorshipId = record.id;
-    try {
-      await service.store.markSigned(record.id, { userOpHash, paymasterAndData: result.paymasterAndData });
-    } catch (error) {
-      // A concurrent request for the same op (sender, nonce) replaced this reservation between reserve and sign:
-      // that request's answer stands, this signature is never handed out, and the caps count the op once.
-      if (isStoreError(error, "INVALID_STATE")) {
-        throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });
-      }
-      throw error;
-    }
-    service.metrics?.sponsorshipsSigned.inc({ network: network.config.name, mode: mode.mode, version: request.version });
-    return result;
-  } catch (error) {
-    await service.store.releaseSponsorship(record.id);
-    throw error;
-  }
+  return new RpcError("GAS_TANK_INSUFFICIENT", undefined, {
+    requiredWei: refused.requiredWei.toString(),
+    availableWei: refused.availableWei.toString(),
+  });
 }
 
 /** Asks the project's approval endpoint, if any; a refusal (or no answer under default-deny) is APPROVAL_DENIED. */

@@ -369,6 +369,7 @@ export function creditConflict(
 export function newSponsorshipRecord(input: NewSponsorship, now: number): SponsorshipRecord {
   if (!SPONSOR_MODES.has(input.mode)) invalid(`mode must be one of sponsor, erc20, user`);
   if (!VERSIONS.has(input.version)) invalid(`version must be v0.6 or v0.7`);
+  const { userOpHash, paymasterAndData } = validSigned(input);
   return {
     id: randomUUID(),
     network: nonEmpty(input.network, "network"),
@@ -387,15 +388,15 @@ export function newSponsorshipRecord(input: NewSponsorship, now: number): Sponso
     maxCostUsdMicros: amount(input.maxCostUsdMicros, "maxCostUsdMicros"),
     validUntil: unixSeconds(input.validUntil, "validUntil"),
     validAfter: unixSeconds(input.validAfter, "validAfter"),
-    userOpHash: null,
-    paymasterAndData: null,
-    status: "reserved",
+    userOpHash,
+    paymasterAndData,
+    status: "signed",
     createdAt: now,
     settlement: null,
   };
 }
 
-export function validSigned(signed: { userOpHash: Hex; paymasterAndData: Hex }): { userOpHash: Hex; paymasterAndData: Hex } {
+function validSigned(signed: { userOpHash: Hex; paymasterAndData: Hex }): { userOpHash: Hex; paymasterAndData: Hex } {
   const userOpHash = bytes32(signed?.userOpHash, "userOpHash");
   if (typeof signed.paymasterAndData !== "string" || !HEX_BYTES_RE.test(signed.paymasterAndData)) {
     invalid("paymasterAndData must be 0x-hex bytes");

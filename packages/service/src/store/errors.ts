@@ -7,9 +7,12 @@ export type StoreErrorCode =
   | "NOT_FOUND"
   /** A value that must be unique already exists (strategy code). */
   | "DUPLICATE"
-  /** A state transition that is not allowed from the current state (e.g. markSigned on a released sponsorship). */
+  /** A state transition that is not allowed from the current state (e.g. a debit beyond a tank's available balance). */
   | "INVALID_STATE"
-  /** A credit reference reused for a different network, sender or amount. */
+  /**
+   * A credit reference reused for a different network, sender or amount; or concurrent reservations of one op
+   * that kept replacing each other through every retry (asking again is safe).
+   */
   | "CONFLICT"
   /** A malformed argument (bad address, negative amount, unknown enum value). */
   | "INVALID_INPUT"

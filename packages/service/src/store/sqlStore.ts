@@ -17,7 +17,9 @@
  *   1. the gas tank row (network, sender) — User Sponsor mode;
  *   2. the strategy usage rows, in `lockOrder` (common.ts: sorted by strategy_id, scope, key);
  *   3. sponsorship rows: the op's active sponsorship (reserve), or the sponsorship being released, settled or
- *      un-settled and then (unsettle only) the op's active one.
+ *      un-settled and then (unsettle only) the op's active one;
+ *   4. (reserving an ERC-20 op charged in postOp only) the key lock of the sender's token charges, which nothing
+ *      else takes.
  *
  * (A credit row is locked before its tank: creditGasTank, revertGasTankCredit.) So two transactions can wait on
  * each other only in one direction: no deadlock. What must be locked is learned from unlocked reads of what
@@ -140,11 +142,11 @@ function queries(d: Dialect) {
     // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): these read the rows.
     countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
     selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
-    upsertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?)
-      ON CONFLICT (sponsorship_id) DO UPDATE SET postop_charge = excluded.postop_charge, updated_at = excluded.updated_at`,
-    countOutstandingPostOpCharges: `SELECT COUNT(*) AS n FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
-      WHERE f.network = ? AND f.sender = ? AND f.postop_charge = ? AND s.status IN ('reserved', 'signed')`,
+    insertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?)`,
+    // The op's own sponsorship being replaced (bound second; '' when none) does not count.
+    selectOtherPostOpCharge: `SELECT 1 AS one FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
+      WHERE f.network = ? AND f.sender = ? AND f.postop_charge = ? AND s.status IN ('reserved', 'signed') AND s.id <> ? LIMIT 1`,
     upsertUnpaid: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
       VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT (sponsorship_id) DO UPDATE SET unpaid = excluded.unpaid, updated_at = excluded.updated_at`,
@@ -229,10 +231,8 @@ function queries(d: Dialect) {
       WHERE id = ? AND status IN ('reserved', 'signed')`,
     insertSponsorship: `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id,
         api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
-        valid_after, status, created_at, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'reserved', ?, ?)`,
-    markSigned: `UPDATE sponsorships SET status = 'signed', user_op_hash = ?, paymaster_and_data = ?, updated_at = ?
-      WHERE id = ? AND status = 'reserved'`,
+        valid_after, user_op_hash, paymaster_and_data, status, created_at, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'signed', ?, ?)`,
     settle: `UPDATE sponsorships SET status = 'settled', actual_gas_cost_wei = ?, actual_cost_usd_micros = ?,
         actual_token_cost = ?, settled_success = ?, settled_tx_hash = ?, settled_block_number = ?,
         settled_block_hash = ?, settled_log_index = ?, settled_at = ?, updated_at = ?
@@ -600,13 +600,20 @@ export class SqlStore implements Store {
    *   row not locked yet, the attempt is abandoned and run again (LockOrderRetry). Two first reservations of one
    *   op can both find none; the partial unique index lets only one insert, and the other retries and replaces it.
    *
-   * Then common.planTank and common.planCaps decide; a refusal ends in ROLLBACK: nothing is written, the earlier
-   * sponsorship stays.
+   * - 4. An ERC-20 op charged in postOp: the key lock of (network, sender)'s token charges (PostgreSQL: an
+   *   advisory lock; SQLite's write lock already serialises), then a look for another outstanding postOp-charge
+   *   sponsorship of the sender. Of two such reservations at once the second looks after the first committed.
+   *
+   * Then common.planTank, common.planCaps and the postOp-charge look decide; a refusal ends in ROLLBACK: nothing
+   * is written, the earlier sponsorship stays. The row is inserted signed (with its userOpHash and
+   * paymasterAndData): reserving and signing are one transaction, so there is no reserved-but-unsigned window in
+   * which a concurrent request for the same op could replace it.
    */
   async reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult> {
     const record = common.newSponsorshipRecord(input, common.nowSeconds());
     const checks = common.validCapChecks(caps, record.strategyId);
     const { network, sender } = record;
+    const postOpCharge = input.postOpCharge === true;
     const opKey: Param[] = [network, record.entryPoint, sender, record.nonce];
     const capKeys = checks.map((c): common.UsageKey => ({ strategyId: record.strategyId!, scope: c.scope, key: c.key }));
     const q = this.#q;
@@ -652,6 +659,13 @@ export class SqlStore implements Store {
           if ((await this.#capReached(tx, record, checks, capPlan)) === 0) tx.rollbackOnly();
           return capPlan;
         }
+        if (postOpCharge) {
+          if (this.#db.dialect.keyLock !== undefined) await tx.one(this.#db.dialect.keyLock, [`token-charge:${network}:${sender}`]);
+          if ((await tx.one(q.selectOtherPostOpCharge, [network, sender, true, previous?.id ?? ""])) !== undefined) {
+            tx.rollbackOnly();
+            return { ok: false, reason: "POSTOP_CHARGE_PENDING" };
+          }
+        }
 
         const now = record.createdAt;
         if (previous) {
@@ -677,33 +691,26 @@ export class SqlStore implements Store {
           record.maxCostUsdMicros,
           record.validUntil,
           record.validAfter,
+          record.userOpHash,
+          record.paymasterAndData,
           now,
           now,
         ]);
+        if (postOpCharge) await tx.run(q.insertPostOpCharge, [record.id, network, sender, true, false, now]);
         await this.#writeUsage(tx, capPlan.writes, now);
         for (const k of capPlan.links) await tx.run(q.insertLink, [record.id, k.strategyId, k.scope, k.key]);
+        // The row is signed as it is inserted: its sponsorship.signed outbox rows commit with it.
+        await this.#sponsorshipEvent(tx, record.id, "sponsorship.signed", sponsorshipData);
         return { ok: true, record, replaced: previous?.id ?? null };
       }, this.#isActiveOpRace);
     } catch (err) {
       if (this.#isForeignKey(err)) {
         throw new StoreError("NOT_FOUND", "sponsorship refers to an unknown project, API key or strategy");
       }
+      // Every retry found the op's active sponsorship replaced again by a concurrent reservation of the same op.
+      if (this.#isActiveOpRace(err)) throw new StoreError("CONFLICT", "concurrent reservations of the same op kept replacing each other");
       throw err;
     }
-  }
-
-  async markSigned(id: string, signed: { userOpHash: Hex; paymasterAndData: Hex }): Promise<void> {
-    const { userOpHash, paymasterAndData } = common.validSigned(signed);
-    // The update and its sponsorship.signed outbox rows commit together (the update holds the row's lock).
-    const changed = await this.#db.transaction(async (tx) => {
-      const n = await tx.run(this.#q.markSigned, [userOpHash, paymasterAndData, common.nowSeconds(), id]);
-      if (n === 1) await this.#sponsorshipEvent(tx, id, "sponsorship.signed", sponsorshipData);
-      return n;
-    });
-    if (changed === 1) return;
-    const row = await this.#db.one<{ status: SponsorshipStatus }>(this.#q.selectSponsorshipStatus, [id]);
-    if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
-    throw new StoreError("INVALID_STATE", `sponsorship ${id} is ${row.status}, not reserved: it cannot be signed`);
   }
 
   /**
@@ -837,18 +844,6 @@ export class SqlStore implements Store {
   }
 
   // ---- ERC-20 token charges at risk
-
-  /** Serialised per (network, sender), so two requests cannot both count 1. */
-  async notePostOpCharge(id: string): Promise<number> {
-    return this.#db.transaction(async (tx) => {
-      const row = await tx.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
-      if (!row) throw new StoreError("NOT_FOUND", `sponsorship ${id} not found`);
-      if (this.#db.dialect.keyLock !== undefined) await tx.one(this.#db.dialect.keyLock, [`token-charge:${row.network}:${row.sender}`]);
-      await tx.run(this.#q.upsertPostOpCharge, [id, row.network, row.sender, true, false, common.nowSeconds()]);
-      const counted = await tx.one<{ n: number | string }>(this.#q.countOutstandingPostOpCharges, [row.network, row.sender, true]);
-      return Number(counted?.n ?? 0);
-    });
-  }
 
   async setTokenChargeUnpaid(id: string, unpaid: boolean): Promise<void> {
     const row = await this.#db.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);

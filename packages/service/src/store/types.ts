@@ -95,6 +95,11 @@ export interface GasTank {
 }
 
 export type SponsorMode = "sponsor" | "erc20" | "user";
+/**
+ * "reserved" (held, not yet signed) is written by no current code path: reserveSponsorship records the op signed.
+ * Rows of earlier versions (which reserved, then signed in a second step) may still hold it, and every
+ * transition still handles it: released or expired like a signed one, never settled.
+ */
 export type SponsorshipStatus = "reserved" | "signed" | "settled" | "released";
 
 export interface SponsorshipRecord {
@@ -140,10 +145,20 @@ export interface Settlement {
   logIndex: number;
 }
 
-export type NewSponsorship = Omit<
-  SponsorshipRecord,
-  "id" | "userOpHash" | "paymasterAndData" | "status" | "createdAt" | "settlement"
->;
+/**
+ * A sponsorship as the pipeline records it: already signed (reserve and sign are one step, so no reservation
+ * ever waits for its signature), with the op's userOpHash and the paymasterAndData handed out.
+ */
+export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paymasterAndData" | "status" | "createdAt" | "settlement"> & {
+  userOpHash: Hex;
+  paymasterAndData: Hex;
+  /**
+   * ERC-20 mode charging its token in postOp: at most one such sponsorship per (network, sender) may be
+   * outstanding (what one unpaid charge can cost stays bounded); the op's own earlier one, replaced here, does
+   * not count.
+   */
+  postOpCharge?: boolean;
+};
 
 export type ReserveResult =
   | { ok: true; record: SponsorshipRecord; replaced: string | null }
@@ -152,7 +167,9 @@ export type ReserveResult =
    * A cap would be exceeded: the cap's rule (e.g. "caps.daily.maxUsd"), its limit and the total it would
    * reach, as decimal strings (USD in micro-units, 1e-6 USD).
    */
-  | { ok: false; reason: "CAP_EXCEEDED"; rule: string; limit: string; value: string };
+  | { ok: false; reason: "CAP_EXCEEDED"; rule: string; limit: string; value: string }
+  /** input.postOpCharge, and the sender already has an outstanding postOp-charge sponsorship on the network. */
+  | { ok: false; reason: "POSTOP_CHARGE_PENDING" };
 
 export type KeyApplicationStatus = "pending" | "approved" | "rejected" | "claimed";
 
@@ -378,15 +395,17 @@ export interface Store {
 
   // ---- sponsorships and reservations
   /**
-   * Atomically records a sponsorship and reserves its maximum cost. One reservation per (network, entryPoint,
-   * sender, nonce): asking again replaces the earlier one, never doubles it. In User Sponsor mode the sender's
-   * tank must cover maxCostWei over its other reservations (checked first); every cap in `caps` (for
-   * input.strategyId; the pipeline passes them in Sponsor mode) must hold with this op counted: reserved + spent + maxCost <= maxWei / maxUsdMicros, and
-   * ops + 1 <= maxOps (a replaced reservation of the same op is not counted twice). Else nothing is written.
+   * Atomically records a signed sponsorship (status "signed", with its userOpHash and paymasterAndData) and
+   * reserves its maximum cost, in one transaction. One reservation per (network, entryPoint, sender, nonce):
+   * asking again replaces the earlier one, never doubles it. In User Sponsor mode the sender's tank must cover
+   * maxCostWei over its other reservations (checked first); every cap in `caps` (for input.strategyId; the
+   * pipeline passes them in Sponsor mode) must hold with this op counted: reserved + spent + maxCost <= maxWei /
+   * maxUsdMicros, and ops + 1 <= maxOps (a replaced reservation of the same op is not counted twice); with
+   * input.postOpCharge, no other postOp-charge sponsorship of the sender may be outstanding. Else nothing is
+   * written. Throws StoreError CONFLICT when concurrent reservations of the same op kept replacing this one's
+   * view of it (PostgreSQL, after its bounded retries): asking again is safe.
    */
   reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult>;
-  /** Records what was signed for a reserved sponsorship. */
-  markSigned(id: string, signed: { userOpHash: Hex; paymasterAndData: Hex }): Promise<void>;
   /** Frees a reservation (signing failed, or it expired unused). */
   releaseSponsorship(id: string): Promise<void>;
   /**
@@ -456,13 +475,8 @@ export interface Store {
   /** Newest first. */
   listAudit(filter?: { action?: string; target?: string; limit?: number }): Promise<AuditEntry[]>;
 
-  // ---- ERC-20 token charges at risk (charge-in-postOp mode can be left unpaid by the op's own calls)
-  /**
-   * Marks a sponsorship as charging its token in postOp and returns how many of its sender's postOp-charge
-   * sponsorships on its network are outstanding (reserved or signed), this one included. Throws NOT_FOUND for an
-   * unknown sponsorship.
-   */
-  notePostOpCharge(id: string): Promise<number>;
+  // ---- ERC-20 token charges at risk (charge-in-postOp mode can be left unpaid by the op's own calls; which
+  // sponsorships charge in postOp is recorded by reserveSponsorship)
   /**
    * Records (true) that a sponsorship's token charge went unpaid on chain (the settlement watcher), or clears it
    * (false: its settlement was reorganised away). Unknown sponsorships are ignored.
@@ -471,8 +485,8 @@ export interface Store {
   /** Whether `sender` has a recorded unpaid token charge on `network`. */
   hasUnpaidTokenCharge(network: string, sender: Address): Promise<boolean>;
 
-  // ---- webhooks (the outbox is written by markSigned, settleSponsorship, the releases and reserveSponsorship's
-  // cap refusals, in their own transactions; see docs/webhooks.md)
+  // ---- webhooks (the outbox is written by reserveSponsorship (signed, replaced, cap refusals), settleSponsorship and
+  // the releases, in their own transactions; see docs/webhooks.md)
   /** Throws NOT_FOUND for an unknown project, DUPLICATE for a second approval endpoint. */
   createWebhookEndpoint(input: NewWebhookEndpoint): Promise<WebhookEndpoint>;
   listWebhookEndpoints(projectId: string): Promise<WebhookEndpoint[]>;

@@ -1,0 +1,129 @@
+/**
+ * The store's step of a sponsorship, alone: reserveSponsorship as the pipeline calls it once the op is signed
+ * and simulated (Sponsor mode, a strategy with global, daily and per-sender caps, every op its own nonce), on
+ * SQLite and on PostgreSQL.
+ *
+ *   pnpm --filter @paymaster/service bench:store -- [--reservations 2000] [--concurrency 8] [--postgres URL]
+ *
+ * Prints per backend: the p50/p99 of one reservation run alone, reservations per second with `concurrency` in
+ * flight, and this process's CPU per reservation (the driver's and the store's; SQLite's own work runs in this
+ * process too). PostgreSQL: a throwaway database on the server of --postgres (default
+ * postgres://postgres@127.0.0.1:5432/test), dropped at the end; skipped when the server does not answer.
+ * Bounded: at most 20000 reservations per phase and 120 s in all, then it stops by itself.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import type { Address, Hex } from "@paymaster/shared";
+import { capChecks } from "../src/policy/rules.ts";
+import { openPostgresStore } from "../src/store/postgres.ts";
+import { openSqliteStore } from "../src/store/sqlite.ts";
+import type { NewSponsorship, Store } from "../src/store/types.ts";
+
+const { values } = parseArgs({
+  args: process.argv.slice(2).filter((arg) => arg !== "--"),
+  options: {
+    reservations: { type: "string", default: "2000" },
+    concurrency: { type: "string", default: "8" },
+    postgres: { type: "string", default: "postgres://postgres@127.0.0.1:5432/test" },
+  },
+});
+const reservations = Math.max(10, Math.min(20_000, Number(values.reservations)));
+const concurrency = Math.max(1, Math.min(64, Number(values.concurrency)));
+const deadline = Date.now() + 120_000;
+
+const SENDER = "0x1111111111111111111111111111111111111111" as Address;
+const ENTRY_POINT = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
+
+async function bench(name: string, store: Store): Promise<void> {
+  const project = await store.createProject("bench");
+  const { apiKey } = await store.createApiKey(project.id);
+  const rules = { caps: { global: { maxOps: 1_000_000 }, daily: { maxUsd: "1000000" }, perSender: { maxOps: 1_000_000 } } };
+  const strategy = await store.createStrategy({ projectId: project.id, code: `BENCH${randomBytes(3).toString("hex")}`, name: "bench", rules });
+  const caps = capChecks(strategy.rules, { now: Math.floor(Date.now() / 1000), sender: SENDER });
+  let nonce = 0n;
+  const op = (): NewSponsorship => ({
+    network: "local",
+    entryPoint: ENTRY_POINT,
+    version: "v0.7",
+    sender: SENDER,
+    nonce: nonce++,
+    mode: "sponsor",
+    projectId: project.id,
+    apiKeyId: apiKey.id,
+    strategyId: strategy.id,
+    token: null,
+    exchangeRate: null,
+    maxTokenCost: null,
+    maxCostWei: 10n ** 15n,
+    maxCostUsdMicros: 3_000_000n,
+    validUntil: 2_000_000_000,
+    validAfter: 1_700_000_000,
+    userOpHash: `0x${randomBytes(32).toString("hex")}` as Hex,
+    paymasterAndData: `0x${randomBytes(117).toString("hex")}` as Hex,
+  });
+  const reserve = async (): Promise<number> => {
+    const started = performance.now();
+    const result = await store.reserveSponsorship(op(), caps);
+    if (!result.ok) throw new Error(`refused: ${result.reason}`);
+    return performance.now() - started;
+  };
+  const run = async (count: number, parallel: number) => {
+    const times: number[] = [];
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: parallel }, async () => {
+        while (times.length < count && Date.now() < deadline) times.push(await reserve());
+      }),
+    );
+    const cpu = process.cpuUsage(cpuBefore);
+    return { times, seconds: (performance.now() - started) / 1000, cpuMs: (cpu.user + cpu.system) / 1000 / times.length };
+  };
+  const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+  await run(100, 4); // warm-up: prepared statements, JIT, the usage rows
+  const alone = await run(reservations, 1);
+  const busy = await run(reservations, concurrency);
+  console.log(`\n${name}: reserveSponsorship (signed, 3 caps)`);
+  console.log(`  alone          p50 ${percentile(alone.times, 50).toFixed(3)} ms  p99 ${percentile(alone.times, 99).toFixed(3)} ms  CPU ${alone.cpuMs.toFixed(3)} ms/reservation`);
+  console.log(`  concurrency ${String(concurrency).padEnd(2)} ${(busy.times.length / busy.seconds).toFixed(0)} reservations/s  CPU ${busy.cpuMs.toFixed(3)} ms/reservation`);
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), "paymaster-bench-store-"));
+try {
+  const sqlite = await openSqliteStore(path.join(dir, "paymaster.sqlite"));
+  try {
+    await bench("SQLite", sqlite);
+  } finally {
+    await sqlite.close();
+  }
+
+  const admin = new pg.Client({ connectionString: values.postgres });
+  const connected = await admin.connect().then(
+    () => true,
+    (err: Error) => (console.log(`\nPostgreSQL skipped: ${err.message}`), false),
+  );
+  if (connected) {
+    const database = `paymaster_bench_${randomBytes(6).toString("hex")}`;
+    await admin.query(`CREATE DATABASE ${database}`);
+    try {
+      const url = new URL(values.postgres);
+      url.pathname = `/${database}`;
+      const postgres = await openPostgresStore(url.href);
+      try {
+        await bench("PostgreSQL", postgres);
+      } finally {
+        await postgres.close();
+      }
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
