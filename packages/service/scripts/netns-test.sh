@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs test/bundler.test.ts (alto, a real ERC-4337 bundler, binds every interface) inside a fresh
+# Runs test/bundler.test.ts and test/operatorJourney.test.ts (alto, a real ERC-4337 bundler, binds every interface) inside a fresh
 # loopback-only network namespace, so nothing started by the test is reachable beyond loopback.
 # Needs root (unshare -n); without it the bundler test is skipped with a message and exit 0 (exit 1 under CI).
 set -euo pipefail
@@ -18,4 +18,4 @@ fi
 NODE="$(command -v node)"
 MOCHA="$PWD/node_modules/mocha/bin/mocha.js"
 
-exec unshare -n -- bash -c 'ip link set lo up && exec "$0" "$@"' "$NODE" "$MOCHA" test/bundler.test.ts "$@"
+exec unshare -n -- bash -c 'ip link set lo up && exec "$0" "$@"' "$NODE" "$MOCHA" test/bundler.test.ts test/operatorJourney.test.ts "$@"

@@ -3,12 +3,8 @@
 // account-abstraction module has none), and @pimlico/alto running against the embedded local chain.
 // Alto binds every interface, so this file runs only inside a loopback-only network namespace
 // (scripts/netns-test.sh); it refuses to start alto anywhere else.
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { type ChildProcess } from "node:child_process";
 import { networkInterfaces } from "node:os";
-import { createServer } from "node:net";
-import { createRequire } from "node:module";
-import path from "node:path";
 import { expect } from "chai";
 import { createPublicClient, defineChain, encodeFunctionData, http, maxUint256, type Abi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -18,60 +14,9 @@ import { createPimlicoClient } from "permissionless/clients/pimlico";
 import { TestTokenArtifact } from "@paymaster/contracts/artifacts";
 import type { Address, EntryPointVersion } from "@paymaster/shared";
 import { ethCall, mint, startTestStack, type Embedded } from "./helpers/stack.ts";
+import { onlyLoopback, startAlto, stopAlto } from "./helpers/alto.ts";
 
 const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7"];
-
-/** Only the loopback interface exists (a fresh network namespace). */
-function onlyLoopback(): boolean {
-  const names = Object.keys(networkInterfaces());
-  return names.length > 0 && names.every((name) => name === "lo");
-}
-
-async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function altoEntry(): string {
-  // alto's exports hide package.json: find the package folder from its main entry.
-  const require = createRequire(import.meta.url);
-  let dir = path.dirname(require.resolve("@pimlico/alto"));
-  const isAlto = (d: string) => existsSync(path.join(d, "package.json")) && JSON.parse(readFileSync(path.join(d, "package.json"), "utf8")).name === "@pimlico/alto";
-  while (!isAlto(dir)) {
-    if (path.dirname(dir) === dir) throw new Error("@pimlico/alto's package folder not found");
-    dir = path.dirname(dir);
-  }
-  const pkg = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
-  return path.join(dir, pkg.bin.alto!);
-}
-
-async function waitForAlto(url: string, alto: ChildProcess, log: () => string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (alto.exitCode !== null) throw new Error(`alto exited with ${alto.exitCode}:\n${log()}`);
-    try {
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_supportedEntryPoints", params: [] }),
-      });
-      if (response.ok) {
-        const json = (await response.json()) as { result?: string[] };
-        if (Array.isArray(json.result) && json.result.length === 2) return;
-      }
-    } catch {
-      // not up yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`alto did not come up within 60 s:\n${log()}`);
-}
 
 describe("through a real bundler (alto) with viem's bundler + paymaster clients and a SimpleAccount", function () {
   this.timeout(180_000);
@@ -79,7 +24,6 @@ describe("through a real bundler (alto) with viem's bundler + paymaster clients 
   let alto: ChildProcess | undefined;
   let altoUrl: string;
   let rpcUrl: string;
-  let altoLog = "";
 
   before(async function () {
     if (!onlyLoopback()) {
@@ -88,41 +32,16 @@ describe("through a real bundler (alto) with viem's bundler + paymaster clients 
     embedded = await startTestStack();
     rpcUrl = embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/");
     const { chain, manifest } = embedded.stack;
-    const port = await freeLoopbackPort();
-    altoUrl = `http://127.0.0.1:${port}`;
-    const args = [
-      altoEntry(),
-      "--entrypoints", `${manifest.entryPoints["v0.6"].entryPoint},${manifest.entryPoints["v0.7"].entryPoint}`,
-      "--executor-private-keys", chain.accounts[7]!.privateKey,
-      "--utility-private-key", chain.accounts[8]!.privateKey,
-      "--rpc-url", chain.url,
-      "--port", String(port),
-      "--safe-mode", "false",
-      "--block-time", "250",
-      "--min-bundle-interval", "100",
-      "--max-bundle-interval", "250",
-      "--utility-wallet-monitor", "false",
-      "--refilling-wallets", "false",
-      "--log-level", process.env.ALTO_LOG_LEVEL ?? "warn",
-    ];
-    alto = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NODE_OPTIONS: "" } });
-    const append = (chunk: Buffer) => {
-      altoLog = (altoLog + chunk.toString()).slice(-20_000);
-      if (process.env.ALTO_LOG_LEVEL) process.stderr.write(chunk);
-    };
-    alto.stdout!.on("data", append);
-    alto.stderr!.on("data", append);
-    await waitForAlto(altoUrl, alto, () => altoLog);
+    ({ alto, url: altoUrl } = await startAlto({
+      rpcUrl: chain.url,
+      entryPoints: [manifest.entryPoints["v0.6"].entryPoint, manifest.entryPoints["v0.7"].entryPoint],
+      executorKey: chain.accounts[7]!.privateKey,
+      utilityKey: chain.accounts[8]!.privateKey,
+    }));
   });
 
   after(async () => {
-    if (alto && alto.exitCode === null) {
-      const exited = new Promise((resolve) => alto!.once("exit", resolve));
-      alto.kill("SIGTERM");
-      const timer = setTimeout(() => alto!.kill("SIGKILL"), 5_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await stopAlto(alto);
     await embedded?.close();
   });
 
