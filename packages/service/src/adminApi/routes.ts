@@ -12,6 +12,7 @@ import { createProject, listProjects, setProjectStatus, showProject } from "../a
 import { listSponsorships, showSponsorship } from "../admin/sponsorships.ts";
 import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, updateStrategy } from "../admin/strategies.ts";
 import { creditTank, debitTank, showTank } from "../admin/tanks.ts";
+import { createWebhook, listProjectWebhooks, removeWebhook, replayWebhook, webhookDeliveries } from "../admin/webhooks.ts";
 
 export interface AdminRequest {
   params: Record<string, string>;
@@ -43,6 +44,28 @@ const tankOf = (r: AdminRequest) => ({ network: r.params.network, sender: r.para
 const SPONSORSHIP_FILTERS = ["project", "strategy", "network", "sender", "status", "userOpHash", "since", "until", "limit"] as const;
 
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
+  { method: "get", path: "/projects/:id/webhooks", summary: "A project's webhook endpoints (never their secrets)", handler: (ctx, r) => listProjectWebhooks(ctx, r.params.id!) },
+  {
+    method: "post",
+    path: "/projects/:id/webhooks",
+    summary: "Add a webhook endpoint; the answer's `secret` is shown this once",
+    body: "{url, kind?: events|approval, events?, timeoutMs?, defaultDecision?}",
+    status: 201,
+    handler: (ctx, r) => {
+      const b = object(r.body);
+      return createWebhook(ctx, { projectId: r.params.id!, ...(b as { url: string }) });
+    },
+  },
+  { method: "post", path: "/webhooks/:id/delete", summary: "Remove a webhook endpoint", handler: (ctx, r) => removeWebhook(ctx, r.params.id!) },
+  {
+    method: "get",
+    path: "/webhook-deliveries",
+    summary: "Webhook events and their delivery, newest first (status=dead: the dead-letter list)",
+    query: ["project", "status", "limit"],
+    handler: (ctx, r) => webhookDeliveries(ctx, { ...(r.query.project ? { projectId: r.query.project } : {}), ...(r.query.status ? { status: r.query.status } : {}), ...(r.query.limit ? { limit: Number(r.query.limit) } : {}) }),
+  },
+  { method: "post", path: "/webhook-deliveries/:id/replay", summary: "Send a delivered or dead event again (same id)", handler: (ctx, r) => replayWebhook(ctx, r.params.id!) },
+
   { method: "get", path: "/projects", summary: "List projects", handler: (ctx) => listProjects(ctx) },
   { method: "post", path: "/projects", summary: "Create a project", body: "{name}", status: 201, handler: (ctx, r) => createProject(ctx, { name: object(r.body).name }) },
   { method: "get", path: "/projects/:id", summary: "A project with its keys and strategies", handler: (ctx, r) => showProject(ctx, r.params.id!) },

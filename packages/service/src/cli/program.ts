@@ -12,6 +12,7 @@ import { openAdmin, UsageError, type GlobalOptions } from "./context.ts";
 import { printer, type Printer } from "./output.ts";
 import { registerApply } from "./commands/apply.ts";
 import { registerAudit } from "./commands/audit.ts";
+import { registerWebhook } from "./commands/webhook.ts";
 import { registerKey } from "./commands/key.ts";
 import { registerProject } from "./commands/project.ts";
 import { registerSponsorship } from "./commands/sponsorship.ts";
@@ -68,7 +69,7 @@ export function buildProgram(io: Io): Command {
     );
   };
   registerChain(program, runChain);
-  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerApply, registerAudit]) {
+  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerApply, registerAudit, registerWebhook]) {
     register(program, run);
   }
   // Subcommands inherit the error handling and output of the root.

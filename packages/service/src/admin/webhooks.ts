@@ -1,0 +1,53 @@
+/**
+ * Webhooks, as the operator administers them (CLI `paymaster webhook …` and the admin API): endpoints per
+ * project (the secret shown once, never in the audit log), deliveries, the dead-letter list, replay by id.
+ * The work is src/webhooks/admin.ts; here the operator's doors get audit rows and AdminErrors.
+ */
+import { createApprovalWebhook, createEventWebhook, deleteWebhook, listDeliveries, listWebhooks, replayDelivery } from "../webhooks/admin.ts";
+import type { ApprovalDefault, WebhookDelivery, WebhookEndpoint } from "../store/types.ts";
+import { audit, guarded, type AdminContext } from "./context.ts";
+
+/** An endpoint as listed and audited: never its secret. */
+function view(endpoint: WebhookEndpoint): Omit<WebhookEndpoint, "secret"> {
+  const { secret: _secret, ...rest } = endpoint as WebhookEndpoint & { secret?: string };
+  return rest;
+}
+
+export async function createWebhook(
+  ctx: AdminContext,
+  input: { projectId: string; url: string; kind?: "events" | "approval"; events?: readonly string[]; timeoutMs?: number; defaultDecision?: ApprovalDefault },
+): Promise<{ endpoint: Omit<WebhookEndpoint, "secret">; secret: string }> {
+  const created = await guarded(() =>
+    input.kind === "approval"
+      ? createApprovalWebhook(ctx.store, {
+          projectId: input.projectId,
+          url: input.url,
+          ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
+          ...(input.defaultDecision === undefined ? {} : { defaultDecision: input.defaultDecision }),
+        })
+      : createEventWebhook(ctx.store, { projectId: input.projectId, url: input.url, ...(input.events ? { events: input.events } : {}) }),
+  );
+  await audit(ctx, "webhook.create", created.endpoint.id, null, view(created.endpoint));
+  return { endpoint: view(created.endpoint), secret: created.secret };
+}
+
+export async function listProjectWebhooks(ctx: AdminContext, projectId: string): Promise<Omit<WebhookEndpoint, "secret">[]> {
+  return (await guarded(() => listWebhooks(ctx.store, projectId))).map(view);
+}
+
+export async function removeWebhook(ctx: AdminContext, endpointId: string): Promise<{ deleted: string }> {
+  await guarded(() => deleteWebhook(ctx.store, endpointId));
+  await audit(ctx, "webhook.delete", endpointId, null, null);
+  return { deleted: endpointId };
+}
+
+/** Deliveries, newest first; `status: "dead"` is the dead-letter list. */
+export function webhookDeliveries(ctx: AdminContext, filter: { projectId?: string; status?: string; limit?: number }): Promise<WebhookDelivery[]> {
+  return guarded(() => listDeliveries(ctx.store, filter));
+}
+
+export async function replayWebhook(ctx: AdminContext, eventId: string): Promise<{ replayed: string }> {
+  await guarded(() => replayDelivery(ctx.store, eventId));
+  await audit(ctx, "webhook.replay", eventId, null, null);
+  return { replayed: eventId };
+}
