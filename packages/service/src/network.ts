@@ -6,7 +6,7 @@
  */
 import { decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact, VerifyingPaymasterV06Artifact } from "@paymaster/contracts/artifacts";
-import { ENTRY_POINT_VERSIONS, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import type { NetworkConfig } from "./config/types.ts";
 import type { NetworkChain, NetworkRuntime } from "./context.ts";
 import type { Logger } from "pino";
@@ -19,6 +19,7 @@ import { createMarket } from "./chain/market.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
 import { createSigner } from "./signer/signer.ts";
 import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07 } from "./chain/entryPoint.ts";
+import { SPONSOR_VERSIONS } from "./rpc/schemas.ts";
 
 // Both versions share the admin/view ABI (PaymasterBase, TokenChargeBase).
 const verifyingAbi = VerifyingPaymasterV06Artifact.abi as Abi;
@@ -32,7 +33,7 @@ async function view<T>(rpc: ChainRpc, to: Address, abi: Abi, functionName: strin
 
 /** The runtime of a network without chain access (pure configuration view). */
 export function configView(config: NetworkConfig): Omit<NetworkRuntime, "chain"> {
-  const versions = ENTRY_POINT_VERSIONS.filter((v) => config.entryPoints[v] !== undefined);
+  const versions = SPONSOR_VERSIONS.filter((v) => config.entryPoints[v] !== undefined);
   return { config, versions, entryPoint: (version: EntryPointVersion) => config.entryPoints[version] };
 }
 

@@ -495,6 +495,8 @@ describe("configuration", () => {
       entryPoints: {
         "v0.6": { entryPoint: EP06, simpleAccountFactory: FEED, verifyingPaymaster: VPM, erc20Paymaster: EPM },
         "v0.7": { entryPoint: EP07, simpleAccountFactory: FEED, verifyingPaymaster: EPM, erc20Paymaster: VPM },
+        // Deployed by the contracts package but not served yet: the local network leaves it out.
+        "v0.8": { entryPoint: ADDR1, simpleAccountFactory: FEED, verifyingPaymaster: ADDR2, erc20Paymaster: USDC },
       },
       tokens: [
         { symbol: "USDC", name: "Test USDC", address: USDC, decimals: 6 },

@@ -104,6 +104,8 @@ function selectorOf(abi: Abi, name: string): string {
 const SIMULATE_HANDLE_OP = {
   "v0.6": selectorOf(EntryPointV06Artifact.abi as Abi, "simulateHandleOp"),
   "v0.7": selectorOf(EntryPointSimulationsV07Artifact.abi as Abi, "simulateHandleOp"),
+  // v0.8 keeps v0.7's PackedUserOperation, so its simulateHandleOp and handleOps have v0.7's selectors.
+  "v0.8": selectorOf(EntryPointSimulationsV07Artifact.abi as Abi, "simulateHandleOp"),
 } as const;
 
 /** Calldata of simulateHandleOp(op, target, targetCallData) on the op's EntryPoint (v0.7: EntryPointSimulations). */
@@ -116,6 +118,7 @@ export function encodeSimulateHandleOp(op: VersionedUserOperation, target: Addre
 const HANDLE_OPS = {
   "v0.6": selectorOf(EntryPointV06Artifact.abi as Abi, "handleOps"),
   "v0.7": selectorOf(EntryPointV07Artifact.abi as Abi, "handleOps"),
+  "v0.8": selectorOf(EntryPointV07Artifact.abi as Abi, "handleOps"),
 } as const;
 
 /**

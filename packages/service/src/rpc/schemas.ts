@@ -34,8 +34,13 @@ export const USER_OP_LIMITS = Object.freeze({
 /** Longest strategy_code / token string accepted in the extra-data object. */
 export const EXTRA_STRING_MAX_CHARS = 128;
 
-/** The EntryPoint versions a sponsor call may name, in order (the first is the default). */
-export const SPONSOR_VERSIONS: readonly EntryPointVersion[] = Object.freeze(["v0.6", "v0.7"]);
+/**
+ * The EntryPoint versions a sponsor call may name, in order (the first is the default). v0.8 is known to
+ * @paymaster/shared and deployed by the contracts package, but the service does not serve it yet.
+ */
+export const SPONSOR_VERSIONS = Object.freeze(["v0.6", "v0.7"] as const);
+/** A version the service serves. */
+export type SponsorVersion = (typeof SPONSOR_VERSIONS)[number];
 
 // ---------------------------------------------------------------------------------------------------------
 // Primitives
@@ -379,7 +384,7 @@ function forwardIssues(ctx: z.core.$RefinementCtx, prefix: PropertyKey[], issues
  * A version string we do not support is UNSUPPORTED_ENTRYPOINT_VERSION (not a params error): the request is
  * well-formed, we just cannot serve it. A non-string version is a type error, left to the extra schema.
  */
-function requestedVersion(extra: unknown): EntryPointVersion | undefined {
+function requestedVersion(extra: unknown): SponsorVersion | undefined {
   if (typeof extra !== "object" || extra === null || Array.isArray(extra) || !Object.hasOwn(extra, "version")) return "v0.6";
   const version = (extra as { version: unknown }).version;
   if (typeof version !== "string") return undefined;
@@ -390,7 +395,7 @@ function requestedVersion(extra: unknown): EntryPointVersion | undefined {
       { supported: [...SPONSOR_VERSIONS] },
     );
   }
-  return version as EntryPointVersion;
+  return version as SponsorVersion;
 }
 
 /**
