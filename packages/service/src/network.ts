@@ -18,7 +18,7 @@ import { createDepositGuard } from "./sponsor/deposit.ts";
 import { createMarket } from "./chain/market.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
 import { createSigner } from "./signer/signer.ts";
-import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07 } from "./chain/entryPoint.ts";
+import { CODE_OVERRIDE_SIMULATORS, findSimulator } from "./chain/entryPoint.ts";
 import { SPONSOR_VERSIONS } from "./rpc/schemas.ts";
 
 // Both versions share the admin/view ABI (PaymasterBase, TokenChargeBase).
@@ -85,7 +85,10 @@ export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Sto
     signer,
     erc20,
     deposits: createDepositGuard(rpc, store, config.name),
-    simulator: base.versions.includes("v0.7") ? await findSimulatorV07(rpc) : SIMULATOR_CODE_OVERRIDE,
+    simulator: Object.freeze({
+      "v0.7": base.versions.includes("v0.7") ? await findSimulator(rpc, "v0.7") : CODE_OVERRIDE_SIMULATORS["v0.7"],
+      "v0.8": base.versions.includes("v0.8") ? await findSimulator(rpc, "v0.8") : CODE_OVERRIDE_SIMULATORS["v0.8"],
+    }),
   };
 }
 

@@ -303,8 +303,19 @@ describe("sponsorParamsSchema", () => {
     expect(error.status).to.equal(400);
   });
 
+  it("v0.8 takes v0.7's fields; an EIP-7702 sender (factory = the 0x7702 marker) is refused by name", () => {
+    const parsed = sponsorParamsSchema.parse([validUserOpV07(), { version: "v0.8" }]);
+    expect(parsed.version).to.equal("v0.8");
+    const marker = { ...validUserOpV07(), factory: "0x7702000000000000000000000000000000000000", factoryData: "0x" };
+    const found = issues(sponsorParamsSchema, [marker, { version: "v0.8" }]);
+    expect(found[0]!.path).to.deep.equal([0, "factory"]);
+    expect(found[0]!.message).to.match(/EIP-7702 senders/);
+    // On v0.7 the same bytes are an ordinary (non-existent) factory address: simulation refuses it later.
+    expect(sponsorParamsSchema.parse([marker, { version: "v0.7" }]).version).to.equal("v0.7");
+  });
+
   it("UNSUPPORTED_ENTRYPOINT_VERSION for any other version string; a non-string version is a params issue", () => {
-    for (const version of ["v0.8", "v0.5", "", "0.6", "v0.6.0"]) {
+    for (const version of ["v0.9", "v0.5", "", "0.6", "v0.6.0"]) {
       expect(thrown(sponsorParamsSchema, [validUserOpV06(), { version }]).reason).to.equal("UNSUPPORTED_ENTRYPOINT_VERSION");
     }
     for (const version of [6, null, {}, ["v0.6"]]) {

@@ -18,7 +18,7 @@ import { VerifyingPaymasterV07__factory } from "../../types/ethers-contracts/fac
 import { ERC20PaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/ERC20PaymasterV08__factory.ts";
 import { VerifyingPaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/VerifyingPaymasterV08__factory.ts";
 import { loadShippedArtifact } from "./aaArtifacts.ts";
-import { EntryPointSimulatorV07Deployment } from "../../types/artifacts/index.ts";
+import { EntryPointSimulatorV07Deployment, EntryPointSimulatorV08Deployment } from "../../types/artifacts/index.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
   CREATE2_DEPLOYER_RUNTIME_CODE,
@@ -323,14 +323,13 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     (await new ERC20PaymasterV08__factory().getDeployTransaction(entryPoint08, owner, signers, treasury, postOpGasOf("v0.8"), minPostOpGasLimit)).data,
   );
 
-  // The v0.7 simulator the service references from a small state override instead of sending its code.
-  await deployDeterministic(
-    ctx,
-    "EntryPointSimulatorV07",
-    EntryPointSimulatorV07Deployment.salt,
-    EntryPointSimulatorV07Deployment.initCode,
-    EntryPointSimulatorV07Deployment.address,
-  );
+  // The v0.7/v0.8 simulators the service references from a small state override instead of sending their code.
+  for (const [label, deployment] of [
+    ["EntryPointSimulatorV07", EntryPointSimulatorV07Deployment],
+    ["EntryPointSimulatorV08", EntryPointSimulatorV08Deployment],
+  ] as const) {
+    await deployDeterministic(ctx, label, deployment.salt, deployment.initCode, deployment.address);
+  }
 
   // ---- set-up: top up / set only what is missing
   const paymasters = [

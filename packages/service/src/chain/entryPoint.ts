@@ -1,14 +1,20 @@
 /**
  * EntryPoint simulation through eth_call. v0.6: the EntryPoint's own simulateHandleOp (always reverts with
- * ExecutionResult or FailedOp). v0.7: our EntryPointSimulatorV07 (eth-infinitism's EntryPointSimulations plus
+ * ExecutionResult or FailedOp). v0.7 / v0.8: our EntryPointSimulatorV07 / V08 (eth-infinitism's EntryPointSimulations plus
  * the op's execution outcome) run at the EntryPoint's address through a state override: a 45-byte delegating
  * proxy when the simulator's code is deployed on the chain (found at start-up at its CREATE2 address), else
  * the whole ~19 kB code on every call (see "Simulation" in the README for the measurements). It returns
  * ExecutionResult or reverts with FailedOp / FailedOpWithRevert. Both versions give the same result shape.
  */
 import { decodeAbiParameters, decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
-import { EntryPointSimulatorV07Artifact, EntryPointSimulatorV07Deployment, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
-import type { Address, Hex, UserOperationV06, UserOperationV07 } from "@paymaster/shared";
+import {
+  EntryPointSimulatorV07Artifact,
+  EntryPointSimulatorV07Deployment,
+  EntryPointSimulatorV08Artifact,
+  EntryPointSimulatorV08Deployment,
+  EntryPointV06Artifact,
+} from "@paymaster/contracts/artifacts";
+import type { Address, Hex, UserOperationV06, UserOperationV07, UserOperationV08 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { encodeSimulateHandleOp } from "./userOpAbi.ts";
@@ -39,26 +45,43 @@ export interface SimulationFailure {
 
 export type SimulationOutcome = { ok: true; result: ExecutionResult } | { ok: false; failure: SimulationFailure };
 
-export type SimulatedOp = { version: "v0.6"; userOp: UserOperationV06 } | { version: "v0.7"; userOp: UserOperationV07 };
+export type SimulatedOp =
+  | { version: "v0.6"; userOp: UserOperationV06 }
+  | { version: "v0.7"; userOp: UserOperationV07 }
+  | { version: "v0.8"; userOp: UserOperationV08 };
 
-/** How v0.7 simulations reach the simulator's code: the state override each eth_call carries. */
-export interface SimulatorV07 {
+/** How v0.7/v0.8 simulations reach the simulator's code: the state override each eth_call carries. */
+export interface Simulator {
   /** "deployed": a delegating proxy to the simulator's deployed code; "override": the whole code each call. */
   readonly kind: "deployed" | "override";
   /** The override's `code` value, pre-serialized (JSON.stringify would rescan the 38k-character string each call). */
   readonly code: unknown;
 }
 
+/** The v0.7 simulator access (kept as a name: v0.7 came first). */
+export type SimulatorV07 = Simulator;
+/** One simulator per EntryPoint version that simulates through one (v0.6 uses its EntryPoint's own). */
+export type Simulators = Readonly<Record<"v0.7" | "v0.8", Simulator>>;
+
 const ZERO: Address = "0x0000000000000000000000000000000000000000";
 const entryPointV06Abi = EntryPointV06Artifact.abi as Abi;
-const simulatorV07Abi = EntryPointSimulatorV07Artifact.abi as Abi;
+const SIMULATOR_ARTIFACTS = {
+  "v0.7": { artifact: EntryPointSimulatorV07Artifact, deployment: EntryPointSimulatorV07Deployment },
+  "v0.8": { artifact: EntryPointSimulatorV08Artifact, deployment: EntryPointSimulatorV08Deployment },
+} as const;
+const simulatorAbi = (version: "v0.7" | "v0.8"): Abi => SIMULATOR_ARTIFACTS[version].artifact.abi as Abi;
 const rawJson = (text: string): unknown => (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(text);
 
-/** The simulator's whole runtime code as the override: works on any node that takes state overrides. */
-export const SIMULATOR_CODE_OVERRIDE: SimulatorV07 = Object.freeze({
-  kind: "override",
-  code: rawJson(JSON.stringify(EntryPointSimulatorV07Artifact.deployedBytecode)),
-});
+function codeOverride(version: "v0.7" | "v0.8"): Simulator {
+  return Object.freeze({ kind: "override", code: rawJson(JSON.stringify(SIMULATOR_ARTIFACTS[version].artifact.deployedBytecode)) });
+}
+
+/** The v0.7 simulator's whole runtime code as the override: works on any node that takes state overrides. */
+export const SIMULATOR_CODE_OVERRIDE: Simulator = codeOverride("v0.7");
+/** The same for v0.8. */
+export const SIMULATOR_V08_CODE_OVERRIDE: Simulator = codeOverride("v0.8");
+/** Both simulators as whole-code overrides (a network without v0.7/v0.8 never uses them). */
+export const CODE_OVERRIDE_SIMULATORS: Simulators = Object.freeze({ "v0.7": SIMULATOR_CODE_OVERRIDE, "v0.8": SIMULATOR_V08_CODE_OVERRIDE });
 
 /** An EIP-1167 minimal proxy: delegates every call (with all its gas) to `target`, returning or reverting its data. */
 function delegatingProxyCode(target: Address): Hex {
@@ -69,11 +92,16 @@ function delegatingProxyCode(target: Address): Hex {
  * The cheapest way this chain offers: the proxy when the simulator's exact runtime code is deployed at its
  * CREATE2 address (the local stack deploys it; anyone can on a real network), else the whole code.
  */
-export async function findSimulatorV07(rpc: ChainRpc): Promise<SimulatorV07> {
-  const { address } = EntryPointSimulatorV07Deployment;
-  const code = await rpc.request<string>("eth_getCode", [address, "latest"]);
-  if (code.toLowerCase() !== EntryPointSimulatorV07Artifact.deployedBytecode.toLowerCase()) return SIMULATOR_CODE_OVERRIDE;
-  return Object.freeze({ kind: "deployed", code: delegatingProxyCode(address) });
+export async function findSimulatorV07(rpc: ChainRpc): Promise<Simulator> {
+  return findSimulator(rpc, "v0.7");
+}
+
+/** findSimulatorV07 for any simulated version. */
+export async function findSimulator(rpc: ChainRpc, version: "v0.7" | "v0.8"): Promise<Simulator> {
+  const { artifact, deployment } = SIMULATOR_ARTIFACTS[version];
+  const code = await rpc.request<string>("eth_getCode", [deployment.address, "latest"]);
+  if (code.toLowerCase() !== artifact.deployedBytecode.toLowerCase()) return codeOverride(version);
+  return Object.freeze({ kind: "deployed", code: delegatingProxyCode(deployment.address) });
 }
 
 function failureOf(reason: string, inner: Hex | null): SimulationFailure {
@@ -107,7 +135,7 @@ interface RawExecution {
 type RawOutcome = { ok: true; result: RawExecution } | { ok: false; failure: SimulationFailure };
 
 /** simulateHandleOp(op, target, targetCallData) at the latest block; a zero target skips the target call. */
-async function simulateHandleOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, target: Address, targetCallData: Hex): Promise<RawOutcome> {
+async function simulateHandleOp(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, target: Address, targetCallData: Hex): Promise<RawOutcome> {
   const data = encodeSimulateHandleOp(op, target, targetCallData);
   if (op.version === "v0.6") {
     let revert: Hex | undefined;
@@ -125,14 +153,15 @@ async function simulateHandleOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoi
     const [preOpGas, paid, , , targetSuccess, targetResult] = decoded.args as [bigint, bigint, number, number, boolean, Hex];
     return { ok: true, result: { preOpGas, paid, paymasterValidationData: 0n, targetSuccess, targetResult } };
   }
+  const abi = simulatorAbi(op.version);
   try {
-    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulator.code } }]);
-    const result = decodeFunctionResult({ abi: simulatorV07Abi, functionName: "simulateHandleOp", data: output }) as RawExecution;
+    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulators[op.version].code } }]);
+    const result = decodeFunctionResult({ abi, functionName: "simulateHandleOp", data: output }) as RawExecution;
     return { ok: true, result };
   } catch (error) {
     if (!(error instanceof NodeError)) throw error;
     const revert = error.revertData;
-    const failure = revert ? decodeFailure(simulatorV07Abi, revert) : undefined;
+    const failure = revert ? decodeFailure(abi, revert) : undefined;
     return { ok: false, failure: failure ?? failureOf(`simulation reverted${revert ? "" : ": " + error.message.slice(0, 200)}`, revert ?? null) };
   }
 }
@@ -143,15 +172,15 @@ const OUTCOME_TYPES = [{ type: "bool" }, { type: "bool" }, { type: "bytes" }] as
  * The op as it would land: validation, execution and postOp, then (optionally) `read` called right after the
  * op, e.g. the treasury's token balance. v0.7 also tells whether the execution and postOp succeeded.
  */
-export async function simulateOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): Promise<SimulationOutcome> {
+export async function simulateOp(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): Promise<SimulationOutcome> {
   if (op.version === "v0.6") {
-    const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, read?.to ?? ZERO, read?.data ?? "0x");
+    const raw = await simulateHandleOp(rpc, simulators, entryPoint, op, read?.to ?? ZERO, read?.data ?? "0x");
     if (!raw.ok) return raw;
     return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
   }
   // The EntryPoint calls itself after the op: the simulator's opOutcome(read.to, read.data).
-  const outcomeCall = encodeFunctionData({ abi: simulatorV07Abi, functionName: "opOutcome", args: [read?.to ?? ZERO, read?.data ?? "0x"] });
-  const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, entryPoint, outcomeCall);
+  const outcomeCall = encodeFunctionData({ abi: simulatorAbi(op.version), functionName: "opOutcome", args: [read?.to ?? ZERO, read?.data ?? "0x"] });
+  const raw = await simulateHandleOp(rpc, simulators, entryPoint, op, entryPoint, outcomeCall);
   if (!raw.ok) return raw;
   if (!raw.result.targetSuccess) throw new RpcError("CHAIN_UNAVAILABLE", "the simulator's opOutcome failed");
   const [opSucceeded, targetSuccess, targetResult] = decodeAbiParameters(OUTCOME_TYPES, raw.result.targetResult);
@@ -172,8 +201,8 @@ export async function simulateOp(rpc: ChainRpc, simulator: SimulatorV07, entryPo
  * The op's calls alone, with their revert data: `op` must carry empty callData; the EntryPoint then calls
  * `sender` with `callData` right after validation (as the op's execution would).
  */
-export async function simulateCalls(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): Promise<SimulationOutcome> {
-  const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, sender, callData);
+export async function simulateCalls(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): Promise<SimulationOutcome> {
+  const raw = await simulateHandleOp(rpc, simulators, entryPoint, op, sender, callData);
   if (!raw.ok) return raw;
   return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
 }

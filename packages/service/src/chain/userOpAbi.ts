@@ -6,7 +6,7 @@
  * every call, several times per sponsorship. test/userOpAbi.test.ts checks the output equals viem's.
  */
 import { toFunctionSelector, type Abi, type AbiFunction } from "viem";
-import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact, EntryPointV07Artifact } from "@paymaster/contracts/artifacts";
+import { EntryPointSimulationsV07Artifact, EntryPointSimulatorV08Artifact, EntryPointV06Artifact, EntryPointV07Artifact } from "@paymaster/contracts/artifacts";
 import { packUserOpV07, type Address, type Hex, type UserOperationV06, type UserOperationV07, type VersionedUserOperation } from "@paymaster/shared";
 
 const UINT256_MAX = (1n << 256n) - 1n;
@@ -105,7 +105,7 @@ const SIMULATE_HANDLE_OP = {
   "v0.6": selectorOf(EntryPointV06Artifact.abi as Abi, "simulateHandleOp"),
   "v0.7": selectorOf(EntryPointSimulationsV07Artifact.abi as Abi, "simulateHandleOp"),
   // v0.8 keeps v0.7's PackedUserOperation, so its simulateHandleOp and handleOps have v0.7's selectors.
-  "v0.8": selectorOf(EntryPointSimulationsV07Artifact.abi as Abi, "simulateHandleOp"),
+  "v0.8": selectorOf(EntryPointSimulatorV08Artifact.abi as Abi, "simulateHandleOp"),
 } as const;
 
 /** Calldata of simulateHandleOp(op, target, targetCallData) on the op's EntryPoint (v0.7: EntryPointSimulations). */

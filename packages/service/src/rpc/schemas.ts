@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { getAddress } from "viem";
-import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
+import { isEip7702UserOp, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { RpcError } from "./errors.ts";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -34,11 +34,8 @@ export const USER_OP_LIMITS = Object.freeze({
 /** Longest strategy_code / token string accepted in the extra-data object. */
 export const EXTRA_STRING_MAX_CHARS = 128;
 
-/**
- * The EntryPoint versions a sponsor call may name, in order (the first is the default). v0.8 is known to
- * @paymaster/shared and deployed by the contracts package, but the service does not serve it yet.
- */
-export const SPONSOR_VERSIONS = Object.freeze(["v0.6", "v0.7"] as const);
+/** The EntryPoint versions a sponsor call may name, in order (the first is the default). */
+export const SPONSOR_VERSIONS = Object.freeze(["v0.6", "v0.7", "v0.8"] as const);
 /** A version the service serves. */
 export type SponsorVersion = (typeof SPONSOR_VERSIONS)[number];
 
@@ -180,7 +177,8 @@ export interface UserOpInputV07 {
   signature: Hex;
 }
 
-export type SponsorRequest = ({ version: "v0.6"; userOp: UserOpInputV06 } | { version: "v0.7"; userOp: UserOpInputV07 }) & {
+/** v0.8 takes v0.7's unpacked (ERC-7769) fields: its PackedUserOperation is v0.7's. */
+export type SponsorRequest = ({ version: "v0.6"; userOp: UserOpInputV06 } | { version: "v0.7" | "v0.8"; userOp: UserOpInputV07 }) & {
   strategyCode?: string;
   token?: string;
 };
@@ -228,8 +226,8 @@ function userOpObjectError(version: EntryPointVersion) {
     if (issue.code === "unrecognized_keys") {
       const keys = issue.keys ?? [];
       let hint = "";
-      if (version === "v0.6" && keys.some((key) => V07_ONLY_FIELDS.has(key))) hint = ' (v0.7 field names: set extra.version to "v0.7")';
-      if (version === "v0.7" && keys.some((key) => PACKED_FIELDS.has(key))) hint = " (send the unpacked ERC-7769 fields, not the packed ones)";
+      if (version === "v0.6" && keys.some((key) => V07_ONLY_FIELDS.has(key))) hint = ' (v0.7 field names: set extra.version to "v0.7" or "v0.8")';
+      if (version !== "v0.6" && keys.some((key) => PACKED_FIELDS.has(key))) hint = " (send the unpacked ERC-7769 fields, not the packed ones)";
       return `unknown user operation field${keys.length === 1 ? "" : "s"} ${listNames(keys)}${hint}`;
     }
     if (issue.code === "invalid_type") return `expected the user operation object, got ${jsonTypeOf(issue.input)}`;
@@ -359,7 +357,7 @@ const extraSchema = z.strictObject(
   {
     strategy_code: extraString(),
     token: extraString(),
-    version: z.enum(["v0.6", "v0.7"], { error: 'expected "v0.6" or "v0.7"' }).optional(),
+    version: z.enum(SPONSOR_VERSIONS, { error: 'expected "v0.6", "v0.7" or "v0.8"' }).optional(),
   },
   {
     error: (issue) => {
@@ -430,15 +428,21 @@ export const sponsorParamsSchema: z.ZodType<SponsorRequest> = z.unknown().transf
   }
 
   // Without a usable version the user operation cannot be checked against the right field set.
-  const userOp = version === undefined ? undefined : (version === "v0.7" ? userOpV07Schema : userOpV06Schema).safeParse(rawUserOp);
+  const userOp = version === undefined ? undefined : (version === "v0.6" ? userOpV06Schema : userOpV07Schema).safeParse(rawUserOp);
   if (userOp !== undefined && !userOp.success) forwardIssues(ctx, [0], userOp.error.issues);
   if (!extra.success) forwardIssues(ctx, [1], extra.error.issues);
   if (userOp === undefined || !userOp.success || !extra.success || version === undefined) return z.NEVER;
+  // EIP-7702 senders (the 0x7702 initCode marker) need the authorization's delegate to be hashed; until the
+  // service takes eip7702Auth they are refused by name instead of failing deeper down.
+  if (version === "v0.8" && isEip7702UserOp(userOp.data as UserOpInputV07)) {
+    ctx.addIssue({ code: "custom", path: [0, "factory"], message: "EIP-7702 senders (factory 0x7702) are not supported yet" });
+    return z.NEVER;
+  }
 
   const mode = definedOnly({ strategyCode, token });
-  return version === "v0.7"
-    ? { version, userOp: userOp.data as UserOpInputV07, ...mode }
-    : { version, userOp: userOp.data as UserOpInputV06, ...mode };
+  return version === "v0.6"
+    ? { version, userOp: userOp.data as UserOpInputV06, ...mode }
+    : { version, userOp: userOp.data as UserOpInputV07, ...mode };
 });
 
 /** Params of a method that takes none: the field omitted, or []. */

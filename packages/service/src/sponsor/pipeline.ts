@@ -131,7 +131,7 @@ function buildOp(request: SponsorRequest, gas: GasValues, paymaster: Address, pa
     paymasterData,
     signature: u.signature,
   };
-  return { version: "v0.7", userOp };
+  return { version: request.version, userOp };
 }
 
 function paymasterAndDataOf(op: SimulatedOp): Hex {
@@ -247,8 +247,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const minPostOpGasLimit = mode.mode === "erc20" ? erc20Info!.minPostOpGasLimit : 0n;
 
   // ---- fees and the limits the client gave
-  const clientPmVerification = request.version === "v0.7" ? given(request.userOp.paymasterVerificationGasLimit) : undefined;
-  const clientPmPostOp = request.version === "v0.7" ? given(request.userOp.paymasterPostOpGasLimit) : undefined;
+  const clientPmVerification = request.version !== "v0.6" ? given(request.userOp.paymasterVerificationGasLimit) : undefined;
+  const clientPmPostOp = request.version !== "v0.6" ? given(request.userOp.paymasterPostOpGasLimit) : undefined;
   const gas: GasValues = {
     callGasLimit: given(u.callGasLimit) ?? 0n,
     verificationGasLimit: given(u.verificationGasLimit) ?? 0n,
@@ -310,7 +310,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
         verificationGasLimit: gas.verificationGasLimit || caps.maxVerificationGasLimit,
         maxFeePerGas: 1n,
         maxPriorityFeePerGas: 1n,
-        paymasterVerificationGasLimit: request.version === "v0.7" ? caps.maxPaymasterVerificationGasLimit : 0n,
+        paymasterVerificationGasLimit: request.version !== "v0.6" ? caps.maxPaymasterVerificationGasLimit : 0n,
       };
       const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
       const outcome = await chainWait(() => simulateOp(chain.rpc, chain.simulator, entry.entryPoint, probe));
@@ -515,12 +515,12 @@ async function checkLanding(
   signed: boolean,
 ): Promise<void> {
   const gas = gasOf(op);
-  const paymaster = op.version === "v0.7" ? op.userOp.paymaster! : (op.userOp.paymasterAndData.slice(0, 42) as Address);
+  const paymaster = op.version === "v0.6" ? (op.userOp.paymasterAndData.slice(0, 42) as Address) : op.userOp.paymaster!;
   // ERC-20 mode: the fee stays in the paymaster (swept to the treasury later), so the charge shows as the
   // paymaster's own token balance growing. Only ERC-20 mode reads it: viem's generic encoder is not worth
   // running for the others.
   const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [paymaster] }) } : undefined;
-  const paymasterData = op.version === "v0.7" ? op.userOp.paymasterData! : (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex);
+  const paymasterData = op.version === "v0.6" ? (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex) : op.userOp.paymasterData!;
   const [landing, callsFirst, heldBefore] = await chainWait(() =>
     Promise.all([
       simulateOp(chain.rpc, chain.simulator, entryPoint, op, read),
@@ -568,8 +568,8 @@ function gasOf(op: SimulatedOp): GasValues {
     preVerificationGas: u.preVerificationGas,
     maxFeePerGas: u.maxFeePerGas,
     maxPriorityFeePerGas: u.maxPriorityFeePerGas,
-    paymasterVerificationGasLimit: op.version === "v0.7" ? (op.userOp.paymasterVerificationGasLimit ?? 0n) : 0n,
-    paymasterPostOpGasLimit: op.version === "v0.7" ? (op.userOp.paymasterPostOpGasLimit ?? 0n) : 0n,
+    paymasterVerificationGasLimit: op.version !== "v0.6" ? (op.userOp.paymasterVerificationGasLimit ?? 0n) : 0n,
+    paymasterPostOpGasLimit: op.version !== "v0.6" ? (op.userOp.paymasterPostOpGasLimit ?? 0n) : 0n,
   };
 }
 
