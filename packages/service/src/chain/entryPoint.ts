@@ -14,7 +14,7 @@ import {
   EntryPointSimulatorV08Deployment,
   EntryPointV06Artifact,
 } from "@paymaster/contracts/artifacts";
-import type { Address, Hex, UserOperationV06, UserOperationV07, UserOperationV08 } from "@paymaster/shared";
+import { eip7702DelegationCode, type Address, type Hex, type UserOperationV06, type UserOperationV07, type UserOperationV08 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { encodeSimulateHandleOp } from "./userOpAbi.ts";
@@ -155,7 +155,7 @@ async function simulateHandleOp(rpc: ChainRpc, simulators: Simulators, entryPoin
   }
   const abi = simulatorAbi(op.version);
   try {
-    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulators[op.version].code } }]);
+    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", stateOverride(simulators, entryPoint, op)]);
     const result = decodeFunctionResult({ abi, functionName: "simulateHandleOp", data: output }) as RawExecution;
     return { ok: true, result };
   } catch (error) {
@@ -164,6 +164,17 @@ async function simulateHandleOp(rpc: ChainRpc, simulators: Simulators, entryPoin
     const failure = revert ? decodeFailure(abi, revert) : undefined;
     return { ok: false, failure: failure ?? failureOf(`simulation reverted${revert ? "" : ": " + error.message.slice(0, 200)}`, revert ?? null) };
   }
+}
+
+/**
+ * The simulator at the EntryPoint's address and, for a v0.8 op carrying an EIP-7702 authorization, the
+ * sender's code as the authorization will set it (0xef0100 ‖ delegate), as bundlers simulate such ops.
+ */
+function stateOverride(simulators: Simulators, entryPoint: Address, op: Exclude<SimulatedOp, { version: "v0.6" }>): Record<string, { code: unknown }> {
+  const override: Record<string, { code: unknown }> = { [entryPoint]: { code: simulators[op.version].code } };
+  const auth = op.version === "v0.8" ? op.userOp.eip7702Auth : undefined;
+  if (auth !== undefined) override[op.userOp.sender] = { code: eip7702DelegationCode(auth.address) };
+  return override;
 }
 
 const OUTCOME_TYPES = [{ type: "bool" }, { type: "bool" }, { type: "bytes" }] as const;

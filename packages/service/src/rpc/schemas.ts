@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { getAddress } from "viem";
-import { isEip7702UserOp, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { EIP7702_MARKER, isEip7702UserOp, type Address, type Eip7702Authorization, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { RpcError } from "./errors.ts";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -162,6 +162,8 @@ export interface UserOpInputV06 {
 }
 
 export interface UserOpInputV07 {
+  /** v0.8 only: the EIP-7702 authorization tuple of a delegated-EOA sender (its address is the delegate). */
+  eip7702Auth?: Eip7702Authorization;
   sender: Address;
   nonce: bigint;
   factory?: Address;
@@ -270,6 +272,35 @@ export const userOpV06Schema = z
   );
 
 /**
+ * The EIP-7702 authorization tuple as bundlers take it with a v0.8 op: {chainId, address, nonce, r, s, yParity}
+ * (Alto also accepts `contractAddress` for `address` and `v` for `yParity`). Its signature is NOT checked: at the
+ * stub stage wallets send a placeholder one, and the bundler's chain checks the real one.
+ */
+const eip7702AuthSchema = z
+  .strictObject(
+    {
+      chainId: hexQuantity({ maxBits: 256 }),
+      address: address().optional(),
+      contractAddress: address().optional(),
+      nonce: hexQuantity({ maxBits: 64 }),
+      r: hexBytes({ maxBytes: 32 }),
+      s: hexBytes({ maxBytes: 32 }),
+      yParity: hexQuantity({ maxBits: 8 }).optional(),
+      v: hexQuantity({ maxBits: 8 }).optional(),
+    },
+    { error: (issue) => (issue.code === "unrecognized_keys" ? `unknown eip7702Auth field(s) ${issue.keys.join(", ")}` : undefined) },
+  )
+  .transform((auth, ctx): Eip7702Authorization => {
+    const delegate = auth.address ?? auth.contractAddress;
+    if (delegate === undefined) {
+      ctx.addIssue({ code: "custom", path: ["address"], message: "the delegate address is required (address or contractAddress)" });
+      return z.NEVER;
+    }
+    const yParity = auth.yParity ?? (auth.v === undefined ? 0n : auth.v >= 27n ? auth.v - 27n : auth.v);
+    return { chainId: auth.chainId, address: delegate, nonce: auth.nonce, r: auth.r, s: auth.s, yParity: Number(yParity) };
+  });
+
+/**
  * A v0.7 user operation, in the spec's names (initCode, split into factory + factoryData) or in the
  * ERC-7769 names (factory, factoryData, paymaster*). The client's own paymaster, paymasterData and
  * paymasterAndData are accepted and ignored; its paymaster gas limits are kept as hints. With a factory the
@@ -280,8 +311,10 @@ export const userOpV07Schema = z
     {
       ...commonShape,
       initCode: hexBytes({ maxBytes: USER_OP_LIMITS.initCodeBytes }).optional(),
-      factory: address().optional(),
+      // "0x7702" is the short form of the EIP-7702 marker bundlers take (padded here to its 20 bytes).
+      factory: z.union([z.literal("0x7702").transform((): Address => EIP7702_MARKER), address()]).optional(),
       factoryData: hexBytes({ maxBytes: USER_OP_LIMITS.initCodeBytes }).optional(),
+      eip7702Auth: eip7702AuthSchema.optional(),
       paymasterVerificationGasLimit: gasLimit().optional(),
       paymasterPostOpGasLimit: gasLimit().optional(),
       paymaster: hexBytes({ maxBytes: USER_OP_LIMITS.ignoredFieldBytes }).optional(),
@@ -323,6 +356,7 @@ export const userOpV07Schema = z
       return z.NEVER;
     }
     return definedOnly({
+      eip7702Auth: op.eip7702Auth,
       sender: op.sender,
       nonce: op.nonce,
       factory,
@@ -432,10 +466,14 @@ export const sponsorParamsSchema: z.ZodType<SponsorRequest> = z.unknown().transf
   if (userOp !== undefined && !userOp.success) forwardIssues(ctx, [0], userOp.error.issues);
   if (!extra.success) forwardIssues(ctx, [1], extra.error.issues);
   if (userOp === undefined || !userOp.success || !extra.success || version === undefined) return z.NEVER;
-  // EIP-7702 senders (the 0x7702 initCode marker) need the authorization's delegate to be hashed; until the
-  // service takes eip7702Auth they are refused by name instead of failing deeper down.
-  if (version === "v0.8" && isEip7702UserOp(userOp.data as UserOpInputV07)) {
-    ctx.addIssue({ code: "custom", path: [0, "factory"], message: "EIP-7702 senders (factory 0x7702) are not supported yet" });
+  // EIP-7702: only v0.8 knows it; a marker op's hash binds the delegate, which the service takes from eip7702Auth.
+  const op07 = userOp.data as UserOpInputV07;
+  if (version !== "v0.8" && version !== "v0.6" && op07.eip7702Auth !== undefined) {
+    ctx.addIssue({ code: "custom", path: [0, "eip7702Auth"], message: "eip7702Auth needs EntryPoint v0.8" });
+    return z.NEVER;
+  }
+  if (version === "v0.8" && isEip7702UserOp(op07) && op07.eip7702Auth === undefined) {
+    ctx.addIssue({ code: "custom", path: [0, "eip7702Auth"], message: "an EIP-7702 sender (factory 0x7702) needs eip7702Auth: its delegate is part of the signed hash" });
     return z.NEVER;
   }
 

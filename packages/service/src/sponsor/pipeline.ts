@@ -30,7 +30,7 @@ import {
   type EntryPointVersion,
   type Hex,
   type UserOperationV06,
-  type UserOperationV07,
+  type UserOperationV08,
 } from "@paymaster/shared";
 import type { CallContext } from "../rpc/method.ts";
 import type { NetworkChain } from "../context.ts";
@@ -115,7 +115,8 @@ function buildOp(request: SponsorRequest, gas: GasValues, paymaster: Address, pa
     return { version: "v0.6", userOp };
   }
   const u = request.userOp;
-  const userOp: UserOperationV07 = {
+  const userOp: UserOperationV08 = {
+    ...(u.eip7702Auth ? { eip7702Auth: u.eip7702Auth } : {}),
     sender: u.sender,
     nonce: u.nonce,
     ...(u.factory ? { factory: u.factory, factoryData: u.factoryData ?? "0x" } : {}),
@@ -235,7 +236,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     // Cheap checks first, so a refused sender or call costs no chain work.
     const early = [
       ...strategyVerdicts(mode.strategy, network.config.name, now),
-      ...evaluateRules(splitRules(mode.strategy.rules).call, ruleInput(u.sender, u.callData, request.version)),
+      ...evaluateRules(splitRules(mode.strategy.rules).call, ruleInput(request)),
     ];
     if (!options.dryRun) refuseOnFirstFailure(mode.strategy, early);
     verdicts.push(...early);
@@ -375,7 +376,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   if (mode.mode === "sponsor" && (!stub || clientGasComplete)) {
     // The call rules already ran before any chain work; the rest need the gas figures.
     const late = evaluateRules(splitRules(mode.strategy.rules).rest, {
-      ...ruleInput(u.sender, u.callData, request.version),
+      ...ruleInput(request),
       gas,
       marketMaxFeePerGas: market.maxFeePerGas,
       maxCostWei,
@@ -574,8 +575,10 @@ function gasOf(op: SimulatedOp): GasValues {
 }
 
 /** The parts of a rule input that need no gas figures (gas rules are not configured in the early pass). */
-function ruleInput(sender: Address, callData: Hex, entryPointVersion: EntryPointVersion) {
-  return { sender, callData, entryPointVersion, gas: { callGasLimit: 0n, verificationGasLimit: 0n, preVerificationGas: 0n, maxFeePerGas: 0n }, marketMaxFeePerGas: 0n, maxCostWei: 0n, maxCostUsdMicros: 0n };
+function ruleInput(request: SponsorRequest) {
+  const { sender, callData } = request.userOp;
+  const eip7702Delegate = request.version === "v0.6" ? undefined : request.userOp.eip7702Auth?.address;
+  return { sender, callData, entryPointVersion: request.version, ...(eip7702Delegate ? { eip7702Delegate } : {}), gas: { callGasLimit: 0n, verificationGasLimit: 0n, preVerificationGas: 0n, maxFeePerGas: 0n }, marketMaxFeePerGas: 0n, maxCostWei: 0n, maxCostUsdMicros: 0n };
 }
 
 function maxOf(a: bigint, b: bigint): bigint {
