@@ -4,6 +4,7 @@
 // type-4 handleOps transaction that carries the same authorization.
 import { expect } from "chai";
 import { createWalletClient, decodeEventLog, encodeFunctionData, http, toHex, type Abi } from "viem";
+import { createPaymasterClient } from "viem/account-abstraction";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EntryPointV08Artifact } from "@paymaster/contracts/artifacts";
 import { EIP7702_MARKER, STUB_SIGNATURE, getUserOpHashV08, packUserOpV07, type Address, type Hex, type UserOperationV08 } from "@paymaster/shared";
@@ -84,6 +85,33 @@ describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function ()
     expect(events).to.have.length(1);
     expect((events[0] as any).args.success).to.equal(true);
     expect((events[0] as any).args.paymaster).to.equal(v08.verifyingPaymaster);
+  });
+
+  it("ERC-7677: viem's paymaster client with an authorization (eip7702Auth, factory 0x7702) gets stub and final data", async () => {
+    const v08 = embedded.stack.manifest.entryPoints["v0.8"];
+    const chainId = embedded.stack.chain.chainId;
+    const eoa = privateKeyToAccount(generatePrivateKey());
+    const authorization = await eoa.signAuthorization({ address: v08.simple7702Account!, chainId, nonce: 0 });
+    const paymasterClient = createPaymasterClient({ transport: http(embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/")) });
+    const base = { sender: eoa.address, nonce: 0n, factory: "0x7702", factoryData: "0x", callData: executeCallData(eoa.address), signature: STUB_SIGNATURE, authorization };
+    const context = { strategy_code: embedded.strategyCode };
+    const stub: any = await paymasterClient.getPaymasterStubData({ ...base, chainId, entryPointAddress: v08.entryPoint, context } as any);
+    expect(stub.paymaster).to.equal(v08.verifyingPaymaster);
+    const gas = { callGasLimit: 100_000n, verificationGasLimit: 300_000n, preVerificationGas: 60_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
+    const final: any = await paymasterClient.getPaymasterData({
+      ...base,
+      ...gas,
+      paymaster: stub.paymaster,
+      paymasterData: stub.paymasterData,
+      paymasterVerificationGasLimit: stub.paymasterVerificationGasLimit,
+      paymasterPostOpGasLimit: stub.paymasterPostOpGasLimit,
+      chainId,
+      entryPointAddress: v08.entryPoint,
+      context,
+    } as any);
+    expect(final.paymaster).to.equal(v08.verifyingPaymaster);
+    expect(final.paymasterData.length).to.equal(stub.paymasterData.length);
+    expect(final.paymasterData).to.not.equal(stub.paymasterData);
   });
 
   it("policy: a strategy can deny 7702 senders or restrict their delegates; a placeholder authorization is accepted", async () => {
