@@ -37,10 +37,10 @@ const ours = (dir: string, name: string): Entry => ({
     JSON.parse(await readFile(path.join(root, "artifacts/contracts", dir, `${name}.sol`, `${name}.json`), "utf8")) as Artifact,
 });
 
-const shipped = (version: "v06" | "v07", name: string): Entry => {
-  const pkg = version === "v06" ? "@account-abstraction/contracts@0.6.0" : "@account-abstraction/contracts@0.7.0";
+const shipped = (version: "v06" | "v07" | "v08", name: string): Entry => {
+  const pkg = `@account-abstraction/contracts@0.${version.slice(-1)}.0`;
   return {
-    exportName: `${name}${version === "v06" ? "V06" : "V07"}Artifact`,
+    exportName: `${name}${version.toUpperCase()}Artifact`,
     source: `${pkg} artifacts/${name}.json`,
     load: async () => require(`@account-abstraction/contracts-${version}/artifacts/${name}.json`) as Artifact,
   };
@@ -51,8 +51,11 @@ const entries: Entry[] = [
   ours("v06", "ERC20PaymasterV06"),
   ours("v07", "VerifyingPaymasterV07"),
   ours("v07", "ERC20PaymasterV07"),
+  ours("v08", "VerifyingPaymasterV08"),
+  ours("v08", "ERC20PaymasterV08"),
   ours("test", "TestToken"),
   ours("simulation", "EntryPointSimulatorV07"),
+  ours("simulation", "EntryPointSimulatorV08"),
   shipped("v06", "EntryPoint"),
   shipped("v06", "SimpleAccountFactory"),
   shipped("v06", "SimpleAccount"),
@@ -60,6 +63,10 @@ const entries: Entry[] = [
   shipped("v07", "SimpleAccountFactory"),
   shipped("v07", "SimpleAccount"),
   shipped("v07", "EntryPointSimulations"),
+  shipped("v08", "EntryPoint"),
+  shipped("v08", "SimpleAccountFactory"),
+  shipped("v08", "SimpleAccount"),
+  shipped("v08", "Simple7702Account"),
 ];
 
 const isHex = (s: unknown): s is string => typeof s === "string" && /^0x([0-9a-fA-F]{2})*$/.test(s);
@@ -85,27 +92,29 @@ for (const entry of entries) {
   out += `/** ${a.contractName} (${entry.source}). */\nexport const ${entry.exportName} = ${JSON.stringify(body, null, 2)} as const;\n\n`;
 }
 
-// The simulator's runtime code deployed as is (a 12-byte init code that copies and returns it: the parent
+// Each simulator's runtime code deployed as is (a 12-byte init code that copies and returns it: the parent
 // EntryPointSimulations' constructor refuses deployment, and the simulator needs no constructor), through the
 // CREATE2 deployer with a fixed salt: the same address on every chain where someone deployed it.
-{
+for (const name of ["EntryPointSimulatorV07", "EntryPointSimulatorV08"]) {
   const simulator = JSON.parse(
-    await readFile(path.join(root, "artifacts/contracts/simulation/EntryPointSimulatorV07.sol/EntryPointSimulatorV07.json"), "utf8"),
+    await readFile(path.join(root, `artifacts/contracts/simulation/${name}.sol/${name}.json`), "utf8"),
   ) as Artifact;
   const runtime = simulator.deployedBytecode.slice(2);
   const size = runtime.length / 2;
-  if (size > 0xffff) throw new Error("EntryPointSimulatorV07: runtime code too large for the copy-and-return init code");
+  if (size > 0xffff) throw new Error(`${name}: runtime code too large for the copy-and-return init code`);
   // PUSH2 size, DUP1, PUSH1 12, PUSH1 0, CODECOPY, PUSH1 0, RETURN, then the runtime code.
   const initCode = `0x61${size.toString(16).padStart(4, "0")}80600c6000396000f3${runtime}`;
-  const salt = id("@paymaster/contracts:EntryPointSimulatorV07");
+  const salt = id(`@paymaster/contracts:${name}`);
   const address = getCreate2Address(CREATE2_DEPLOYER_ADDRESS, salt, keccak256(initCode));
-  out += `/** Where EntryPointSimulatorV07's runtime code lands through the CREATE2 deployer (init code = copy-and-return). */
-export const EntryPointSimulatorV07Deployment = ${JSON.stringify({ salt, initCode, address }, null, 2)} as const;
+  out += `/** Where ${name}'s runtime code lands through the CREATE2 deployer (init code = copy-and-return). */
+export const ${name}Deployment = ${JSON.stringify({ salt, initCode, address }, null, 2)} as const;
 
 `;
 }
 
-out += `/** Our contracts and the EntryPoint stack, grouped by EntryPoint version. */
+// v0.8's artifacts are exported by name only: one more group makes this object's inferred type too large for
+// tsc to emit declarations (TS7056).
+out += `/** Our contracts and the EntryPoint stack, grouped by EntryPoint version (v0.6, v0.7). */
 export const artifacts = {
   v06: {
     VerifyingPaymaster: VerifyingPaymasterV06Artifact,

@@ -19,6 +19,8 @@ export interface EntryPointDeployment {
   simpleAccountFactory: Address;
   verifyingPaymaster: Address;
   erc20Paymaster: Address;
+  /** v0.8 only: the EIP-7702 delegate implementation (Simple7702Account) a local 7702 sender points to. */
+  simple7702Account?: Address;
 }
 
 /** An ERC-20 the ERC-20 paymasters accept (on a local chain: a mintable TestToken). */
@@ -100,6 +102,7 @@ export function parseManifest(json: unknown): DeploymentManifest {
       simpleAccountFactory: address(ep.simpleAccountFactory, `${where}.simpleAccountFactory`),
       verifyingPaymaster: address(ep.verifyingPaymaster, `${where}.verifyingPaymaster`),
       erc20Paymaster: address(ep.erc20Paymaster, `${where}.erc20Paymaster`),
+      ...(ep.simple7702Account === undefined ? {} : { simple7702Account: address(ep.simple7702Account, `${where}.simple7702Account`) }),
     };
   }
 

@@ -1,4 +1,4 @@
-// The adversarial cases security.md requires of the contracts, for both EntryPoint versions and both
+// The adversarial cases security.md requires of the contracts, for every EntryPoint version and both
 // paymaster kinds: replay, field tampering, signature shapes, signer rotation, validity window,
 // malformed data, foreign callers, deposit exhaustion.
 import { expect } from "chai";
@@ -21,7 +21,7 @@ import {
   type TokenFields,
   type Window,
 } from "./helpers/userOps.ts";
-import { readyAccount, type ReadyAccount } from "./helpers/accounts.ts";
+import { deployAccount, readyAccount, type ReadyAccount } from "./helpers/accounts.ts";
 import { expectFailedOp, expectPaymasterReverted, parseValidationData, validateAsEntryPoint } from "./helpers/expectations.ts";
 
 const KINDS: PaymasterKind[] = ["verifying", "erc20"];
@@ -119,6 +119,26 @@ for (const version of VERSIONS) {
         await expectFailedOp(c.stack, version, await signAsOwner(c.stack, version, op, c.account.owner), "AA34 signature error");
       });
 
+      if (version !== "v0.6") {
+        // v0.7 and v0.8 share the packed layout and (for a non-7702 op) the fields hash: only the paymaster
+        // address separates their signatures, and that is enough.
+        const otherVersion: EntryPointVersion = version === "v0.7" ? "v0.8" : "v0.7";
+        it(`cross-version replay: a sponsorship signed for the ${otherVersion} ${kind} paymaster never validates here (AA34)`, async () => {
+          const c = await setup(version, kind);
+          const otherPaymaster = c.stack.v[otherVersion][kind];
+          // Exactly what a signer serving the other version produces for this op (its own hash rule and paymaster)...
+          const signedThere = await sponsor(c.stack, otherVersion, await baseOp(version, c), {
+            kind,
+            paymaster: otherPaymaster,
+            signer: c.stack.signer,
+            tokenFields: c.tokenFields,
+          });
+          // ...submitted to this version's paymaster.
+          const op = { ...signedThere, paymaster: await c.paymaster.getAddress() };
+          await expectFailedOp(c.stack, version, await signAsOwner(c.stack, version, op, c.account.owner), "AA34 signature error");
+        });
+      }
+
       describe("each signed field flipped after signing is refused (AA34)", () => {
         const opFlips: [string, (op: TestOp, c: Case) => Promise<TestOp> | TestOp][] = [
           ["callData", (op, c) => ({ ...op, callData: accountCallData(version, [{ to: c.stack.beneficiary, data: "0x" }]) })],
@@ -133,7 +153,7 @@ for (const version of VERSIONS) {
             async (op, c) => {
               const salt = 1n;
               const factory = c.stack.v[version].factory;
-              await (await factory.getFunction("createAccount")(c.account.owner.address, salt)).wait();
+              await deployAccount(c.stack, version, c.account.owner.address, salt);
               const sender: string = await factory.getFunction("getAddress")(c.account.owner.address, salt);
               const usdc = c.stack.tokens.USDC;
               await (await usdc.mint(sender, 10n ** 9n)).wait();
@@ -141,7 +161,7 @@ for (const version of VERSIONS) {
             },
           ],
         ];
-        if (version === "v0.7") {
+        if (version !== "v0.6") {
           opFlips.push(
             ["paymasterVerificationGasLimit", (op) => ({ ...op, paymasterVerificationGasLimit: op.paymasterVerificationGasLimit + 1n })],
             ["paymasterPostOpGasLimit", (op) => ({ ...op, paymasterPostOpGasLimit: op.paymasterPostOpGasLimit + 1n })],

@@ -3,17 +3,19 @@
 import { expect } from "chai";
 import { network } from "hardhat";
 import { JsonRpcProvider, Wallet } from "ethers";
-import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
+import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, ENTRY_POINT_V08_ADDRESS } from "@paymaster/shared";
 import { deployLocalStack, parseManifest } from "../src/deploy/index.ts";
 import { startLocalChain } from "../src/localChain.ts";
 import { ethers, loadStack, SIGNER_KEY } from "./helpers/stack.ts";
 
 describe("deployLocalStack", () => {
-  it("puts both EntryPoints at their canonical addresses with code", async () => {
+  it("puts the three EntryPoints at their canonical addresses with code (v0.8 also its 7702 delegate)", async () => {
     const { manifest } = await loadStack();
     expect(manifest.entryPoints["v0.6"].entryPoint).to.equal(ENTRY_POINT_V06_ADDRESS);
     expect(manifest.entryPoints["v0.7"].entryPoint).to.equal(ENTRY_POINT_V07_ADDRESS);
-    for (const version of ["v0.6", "v0.7"] as const) {
+    expect(manifest.entryPoints["v0.8"].entryPoint).to.equal(ENTRY_POINT_V08_ADDRESS);
+    expect(manifest.entryPoints["v0.8"].simple7702Account).to.match(/^0x[0-9a-fA-F]{40}$/);
+    for (const version of ["v0.6", "v0.7", "v0.8"] as const) {
       for (const address of Object.values(manifest.entryPoints[version])) {
         expect(await ethers.provider.getCode(address), `${version} ${address}`).to.not.equal("0x");
       }

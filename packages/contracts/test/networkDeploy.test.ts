@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "chai";
 import { AbiCoder, Contract, JsonRpcProvider, Transaction, Wallet, concat, getCreateAddress, keccak256, parseEther } from "ethers";
-import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
+import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, ENTRY_POINT_V08_ADDRESS } from "@paymaster/shared";
 import { loadShippedArtifact } from "../src/deploy/aaArtifacts.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
@@ -16,6 +16,7 @@ import {
   DEFAULT_POST_OP_GAS,
   ENTRY_POINT_V06_SALT,
   ENTRY_POINT_V07_SALT,
+  ENTRY_POINT_V08_SALT,
 } from "../src/deploy/constants.ts";
 import { CREATE2_PROXY_PRESIGNED_TX, CREATE2_PROXY_SIGNER, create2ProxyState, installCreate2Proxy } from "../src/deploy/create2Proxy.ts";
 import {
@@ -60,6 +61,7 @@ async function installEntryPoints(net: Net): Promise<void> {
   for (const [version, salt, address] of [
     ["v06", ENTRY_POINT_V06_SALT, ENTRY_POINT_V06_ADDRESS],
     ["v07", ENTRY_POINT_V07_SALT, ENTRY_POINT_V07_ADDRESS],
+    ["v08", ENTRY_POINT_V08_SALT, ENTRY_POINT_V08_ADDRESS],
   ] as const) {
     if ((await net.provider.getCode(address)) !== "0x") continue;
     const tx = await net.deployer.sendTransaction({ to: CREATE2_DEPLOYER_ADDRESS, data: concat([salt, loadShippedArtifact(version, "EntryPoint").bytecode]) });
@@ -72,7 +74,7 @@ function configFor(net: Net, overrides: Partial<NetworkDeployConfig> = {}): Netw
   const accounts = net.chain.accounts;
   return {
     network: "base-sepolia",
-    versions: ["v0.6", "v0.7"],
+    versions: ["v0.6", "v0.7", "v0.8"],
     owner: net.deployer.address as `0x${string}`,
     signers: [accounts[1]!.address],
     treasury: accounts[2]!.address,
@@ -131,14 +133,21 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
     expect(plan.paymasterDeployer.state).to.equal("missing");
     expect(plan.txs.map((tx) => tx.step)).to.deep.equal([
       "deploy-paymaster-deployer",
-      ...["v0.6", "v0.7"].flatMap(() => ["deploy-paymaster", "accept-ownership", "deploy-paymaster", "accept-ownership"]),
+      ...["v0.6", "v0.7", "v0.8"].flatMap(() => ["deploy-paymaster", "accept-ownership", "deploy-paymaster", "accept-ownership"]),
     ]);
-    expect(plan.paymasters.map((p) => p.label)).to.deep.equal(["VerifyingPaymasterV06", "ERC20PaymasterV06", "VerifyingPaymasterV07", "ERC20PaymasterV07"]);
+    expect(plan.paymasters.map((p) => p.label)).to.deep.equal([
+      "VerifyingPaymasterV06",
+      "ERC20PaymasterV06",
+      "VerifyingPaymasterV07",
+      "ERC20PaymasterV07",
+      "VerifyingPaymasterV08",
+      "ERC20PaymasterV08",
+    ]);
     expect(plan.paymasters.every((p) => p.state === "missing")).to.equal(true);
     expect(plan.txs[0]!.gasIsEstimate).to.equal(true); // the proxy is there: estimated by the node
     expect(plan.feePerGas > 0n).to.equal(true);
     const values = plan.txs.reduce((sum, tx) => sum + tx.value, 0n);
-    expect(values).to.equal(4n * (parseEther("0.5") + parseEther("0.1")));
+    expect(values).to.equal(6n * (parseEther("0.5") + parseEther("0.1")));
     expect(plan.totalCostWei > values).to.equal(true);
   });
 
@@ -156,7 +165,7 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
     }
     expect(plan.txs.filter((tx) => !tx.gasIsEstimate).map((tx) => tx.step)).to.include.members(["deploy-paymaster", "accept-ownership"]);
     expect(await net.provider.getCode(paymasterDeployerAddress())).to.not.equal("0x");
-    const entryPoints = { "v0.6": ENTRY_POINT_V06_ADDRESS, "v0.7": ENTRY_POINT_V07_ADDRESS };
+    const entryPoints = { "v0.6": ENTRY_POINT_V06_ADDRESS, "v0.7": ENTRY_POINT_V07_ADDRESS, "v0.8": ENTRY_POINT_V08_ADDRESS };
     for (const target of plan.paymasters) {
       const pm = new Contract(target.address, PAYMASTER_ABI, net.provider);
       expect(await pm.getFunction("owner")(), target.label).to.equal(net.deployer.address);
@@ -167,7 +176,7 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
         expect(await pm.getFunction("treasury")()).to.equal(config.treasury);
         expect(await pm.getFunction("isSupportedToken")(config.tokens[0])).to.equal(true);
       }
-      const ep = new Contract(entryPoints[target.version as "v0.6" | "v0.7"], ENTRY_POINT_ABI, net.provider);
+      const ep = new Contract(entryPoints[target.version], ENTRY_POINT_ABI, net.provider);
       expect(await ep.getFunction("balanceOf")(target.address)).to.equal(config.depositTarget);
       const info = await ep.getFunction("getDepositInfo")(target.address);
       expect([info.staked, info.stake, Number(info.unstakeDelaySec)]).to.deep.equal([true, config.stakeAmount, 86_400]);
@@ -205,7 +214,7 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
       expect(there.paymasters.map((p) => p.address)).to.deep.equal(here.paymasters.map((p) => p.address));
       expect(there.paymasterDeployer.address).to.equal(here.paymasterDeployer.address);
       // Deployed there with another owner: the owner must accept, the plan says so.
-      expect(there.notes.filter((n) => /must call acceptOwnership/.test(n))).to.have.length(4);
+      expect(there.notes.filter((n) => /must call acceptOwnership/.test(n))).to.have.length(6);
       await executeNetworkDeploy(other.deployer, there);
       const pm = new Contract(there.paymasters[0]!.address, PAYMASTER_ABI, other.provider);
       expect(await pm.getFunction("pendingOwner")()).to.equal(different.owner);
@@ -286,7 +295,9 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
       expect(first.written.map((file) => path.relative(outDir, file))).to.deep.equal([
         "deployment.base-sepolia.json",
         "service-network.base-sepolia.json",
-        ...["VerifyingPaymasterV06", "ERC20PaymasterV06", "VerifyingPaymasterV07", "ERC20PaymasterV07"].map((name) => `verify/base-sepolia/${name}.json`),
+        ...["VerifyingPaymasterV06", "ERC20PaymasterV06", "VerifyingPaymasterV07", "ERC20PaymasterV07", "VerifyingPaymasterV08", "ERC20PaymasterV08"].map(
+          (name) => `verify/base-sepolia/${name}.json`,
+        ),
       ]);
       const manifest = JSON.parse(await readFile(path.join(outDir, "deployment.base-sepolia.json"), "utf8")) as NetworkManifest;
       expect(manifest.chainId).to.equal(84532);
@@ -303,6 +314,7 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
         entryPoints: {
           "v0.6": { entryPoint: ENTRY_POINT_V06_ADDRESS, verifyingPaymaster: manifest.paymasters[0]!.address, erc20Paymaster: manifest.paymasters[1]!.address },
           "v0.7": { entryPoint: ENTRY_POINT_V07_ADDRESS, verifyingPaymaster: manifest.paymasters[2]!.address, erc20Paymaster: manifest.paymasters[3]!.address },
+          "v0.8": { entryPoint: ENTRY_POINT_V08_ADDRESS, verifyingPaymaster: manifest.paymasters[4]!.address, erc20Paymaster: manifest.paymasters[5]!.address },
         },
       });
       const verify = JSON.parse(await readFile(path.join(outDir, "verify/base-sepolia/ERC20PaymasterV07.json"), "utf8"));

@@ -74,7 +74,7 @@ for (const version of VERSIONS) {
         const stack = await loadStack();
         const paymaster = stack.v[version].erc20;
         const token = await blocklistToken(stack);
-        const limits: Partial<TestOp> = version === "v0.7" ? { paymasterPostOpGasLimit: GENEROUS } : { verificationGasLimit: GENEROUS };
+        const limits: Partial<TestOp> = version !== "v0.6" ? { paymasterPostOpGasLimit: GENEROUS } : { verificationGasLimit: GENEROUS };
         const probe = await draftOp({ sender: stack.beneficiary, callData: "0x", callGasLimit: 80_000n, ...limits });
         const preCharge = await preChargeOf(stack, version, probe, RATE);
         const account = await accountWithToken(stack, version, token, s.exactPreCharge ? preCharge : 10n ** 9n, s.chargeMode === 1 ? MaxUint256 : 10n ** 8n);

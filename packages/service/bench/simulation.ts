@@ -21,7 +21,7 @@ import { EntryPointV07Artifact, SimpleAccountFactoryV07Artifact } from "@paymast
 import { readManifest } from "@paymaster/contracts/manifest";
 import { encodeVerifyingPaymasterData, getUserOpHash, packUserOpV07, verifyingPaymasterHash, type Address, type Hex, type UserOperationV07 } from "@paymaster/shared";
 import { createChainRpc } from "../src/chain/rpc.ts";
-import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07, simulateOp, type SimulatorV07 } from "../src/chain/entryPoint.ts";
+import { SIMULATOR_CODE_OVERRIDE, SIMULATOR_V08_CODE_OVERRIDE, findSimulatorV07, simulateOp, type SimulatorV07 } from "../src/chain/entryPoint.ts";
 import { executeCallData } from "../src/local/embedded.ts";
 import { createSigner } from "../src/signer/signer.ts";
 import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
@@ -72,7 +72,7 @@ try {
   const proxy: SimulatorV07 = await findSimulatorV07(rpc);
   if (proxy.kind !== "deployed") throw new Error("the simulator is not deployed on the local chain");
   const simulate = (simulator: SimulatorV07) => async () => {
-    const outcome = await simulateOp(rpc, simulator, entry.entryPoint, { version: "v0.7", userOp: op });
+    const outcome = await simulateOp(rpc, { "v0.7": simulator, "v0.8": SIMULATOR_V08_CODE_OVERRIDE }, entry.entryPoint, { version: "v0.7", userOp: op });
     if (!outcome.ok || outcome.result.opSucceeded !== true) throw new Error(`simulation failed: ${JSON.stringify(outcome, (_, v) => (typeof v === "bigint" ? String(v) : v))}`);
   };
   const options: [string, () => Promise<unknown>][] = [

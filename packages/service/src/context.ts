@@ -13,7 +13,7 @@ import type { PriceOracle } from "./sponsor/price.ts";
 import type { PaymasterSigner } from "./signer/signer.ts";
 import type { DepositGuard } from "./sponsor/deposit.ts";
 import type { ServiceMetrics } from "./metrics/metrics.ts";
-import type { SimulatorV07 } from "./chain/entryPoint.ts";
+import type { Simulators } from "./chain/entryPoint.ts";
 
 /** What sponsoring on a network needs from its chain, read or built once at start-up. */
 export interface NetworkChain {
@@ -21,8 +21,8 @@ export interface NetworkChain {
   readonly market: Market;
   readonly prices: PriceOracle;
   readonly signer: PaymasterSigner;
-  /** How v0.7 simulations reach the simulator's code (found once at start-up). */
-  readonly simulator: SimulatorV07;
+  /** How v0.7 and v0.8 simulations reach their simulator's code (found once at start-up). */
+  readonly simulator: Simulators;
   /**
    * Per version: the ERC-20 paymaster's postOpGas (charged), minPostOpGasLimit (the lowest postOp gas limit it
    * accepts: v0.7 paymasterPostOpGasLimit, v0.6 verificationGasLimit), read at start-up.

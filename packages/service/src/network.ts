@@ -6,7 +6,7 @@
  */
 import { decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact, VerifyingPaymasterV06Artifact } from "@paymaster/contracts/artifacts";
-import { ENTRY_POINT_VERSIONS, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import type { NetworkConfig } from "./config/types.ts";
 import type { NetworkChain, NetworkRuntime } from "./context.ts";
 import type { Logger } from "pino";
@@ -18,7 +18,8 @@ import { createDepositGuard } from "./sponsor/deposit.ts";
 import { createMarket } from "./chain/market.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
 import { createSigner } from "./signer/signer.ts";
-import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07 } from "./chain/entryPoint.ts";
+import { CODE_OVERRIDE_SIMULATORS, findSimulator } from "./chain/entryPoint.ts";
+import { SPONSOR_VERSIONS } from "./rpc/schemas.ts";
 
 // Both versions share the admin/view ABI (PaymasterBase, TokenChargeBase).
 const verifyingAbi = VerifyingPaymasterV06Artifact.abi as Abi;
@@ -32,7 +33,7 @@ async function view<T>(rpc: ChainRpc, to: Address, abi: Abi, functionName: strin
 
 /** The runtime of a network without chain access (pure configuration view). */
 export function configView(config: NetworkConfig): Omit<NetworkRuntime, "chain"> {
-  const versions = ENTRY_POINT_VERSIONS.filter((v) => config.entryPoints[v] !== undefined);
+  const versions = SPONSOR_VERSIONS.filter((v) => config.entryPoints[v] !== undefined);
   return { config, versions, entryPoint: (version: EntryPointVersion) => config.entryPoints[version] };
 }
 
@@ -84,7 +85,10 @@ export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Sto
     signer,
     erc20,
     deposits: createDepositGuard(rpc, store, config.name),
-    simulator: base.versions.includes("v0.7") ? await findSimulatorV07(rpc) : SIMULATOR_CODE_OVERRIDE,
+    simulator: Object.freeze({
+      "v0.7": base.versions.includes("v0.7") ? await findSimulator(rpc, "v0.7") : CODE_OVERRIDE_SIMULATORS["v0.7"],
+      "v0.8": base.versions.includes("v0.8") ? await findSimulator(rpc, "v0.8") : CODE_OVERRIDE_SIMULATORS["v0.8"],
+    }),
   };
 }
 

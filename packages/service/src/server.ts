@@ -85,7 +85,12 @@ export async function startService(config: ServiceConfig, options: StartOptions 
       // How this network simulates (see "Simulation" in the README): an operator sees the fallback and the skip.
       const config = s.runtime.config;
       logger.info(
-        { network: name, v07Simulator: s.runtime.versions.includes("v0.7") ? chain.simulator.kind : undefined, skipFinalSimulation: config.skipFinalSimulation === true },
+        {
+          network: name,
+          v07Simulator: s.runtime.versions.includes("v0.7") ? chain.simulator["v0.7"].kind : undefined,
+          v08Simulator: s.runtime.versions.includes("v0.8") ? chain.simulator["v0.8"].kind : undefined,
+          skipFinalSimulation: config.skipFinalSimulation === true,
+        },
         "network simulation",
       );
     });

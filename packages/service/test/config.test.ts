@@ -345,8 +345,8 @@ describe("configuration", () => {
     it("no EntryPoint version, or an unknown one", () => {
       expectIssue(issuesOf(mutate((d) => (d.networks[0].entryPoints = {}))), "networks[0].entryPoints", /at least one EntryPoint version/);
       expectIssue(
-        issuesOf(mutate((d) => (d.networks[0].entryPoints["v0.8"] = d.networks[0].entryPoints["v0.7"]))),
-        'networks[0].entryPoints["v0.8"]',
+        issuesOf(mutate((d) => (d.networks[0].entryPoints["v0.9"] = d.networks[0].entryPoints["v0.7"]))),
+        'networks[0].entryPoints["v0.9"]',
         /not a known setting/,
       );
     });
@@ -504,6 +504,7 @@ describe("configuration", () => {
       entryPoints: {
         "v0.6": { entryPoint: EP06, simpleAccountFactory: FEED, verifyingPaymaster: VPM, erc20Paymaster: EPM },
         "v0.7": { entryPoint: EP07, simpleAccountFactory: FEED, verifyingPaymaster: EPM, erc20Paymaster: VPM },
+        "v0.8": { entryPoint: ADDR1, simpleAccountFactory: FEED, verifyingPaymaster: ADDR2, erc20Paymaster: USDC },
       },
       tokens: [
         { symbol: "USDC", name: "Test USDC", address: USDC, decimals: 6 },
@@ -523,6 +524,7 @@ describe("configuration", () => {
         entryPoints: {
           "v0.6": { entryPoint: EP06, verifyingPaymaster: VPM, erc20Paymaster: EPM },
           "v0.7": { entryPoint: EP07, verifyingPaymaster: EPM, erc20Paymaster: VPM },
+          "v0.8": { entryPoint: ADDR1, verifyingPaymaster: ADDR2, erc20Paymaster: USDC },
         },
         signerKeys: [KEY1],
         tokens: [

@@ -20,7 +20,7 @@ import {
   type Embedded,
 } from "./helpers/stack.ts";
 
-const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7"];
+const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
 const erc20PaymasterAbi = ERC20PaymasterV06Artifact.abi as Abi;
 const tokenAbi = TestTokenArtifact.abi as Abi;
 

@@ -643,10 +643,10 @@ describe("v1 dialect over HTTP", () => {
     });
 
     it("an unsupported version -> UNSUPPORTED_ENTRYPOINT_VERSION 400", async () => {
-      for (const version of ["v0.8", "0.7", "V0.7", "", "v0.6 "]) {
+      for (const version of ["v0.9", "0.7", "V0.7", "", "v0.6 "]) {
         const answer = await sponsor([validUserOpV06(), { version }]);
         expectError(answer, "UNSUPPORTED_ENTRYPOINT_VERSION");
-        expect(answer.json.data.supported).to.deep.equal(["v0.6", "v0.7"]);
+        expect(answer.json.data.supported).to.deep.equal(["v0.6", "v0.7", "v0.8"]);
       }
     });
 

@@ -8,7 +8,7 @@ import { STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "
 import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import { call, handleOps, mint, newWallet, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
-const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7"];
+const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
 
 const zeroBytes = (data: Hex): number => hexToBytes(data).filter((b) => b === 0).length;
 
@@ -88,7 +88,7 @@ describe("ERC-7677 (viem paymaster client, standard dialect, real chain)", funct
         version === "v0.6"
           ? { version: "v0.6" as const, userOp: { sender: wallet.sender, nonce: 0n, initCode: wallet.initCode, callData: wire.callData, ...gas, paymasterAndData: final.paymasterAndData, signature: "0x" as Hex } }
           : {
-              version: "v0.7" as const,
+              version: version as "v0.7" | "v0.8",
               userOp: {
                 sender: wallet.sender,
                 nonce: 0n,

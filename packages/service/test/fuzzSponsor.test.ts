@@ -219,7 +219,7 @@ function generateCases(random: () => number, templates: readonly Template[], str
       return { body: withOp(t, () => {}, { ...t.extra, [key]: value }), reasons: ["INVALID_PARAMS"] };
     },
     unsupportedVersion(t) {
-      const version = pick(["v0.5", "v0.8", "0.7", "V0.7", "v0.70", "v0.6 ", "", "latest", "v".repeat(500)]);
+      const version = pick(["v0.5", "v0.9", "0.7", "V0.7", "v0.70", "v0.6 ", "", "latest", "v".repeat(500)]);
       return { body: withOp(t, () => {}, { ...t.extra, version }), reasons: ["UNSUPPORTED_ENTRYPOINT_VERSION"] };
     },
     wrongVersionFields() {

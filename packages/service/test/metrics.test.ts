@@ -158,7 +158,7 @@ describe("metrics, health and alerts", function () {
     expect(sample(text, "paymaster_signer_accepted", labels)).to.equal(1);
     expect(sample(text, "paymaster_cap_warn_ratio", {})).to.equal(0.7);
     const lows = logs.filter((l) => l.msg === "paymaster deposit low: top it up");
-    expect(lows, "one line per paymaster (2 versions x 2 kinds)").to.have.length(4);
+    expect(lows, "one line per paymaster (3 versions x 2 kinds)").to.have.length(6);
     const caps = logs.filter((l) => l.msg === "strategy cap nearly reached" && l.strategy === code);
     expect(caps).to.have.length(1);
     expect(caps[0]!.used).to.equal(28);

@@ -323,11 +323,11 @@ describe("sponsor pipeline refusals (embedded local chain, real HTTP)", function
 
   // ---------------------------------------------------------------------------------------------------
   describe("the request", () => {
-    it('version "v0.8" is UNSUPPORTED_ENTRYPOINT_VERSION (400)', async () => {
+    it('version "v0.9" is UNSUPPORTED_ENTRYPOINT_VERSION (400)', async () => {
       const { wallet, wire } = await freshOp("v0.7");
-      const data = expectRefusal(await sponsor(wire, { strategy_code: embedded.strategyCode, version: "v0.8" }), 400, "UNSUPPORTED_ENTRYPOINT_VERSION");
-      expect(data.supported).to.deep.equal(["v0.6", "v0.7"]);
-      expectRefusal(await estimate(wire, { strategy_code: embedded.strategyCode, version: "v0.8" }), 400, "UNSUPPORTED_ENTRYPOINT_VERSION");
+      const data = expectRefusal(await sponsor(wire, { strategy_code: embedded.strategyCode, version: "v0.9" }), 400, "UNSUPPORTED_ENTRYPOINT_VERSION");
+      expect(data.supported).to.deep.equal(["v0.6", "v0.7", "v0.8"]);
+      expectRefusal(await estimate(wire, { strategy_code: embedded.strategyCode, version: "v0.9" }), 400, "UNSUPPORTED_ENTRYPOINT_VERSION");
       await expectNothingRecorded(wallet.sender);
     });
 

@@ -76,11 +76,24 @@ describe("evaluateRules", () => {
       targets: [{ address: TOKEN }],
       senderAllowlist: [ALICE],
       senderDenylist: [BOB],
+      eip7702: { allow: true, delegates: [TOKEN] },
     };
-    const verdicts = evaluateRules(rules, input());
+    const verdicts = evaluateRules(rules, input({ eip7702Delegate: TOKEN }));
     expect(verdicts.map((v) => v.rule)).to.deep.equal([...RULE_ORDER]);
-    expect(verdicts.map((v) => v.pass)).to.deep.equal([true, true, true, true, false, true, true, false, false]);
+    expect(verdicts.map((v) => v.pass)).to.deep.equal([true, true, true, true, true, true, false, true, true, false, false]);
     for (const v of verdicts) expect(v.message).to.be.a("string").and.not.equal("");
+  });
+
+  describe("eip7702", () => {
+    it("judges only ops with an EIP-7702 delegate: deny, delegate allowlist (case-insensitive), allow", () => {
+      expect(evaluateRules({ eip7702: { allow: false } }, input())).to.deep.equal([]);
+      expect(verdict({ eip7702: { allow: false } }, { eip7702Delegate: TOKEN })).to.include({ rule: "eip7702.allow", pass: false });
+      const listed = verdict({ eip7702: { allow: true, delegates: [TOKEN.toLowerCase() as Address] } }, { eip7702Delegate: TOKEN }, "eip7702.delegates");
+      expect(listed.pass).to.equal(true);
+      const other = verdict({ eip7702: { allow: true, delegates: [BOB] } }, { eip7702Delegate: TOKEN }, "eip7702.delegates");
+      expect(other).to.include({ pass: false, value: TOKEN });
+      expect(other.message).to.match(/not on this strategy's delegate allowlist/);
+    });
   });
 
   describe("senderDenylist", () => {

@@ -303,8 +303,28 @@ describe("sponsorParamsSchema", () => {
     expect(error.status).to.equal(400);
   });
 
+  it("v0.8 takes v0.7's fields plus eip7702Auth; a 7702 marker op needs eip7702Auth", () => {
+    const parsed = sponsorParamsSchema.parse([validUserOpV07(), { version: "v0.8" }]);
+    expect(parsed.version).to.equal("v0.8");
+    const marker = { ...validUserOpV07(), factory: "0x7702000000000000000000000000000000000000", factoryData: "0x" };
+    const found = issues(sponsorParamsSchema, [marker, { version: "v0.8" }]);
+    expect(found[0]!.path).to.deep.equal([0, "eip7702Auth"]);
+    expect(found[0]!.message).to.match(/needs eip7702Auth/);
+    // The short marker and Alto's field names (contractAddress, v) are taken; the delegate is required.
+    const delegate = "0xe6Cae83BdE06E4c305530e199D7217f42808555B";
+    const auth = { chainId: "0x7a69", contractAddress: delegate, nonce: "0x0", r: `0x${"11".repeat(32)}`, s: `0x${"22".repeat(32)}`, v: "0x1c" };
+    const withAuth = sponsorParamsSchema.parse([{ ...marker, factory: "0x7702", eip7702Auth: auth }, { version: "v0.8" }]);
+    if (withAuth.version !== "v0.8") throw new Error("expected v0.8");
+    expect(withAuth.userOp.factory).to.equal("0x7702000000000000000000000000000000000000");
+    expect(withAuth.userOp.eip7702Auth).to.deep.include({ address: delegate, chainId: 31337n, nonce: 0n, yParity: 1 });
+    const noDelegate = issues(sponsorParamsSchema, [{ ...marker, eip7702Auth: { ...auth, contractAddress: undefined } }, { version: "v0.8" }]);
+    expect(noDelegate[0]!.path).to.deep.equal([0, "eip7702Auth", "address"]);
+    // On v0.7 the same bytes are an ordinary (non-existent) factory address: simulation refuses it later.
+    expect(sponsorParamsSchema.parse([marker, { version: "v0.7" }]).version).to.equal("v0.7");
+  });
+
   it("UNSUPPORTED_ENTRYPOINT_VERSION for any other version string; a non-string version is a params issue", () => {
-    for (const version of ["v0.8", "v0.5", "", "0.6", "v0.6.0"]) {
+    for (const version of ["v0.9", "v0.5", "", "0.6", "v0.6.0"]) {
       expect(thrown(sponsorParamsSchema, [validUserOpV06(), { version }]).reason).to.equal("UNSUPPORTED_ENTRYPOINT_VERSION");
     }
     for (const version of [6, null, {}, ["v0.6"]]) {

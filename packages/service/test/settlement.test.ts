@@ -109,7 +109,7 @@ describe("settlement watcher (embedded local chain, real SQLite, tick() by hand)
     expect(embedded.running.watcher("local"), "watch: false starts none").to.equal(undefined);
   });
 
-  for (const version of ["v0.6", "v0.7"] as const) {
+  for (const version of ["v0.6", "v0.7", "v0.8"] as const) {
     it(`Sponsor mode ${version}: settles after the confirmation at exactly actualGasCost; usage moves from reserved to spent`, async () => {
       const watcher = newWatcher();
       await watcher.tick();

@@ -26,9 +26,9 @@ describe("signer rotation without downtime (the runbook, against the running sta
   before(async () => {
     embedded = await startTestStack();
     const provider = new JsonRpcProvider(embedded.stack.chain.url, embedded.stack.chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
-    const paymasters: PaymasterRef[] = (["v0.6", "v0.7"] as const).flatMap((version) => {
+    const paymasters: PaymasterRef[] = (["v0.6", "v0.7", "v0.8"] as const).flatMap((version) => {
       const ep = embedded.stack.manifest.entryPoints[version];
-      const v = version === "v0.6" ? "V06" : "V07";
+      const v = `V${version.slice(1).replace(".", "")}`; // "v0.8" -> "V08"
       return [
         { label: `VerifyingPaymaster${v}`, version, kind: "verifying" as const, entryPoint: ep.entryPoint, address: ep.verifyingPaymaster },
         { label: `ERC20Paymaster${v}`, version, kind: "erc20" as const, entryPoint: ep.entryPoint, address: ep.erc20Paymaster },
@@ -72,9 +72,9 @@ describe("signer rotation without downtime (the runbook, against the running sta
     const signedByOld = await sponsoredOp(embedded.endpoint, embedded.strategyCode);
 
     // 1. Accept the new signer on every paymaster first (a service signing with an unaccepted key would fail
-    //    its own pre-flight; so the order matters).
+    //    its own pre-flight on any of them; so the order matters).
     const added = await setSigner(target, owner, { signer: newSigner, accept: true });
-    expect(added).to.have.length(4);
+    expect(added).to.have.length(6); // two paymasters per EntryPoint version
 
     // 2. The service now signs with the new key.
     const rotated = await serviceWith(newKey);
@@ -91,7 +91,7 @@ describe("signer rotation without downtime (the runbook, against the running sta
     //    fails the paymaster's check (AA34); the new key's ops still land.
     const lateOld = await sponsoredOp(embedded.endpoint, embedded.strategyCode);
     const removed = await setSigner(target, owner, { signer: embedded.stack.signer.address as Address, accept: false });
-    expect(removed).to.have.length(4);
+    expect(removed).to.have.length(6);
     const refused = await handleOps(embedded, lateOld);
     expect(refused.reverted).to.equal(true);
     expect(refused.failedOp).to.match(/AA34/);

@@ -1,15 +1,25 @@
 // v0.7 simulation through EntryPointSimulatorV07 on the embedded chain: the service finds the deployed
 // simulator (the small delegating override) and the whole-code override (the fallback for nodes where it is
-// not deployed) gives the same answers; one simulation tells the op's execution outcome.
+// not deployed) gives the same answers; one simulation tells the op's execution outcome. v0.8 the same through
+// EntryPointSimulatorV08.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { encodeFunctionData, type Abi } from "viem";
-import { EntryPointSimulatorV07Deployment, TestTokenArtifact } from "@paymaster/contracts/artifacts";
+import { EntryPointSimulatorV07Deployment, EntryPointSimulatorV08Deployment, TestTokenArtifact } from "@paymaster/contracts/artifacts";
 import { PAYMASTER_VERIFICATION_GAS, STUB_SIGNATURE, encodeVerifyingPaymasterData, type Hex, type UserOperationV07 } from "@paymaster/shared";
 import { createChainRpc } from "../src/chain/rpc.ts";
-import { SIMULATOR_CODE_OVERRIDE, findSimulatorV07, simulateOp, type SimulatorV07 } from "../src/chain/entryPoint.ts";
+import {
+  CODE_OVERRIDE_SIMULATORS,
+  SIMULATOR_CODE_OVERRIDE,
+  SIMULATOR_V08_CODE_OVERRIDE,
+  findSimulator,
+  findSimulatorV07,
+  simulateOp,
+  type Simulator,
+  type Simulators,
+} from "../src/chain/entryPoint.ts";
 import { embeddedConfig, executeCallData, seedDemo } from "../src/local/embedded.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { startService } from "../src/server.ts";
@@ -25,9 +35,12 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
     await embedded?.close();
   });
 
-  async function draft(callData: (owner: Hex) => Hex): Promise<UserOperationV07> {
-    const wallet = await newWallet(embedded, "v0.7");
-    const entry = embedded.stack.manifest.entryPoints["v0.7"];
+  /** v0.7's simulator access, v0.8's whole-code override (unused by v0.7 ops). */
+  const forV07 = (simulator: Simulator): Simulators => ({ "v0.7": simulator, "v0.8": SIMULATOR_V08_CODE_OVERRIDE });
+
+  async function draft(callData: (owner: Hex) => Hex, version: "v0.7" | "v0.8" = "v0.7"): Promise<UserOperationV07> {
+    const wallet = await newWallet(embedded, version);
+    const entry = embedded.stack.manifest.entryPoints[version];
     const now = Math.floor(Date.now() / 1000);
     return {
       sender: wallet.sender,
@@ -72,8 +85,8 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
     const entryPoint = embedded.stack.manifest.entryPoints["v0.7"].entryPoint;
     const op = await draft((owner) => executeCallData(owner));
     const results = [];
-    for (const simulator of [found, SIMULATOR_CODE_OVERRIDE] as SimulatorV07[]) {
-      const outcome = await simulateOp(rpc, simulator, entryPoint, { version: "v0.7", userOp: op });
+    for (const simulator of [found, SIMULATOR_CODE_OVERRIDE]) {
+      const outcome = await simulateOp(rpc, forV07(simulator), entryPoint, { version: "v0.7", userOp: op });
       if (!outcome.ok) throw new Error(outcome.failure.reason);
       results.push(outcome.result);
     }
@@ -97,12 +110,40 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
     const op = await draft((owner) => executeCallData(usdc, encodeFunctionData({ abi, functionName: "transfer", args: [owner, 1n] })));
     const read = { to: usdc, data: encodeFunctionData({ abi, functionName: "balanceOf", args: [op.sender] }) };
     for (const access of [simulator, SIMULATOR_CODE_OVERRIDE]) {
-      const outcome = await simulateOp(rpc, access, entryPoint, { version: "v0.7", userOp: op }, read);
+      const outcome = await simulateOp(rpc, forV07(access), entryPoint, { version: "v0.7", userOp: op }, read);
       if (!outcome.ok) throw new Error(outcome.failure.reason);
       expect(outcome.result.opSucceeded).to.equal(false);
       expect(outcome.result.targetSuccess).to.equal(true);
       expect(BigInt(outcome.result.targetResult)).to.equal(0n);
     }
+  });
+
+  it("v0.8: finds EntryPointSimulatorV08; deployed and whole-code access agree on success, a revert and a read", async () => {
+    const rpc = createChainRpc(embedded.stack.chain.url);
+    const found = await findSimulator(rpc, "v0.8");
+    expect(found.kind).to.equal("deployed");
+    expect(String(found.code)).to.include(EntryPointSimulatorV08Deployment.address.slice(2).toLowerCase());
+    const entryPoint = embedded.stack.manifest.entryPoints["v0.8"].entryPoint;
+    const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!.address;
+    const abi = TestTokenArtifact.abi as Abi;
+    const ok = await draft((owner) => executeCallData(owner), "v0.8");
+    const reverting = await draft((owner) => executeCallData(usdc, encodeFunctionData({ abi, functionName: "transfer", args: [owner, 1n] })), "v0.8");
+    const read = { to: usdc, data: encodeFunctionData({ abi, functionName: "balanceOf", args: [reverting.sender] }) };
+    const paid: bigint[] = [];
+    for (const simulators of [{ ...CODE_OVERRIDE_SIMULATORS, "v0.8": found }, CODE_OVERRIDE_SIMULATORS]) {
+      const good = await simulateOp(rpc, simulators, entryPoint, { version: "v0.8", userOp: ok });
+      if (!good.ok) throw new Error(good.failure.reason);
+      expect(good.result.opSucceeded).to.equal(true);
+      expect(good.result.paymasterSigFailed).to.equal(true); // the stub signature: reported, not a revert
+      paid.push(good.result.paid);
+      const bad = await simulateOp(rpc, simulators, entryPoint, { version: "v0.8", userOp: reverting }, read);
+      if (!bad.ok) throw new Error(bad.failure.reason);
+      expect(bad.result.opSucceeded).to.equal(false);
+      expect(bad.result.targetSuccess).to.equal(true);
+      expect(BigInt(bad.result.targetResult)).to.equal(0n);
+    }
+    const diff = paid[0]! > paid[1]! ? paid[0]! - paid[1]! : paid[1]! - paid[0]!;
+    expect(Number(diff)).to.be.lessThan(5_000);
   });
 
   it("the stub runs no simulation: an op whose calls revert gets stub data; pm_getPaymasterData refuses it", async () => {

@@ -2,6 +2,7 @@
 // batches, notifications, error codes from the catalogue with HTTP 200, and that the v1 dialect is unchanged.
 import { expect } from "chai";
 import { REASONS } from "../src/rpc/errors.ts";
+import { SPONSOR_VERSIONS } from "../src/rpc/schemas.ts";
 import { STANDARD_BATCH_MAX } from "../src/rpc/standard.ts";
 import { call, startTestStack, type Embedded } from "./helpers/stack.ts";
 
@@ -33,7 +34,7 @@ describe("standard JSON-RPC 2.0 dialect", function () {
   });
 
   it("answers {jsonrpc, id, result} and nothing else, echoing string, number and null ids", async () => {
-    const entryPoints = Object.values(embedded.stack.manifest.entryPoints).map((e) => e.entryPoint);
+    const entryPoints = SPONSOR_VERSIONS.map((v) => embedded.stack.manifest.entryPoints[v].entryPoint);
     for (const id of ["abc", 42, 0, null, 1.5]) {
       const answer = await post(url, req(id, "pm_supportEntrypoint"));
       expect(answer.status).to.equal(200);

@@ -28,6 +28,7 @@ import type { NewSponsorship, ReserveResult, Settlement, SponsorshipRecord, Stor
 const NET = "base-sepolia";
 const EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as Address;
 const EP7 = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
+const EP8 = "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108" as Address;
 const SENDER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as Address;
 const OTHER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC" as Address;
 const USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e" as Address;
@@ -847,7 +848,11 @@ for (const backend of BACKENDS) {
         const otherNonce = await store.reserveSponsorship(op(ids, { nonce: 8n, mode: "sponsor" }));
         const otherEp = await store.reserveSponsorship(op(ids, { nonce: 7n, mode: "sponsor", entryPoint: EP7, version: "v0.7" }));
         const otherNet = await store.reserveSponsorship(op(ids, { nonce: 7n, mode: "sponsor", network: "local" }));
-        expect([otherNonce, otherEp, otherNet].map((r) => r.ok && r.replaced)).to.deep.equal([null, null, null]);
+        // v0.8 rows are accepted since migration 8 (both databases).
+        const v08 = await store.reserveSponsorship(op(ids, { nonce: 7n, mode: "sponsor", entryPoint: EP8, version: "v0.8" }));
+        expect([otherNonce, otherEp, otherNet, v08].map((r) => r.ok && r.replaced)).to.deep.equal([null, null, null, null]);
+        if (!v08.ok) throw new Error("expected ok");
+        expect((await store.getSponsorship(v08.record.id))?.version).to.equal("v0.8");
         expect((await store.getSponsorship(fifth.record.id))?.status).to.equal("signed");
       });
 

@@ -4,19 +4,22 @@
 // instead of being hashed into a signature that can never verify.
 import { addressWord, bytes32Word, keccakWord, keccakWords, uintWord } from "./abiWords.ts";
 import { keccak256 } from "./keccak.ts";
+import { initCodeHashV08 } from "./eip7702.ts";
 import { initCodeV07 } from "./userOperation.ts";
 import type { Erc20ModeFields, ValidityWindow } from "./paymasterData.ts";
-import type { Address, Hex, UserOperationV06, UserOperationV07, VersionedUserOperation } from "./types.ts";
+import type { Address, Hex, UserOperationV06, UserOperationV07, UserOperationV08, VersionedUserOperation } from "./types.ts";
 
-/** Inputs of VerifyingPaymasterV06/V07.getHash plus what the contract reads itself (chainid, address(this)). */
+/** Inputs of VerifyingPaymasterV06/V07/V08.getHash plus what the contract reads itself (chainid, address(this)). */
 export type VerifyingPaymasterHashParams = VersionedUserOperation &
   ValidityWindow & {
     chainId: bigint | number;
     /** The paymaster contract's address (address(this) in getHash). */
     paymaster: Address;
+    /** v0.8 7702 ops: the delegate the sender's code points to (default: userOp.eip7702Auth.address). */
+    eip7702Delegate?: Address;
   };
 
-/** Inputs of ERC20PaymasterV06/V07.getHash. */
+/** Inputs of ERC20PaymasterV06/V07/V08.getHash. */
 export type Erc20PaymasterHashParams = VerifyingPaymasterHashParams & Erc20ModeFields;
 
 /**
@@ -52,10 +55,24 @@ export function userOpWordsV06(op: UserOperationV06) {
  * values packed into bytes32 on-chain (gas limits, fees) are uint128, so they are range-checked as such.
  */
 export function userOpFieldsHashV07(op: UserOperationV07): Hex {
-  return keccakWords([
+  return keccakWords(packedFieldWords(op, keccakWord(initCodeV07(op), "initCode")));
+}
+
+/**
+ * BasePaymasterV08: v0.7's words, except that a 7702 op's initCode word is the EntryPoint's override
+ * keccak(delegate ‖ initCode[20:]) — the delegate is bound, never the raw marker. The delegate is
+ * `delegate` if given (read from the chain), else `eip7702Auth.address`.
+ */
+export function userOpFieldsHashV08(op: UserOperationV08, delegate?: Address): Hex {
+  const initCodeWord = initCodeHashV08(initCodeV07(op), delegate ?? op.eip7702Auth?.address).slice(2);
+  return keccakWords(packedFieldWords(op, initCodeWord));
+}
+
+function packedFieldWords(op: UserOperationV07, initCodeWord: string): string[] {
+  return [
     addressWord(op.sender, "sender"),
     uintWord(op.nonce, 256, "nonce"),
-    keccakWord(initCodeV07(op), "initCode"),
+    initCodeWord,
     keccakWord(op.callData, "callData"),
     uintWord(op.callGasLimit, 128, "callGasLimit"),
     uintWord(op.verificationGasLimit, 128, "verificationGasLimit"),
@@ -64,12 +81,19 @@ export function userOpFieldsHashV07(op: UserOperationV07): Hex {
     uintWord(op.maxPriorityFeePerGas, 128, "maxPriorityFeePerGas"),
     uintWord(op.paymasterVerificationGasLimit ?? 0n, 128, "paymasterVerificationGasLimit"),
     uintWord(op.paymasterPostOpGasLimit ?? 0n, 128, "paymasterPostOpGasLimit"),
-  ]);
+  ];
 }
 
-/** The fields hash of either version. */
-export function userOpFieldsHash(versioned: VersionedUserOperation): Hex {
-  return versioned.version === "v0.6" ? userOpFieldsHashV06(versioned.userOp) : userOpFieldsHashV07(versioned.userOp);
+/** The fields hash of any version (`delegate`: see userOpFieldsHashV08; ignored before v0.8). */
+export function userOpFieldsHash(versioned: VersionedUserOperation, delegate?: Address): Hex {
+  switch (versioned.version) {
+    case "v0.6":
+      return userOpFieldsHashV06(versioned.userOp);
+    case "v0.7":
+      return userOpFieldsHashV07(versioned.userOp);
+    case "v0.8":
+      return userOpFieldsHashV08(versioned.userOp, delegate);
+  }
 }
 
 /** VerifyingPaymasterV06/V07.getHash: the bytes32 a signer signs (as an EIP-191 message) to sponsor. */
@@ -96,7 +120,7 @@ export function toEthSignedMessageHash(hash: Hex): Hex {
 
 function commonWords(params: VerifyingPaymasterHashParams): string[] {
   return [
-    userOpFieldsHash(params).slice(2),
+    userOpFieldsHash(params, params.eip7702Delegate).slice(2),
     uintWord(params.chainId, 256, "chainId"),
     addressWord(params.paymaster, "paymaster"),
     uintWord(params.validUntil, 48, "validUntil"),

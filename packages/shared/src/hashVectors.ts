@@ -17,7 +17,9 @@ export interface HashVectorJson {
   token?: Address;
   exchangeRate?: string;
   chargeMode?: number;
-  /** The op's hashed fields (v0.6: UserOperation's; v0.7: unpacked, with factory/factoryData). */
+  /** v0.8 7702 ops (factory = the 0x7702 marker): the sender's delegate, hashed instead of the marker. */
+  eip7702Delegate?: Address;
+  /** The op's hashed fields (v0.6: UserOperation's; v0.7/v0.8: unpacked, with factory/factoryData). */
   userOp: Readonly<Record<string, string | undefined>>;
   hash: Hex;
 }
@@ -42,11 +44,18 @@ const BIGINT_FIELDS = new Set([
 export function parseHashVector(json: HashVectorJson): HashVector {
   const present = Object.entries(json.userOp).filter((e): e is [string, string] => e[1] !== undefined);
   const fields = Object.fromEntries(present.map(([k, v]) => [k, BIGINT_FIELDS.has(k) ? BigInt(v) : v]));
-  const common = { chainId: BigInt(json.chainId), paymaster: json.paymaster, validUntil: json.validUntil, validAfter: json.validAfter };
+  const common = {
+    chainId: BigInt(json.chainId),
+    paymaster: json.paymaster,
+    validUntil: json.validUntil,
+    validAfter: json.validAfter,
+    ...(json.eip7702Delegate === undefined ? {} : { eip7702Delegate: json.eip7702Delegate }),
+  };
+  const packedOp = { ...fields, paymaster: json.paymaster, paymasterData: "0x", signature: "0x" } as unknown as UserOperationV07;
   const versioned =
     json.version === "v0.6"
       ? { version: "v0.6" as const, userOp: { ...fields, paymasterAndData: "0x", signature: "0x" } as unknown as UserOperationV06 }
-      : { version: "v0.7" as const, userOp: { ...fields, paymaster: json.paymaster, paymasterData: "0x", signature: "0x" } as unknown as UserOperationV07 };
+      : { version: json.version, userOp: packedOp };
   if (json.kind === "verifying") return { name: json.name, kind: "verifying", params: { ...versioned, ...common }, hash: json.hash };
   return {
     name: json.name,

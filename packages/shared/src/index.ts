@@ -14,6 +14,7 @@ export {
 export * from "./userOperation.ts";
 export * from "./paymasterData.ts";
 export * from "./hash.ts";
+export * from "./eip7702.ts";
 export * from "./userOpHash.ts";
 export * from "./maxCost.ts";
 export * from "./networks.ts";

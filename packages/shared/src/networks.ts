@@ -66,17 +66,20 @@ export function networkOfChainId(chainId: number | bigint): NetworkName | undefi
 export const ENTRY_POINT_V06_ADDRESS: Address = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789";
 /** Canonical EntryPoint v0.7 address. */
 export const ENTRY_POINT_V07_ADDRESS: Address = "0x0000000071727De22E5E9d8BAf0edAc6f37da032";
+/** Canonical EntryPoint v0.8 address (@account-abstraction/contracts@0.8.0 artifact, CREATE2 salt 0x0a59dbff…5e9). */
+export const ENTRY_POINT_V08_ADDRESS: Address = "0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108";
 
 /** Canonical EntryPoint address per version. */
 export const ENTRY_POINT_ADDRESSES: Readonly<Record<EntryPointVersion, Address>> = Object.freeze({
   "v0.6": ENTRY_POINT_V06_ADDRESS,
   "v0.7": ENTRY_POINT_V07_ADDRESS,
+  "v0.8": ENTRY_POINT_V08_ADDRESS,
 });
 
 /** Every supported EntryPoint version. */
-export const ENTRY_POINT_VERSIONS: readonly EntryPointVersion[] = Object.freeze(["v0.6", "v0.7"]);
+export const ENTRY_POINT_VERSIONS: readonly EntryPointVersion[] = Object.freeze(["v0.6", "v0.7", "v0.8"]);
 
 /** Whether `value` is a supported EntryPoint version. */
 export function isEntryPointVersion(value: unknown): value is EntryPointVersion {
-  return value === "v0.6" || value === "v0.7";
+  return value === "v0.6" || value === "v0.7" || value === "v0.8";
 }

@@ -142,7 +142,7 @@ export function encodePaymasterAndDataV07(fields: PaymasterAndDataV07): Hex {
  * and paymasterData. Throws when it is too short to hold them (the EntryPoint's AA93), including 0x.
  */
 export function decodePaymasterAndData(version: "v0.6", paymasterAndData: Hex): PaymasterAndDataV06;
-export function decodePaymasterAndData(version: "v0.7", paymasterAndData: Hex): PaymasterAndDataV07;
+export function decodePaymasterAndData(version: "v0.7" | "v0.8", paymasterAndData: Hex): PaymasterAndDataV07;
 export function decodePaymasterAndData(
   version: EntryPointVersion,
   paymasterAndData: Hex,
@@ -158,7 +158,7 @@ export function decodePaymasterAndData(
     if (length < PAYMASTER_DATA_OFFSET_V06) throw tooShort(length, PAYMASTER_DATA_OFFSET_V06, version);
     return { paymaster: paymaster(), paymasterData: sliceBytes(paymasterAndData, PAYMASTER_DATA_OFFSET_V06) };
   }
-  if (version === "v0.7") {
+  if (version === "v0.7" || version === "v0.8") {
     if (length < PAYMASTER_DATA_OFFSET_V07) throw tooShort(length, PAYMASTER_DATA_OFFSET_V07, version);
     return {
       paymaster: paymaster(),

@@ -7,8 +7,8 @@ export type Hex = `0x${string}`;
 /** 20-byte address as 0x-prefixed hex (any case; viem's Address is the same type). */
 export type Address = `0x${string}`;
 
-/** The two EntryPoint versions the paymasters support. */
-export type EntryPointVersion = "v0.6" | "v0.7";
+/** The EntryPoint versions the paymasters support. v0.8 shares v0.7's PackedUserOperation layout. */
+export type EntryPointVersion = "v0.6" | "v0.7" | "v0.8";
 
 /** EntryPoint v0.6 UserOperation (struct and RPC shape are the same fields). */
 export type UserOperationV06 = {
@@ -47,7 +47,27 @@ export type UserOperationV07 = {
   signature: Hex;
 };
 
-/** EntryPoint v0.7 on-chain PackedUserOperation. */
+/**
+ * A signed EIP-7702 authorization tuple as bundlers take it with a v0.8 user operation (`eip7702Auth`):
+ * the sender EOA delegates its code to `address` (the delegate implementation).
+ */
+export type Eip7702Authorization = {
+  chainId: bigint;
+  /** The delegate contract the EOA's code will point to (0xef0100 ‖ address). */
+  address: Address;
+  nonce: bigint;
+  r: Hex;
+  s: Hex;
+  yParity: number;
+};
+
+/**
+ * EntryPoint v0.8 user operation: v0.7's unpacked form plus, for an EIP-7702 sender, the authorization
+ * tuple. With `factory` = the 0x7702 marker the EntryPoint hashes the delegate instead of the marker.
+ */
+export type UserOperationV08 = UserOperationV07 & { eip7702Auth?: Eip7702Authorization };
+
+/** EntryPoint v0.7/v0.8 on-chain PackedUserOperation. */
 export type PackedUserOperation = {
   sender: Address;
   nonce: bigint;
@@ -67,4 +87,5 @@ export type PackedUserOperation = {
 /** A user operation tagged with its EntryPoint version, so one API can take either. */
 export type VersionedUserOperation =
   | { version: "v0.6"; userOp: UserOperationV06 }
-  | { version: "v0.7"; userOp: UserOperationV07 };
+  | { version: "v0.7"; userOp: UserOperationV07 }
+  | { version: "v0.8"; userOp: UserOperationV08 };

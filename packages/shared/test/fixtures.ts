@@ -1,6 +1,6 @@
 // Fixed literal inputs for the golden vectors. Every value is distinct and non-zero so that a swapped,
 // dropped or mis-sized field changes every hash.
-import type { Address, Hex, UserOperationV06, UserOperationV07 } from "../src/index.ts";
+import type { Address, Hex, UserOperationV06, UserOperationV07, UserOperationV08 } from "../src/index.ts";
 
 export const CHAIN_ID = 31337n;
 export const PAYMASTER: Address = "0x1111111111111111111111111111111111111111";
@@ -61,4 +61,17 @@ export const OP_V07_BARE: UserOperationV07 = {
   maxFeePerGas: OP_V07.maxFeePerGas,
   maxPriorityFeePerGas: OP_V07.maxPriorityFeePerGas,
   signature: OP_V07.signature,
+};
+
+/** The delegate implementation a 7702 sender points to (any contract address; distinct from the others). */
+export const DELEGATE_7702: Address = "0xe6Cae83BdE06E4c305530e199D7217f42808555B";
+export const OTHER_DELEGATE_7702: Address = "0x7777777777777777777777777777777777777777";
+
+/** A v0.8 op of an EIP-7702 sender: factory = the marker, factoryData = an init call, with its authorization. */
+export const OP_V08_7702: UserOperationV08 = {
+  ...OP_V07,
+  sender: "0x8a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
+  factory: "0x7702000000000000000000000000000000000000",
+  factoryData: "0xc0ffee",
+  eip7702Auth: { chainId: 31337n, address: DELEGATE_7702, nonce: 3n, r: `0x${"12".repeat(32)}`, s: `0x${"34".repeat(32)}`, yParity: 1 },
 };

@@ -6,6 +6,7 @@ import {
   ENTRY_POINT_ADDRESSES,
   ENTRY_POINT_V06_ADDRESS,
   ENTRY_POINT_V07_ADDRESS,
+  ENTRY_POINT_V08_ADDRESS,
   isEntryPointVersion,
   isNetworkName,
   NETWORK_NAMES,
@@ -79,8 +80,16 @@ describe("networks", () => {
     expect(ENTRY_POINT_V07_ADDRESS).to.equal("0x0000000071727De22E5E9d8BAf0edAc6f37da032");
     expect(getAddress(ENTRY_POINT_V06_ADDRESS)).to.equal(ENTRY_POINT_V06_ADDRESS);
     expect(getAddress(ENTRY_POINT_V07_ADDRESS)).to.equal(ENTRY_POINT_V07_ADDRESS);
-    expect(ENTRY_POINT_ADDRESSES).to.deep.equal({ "v0.6": ENTRY_POINT_V06_ADDRESS, "v0.7": ENTRY_POINT_V07_ADDRESS });
+    expect(ENTRY_POINT_V08_ADDRESS).to.equal("0x4337084D9E255Ff0702461CF8895CE9E3b5Ff108");
+    expect(getAddress(ENTRY_POINT_V08_ADDRESS)).to.equal(ENTRY_POINT_V08_ADDRESS);
+    expect(ENTRY_POINT_ADDRESSES).to.deep.equal({
+      "v0.6": ENTRY_POINT_V06_ADDRESS,
+      "v0.7": ENTRY_POINT_V07_ADDRESS,
+      "v0.8": ENTRY_POINT_V08_ADDRESS,
+    });
     expect(isEntryPointVersion("v0.7")).to.equal(true);
+    expect(isEntryPointVersion("v0.8")).to.equal(true);
+    expect(isEntryPointVersion("v0.9")).to.equal(false);
     expect(isEntryPointVersion("0.7")).to.equal(false);
   });
 });

@@ -7,9 +7,10 @@ import committed from "../vectors/paymaster-hash.json" with { type: "json" };
 describe("golden vectors (vectors/paymaster-hash.json) against the TypeScript mirror", () => {
   const vectors = (committed.vectors as HashVectorJson[]).map(parseHashVector);
 
-  it("cover both versions and both paymaster kinds", () => {
+  it("cover every version and both paymaster kinds, and 7702 ops on v0.8", () => {
     const seen = new Set((committed.vectors as HashVectorJson[]).map((v) => `${v.version} ${v.kind}`));
-    expect([...seen].sort()).to.deep.equal(["v0.6 erc20", "v0.6 verifying", "v0.7 erc20", "v0.7 verifying"]);
+    expect([...seen].sort()).to.deep.equal(["v0.6 erc20", "v0.6 verifying", "v0.7 erc20", "v0.7 verifying", "v0.8 erc20", "v0.8 verifying"]);
+    expect((committed.vectors as HashVectorJson[]).filter((v) => v.eip7702Delegate !== undefined)).to.have.length.greaterThan(1);
   });
 
   for (const v of vectors) {

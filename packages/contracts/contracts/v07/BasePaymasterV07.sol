@@ -46,7 +46,7 @@ abstract contract BasePaymasterV07 is PaymasterBase, IPaymaster {
 
     /// @notice Hash of every user operation field a signature covers, each listed explicitly and unpacked:
     ///         the same order as v0.6 plus the paymaster's own two gas limits (paymasterAndData[20:52]).
-    function _userOpFieldsHash(PackedUserOperation calldata userOp) internal pure returns (bytes32) {
+    function _userOpFieldsHash(PackedUserOperation calldata userOp) internal view returns (bytes32) {
         (uint256 verificationGasLimit, uint256 callGasLimit) = _unpackHighLow(userOp.accountGasLimits);
         (uint256 maxPriorityFeePerGas, uint256 maxFeePerGas) = _unpackHighLow(userOp.gasFees);
         (uint256 paymasterVerificationGasLimit, uint256 paymasterPostOpGasLimit) = _paymasterGasLimits(userOp);
@@ -54,7 +54,7 @@ abstract contract BasePaymasterV07 is PaymasterBase, IPaymaster {
             abi.encode(
                 userOp.sender,
                 userOp.nonce,
-                keccak256(userOp.initCode),
+                _initCodeHash(userOp),
                 keccak256(userOp.callData),
                 callGasLimit,
                 verificationGasLimit,
@@ -65,6 +65,12 @@ abstract contract BasePaymasterV07 is PaymasterBase, IPaymaster {
                 paymasterPostOpGasLimit
             )
         );
+    }
+
+    /// @dev The initCode word of the fields hash: keccak256(initCode) here; v0.8 binds a 7702 sender's delegate
+    ///      instead (VerifyingPaymasterV08 / ERC20PaymasterV08), as its EntryPoint's userOpHash does.
+    function _initCodeHash(PackedUserOperation calldata userOp) internal view virtual returns (bytes32) {
+        return keccak256(userOp.initCode);
     }
 
     /// @dev paymasterVerificationGasLimit and paymasterPostOpGasLimit; the caller checked the length.

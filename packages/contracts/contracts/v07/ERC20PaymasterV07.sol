@@ -54,7 +54,7 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
 
     /// @notice Gas charged on top of actualGasCost for an op with `postOpGasLimit`: postOp's own gas plus the
     ///         EntryPoint's 10% penalty on the part of the postOp limit it leaves unused.
-    function postOpGasCharge(uint256 postOpGasLimit) public view returns (uint256) {
+    function postOpGasCharge(uint256 postOpGasLimit) public view virtual returns (uint256) {
         uint256 used = postOpGas;
         uint256 unused = postOpGasLimit > used ? postOpGasLimit - used : 0;
         return used + (unused * UNUSED_GAS_PENALTY_PERCENT) / 100;

@@ -14,8 +14,8 @@ export interface ShippedArtifact {
 const require = createRequire(import.meta.url);
 const cache = new Map<string, ShippedArtifact>();
 
-/** Reads `<package>/artifacts/<name>.json` of the v0.6 or v0.7 contracts package. */
-export function loadShippedArtifact(version: "v06" | "v07", name: string): ShippedArtifact {
+/** Reads `<package>/artifacts/<name>.json` of the v0.6, v0.7 or v0.8 contracts package. */
+export function loadShippedArtifact(version: "v06" | "v07" | "v08", name: string): ShippedArtifact {
   const id = `@account-abstraction/contracts-${version}/artifacts/${name}.json`;
   let artifact = cache.get(id);
   if (artifact === undefined) {

@@ -1,7 +1,7 @@
 /**
- * Idempotent deployment of the whole local stack: EntryPoint v0.6 and v0.7 at their canonical addresses,
- * a SimpleAccountFactory per version, two TestTokens and the four paymasters, funded, staked and
- * allowlisted. Every contract goes through the CREATE2 deployer proxy with a fixed salt, so running it
+ * Idempotent deployment of the whole local stack: EntryPoint v0.6, v0.7 and v0.8 at their canonical
+ * addresses, a SimpleAccountFactory per version, v0.8's Simple7702Account (the EIP-7702 delegate), two
+ * TestTokens and the six paymasters, funded, staked and allowlisted. Every contract goes through the CREATE2 deployer proxy with a fixed salt, so running it
  * again against the same chain finds every contract at its predicted address and sends no deployment.
  *
  * Works with any ethers v6 Signer that has a provider: a Hardhat `ethers.getSigners()` signer in mocha
@@ -15,8 +15,10 @@ import { ERC20PaymasterV06__factory } from "../../types/ethers-contracts/factori
 import { VerifyingPaymasterV06__factory } from "../../types/ethers-contracts/factories/v06/VerifyingPaymasterV06__factory.ts";
 import { ERC20PaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/ERC20PaymasterV07__factory.ts";
 import { VerifyingPaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/VerifyingPaymasterV07__factory.ts";
+import { ERC20PaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/ERC20PaymasterV08__factory.ts";
+import { VerifyingPaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/VerifyingPaymasterV08__factory.ts";
 import { loadShippedArtifact } from "./aaArtifacts.ts";
-import { EntryPointSimulatorV07Deployment } from "../../types/artifacts/index.ts";
+import { EntryPointSimulatorV07Deployment, EntryPointSimulatorV08Deployment } from "../../types/artifacts/index.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
   CREATE2_DEPLOYER_RUNTIME_CODE,
@@ -29,6 +31,8 @@ import {
   ENTRY_POINT_V06_SALT,
   ENTRY_POINT_V07_ADDRESS,
   ENTRY_POINT_V07_SALT,
+  ENTRY_POINT_V08_ADDRESS,
+  ENTRY_POINT_V08_SALT,
   LOCAL_CHAIN_IDS,
   LOCAL_TEST_TOKENS,
 } from "./constants.ts";
@@ -214,7 +218,7 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
   const depositTarget = options.depositTarget ?? DEFAULT_DEPOSIT_TARGET;
   const stakeAmount = options.stakeAmount ?? DEFAULT_STAKE_AMOUNT;
   const unstakeDelaySec = options.unstakeDelaySec ?? DEFAULT_UNSTAKE_DELAY_SEC;
-  if (postOpGasOf("v0.6") < 0n || postOpGasOf("v0.7") < 0n || minPostOpGasLimit < 0n || depositTarget < 0n || stakeAmount <= 0n || !(unstakeDelaySec > 0)) {
+  if (postOpGasOf("v0.6") < 0n || postOpGasOf("v0.7") < 0n || postOpGasOf("v0.8") < 0n || minPostOpGasLimit < 0n || depositTarget < 0n || stakeAmount <= 0n || !(unstakeDelaySec > 0)) {
     throw new Error("deployLocalStack: postOpGas, minPostOpGasLimit and depositTarget must be >= 0, stakeAmount and unstakeDelaySec > 0");
   }
 
@@ -235,7 +239,14 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     loadShippedArtifact("v07", "EntryPoint").bytecode,
     ENTRY_POINT_V07_ADDRESS,
   );
-  const factoryInitCode = async (version: "v06" | "v07", entryPoint: Address): Promise<string> => {
+  const entryPoint08 = await deployDeterministic(
+    ctx,
+    "EntryPoint v0.8",
+    ENTRY_POINT_V08_SALT,
+    loadShippedArtifact("v08", "EntryPoint").bytecode,
+    ENTRY_POINT_V08_ADDRESS,
+  );
+  const factoryInitCode = async (version: "v06" | "v07" | "v08", entryPoint: Address): Promise<string> => {
     const artifact = loadShippedArtifact(version, "SimpleAccountFactory");
     const tx = await new ContractFactory(artifact.abi as never, artifact.bytecode).getDeployTransaction(entryPoint);
     return tx.data;
@@ -251,6 +262,19 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     "SimpleAccountFactory v0.7",
     saltFor("SimpleAccountFactory"),
     await factoryInitCode("v07", entryPoint07),
+  );
+  const accountFactory08 = await deployDeterministic(
+    ctx,
+    "SimpleAccountFactory v0.8",
+    saltFor("SimpleAccountFactory"),
+    await factoryInitCode("v08", entryPoint08),
+  );
+  // The 7702 delegate: its code names the canonical v0.8 EntryPoint itself (no constructor arguments).
+  const simple7702Account = await deployDeterministic(
+    ctx,
+    "Simple7702Account v0.8",
+    saltFor("Simple7702Account"),
+    loadShippedArtifact("v08", "Simple7702Account").bytecode,
   );
 
   // ---- test tokens
@@ -286,15 +310,26 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     saltFor("ERC20PaymasterV07"),
     (await new ERC20PaymasterV07__factory().getDeployTransaction(entryPoint07, owner, signers, treasury, postOpGasOf("v0.7"), minPostOpGasLimit)).data,
   );
-
-  // The v0.7 simulator the service references from a small state override instead of sending its code.
-  await deployDeterministic(
+  const verifying08 = await deployDeterministic(
     ctx,
-    "EntryPointSimulatorV07",
-    EntryPointSimulatorV07Deployment.salt,
-    EntryPointSimulatorV07Deployment.initCode,
-    EntryPointSimulatorV07Deployment.address,
+    "VerifyingPaymasterV08",
+    saltFor("VerifyingPaymasterV08"),
+    (await new VerifyingPaymasterV08__factory().getDeployTransaction(entryPoint08, owner, signers)).data,
   );
+  const erc20_08 = await deployDeterministic(
+    ctx,
+    "ERC20PaymasterV08",
+    saltFor("ERC20PaymasterV08"),
+    (await new ERC20PaymasterV08__factory().getDeployTransaction(entryPoint08, owner, signers, treasury, postOpGasOf("v0.8"), minPostOpGasLimit)).data,
+  );
+
+  // The v0.7/v0.8 simulators the service references from a small state override instead of sending their code.
+  for (const [label, deployment] of [
+    ["EntryPointSimulatorV07", EntryPointSimulatorV07Deployment],
+    ["EntryPointSimulatorV08", EntryPointSimulatorV08Deployment],
+  ] as const) {
+    await deployDeterministic(ctx, label, deployment.salt, deployment.initCode, deployment.address);
+  }
 
   // ---- set-up: top up / set only what is missing
   const paymasters = [
@@ -302,6 +337,8 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     { label: "ERC20PaymasterV06", address: erc20_06, entryPoint: entryPoint06, erc20: true, postOpGas: postOpGasOf("v0.6") },
     { label: "VerifyingPaymasterV07", address: verifying07, entryPoint: entryPoint07, erc20: false, postOpGas: postOpGasOf("v0.7") },
     { label: "ERC20PaymasterV07", address: erc20_07, entryPoint: entryPoint07, erc20: true, postOpGas: postOpGasOf("v0.7") },
+    { label: "VerifyingPaymasterV08", address: verifying08, entryPoint: entryPoint08, erc20: false, postOpGas: postOpGasOf("v0.8") },
+    { label: "ERC20PaymasterV08", address: erc20_08, entryPoint: entryPoint08, erc20: true, postOpGas: postOpGasOf("v0.8") },
   ];
   for (const pm of paymasters) {
     // Every paymaster shares PaymasterBase; the v0.6 ERC-20 binding covers the base and token functions.
@@ -374,6 +411,13 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
       simpleAccountFactory: accountFactory07,
       verifyingPaymaster: verifying07,
       erc20Paymaster: erc20_07,
+    },
+    "v0.8": {
+      entryPoint: entryPoint08,
+      simpleAccountFactory: accountFactory08,
+      verifyingPaymaster: verifying08,
+      erc20Paymaster: erc20_08,
+      simple7702Account,
     },
   };
   return {

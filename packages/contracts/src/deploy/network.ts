@@ -20,6 +20,8 @@ import { ERC20PaymasterV06__factory } from "../../types/ethers-contracts/factori
 import { VerifyingPaymasterV06__factory } from "../../types/ethers-contracts/factories/v06/VerifyingPaymasterV06__factory.ts";
 import { ERC20PaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/ERC20PaymasterV07__factory.ts";
 import { VerifyingPaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/VerifyingPaymasterV07__factory.ts";
+import { ERC20PaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/ERC20PaymasterV08__factory.ts";
+import { VerifyingPaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/VerifyingPaymasterV08__factory.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
   DEFAULT_MIN_POST_OP_GAS_LIMIT,
@@ -27,6 +29,7 @@ import {
   DEFAULT_UNSTAKE_DELAY_SEC,
   ENTRY_POINT_V06_ADDRESS,
   ENTRY_POINT_V07_ADDRESS,
+  ENTRY_POINT_V08_ADDRESS,
 } from "./constants.ts";
 import { CREATE2_PROXY_FUNDING, create2ProxyState, installCreate2Proxy } from "./create2Proxy.ts";
 
@@ -136,11 +139,13 @@ export const APPROX_GAS_PER_SETUP_CALL = 30_000n;
 const ENTRY_POINTS: Partial<Record<EntryPointVersion, Address>> = {
   "v0.6": ENTRY_POINT_V06_ADDRESS,
   "v0.7": ENTRY_POINT_V07_ADDRESS,
+  "v0.8": ENTRY_POINT_V08_ADDRESS,
 };
 
 const FACTORIES = {
   "v0.6": { verifying: VerifyingPaymasterV06__factory, erc20: ERC20PaymasterV06__factory },
   "v0.7": { verifying: VerifyingPaymasterV07__factory, erc20: ERC20PaymasterV07__factory },
+  "v0.8": { verifying: VerifyingPaymasterV08__factory, erc20: ERC20PaymasterV08__factory },
 } as const;
 
 const STAKE_MANAGER = new Interface([
@@ -182,7 +187,7 @@ export function paymasterAddress(deployer: Address, salt: string, initCode: stri
 
 /** The fixed constructor arguments of a paymaster, by the constructor's parameter names. */
 function constructorArguments(kind: PaymasterKind, version: EntryPointVersion): { values: unknown[]; encoded: `0x${string}` } {
-  const factory = FACTORIES[version as "v0.6" | "v0.7"][kind];
+  const factory = FACTORIES[version][kind];
   const constructor = new Interface(factory.abi).deploy;
   const holder = paymasterDeployerAddress();
   const byName: Record<string, unknown> = {
@@ -190,7 +195,7 @@ function constructorArguments(kind: PaymasterKind, version: EntryPointVersion): 
     owner_: holder,
     signers_: [],
     treasury_: holder,
-    postOpGas_: DEFAULT_POST_OP_GAS[version as "v0.6" | "v0.7"],
+    postOpGas_: DEFAULT_POST_OP_GAS[version],
     minPostOpGasLimit_: DEFAULT_MIN_POST_OP_GAS_LIMIT,
   };
   const values = constructor.inputs.map((input) => {
@@ -206,7 +211,7 @@ function targetsFor(config: DeployPlan["config"], deployer: Address): Omit<Payma
     const entryPoint = ENTRY_POINTS[version];
     if (entryPoint === undefined) throw new Error(`no paymasters for EntryPoint ${version} yet`);
     for (const kind of ["verifying", "erc20"] as const) {
-      const factory = FACTORIES[version as "v0.6" | "v0.7"][kind];
+      const factory = FACTORIES[version][kind];
       const { encoded } = constructorArguments(kind, version);
       const initCode = concat([factory.bytecode, encoded]) as `0x${string}`;
       const name = `${kind === "verifying" ? "VerifyingPaymaster" : "ERC20Paymaster"}V0${version.slice(-1)}`;
@@ -231,7 +236,7 @@ function setupCalls(target: Omit<PaymasterTarget, "state">, config: DeployPlan["
   if (target.kind === "erc20") {
     calls.push({ data: PAYMASTER.encodeFunctionData("setTreasury", [config.treasury]), value: 0n });
     for (const token of config.tokens) calls.push({ data: PAYMASTER.encodeFunctionData("setTokenSupport", [token, true]), value: 0n });
-    if (config.postOpGas !== null && config.postOpGas !== DEFAULT_POST_OP_GAS[target.version as "v0.6" | "v0.7"]) {
+    if (config.postOpGas !== null && config.postOpGas !== DEFAULT_POST_OP_GAS[target.version]) {
       calls.push({ data: PAYMASTER.encodeFunctionData("setPostOpGas", [config.postOpGas]), value: 0n });
     }
     if (config.minPostOpGasLimit !== null && config.minPostOpGasLimit !== DEFAULT_MIN_POST_OP_GAS_LIMIT) {

@@ -1,7 +1,7 @@
 // Accounts prepared outside the paymaster flow (deployed, funded with tokens, paymasters approved).
 import { Contract, MaxUint256, type Wallet } from "ethers";
 import type { EntryPointVersion } from "@paymaster/shared";
-import { networkHelpers, type Stack } from "./stack.ts";
+import { ethers, networkHelpers, type Stack } from "./stack.ts";
 import { accountCallData, newAccount, randomOwner } from "./userOps.ts";
 
 export interface ReadyAccount {
@@ -19,6 +19,24 @@ export async function ownerExecute(
   await tx.wait();
 }
 
+/**
+ * Deploys `owner`'s SimpleAccount with `salt`. v0.8's factory takes createAccount only from the EntryPoint's
+ * SenderCreator, so there the call is sent as that (impersonated) contract.
+ */
+export async function deployAccount(stack: Stack, version: EntryPointVersion, owner: string, salt: bigint): Promise<void> {
+  const factory = stack.v[version].factory;
+  if (version !== "v0.8") {
+    await (await factory.getFunction("createAccount")(owner, salt)).wait();
+    return;
+  }
+  const senderCreator: string = await stack.v[version].entryPoint.getFunction("senderCreator")();
+  await networkHelpers.impersonateAccount(senderCreator);
+  await networkHelpers.setBalance(senderCreator, 10n ** 18n);
+  const asCreator = factory.connect(await ethers.getSigner(senderCreator)) as Contract;
+  await (await asCreator.getFunction("createAccount")(owner, salt)).wait();
+  await networkHelpers.stopImpersonatingAccount(senderCreator);
+}
+
 /** A deployed SimpleAccount holding 1000 USDC and 1000 DAI, with an owner that has ETH for direct calls. */
 export async function readyAccount(
   stack: Stack,
@@ -28,7 +46,7 @@ export async function readyAccount(
   const owner = randomOwner();
   await networkHelpers.setBalance(owner.address, 10n ** 19n);
   const { address } = await newAccount(stack, version, owner.address, salt);
-  await (await stack.v[version].factory.getFunction("createAccount")(owner.address, salt)).wait();
+  await deployAccount(stack, version, owner.address, salt);
   await (await stack.tokens.USDC.mint(address, 1_000n * 10n ** 6n)).wait();
   await (await stack.tokens.DAI.mint(address, 1_000n * 10n ** 18n)).wait();
   const account = { owner, address };
@@ -56,7 +74,7 @@ export async function accountWithToken(
   const owner = randomOwner();
   await networkHelpers.setBalance(owner.address, 10n ** 19n);
   const { address } = await newAccount(stack, version, owner.address);
-  await (await stack.v[version].factory.getFunction("createAccount")(owner.address, 0n)).wait();
+  await deployAccount(stack, version, owner.address, 0n);
   await (await token.getFunction("mint")(address, amount)).wait();
   const account = { owner, address };
   await ownerExecute(version, account, [{ to: await token.getAddress(), data: approveData(stack, await stack.v[version].erc20.getAddress(), allowance) }]);

@@ -5,6 +5,8 @@ import entryPointV06 from "@account-abstraction/contracts-v06/artifacts/EntryPoi
 import entryPointV07 from "@account-abstraction/contracts-v07/artifacts/EntryPoint.json" with { type: "json" };
 import factoryV06 from "@account-abstraction/contracts-v06/artifacts/SimpleAccountFactory.json" with { type: "json" };
 import factoryV07 from "@account-abstraction/contracts-v07/artifacts/SimpleAccountFactory.json" with { type: "json" };
+import entryPointV08 from "@account-abstraction/contracts-v08/artifacts/EntryPoint.json" with { type: "json" };
+import factoryV08 from "@account-abstraction/contracts-v08/artifacts/SimpleAccountFactory.json" with { type: "json" };
 import { deployLocalStack, type DeploymentManifest } from "../../src/deploy/index.ts";
 import {
   ERC20PaymasterV06__factory,
@@ -12,6 +14,8 @@ import {
   TestToken__factory,
   VerifyingPaymasterV06__factory,
   VerifyingPaymasterV07__factory,
+  ERC20PaymasterV08__factory,
+  VerifyingPaymasterV08__factory,
   type TestToken,
 } from "../../types/ethers-contracts/index.ts";
 import type { EntryPointVersion } from "@paymaster/shared";
@@ -53,6 +57,7 @@ async function deployFixture(): Promise<Stack> {
   });
   const v06 = manifest.entryPoints["v0.6"];
   const v07 = manifest.entryPoints["v0.7"];
+  const v08 = manifest.entryPoints["v0.8"];
   const token = (symbol: string) => {
     const entry = manifest.tokens.find((t) => t.symbol === symbol);
     if (!entry) throw new Error(`token ${symbol} missing from the manifest`);
@@ -81,6 +86,12 @@ async function deployFixture(): Promise<Stack> {
         verifying: VerifyingPaymasterV07__factory.connect(v07.verifyingPaymaster, owner) as unknown as Contract,
         erc20: ERC20PaymasterV07__factory.connect(v07.erc20Paymaster, owner) as unknown as Contract,
       },
+      "v0.8": {
+        entryPoint: new Contract(v08.entryPoint, entryPointV08.abi, owner),
+        factory: new Contract(v08.simpleAccountFactory, factoryV08.abi, owner),
+        verifying: VerifyingPaymasterV08__factory.connect(v08.verifyingPaymaster, owner) as unknown as Contract,
+        erc20: ERC20PaymasterV08__factory.connect(v08.erc20Paymaster, owner) as unknown as Contract,
+      },
     },
   };
 }
@@ -90,4 +101,11 @@ export function loadStack(): Promise<Stack> {
   return networkHelpers.loadFixture(deployFixture);
 }
 
-export { ERC20PaymasterV06__factory, ERC20PaymasterV07__factory, VerifyingPaymasterV06__factory, VerifyingPaymasterV07__factory };
+export {
+  ERC20PaymasterV06__factory,
+  ERC20PaymasterV07__factory,
+  ERC20PaymasterV08__factory,
+  VerifyingPaymasterV06__factory,
+  VerifyingPaymasterV07__factory,
+  VerifyingPaymasterV08__factory,
+};

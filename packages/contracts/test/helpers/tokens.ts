@@ -1,14 +1,14 @@
-// Extra tokens for the charge tests: a USDC-style blocklisting token, allowlisted on both ERC-20 paymasters.
+// Extra tokens for the charge tests: a USDC-style blocklisting token, allowlisted on every ERC-20 paymaster.
 import { Contract } from "ethers";
 import { tokenCost, type EntryPointVersion } from "@paymaster/shared";
 import { BlocklistToken__factory } from "../../types/ethers-contracts/index.ts";
 import type { Stack } from "./stack.ts";
-import type { TestOp } from "./userOps.ts";
+import { VERSIONS, type TestOp } from "./userOps.ts";
 
-/** A fresh BlocklistToken (6 decimals), allowlisted on both ERC-20 paymasters. */
+/** A fresh BlocklistToken (6 decimals), allowlisted on every ERC-20 paymaster. */
 export async function blocklistToken(stack: Stack): Promise<Contract> {
   const token = (await new BlocklistToken__factory(stack.owner).deploy()) as unknown as Contract;
-  for (const version of ["v0.6", "v0.7"] as const) {
+  for (const version of VERSIONS) {
     await (await stack.v[version].erc20.getFunction("setTokenSupport")(await token.getAddress(), true)).wait();
   }
   return token;

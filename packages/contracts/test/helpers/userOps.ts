@@ -1,4 +1,4 @@
-// Building, sponsoring, signing and submitting user operations the same way for EntryPoint v0.6 and v0.7.
+// Building, sponsoring, signing and submitting user operations the same way for EntryPoint v0.6, v0.7 and v0.8.
 import { Contract, Interface, Wallet, concat, dataSlice, getBytes, toBeHex, zeroPadValue, type Signer } from "ethers";
 import {
   encodeErc20PaymasterData,
@@ -13,7 +13,7 @@ import {
 } from "@paymaster/shared";
 import { ethers, type Stack } from "./stack.ts";
 
-export const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7"];
+export const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
 
 /** One shape for both versions; v0.6 ignores the paymaster gas limits. */
 export interface TestOp {
@@ -55,6 +55,11 @@ const accountInterface = {
     "function execute(address dest, uint256 value, bytes func)",
     "function executeBatch(address[] dest, uint256[] value, bytes[] func)",
   ]),
+  // v0.8's BaseAccount: executeBatch takes Call{target, value, data}[].
+  "v0.8": new Interface([
+    "function execute(address target, uint256 value, bytes data)",
+    "function executeBatch((address target, uint256 value, bytes data)[] calls)",
+  ]),
 };
 
 /** callData for the account executing `calls` (one call -> execute, several -> executeBatch). */
@@ -66,6 +71,7 @@ export function accountCallData(version: EntryPointVersion, calls: { to: string;
   }
   const targets = calls.map((c) => c.to);
   const data = calls.map((c) => c.data);
+  if (version === "v0.8") return iface.encodeFunctionData("executeBatch", [calls.map((c) => [c.to, c.value ?? 0n, c.data])]);
   return version === "v0.6"
     ? iface.encodeFunctionData("executeBatch", [targets, data])
     : iface.encodeFunctionData("executeBatch", [targets, calls.map((c) => c.value ?? 0n), data]);
@@ -146,7 +152,7 @@ export function toUserOpV07(op: TestOp): UserOperationV07 {
   };
 }
 
-/** The struct the version's EntryPoint takes (v0.6 UserOperation, v0.7 PackedUserOperation). */
+/** The struct the version's EntryPoint takes (v0.6 UserOperation, v0.7/v0.8 PackedUserOperation). */
 export function toChainOp(version: EntryPointVersion, op: TestOp) {
   return version === "v0.6" ? toUserOpV06(op) : packUserOpV07(toUserOpV07(op));
 }
@@ -160,9 +166,11 @@ export function offChainPaymasterHash(
   paymaster: string,
   window: Window,
   tokenFields?: TokenFields,
+  eip7702Delegate?: string,
 ): Hex {
   const userOp = version === "v0.6" ? toUserOpV06(op) : toUserOpV07(op);
-  const common = { version, userOp, chainId, paymaster: paymaster as Hex, ...window } as const;
+  const delegate = eip7702Delegate === undefined ? {} : { eip7702Delegate: eip7702Delegate as Hex };
+  const common = { version, userOp, chainId, paymaster: paymaster as Hex, ...window, ...delegate } as const;
   if (kind === "verifying") return verifyingPaymasterHash(common as Parameters<typeof verifyingPaymasterHash>[0]);
   if (!tokenFields) throw new Error("erc20 hash needs token fields");
   return erc20PaymasterHash({ ...common, ...tokenFields, token: tokenFields.token as Hex } as Parameters<
@@ -208,6 +216,8 @@ export interface SponsorOptions {
   chainId?: bigint;
   /** Hash for another paymaster address (replay tests). */
   hashPaymaster?: string;
+  /** v0.8 7702 senders: the delegate the hash binds (replay tests sign for another one). */
+  eip7702Delegate?: string;
 }
 
 /** Sets the paymaster fields and the signer's signature over the off-chain hash. */
@@ -223,15 +233,20 @@ export async function sponsor(stack: Stack, version: EntryPointVersion, op: Test
     opts.hashPaymaster ?? paymaster,
     window,
     opts.tokenFields,
+    opts.eip7702Delegate,
   );
   const signature = await opts.signer.signMessage(getBytes(hash));
   return { ...sponsored, paymasterData: paymasterDataFor(opts.kind, window, signature, opts.tokenFields) };
 }
 
-/** The account owner's signature over the EntryPoint's userOpHash (SimpleAccount: EIP-191). */
+/**
+ * The account owner's signature over the EntryPoint's userOpHash: SimpleAccount v0.6/v0.7 recover an EIP-191
+ * message; v0.8's userOpHash is already an EIP-712 digest, which its SimpleAccount recovers as is.
+ */
 export async function signAsOwner(stack: Stack, version: EntryPointVersion, op: TestOp, owner: Wallet): Promise<TestOp> {
   const userOpHash: string = await stack.v[version].entryPoint.getFunction("getUserOpHash")(toChainOp(version, op));
-  return { ...op, signature: await owner.signMessage(getBytes(userOpHash)) };
+  const signature = version === "v0.8" ? owner.signingKey.sign(userOpHash).serialized : await owner.signMessage(getBytes(userOpHash));
+  return { ...op, signature };
 }
 
 /** Submits the ops through handleOps from a bundler EOA. */

@@ -1,14 +1,20 @@
 /**
  * EntryPoint simulation through eth_call. v0.6: the EntryPoint's own simulateHandleOp (always reverts with
- * ExecutionResult or FailedOp). v0.7: our EntryPointSimulatorV07 (eth-infinitism's EntryPointSimulations plus
+ * ExecutionResult or FailedOp). v0.7 / v0.8: our EntryPointSimulatorV07 / V08 (eth-infinitism's EntryPointSimulations plus
  * the op's execution outcome) run at the EntryPoint's address through a state override: a 45-byte delegating
  * proxy when the simulator's code is deployed on the chain (found at start-up at its CREATE2 address), else
  * the whole ~19 kB code on every call (see "Simulation" in the README for the measurements). It returns
  * ExecutionResult or reverts with FailedOp / FailedOpWithRevert. Both versions give the same result shape.
  */
 import { decodeErrorResult, decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
-import { EntryPointSimulatorV07Artifact, EntryPointSimulatorV07Deployment, EntryPointV06Artifact } from "@paymaster/contracts/artifacts";
-import type { Address, Hex, PackedUserOperation, UserOperationV06, UserOperationV07 } from "@paymaster/shared";
+import {
+  EntryPointSimulatorV07Artifact,
+  EntryPointSimulatorV07Deployment,
+  EntryPointSimulatorV08Artifact,
+  EntryPointSimulatorV08Deployment,
+  EntryPointV06Artifact,
+} from "@paymaster/contracts/artifacts";
+import { eip7702DelegationCode, type Address, type Hex, type PackedUserOperation, type UserOperationV06, type UserOperationV07, type UserOperationV08 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { encodeSimulateHandleOp } from "./userOpAbi.ts";
@@ -39,27 +45,44 @@ export interface SimulationFailure {
 
 export type SimulationOutcome = { ok: true; result: ExecutionResult } | { ok: false; failure: SimulationFailure };
 
-/** An op to simulate; a v0.7 one may carry its packing (see EncodableOp in userOpAbi.ts). */
-export type SimulatedOp = { version: "v0.6"; userOp: UserOperationV06 } | { version: "v0.7"; userOp: UserOperationV07; packed?: PackedUserOperation };
+/** An op to simulate; a v0.7 or v0.8 one may carry its packing (see EncodableOp in userOpAbi.ts). */
+export type SimulatedOp =
+  | { version: "v0.6"; userOp: UserOperationV06 }
+  | { version: "v0.7"; userOp: UserOperationV07; packed?: PackedUserOperation }
+  | { version: "v0.8"; userOp: UserOperationV08; packed?: PackedUserOperation };
 
-/** How v0.7 simulations reach the simulator's code: the state override each eth_call carries. */
-export interface SimulatorV07 {
+/** How v0.7/v0.8 simulations reach the simulator's code: the state override each eth_call carries. */
+export interface Simulator {
   /** "deployed": a delegating proxy to the simulator's deployed code; "override": the whole code each call. */
   readonly kind: "deployed" | "override";
   /** The override's `code` value, pre-serialized (JSON.stringify would rescan the 38k-character string each call). */
   readonly code: unknown;
 }
 
+/** The v0.7 simulator access (kept as a name: v0.7 came first). */
+export type SimulatorV07 = Simulator;
+/** One simulator per EntryPoint version that simulates through one (v0.6 uses its EntryPoint's own). */
+export type Simulators = Readonly<Record<"v0.7" | "v0.8", Simulator>>;
+
 const ZERO: Address = "0x0000000000000000000000000000000000000000";
 const entryPointV06Abi = EntryPointV06Artifact.abi as Abi;
-const simulatorV07Abi = EntryPointSimulatorV07Artifact.abi as Abi;
+const SIMULATOR_ARTIFACTS = {
+  "v0.7": { artifact: EntryPointSimulatorV07Artifact, deployment: EntryPointSimulatorV07Deployment },
+  "v0.8": { artifact: EntryPointSimulatorV08Artifact, deployment: EntryPointSimulatorV08Deployment },
+} as const;
+const simulatorAbi = (version: "v0.7" | "v0.8"): Abi => SIMULATOR_ARTIFACTS[version].artifact.abi as Abi;
 const rawJson = (text: string): unknown => (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(text);
 
-/** The simulator's whole runtime code as the override: works on any node that takes state overrides. */
-export const SIMULATOR_CODE_OVERRIDE: SimulatorV07 = Object.freeze({
-  kind: "override",
-  code: rawJson(JSON.stringify(EntryPointSimulatorV07Artifact.deployedBytecode)),
-});
+function codeOverride(version: "v0.7" | "v0.8"): Simulator {
+  return Object.freeze({ kind: "override", code: rawJson(JSON.stringify(SIMULATOR_ARTIFACTS[version].artifact.deployedBytecode)) });
+}
+
+/** The v0.7 simulator's whole runtime code as the override: works on any node that takes state overrides. */
+export const SIMULATOR_CODE_OVERRIDE: Simulator = codeOverride("v0.7");
+/** The same for v0.8. */
+export const SIMULATOR_V08_CODE_OVERRIDE: Simulator = codeOverride("v0.8");
+/** Both simulators as whole-code overrides (a network without v0.7/v0.8 never uses them). */
+export const CODE_OVERRIDE_SIMULATORS: Simulators = Object.freeze({ "v0.7": SIMULATOR_CODE_OVERRIDE, "v0.8": SIMULATOR_V08_CODE_OVERRIDE });
 
 /** An EIP-1167 minimal proxy: delegates every call (with all its gas) to `target`, returning or reverting its data. */
 function delegatingProxyCode(target: Address): Hex {
@@ -70,11 +93,16 @@ function delegatingProxyCode(target: Address): Hex {
  * The cheapest way this chain offers: the proxy when the simulator's exact runtime code is deployed at its
  * CREATE2 address (the local stack deploys it; anyone can on a real network), else the whole code.
  */
-export async function findSimulatorV07(rpc: ChainRpc): Promise<SimulatorV07> {
-  const { address } = EntryPointSimulatorV07Deployment;
-  const code = await rpc.request<string>("eth_getCode", [address, "latest"]);
-  if (code.toLowerCase() !== EntryPointSimulatorV07Artifact.deployedBytecode.toLowerCase()) return SIMULATOR_CODE_OVERRIDE;
-  return Object.freeze({ kind: "deployed", code: delegatingProxyCode(address) });
+export async function findSimulatorV07(rpc: ChainRpc): Promise<Simulator> {
+  return findSimulator(rpc, "v0.7");
+}
+
+/** findSimulatorV07 for any simulated version. */
+export async function findSimulator(rpc: ChainRpc, version: "v0.7" | "v0.8"): Promise<Simulator> {
+  const { artifact, deployment } = SIMULATOR_ARTIFACTS[version];
+  const code = await rpc.request<string>("eth_getCode", [deployment.address, "latest"]);
+  if (code.toLowerCase() !== artifact.deployedBytecode.toLowerCase()) return codeOverride(version);
+  return Object.freeze({ kind: "deployed", code: delegatingProxyCode(deployment.address) });
 }
 
 function failureOf(reason: string, inner: Hex | null): SimulationFailure {
@@ -108,7 +136,7 @@ interface RawExecution {
 type RawOutcome = { ok: true; result: RawExecution } | { ok: false; failure: SimulationFailure };
 
 /** simulateHandleOp(op, target, targetCallData) at the latest block; a zero target skips the target call. */
-async function simulateHandleOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, target: Address, targetCallData: Hex): Promise<RawOutcome> {
+async function simulateHandleOp(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, target: Address, targetCallData: Hex): Promise<RawOutcome> {
   const data = encodeSimulateHandleOp(op, target, targetCallData);
   if (op.version === "v0.6") {
     let revert: Hex | undefined;
@@ -126,21 +154,33 @@ async function simulateHandleOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoi
     const [preOpGas, paid, , , targetSuccess, targetResult] = decoded.args as [bigint, bigint, number, number, boolean, Hex];
     return { ok: true, result: { preOpGas, paid, paymasterValidationData: 0n, targetSuccess, targetResult } };
   }
+  const abi = simulatorAbi(op.version);
   try {
-    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulator.code } }]);
-    const result = decodeFunctionResult({ abi: simulatorV07Abi, functionName: "simulateHandleOp", data: output }) as RawExecution;
+    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", stateOverride(simulators, entryPoint, op)]);
+    const result = decodeFunctionResult({ abi, functionName: "simulateHandleOp", data: output }) as RawExecution;
     return { ok: true, result };
   } catch (error) {
     if (!(error instanceof NodeError)) throw error;
-    return { ok: false, failure: v07Failure(error) };
+    return { ok: false, failure: simulatorFailure(abi, error) };
   }
 }
 
-/** A reverted v0.7 simulation: FailedOp / FailedOpWithRevert, else whatever the node said. */
-function v07Failure(error: NodeError): SimulationFailure {
+/** A reverted v0.7/v0.8 simulation: FailedOp / FailedOpWithRevert, else whatever the node said. */
+function simulatorFailure(abi: Abi, error: NodeError): SimulationFailure {
   const revert = error.revertData;
-  const failure = revert ? decodeFailure(simulatorV07Abi, revert) : undefined;
+  const failure = revert ? decodeFailure(abi, revert) : undefined;
   return failure ?? failureOf(`simulation reverted${revert ? "" : ": " + error.message.slice(0, 200)}`, revert ?? null);
+}
+
+/**
+ * The simulator at the EntryPoint's address and, for a v0.8 op carrying an EIP-7702 authorization, the
+ * sender's code as the authorization will set it (0xef0100 ‖ delegate), as bundlers simulate such ops.
+ */
+function stateOverride(simulators: Simulators, entryPoint: Address, op: Exclude<SimulatedOp, { version: "v0.6" }>): Record<string, { code: unknown }> {
+  const override: Record<string, { code: unknown }> = { [entryPoint]: { code: simulators[op.version].code } };
+  const auth = op.version === "v0.8" ? op.userOp.eip7702Auth : undefined;
+  if (auth !== undefined) override[op.userOp.sender] = { code: eip7702DelegationCode(auth.address) };
+  return override;
 }
 
 /** The 32-byte word `index` of ABI-encoded `hex` (0x-prefixed), from byte `base`. */
@@ -156,8 +196,11 @@ function bytesAt(hex: Hex, index: number, base = 0): { start: number; value: Hex
   return { start: start + 32, value: `0x${hex.slice(2 + (start + 32) * 2, 2 + (start + 32 + length) * 2)}` };
 }
 
-/** opOutcome(0, "") calldata: the same for every op without a read, so encoded once. */
-const OUTCOME_WITHOUT_READ = encodeFunctionData({ abi: simulatorV07Abi, functionName: "opOutcome", args: [ZERO, "0x"] });
+/** opOutcome(0, "") calldata per simulator: the same for every op without a read, so encoded once. */
+const OUTCOME_WITHOUT_READ = {
+  "v0.7": encodeFunctionData({ abi: simulatorAbi("v0.7"), functionName: "opOutcome", args: [ZERO, "0x"] }),
+  "v0.8": encodeFunctionData({ abi: simulatorAbi("v0.8"), functionName: "opOutcome", args: [ZERO, "0x"] }),
+} as const;
 
 /**
  * ExecutionResult and the opOutcome it carries, read straight off the fixed ABI layout (viem's generic
@@ -182,23 +225,24 @@ function decodeLanding(output: Hex): ExecutionResult {
 
 /**
  * The op as it would land: validation, execution and postOp, then (optionally) `read` called right after the
- * op, e.g. the treasury's token balance. v0.7 also tells whether the execution and postOp succeeded.
+ * op, e.g. the treasury's token balance. v0.7 and v0.8 also tell whether the execution and postOp succeeded.
  */
-export async function simulateOp(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): Promise<SimulationOutcome> {
+export async function simulateOp(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): Promise<SimulationOutcome> {
   if (op.version === "v0.6") {
-    const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, read?.to ?? ZERO, read?.data ?? "0x");
+    const raw = await simulateHandleOp(rpc, simulators, entryPoint, op, read?.to ?? ZERO, read?.data ?? "0x");
     if (!raw.ok) return raw;
     return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
   }
   // The EntryPoint calls itself after the op: the simulator's opOutcome(read.to, read.data).
-  const outcomeCall = read ? encodeFunctionData({ abi: simulatorV07Abi, functionName: "opOutcome", args: [read.to, read.data] }) : OUTCOME_WITHOUT_READ;
+  const abi = simulatorAbi(op.version);
+  const outcomeCall = read ? encodeFunctionData({ abi, functionName: "opOutcome", args: [read.to, read.data] }) : OUTCOME_WITHOUT_READ[op.version];
   const data = encodeSimulateHandleOp(op, entryPoint, outcomeCall);
   try {
-    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulator.code } }]);
+    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", stateOverride(simulators, entryPoint, op)]);
     return { ok: true, result: decodeLanding(output) };
   } catch (error) {
     if (!(error instanceof NodeError)) throw error;
-    return { ok: false, failure: v07Failure(error) };
+    return { ok: false, failure: simulatorFailure(abi, error) };
   }
 }
 
@@ -206,8 +250,8 @@ export async function simulateOp(rpc: ChainRpc, simulator: SimulatorV07, entryPo
  * The op's calls alone, with their revert data: `op` must carry empty callData; the EntryPoint then calls
  * `sender` with `callData` right after validation (as the op's execution would).
  */
-export async function simulateCalls(rpc: ChainRpc, simulator: SimulatorV07, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): Promise<SimulationOutcome> {
-  const raw = await simulateHandleOp(rpc, simulator, entryPoint, op, sender, callData);
+export async function simulateCalls(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): Promise<SimulationOutcome> {
+  const raw = await simulateHandleOp(rpc, simulators, entryPoint, op, sender, callData);
   if (!raw.ok) return raw;
   return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
 }

@@ -74,7 +74,7 @@ export function opForL1Pricing(op: VersionedUserOperation): VersionedUserOperati
   const replaced = Math.min(65, bytes);
   const priced = `${signature.slice(0, 2 + (bytes - replaced) * 2)}${highEntropyHex(replaced).slice(2)}` as Hex;
   const userOp = { ...op.userOp, signature: priced, preVerificationGas: 0xfedcban };
-  return op.version === "v0.6" ? { version: "v0.6", userOp: userOp as typeof op.userOp } : { version: "v0.7", userOp: userOp as typeof op.userOp };
+  return { version: op.version, userOp } as VersionedUserOperation;
 }
 
 /**

@@ -6,7 +6,7 @@
  * every call, several times per sponsorship. test/userOpAbi.test.ts checks the output equals viem's.
  */
 import { toFunctionSelector, type Abi, type AbiFunction } from "viem";
-import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact, EntryPointV07Artifact } from "@paymaster/contracts/artifacts";
+import { EntryPointSimulationsV07Artifact, EntryPointSimulatorV08Artifact, EntryPointV06Artifact, EntryPointV07Artifact } from "@paymaster/contracts/artifacts";
 import { packUserOpV07, type Address, type Hex, type PackedUserOperation, type UserOperationV06, type VersionedUserOperation } from "@paymaster/shared";
 
 const UINT256_MAX = (1n << 256n) - 1n;
@@ -74,7 +74,7 @@ function userOpV06Tuple(op: UserOperationV06): string {
 }
 
 /**
- * An op to encode. A v0.7 op may carry its PackedUserOperation, made once by whoever also hashes it (the sponsor
+ * An op to encode. A v0.7 or v0.8 op (both use the PackedUserOperation) may carry its PackedUserOperation, made once by whoever also hashes it (the sponsor
  * pipeline's op as it will land: simulated, hashed and answered from one packing); it must be the packing of
  * `userOp`.
  */
@@ -95,7 +95,7 @@ function userOpV07Tuple(packed: PackedUserOperation): string {
   ]);
 }
 
-/** The op's tuple (no 0x): v0.6 UserOperation, v0.7 PackedUserOperation (packed first unless it carries its packing). */
+/** The op's tuple (no 0x): v0.6 UserOperation, v0.7/v0.8 PackedUserOperation (packed first unless it carries its packing). */
 function tupleOf(op: EncodableOp): string {
   return op.version === "v0.6" ? userOpV06Tuple(op.userOp) : userOpV07Tuple(op.packed ?? packUserOpV07(op.userOp));
 }
@@ -115,6 +115,8 @@ function selectorOf(abi: Abi, name: string): string {
 const SIMULATE_HANDLE_OP = {
   "v0.6": selectorOf(EntryPointV06Artifact.abi as Abi, "simulateHandleOp"),
   "v0.7": selectorOf(EntryPointSimulationsV07Artifact.abi as Abi, "simulateHandleOp"),
+  // v0.8 keeps v0.7's PackedUserOperation, so its simulateHandleOp and handleOps have v0.7's selectors.
+  "v0.8": selectorOf(EntryPointSimulatorV08Artifact.abi as Abi, "simulateHandleOp"),
 } as const;
 
 /** Calldata of simulateHandleOp(op, target, targetCallData) on the op's EntryPoint (v0.7: EntryPointSimulations). */
@@ -127,6 +129,7 @@ export function encodeSimulateHandleOp(op: EncodableOp, target: Address, targetC
 const HANDLE_OPS = {
   "v0.6": selectorOf(EntryPointV06Artifact.abi as Abi, "handleOps"),
   "v0.7": selectorOf(EntryPointV07Artifact.abi as Abi, "handleOps"),
+  "v0.8": selectorOf(EntryPointV07Artifact.abi as Abi, "handleOps"),
 } as const;
 
 /**

@@ -4,12 +4,13 @@
  * the default gas caps.
  */
 import type { DeploymentManifest } from "@paymaster/contracts/manifest";
-import { ENTRY_POINT_VERSIONS, type Hex } from "@paymaster/shared";
+import type { Hex } from "@paymaster/shared";
 import { privateKeyToAddress } from "viem/accounts";
 
 import { ConfigError } from "./errors.ts";
 import { deepFreeze, formatPath, parseNetworkConfig } from "./schema.ts";
 import { DEFAULT_GAS_CAPS, type NetworkConfig } from "./types.ts";
+import { SPONSOR_VERSIONS } from "../rpc/schemas.ts";
 
 /** USD prices of the local test tokens; a test token not listed here is priced as a dollar stablecoin. */
 export const LOCAL_TOKEN_USD_PRICES: Readonly<Record<string, string>> = Object.freeze({ USDC: "1.00", DAI: "1.00" });
@@ -40,7 +41,7 @@ export function localNetworkConfig({ manifest, rpcUrl, signerKey }: LocalNetwork
     rpcTimeoutMs: LOCAL_RPC_TIMEOUT_MS,
     rpcDeadlineMs: LOCAL_RPC_TIMEOUT_MS,
     entryPoints: Object.fromEntries(
-      ENTRY_POINT_VERSIONS.map((version) => {
+      SPONSOR_VERSIONS.map((version) => {
         const ep = manifest.entryPoints[version];
         return [
           version,

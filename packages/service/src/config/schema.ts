@@ -179,11 +179,11 @@ function entryPointSchema(version: EntryPointVersion) {
 
 export const entryPointsSchema = z
   .strictObject(
-    { "v0.6": entryPointSchema("v0.6").optional(), "v0.7": entryPointSchema("v0.7").optional() },
-    { error: expected('an object keyed by EntryPoint version ("v0.6", "v0.7")') },
+    { "v0.6": entryPointSchema("v0.6").optional(), "v0.7": entryPointSchema("v0.7").optional(), "v0.8": entryPointSchema("v0.8").optional() },
+    { error: expected('an object keyed by EntryPoint version ("v0.6", "v0.7", "v0.8")') },
   )
-  .refine((eps) => eps["v0.6"] !== undefined || eps["v0.7"] !== undefined, {
-    error: 'configure at least one EntryPoint version ("v0.6" or "v0.7")',
+  .refine((eps) => eps["v0.6"] !== undefined || eps["v0.7"] !== undefined || eps["v0.8"] !== undefined, {
+    error: 'configure at least one EntryPoint version ("v0.6", "v0.7" or "v0.8")',
   });
 
 /** Whether `key` is a usable secp256k1 private key (non-zero, below the curve order). */

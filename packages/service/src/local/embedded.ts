@@ -8,12 +8,13 @@ import path from "node:path";
 import { encodeFunctionData, getAddress, maxUint256, parseEther, type Abi } from "viem";
 import { startLocalStack, writeManifest, type DeploymentManifest, type LocalStack } from "@paymaster/contracts";
 import { SimpleAccountFactoryV06Artifact, SimpleAccountFactoryV07Artifact, SimpleAccountV06Artifact, TestTokenArtifact } from "@paymaster/contracts/artifacts";
-import { ENTRY_POINT_VERSIONS, STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { localNetworkConfig } from "../config/local.ts";
 import type { NetworkConfig, ServiceConfig } from "../config/types.ts";
 import type { Store } from "../store/types.ts";
 import { DEFAULT_BODY_LIMIT_BYTES } from "../config/schema.ts";
 import { startService, type RunningService } from "../server.ts";
+import { SPONSOR_VERSIONS } from "../rpc/schemas.ts";
 
 export interface EmbeddedOptions {
   chainPort?: number;
@@ -89,7 +90,7 @@ export async function seedDemo(store: Store, request: ChainRequest, manifest: De
   const project = await store.createProject("Demo project");
   const { plaintext: apiKey } = await store.createApiKey(project.id, "demo");
   await store.createStrategy({ projectId: project.id, code: DEMO_STRATEGY_CODE, name: "Demo: sponsor everything on local", networks: ["local"] });
-  const demoAccounts = await Promise.all(ENTRY_POINT_VERSIONS.map((v) => demoAccount(request, manifest, v, demoOwner)));
+  const demoAccounts = await Promise.all(SPONSOR_VERSIONS.map((v) => demoAccount(request, manifest, v, demoOwner)));
   for (const account of demoAccounts) {
     await store.creditGasTank("local", account.sender, DEMO_GAS_TANK_WEI, `demo:${account.version}`);
     for (const token of manifest.tokens) {

@@ -4,7 +4,7 @@
  *
  *   tokens   symbols or addresses to quote (default: every enabled token); an unknown or disabled one ->
  *            TOKEN_NOT_SUPPORTED
- *   version  "v0.6" (default) or "v0.7": picks the ERC-20 paymaster to approve and its postOpGas
+ *   version  "v0.6" (default), "v0.7" or "v0.8": picks the ERC-20 paymaster to approve and its postOpGas
  *   userOp   a user operation of that version (same schema as pm_sponsorUserOperation): adds, per token,
  *            `maxTokenCost`, the most that op can be charged, from the ERC-20 pipeline's own estimate (as
  *            pm_estimateUserOperationGas in ERC-20 mode would compute it; the sender's balance is not required)
@@ -29,7 +29,7 @@ const TOKENS_MAX = 20;
 const quoteObject = z.strictObject(
   {
     tokens: z.array(z.string().min(1).max(EXTRA_STRING_MAX_CHARS), { error: "expected an array of token symbols or addresses" }).min(1).max(TOKENS_MAX).optional(),
-    version: z.enum(["v0.6", "v0.7"], { error: 'expected "v0.6" or "v0.7"' }).optional(),
+    version: z.enum(["v0.6", "v0.7", "v0.8"], { error: 'expected "v0.6", "v0.7" or "v0.8"' }).optional(),
     userOp: z.unknown().optional(),
   },
   {

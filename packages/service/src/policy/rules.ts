@@ -28,12 +28,16 @@ export interface RuleInput {
   maxCostUsdMicros: bigint;
   /** The operation's EntryPoint version; under v0.6 the executeUserOp prefix is not decoded (see callData.ts). */
   entryPointVersion?: EntryPointVersion;
+  /** A v0.8 op's EIP-7702 delegate (eip7702Auth.address), if it carries an authorization. */
+  eip7702Delegate?: Address;
 }
 
 /** The rules `evaluateRules` judges, in the order of its verdicts. */
 export const RULE_ORDER = Object.freeze([
   "senderDenylist",
   "senderAllowlist",
+  "eip7702.allow",
+  "eip7702.delegates",
   "targets",
   "caps.perOp.maxWei",
   "caps.perOp.maxUsd",
@@ -71,6 +75,28 @@ export function evaluateRules(rules: StrategyRules, input: RuleInput): RuleVerdi
       value: sender,
       message: listed ? `Sender ${sender} is on this strategy's allowlist` : `Sender ${sender} is not on this strategy's allowlist`,
     });
+  }
+
+  if (rules.eip7702 !== undefined && input.eip7702Delegate !== undefined) {
+    const delegate = displayAddress(input.eip7702Delegate);
+    verdicts.push({
+      rule: "eip7702.allow",
+      pass: rules.eip7702.allow,
+      limit: rules.eip7702.allow,
+      value: delegate,
+      message: rules.eip7702.allow ? "This strategy sponsors EIP-7702 senders" : "This strategy does not sponsor EIP-7702 senders",
+    });
+    const delegates = rules.eip7702.delegates;
+    if (delegates !== undefined) {
+      const listed = delegates.some((a) => a.toLowerCase() === delegate.toLowerCase());
+      verdicts.push({
+        rule: "eip7702.delegates",
+        pass: listed,
+        limit: delegates.map(displayAddress),
+        value: delegate,
+        message: `The EIP-7702 delegate ${delegate} is ${listed ? "" : "not "}on this strategy's delegate allowlist`,
+      });
+    }
   }
 
   if (rules.targets !== undefined) verdicts.push(targetsVerdict(rules.targets, input));

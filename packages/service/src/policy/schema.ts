@@ -147,6 +147,13 @@ export const strategyRulesSchema = object(
       "a gasLimits object",
     ).optional(),
     maxFeeMultiplierBps: bpsSchema.optional(),
+    eip7702: object(
+      {
+        allow: z.boolean({ error: "expected true or false" }),
+        delegates: list(addressSchema, RULE_LIMITS.senderListEntries, "addresses").optional(),
+      },
+      "an eip7702 object",
+    ).optional(),
   },
   "a strategy rules object",
 ) satisfies z.ZodType<StrategyRules>;
@@ -183,6 +190,7 @@ export interface StrategyRulesJson {
   caps?: { global?: CapJson; daily?: CapJson; perSender?: CapJson; perOp?: Omit<CapJson, "maxOps"> };
   gasLimits?: { maxVerificationGasLimit?: string; maxCallGasLimit?: string; maxPreVerificationGas?: string };
   maxFeeMultiplierBps?: number;
+  eip7702?: { allow: boolean; delegates?: string[] };
 }
 
 /** StrategyRules to JSON-safe data (bigints as decimal strings); absent fields stay absent. */
@@ -190,6 +198,9 @@ export function serializeRules(rules: StrategyRules): StrategyRulesJson {
   const out: StrategyRulesJson = {};
   if (rules.senderAllowlist !== undefined) out.senderAllowlist = [...rules.senderAllowlist];
   if (rules.senderDenylist !== undefined) out.senderDenylist = [...rules.senderDenylist];
+  if (rules.eip7702 !== undefined) {
+    out.eip7702 = { allow: rules.eip7702.allow, ...(rules.eip7702.delegates ? { delegates: [...rules.eip7702.delegates] } : {}) };
+  }
   if (rules.targets !== undefined) {
     out.targets = rules.targets.map((t) => (t.selectors === undefined ? { address: t.address } : { address: t.address, selectors: [...t.selectors] }));
   }

@@ -40,6 +40,11 @@ export interface StrategyRules {
   };
   /** Ceiling on maxFeePerGas relative to the chain's current maxFeePerGas, in basis points (15000 = 1.5x). */
   maxFeeMultiplierBps?: number;
+  /**
+   * EIP-7702 senders (v0.8 ops carrying eip7702Auth): `allow: false` refuses them; `delegates`, when given,
+   * lists the only delegate implementations sponsored. Absent: allowed, any delegate.
+   */
+  eip7702?: { allow: boolean; delegates?: Address[] };
 }
 
 /** One rule's verdict, for refusals and for the dry run. */

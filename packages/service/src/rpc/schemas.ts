@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { getAddress } from "viem";
-import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
+import { EIP7702_MARKER, isEip7702UserOp, type Address, type Eip7702Authorization, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { RpcError } from "./errors.ts";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -35,7 +35,9 @@ export const USER_OP_LIMITS = Object.freeze({
 export const EXTRA_STRING_MAX_CHARS = 128;
 
 /** The EntryPoint versions a sponsor call may name, in order (the first is the default). */
-export const SPONSOR_VERSIONS: readonly EntryPointVersion[] = Object.freeze(["v0.6", "v0.7"]);
+export const SPONSOR_VERSIONS = Object.freeze(["v0.6", "v0.7", "v0.8"] as const);
+/** A version the service serves. */
+export type SponsorVersion = (typeof SPONSOR_VERSIONS)[number];
 
 // ---------------------------------------------------------------------------------------------------------
 // Primitives
@@ -160,6 +162,8 @@ export interface UserOpInputV06 {
 }
 
 export interface UserOpInputV07 {
+  /** v0.8 only: the EIP-7702 authorization tuple of a delegated-EOA sender (its address is the delegate). */
+  eip7702Auth?: Eip7702Authorization;
   sender: Address;
   nonce: bigint;
   factory?: Address;
@@ -175,7 +179,8 @@ export interface UserOpInputV07 {
   signature: Hex;
 }
 
-export type SponsorRequest = ({ version: "v0.6"; userOp: UserOpInputV06 } | { version: "v0.7"; userOp: UserOpInputV07 }) & {
+/** v0.8 takes v0.7's unpacked (ERC-7769) fields: its PackedUserOperation is v0.7's. */
+export type SponsorRequest = ({ version: "v0.6"; userOp: UserOpInputV06 } | { version: "v0.7" | "v0.8"; userOp: UserOpInputV07 }) & {
   strategyCode?: string;
   token?: string;
 };
@@ -223,8 +228,8 @@ function userOpObjectError(version: EntryPointVersion) {
     if (issue.code === "unrecognized_keys") {
       const keys = issue.keys ?? [];
       let hint = "";
-      if (version === "v0.6" && keys.some((key) => V07_ONLY_FIELDS.has(key))) hint = ' (v0.7 field names: set extra.version to "v0.7")';
-      if (version === "v0.7" && keys.some((key) => PACKED_FIELDS.has(key))) hint = " (send the unpacked ERC-7769 fields, not the packed ones)";
+      if (version === "v0.6" && keys.some((key) => V07_ONLY_FIELDS.has(key))) hint = ' (v0.7 field names: set extra.version to "v0.7" or "v0.8")';
+      if (version !== "v0.6" && keys.some((key) => PACKED_FIELDS.has(key))) hint = " (send the unpacked ERC-7769 fields, not the packed ones)";
       return `unknown user operation field${keys.length === 1 ? "" : "s"} ${listNames(keys)}${hint}`;
     }
     if (issue.code === "invalid_type") return `expected the user operation object, got ${jsonTypeOf(issue.input)}`;
@@ -267,6 +272,35 @@ export const userOpV06Schema = z
   );
 
 /**
+ * The EIP-7702 authorization tuple as bundlers take it with a v0.8 op: {chainId, address, nonce, r, s, yParity}
+ * (Alto also accepts `contractAddress` for `address` and `v` for `yParity`). Its signature is NOT checked: at the
+ * stub stage wallets send a placeholder one, and the bundler's chain checks the real one.
+ */
+const eip7702AuthSchema = z
+  .strictObject(
+    {
+      chainId: hexQuantity({ maxBits: 256 }),
+      address: address().optional(),
+      contractAddress: address().optional(),
+      nonce: hexQuantity({ maxBits: 64 }),
+      r: hexBytes({ maxBytes: 32 }),
+      s: hexBytes({ maxBytes: 32 }),
+      yParity: hexQuantity({ maxBits: 8 }).optional(),
+      v: hexQuantity({ maxBits: 8 }).optional(),
+    },
+    { error: (issue) => (issue.code === "unrecognized_keys" ? `unknown eip7702Auth field(s) ${issue.keys.join(", ")}` : undefined) },
+  )
+  .transform((auth, ctx): Eip7702Authorization => {
+    const delegate = auth.address ?? auth.contractAddress;
+    if (delegate === undefined) {
+      ctx.addIssue({ code: "custom", path: ["address"], message: "the delegate address is required (address or contractAddress)" });
+      return z.NEVER;
+    }
+    const yParity = auth.yParity ?? (auth.v === undefined ? 0n : auth.v >= 27n ? auth.v - 27n : auth.v);
+    return { chainId: auth.chainId, address: delegate, nonce: auth.nonce, r: auth.r, s: auth.s, yParity: Number(yParity) };
+  });
+
+/**
  * A v0.7 user operation, in the spec's names (initCode, split into factory + factoryData) or in the
  * ERC-7769 names (factory, factoryData, paymaster*). The client's own paymaster, paymasterData and
  * paymasterAndData are accepted and ignored; its paymaster gas limits are kept as hints. With a factory the
@@ -277,8 +311,10 @@ export const userOpV07Schema = z
     {
       ...commonShape,
       initCode: hexBytes({ maxBytes: USER_OP_LIMITS.initCodeBytes }).optional(),
-      factory: address().optional(),
+      // "0x7702" is the short form of the EIP-7702 marker bundlers take (padded here to its 20 bytes).
+      factory: z.union([z.literal("0x7702").transform((): Address => EIP7702_MARKER), address()]).optional(),
       factoryData: hexBytes({ maxBytes: USER_OP_LIMITS.initCodeBytes }).optional(),
+      eip7702Auth: eip7702AuthSchema.optional(),
       paymasterVerificationGasLimit: gasLimit().optional(),
       paymasterPostOpGasLimit: gasLimit().optional(),
       paymaster: hexBytes({ maxBytes: USER_OP_LIMITS.ignoredFieldBytes }).optional(),
@@ -320,6 +356,7 @@ export const userOpV07Schema = z
       return z.NEVER;
     }
     return definedOnly({
+      eip7702Auth: op.eip7702Auth,
       sender: op.sender,
       nonce: op.nonce,
       factory,
@@ -354,7 +391,7 @@ const extraSchema = z.strictObject(
   {
     strategy_code: extraString(),
     token: extraString(),
-    version: z.enum(["v0.6", "v0.7"], { error: 'expected "v0.6" or "v0.7"' }).optional(),
+    version: z.enum(SPONSOR_VERSIONS, { error: 'expected "v0.6", "v0.7" or "v0.8"' }).optional(),
   },
   {
     error: (issue) => {
@@ -379,7 +416,7 @@ function forwardIssues(ctx: z.core.$RefinementCtx, prefix: PropertyKey[], issues
  * A version string we do not support is UNSUPPORTED_ENTRYPOINT_VERSION (not a params error): the request is
  * well-formed, we just cannot serve it. A non-string version is a type error, left to the extra schema.
  */
-function requestedVersion(extra: unknown): EntryPointVersion | undefined {
+function requestedVersion(extra: unknown): SponsorVersion | undefined {
   if (typeof extra !== "object" || extra === null || Array.isArray(extra) || !Object.hasOwn(extra, "version")) return "v0.6";
   const version = (extra as { version: unknown }).version;
   if (typeof version !== "string") return undefined;
@@ -390,7 +427,7 @@ function requestedVersion(extra: unknown): EntryPointVersion | undefined {
       { supported: [...SPONSOR_VERSIONS] },
     );
   }
-  return version as EntryPointVersion;
+  return version as SponsorVersion;
 }
 
 /**
@@ -425,15 +462,25 @@ export const sponsorParamsSchema: z.ZodType<SponsorRequest> = z.unknown().transf
   }
 
   // Without a usable version the user operation cannot be checked against the right field set.
-  const userOp = version === undefined ? undefined : (version === "v0.7" ? userOpV07Schema : userOpV06Schema).safeParse(rawUserOp);
+  const userOp = version === undefined ? undefined : (version === "v0.6" ? userOpV06Schema : userOpV07Schema).safeParse(rawUserOp);
   if (userOp !== undefined && !userOp.success) forwardIssues(ctx, [0], userOp.error.issues);
   if (!extra.success) forwardIssues(ctx, [1], extra.error.issues);
   if (userOp === undefined || !userOp.success || !extra.success || version === undefined) return z.NEVER;
+  // EIP-7702: only v0.8 knows it; a marker op's hash binds the delegate, which the service takes from eip7702Auth.
+  const op07 = userOp.data as UserOpInputV07;
+  if (version !== "v0.8" && version !== "v0.6" && op07.eip7702Auth !== undefined) {
+    ctx.addIssue({ code: "custom", path: [0, "eip7702Auth"], message: "eip7702Auth needs EntryPoint v0.8" });
+    return z.NEVER;
+  }
+  if (version === "v0.8" && isEip7702UserOp(op07) && op07.eip7702Auth === undefined) {
+    ctx.addIssue({ code: "custom", path: [0, "eip7702Auth"], message: "an EIP-7702 sender (factory 0x7702) needs eip7702Auth: its delegate is part of the signed hash" });
+    return z.NEVER;
+  }
 
   const mode = definedOnly({ strategyCode, token });
-  return version === "v0.7"
-    ? { version, userOp: userOp.data as UserOpInputV07, ...mode }
-    : { version, userOp: userOp.data as UserOpInputV06, ...mode };
+  return version === "v0.6"
+    ? { version, userOp: userOp.data as UserOpInputV06, ...mode }
+    : { version, userOp: userOp.data as UserOpInputV07, ...mode };
 });
 
 /** Params of a method that takes none: the field omitted, or []. */

@@ -20,6 +20,7 @@ import {
   encodeVerifyingPaymasterData,
   erc20PaymasterHash,
   getPackedUserOpHashV07,
+  getPackedUserOpHashV08,
   getUserOpHashV06,
   maxGasCostV06,
   maxGasCostV07,
@@ -32,7 +33,7 @@ import {
   type EntryPointVersion,
   type Hex,
   type UserOperationV06,
-  type UserOperationV07,
+  type UserOperationV08,
 } from "@paymaster/shared";
 import type { CallContext } from "../rpc/method.ts";
 import type { NetworkChain } from "../context.ts";
@@ -119,7 +120,8 @@ function buildOp(request: SponsorRequest, gas: GasValues, paymaster: Address, pa
     return { version: "v0.6", userOp };
   }
   const u = request.userOp;
-  const userOp: UserOperationV07 = {
+  const userOp: UserOperationV08 = {
+    ...(u.eip7702Auth ? { eip7702Auth: u.eip7702Auth } : {}),
     sender: u.sender,
     nonce: u.nonce,
     ...(u.factory ? { factory: u.factory, factoryData: u.factoryData ?? "0x" } : {}),
@@ -135,7 +137,7 @@ function buildOp(request: SponsorRequest, gas: GasValues, paymaster: Address, pa
     paymasterData,
     signature: u.signature,
   };
-  return { version: "v0.7", userOp };
+  return { version: request.version, userOp };
 }
 
 function paymasterAndDataOf(op: SimulatedOp): Hex {
@@ -150,18 +152,23 @@ function paymasterAndDataOf(op: SimulatedOp): Hex {
 }
 
 /**
- * The op as it will land, packed once (v0.7): the final simulation's calldata, its userOpHash and the answer's
+ * The op as it will land, packed once (v0.7, v0.8): the final simulation's calldata, its userOpHash and the answer's
  * paymasterAndData all read that one packing. Built here and never changed after.
  */
 function packedOnce(op: SimulatedOp): SimulatedOp {
-  return op.version === "v0.7" ? { ...op, packed: packUserOpV07(op.userOp) } : op;
+  return op.version === "v0.6" ? op : { ...op, packed: packUserOpV07(op.userOp) };
 }
 
 /** The EntryPoint's userOpHash of `op` and its full paymasterAndData field (from its packing when it has one). */
 function landedFields(op: SimulatedOp, entryPoint: Address, chainId: number): { userOpHash: Hex; paymasterAndData: Hex } {
   if (op.version === "v0.6") return { userOpHash: getUserOpHashV06(op.userOp, entryPoint, chainId), paymasterAndData: op.userOp.paymasterAndData };
   const packed = op.packed ?? packUserOpV07(op.userOp);
-  return { userOpHash: getPackedUserOpHashV07(packed, entryPoint, chainId), paymasterAndData: packed.paymasterAndData };
+  // v0.8 hashes EIP-712 typed data; a 7702 op's initCode hash binds the delegate its authorization sets.
+  const userOpHash =
+    op.version === "v0.7"
+      ? getPackedUserOpHashV07(packed, entryPoint, chainId)
+      : getPackedUserOpHashV08(packed, entryPoint, chainId, op.userOp.eip7702Auth?.address);
+  return { userOpHash, paymasterAndData: packed.paymasterAndData };
 }
 
 function maxGasCost(op: SimulatedOp): bigint {
@@ -254,7 +261,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     // Cheap checks first, so a refused sender or call costs no chain work.
     const early = [
       ...strategyVerdicts(mode.strategy, network.config.name, now),
-      ...evaluateRules(splitRules(mode.strategy.rules).call, ruleInput(u.sender, u.callData, request.version)),
+      ...evaluateRules(splitRules(mode.strategy.rules).call, ruleInput(request)),
     ];
     if (!options.dryRun) refuseOnFirstFailure(mode.strategy, early);
     verdicts.push(...early);
@@ -266,8 +273,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const minPostOpGasLimit = mode.mode === "erc20" ? erc20Info!.minPostOpGasLimit : 0n;
 
   // ---- fees and the limits the client gave
-  const clientPmVerification = request.version === "v0.7" ? given(request.userOp.paymasterVerificationGasLimit) : undefined;
-  const clientPmPostOp = request.version === "v0.7" ? given(request.userOp.paymasterPostOpGasLimit) : undefined;
+  const clientPmVerification = request.version !== "v0.6" ? given(request.userOp.paymasterVerificationGasLimit) : undefined;
+  const clientPmPostOp = request.version !== "v0.6" ? given(request.userOp.paymasterPostOpGasLimit) : undefined;
   const gas: GasValues = {
     callGasLimit: given(u.callGasLimit) ?? 0n,
     verificationGasLimit: given(u.verificationGasLimit) ?? 0n,
@@ -329,7 +336,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
         verificationGasLimit: gas.verificationGasLimit || caps.maxVerificationGasLimit,
         maxFeePerGas: 1n,
         maxPriorityFeePerGas: 1n,
-        paymasterVerificationGasLimit: request.version === "v0.7" ? caps.maxPaymasterVerificationGasLimit : 0n,
+        paymasterVerificationGasLimit: request.version !== "v0.6" ? caps.maxPaymasterVerificationGasLimit : 0n,
       };
       const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
       const outcome = await chainWait(() => simulateOp(chain.rpc, chain.simulator, entry.entryPoint, probe));
@@ -394,7 +401,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   if (mode.mode === "sponsor" && (!stub || clientGasComplete)) {
     // The call rules already ran before any chain work; the rest need the gas figures.
     const late = evaluateRules(splitRules(mode.strategy.rules).rest, {
-      ...ruleInput(u.sender, u.callData, request.version),
+      ...ruleInput(request),
       gas,
       marketMaxFeePerGas: market.maxFeePerGas,
       maxCostWei,
@@ -568,12 +575,12 @@ async function checkLanding(
   signed: boolean,
 ): Promise<void> {
   const gas = gasOf(op);
-  const paymaster = op.version === "v0.7" ? op.userOp.paymaster! : (op.userOp.paymasterAndData.slice(0, 42) as Address);
+  const paymaster = op.version === "v0.6" ? (op.userOp.paymasterAndData.slice(0, 42) as Address) : op.userOp.paymaster!;
   // ERC-20 mode: the fee stays in the paymaster (swept to the treasury later), so the charge shows as the
   // paymaster's own token balance growing. Only ERC-20 mode reads it: viem's generic encoder is not worth
   // running for the others.
   const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [paymaster] }) } : undefined;
-  const paymasterData = op.version === "v0.7" ? op.userOp.paymasterData! : (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex);
+  const paymasterData = op.version === "v0.6" ? (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex) : op.userOp.paymasterData!;
   const [landing, callsFirst, heldBefore] = await chainWait(() =>
     Promise.all([
       simulateOp(chain.rpc, chain.simulator, entryPoint, op, read),
@@ -621,14 +628,16 @@ function gasOf(op: SimulatedOp): GasValues {
     preVerificationGas: u.preVerificationGas,
     maxFeePerGas: u.maxFeePerGas,
     maxPriorityFeePerGas: u.maxPriorityFeePerGas,
-    paymasterVerificationGasLimit: op.version === "v0.7" ? (op.userOp.paymasterVerificationGasLimit ?? 0n) : 0n,
-    paymasterPostOpGasLimit: op.version === "v0.7" ? (op.userOp.paymasterPostOpGasLimit ?? 0n) : 0n,
+    paymasterVerificationGasLimit: op.version !== "v0.6" ? (op.userOp.paymasterVerificationGasLimit ?? 0n) : 0n,
+    paymasterPostOpGasLimit: op.version !== "v0.6" ? (op.userOp.paymasterPostOpGasLimit ?? 0n) : 0n,
   };
 }
 
 /** The parts of a rule input that need no gas figures (gas rules are not configured in the early pass). */
-function ruleInput(sender: Address, callData: Hex, entryPointVersion: EntryPointVersion) {
-  return { sender, callData, entryPointVersion, gas: { callGasLimit: 0n, verificationGasLimit: 0n, preVerificationGas: 0n, maxFeePerGas: 0n }, marketMaxFeePerGas: 0n, maxCostWei: 0n, maxCostUsdMicros: 0n };
+function ruleInput(request: SponsorRequest) {
+  const { sender, callData } = request.userOp;
+  const eip7702Delegate = request.version === "v0.6" ? undefined : request.userOp.eip7702Auth?.address;
+  return { sender, callData, entryPointVersion: request.version, ...(eip7702Delegate ? { eip7702Delegate } : {}), gas: { callGasLimit: 0n, verificationGasLimit: 0n, preVerificationGas: 0n, maxFeePerGas: 0n }, marketMaxFeePerGas: 0n, maxCostWei: 0n, maxCostUsdMicros: 0n };
 }
 
 function maxOf(a: bigint, b: bigint): bigint {

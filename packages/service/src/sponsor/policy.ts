@@ -45,10 +45,11 @@ export function strategyVerdicts(strategy: Strategy, network: string, now: numbe
  * run before any chain work) and the rest (gas, fee and per-op rules, run once gas is known).
  */
 export function splitRules(rules: StrategyRules): { call: StrategyRules; rest: StrategyRules } {
-  const { senderAllowlist, senderDenylist, targets, ...rest } = rules;
+  const { senderAllowlist, senderDenylist, targets, eip7702, ...rest } = rules;
   const call: StrategyRules = {
     ...(senderDenylist ? { senderDenylist } : {}),
     ...(senderAllowlist ? { senderAllowlist } : {}),
+    ...(eip7702 ? { eip7702 } : {}),
     ...(targets ? { targets } : {}),
   };
   return { call, rest };

@@ -23,7 +23,7 @@ export interface Erc20TokenCost {
 
 export function sponsorResult(result: PipelineResult, network: string) {
   const { gas } = result;
-  const v07 = result.version === "v0.7";
+  const v07 = result.version !== "v0.6"; // v0.8 answers in v0.7's (packed) shape
   const tokenCost: Erc20TokenCost | null = result.token
     ? {
         token: result.token.symbol,

@@ -28,7 +28,7 @@
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { getAddress, isAddress } from "viem";
-import type { Address, Hex } from "@paymaster/shared";
+import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 
 import { parseStrategyRules, serializeRules } from "../policy/schema.ts";
 import type { CapCheck, CapScope, StrategyRules } from "../policy/types.ts";
@@ -68,7 +68,7 @@ const API_KEY_DISPLAY_PREFIX_LENGTH = 10;
 const API_KEY_MAX_LENGTH = 256;
 
 const SPONSOR_MODES: ReadonlySet<string> = new Set<SponsorMode>(["sponsor", "erc20", "user"]);
-const VERSIONS: ReadonlySet<string> = new Set(["v0.6", "v0.7"]);
+const VERSIONS: ReadonlySet<string> = new Set(["v0.6", "v0.7", "v0.8"]);
 const STRATEGY_STATUSES: ReadonlySet<string> = new Set<StrategyStatus>(["enabled", "disabled"]);
 const CAP_SCOPES: ReadonlySet<string> = new Set<CapScope>(["global", "daily", "perSender"]);
 const BYTES32_RE = /^0x[0-9a-fA-F]{64}$/;
@@ -493,7 +493,7 @@ export interface SponsorshipRow {
   id: string;
   network: string;
   entry_point: string;
-  version: "v0.6" | "v0.7";
+  version: EntryPointVersion;
   sender: string;
   nonce: Amount;
   mode: SponsorMode;

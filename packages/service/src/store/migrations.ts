@@ -493,6 +493,25 @@ export function sharedMigrations(d: Dialect): Migration[] {
         CREATE INDEX webhook_events_due ON webhook_events(status, next_attempt_ms);
         CREATE INDEX webhook_events_order ON webhook_events(endpoint_id, sponsorship_id, seq);
         CREATE INDEX webhook_events_project ON webhook_events(project_id, created_ms);
+        `,
+    },
+    {
+      version: 8,
+      name: "EntryPoint v0.8 sponsorships",
+      // Only widens sponsorships.version's CHECK. SQLite cannot alter a constraint; widening one changes no
+      // stored row, so the documented writable_schema edit applies (no table rebuild, foreign keys untouched),
+      // and RESET reloads this connection's schema. PostgreSQL names the column's check <table>_<column>_check.
+      sql:
+        d.name === "sqlite"
+          ? `
+        PRAGMA writable_schema = ON;
+        UPDATE sqlite_schema SET sql = replace(sql, 'CHECK (version IN (''v0.6'', ''v0.7''))', 'CHECK (version IN (''v0.6'', ''v0.7'', ''v0.8''))')
+          WHERE type = 'table' AND name = 'sponsorships';
+        PRAGMA writable_schema = RESET;
+      `
+          : `
+        ALTER TABLE sponsorships DROP CONSTRAINT sponsorships_version_check;
+        ALTER TABLE sponsorships ADD CONSTRAINT sponsorships_version_check CHECK (version IN ('v0.6', 'v0.7', 'v0.8'));
       `,
     },
   ];

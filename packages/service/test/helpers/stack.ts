@@ -8,6 +8,7 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import {
   EntryPointV06Artifact,
   EntryPointV07Artifact,
+  EntryPointV08Artifact,
   ERC20PaymasterV06Artifact,
   SimpleAccountFactoryV06Artifact,
   TestTokenArtifact,
@@ -97,7 +98,11 @@ export function wireOp(wallet: Wallet, callData: Hex, { deploy = true, nonce = 0
 }
 
 /** The domain op the EntryPoint will see: the wallet's fields plus what the service returned. */
-export function opFromResponse(wallet: Wallet, wire: ReturnType<typeof wireOp>, response: any): { version: "v0.6"; userOp: UserOperationV06 } | { version: "v0.7"; userOp: UserOperationV07 } {
+export function opFromResponse(
+  wallet: Wallet,
+  wire: ReturnType<typeof wireOp>,
+  response: any,
+): { version: "v0.6"; userOp: UserOperationV06 } | { version: "v0.7" | "v0.8"; userOp: UserOperationV07 } {
   const r = response.userOpResponse;
   const gas = {
     callGasLimit: BigInt(r.callGasLimit),
@@ -115,7 +120,7 @@ export function opFromResponse(wallet: Wallet, wire: ReturnType<typeof wireOp>, 
   }
   const pmd: Hex = r.paymasterAndData;
   return {
-    version: "v0.7",
+    version: wallet.version,
     userOp: {
       sender: wallet.sender,
       nonce: BigInt(w.nonce!),
@@ -131,15 +136,18 @@ export function opFromResponse(wallet: Wallet, wire: ReturnType<typeof wireOp>, 
   };
 }
 
-/** Signs the op as the account owner (SimpleAccount: EIP-191 over the EntryPoint's userOpHash). */
+/**
+ * Signs the op as the account owner: SimpleAccount v0.6/v0.7 recover an EIP-191 message of the userOpHash;
+ * v0.8's userOpHash is an EIP-712 digest, which its SimpleAccount recovers as is.
+ */
 export async function signAsOwner(embedded: Embedded, wallet: Wallet, op: ReturnType<typeof opFromResponse>) {
   const entryPoint = embedded.stack.manifest.entryPoints[op.version].entryPoint;
   const hash = getUserOpHash({ ...op, entryPoint, chainId: embedded.stack.chain.chainId } as Parameters<typeof getUserOpHash>[0]);
-  const signature = await wallet.owner.signMessage({ message: { raw: hash } });
+  const signature = op.version === "v0.8" ? await wallet.owner.sign({ hash }) : await wallet.owner.signMessage({ message: { raw: hash } });
   return { ...op, userOp: { ...op.userOp, signature } } as typeof op;
 }
 
-const entryPointAbi = { "v0.6": EntryPointV06Artifact.abi as Abi, "v0.7": EntryPointV07Artifact.abi as Abi };
+const entryPointAbi = { "v0.6": EntryPointV06Artifact.abi as Abi, "v0.7": EntryPointV07Artifact.abi as Abi, "v0.8": EntryPointV08Artifact.abi as Abi };
 
 export interface HandleOpsOutcome {
   reverted: boolean;

@@ -1,0 +1,159 @@
+// EIP-7702 senders through the service on EntryPoint v0.8: a fresh EOA's first op carries its signed
+// authorization to v0.8's Simple7702Account (eip7702Auth, factory "0x7702"). The service simulates it with the
+// delegation applied as a code override, signs a paymaster hash that binds the delegate, and the op lands in a
+// type-4 handleOps transaction that carries the same authorization.
+import { expect } from "chai";
+import { createWalletClient, decodeEventLog, encodeFunctionData, http, toHex, type Abi } from "viem";
+import { createPaymasterClient } from "viem/account-abstraction";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { EntryPointV08Artifact } from "@paymaster/contracts/artifacts";
+import { EIP7702_MARKER, STUB_SIGNATURE, getUserOpHashV08, packUserOpV07, type Address, type Hex, type UserOperationV08 } from "@paymaster/shared";
+import { executeCallData } from "../src/local/embedded.ts";
+import type { StrategyRules } from "../src/policy/types.ts";
+import { call, startTestStack, type Embedded } from "./helpers/stack.ts";
+
+describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function () {
+  this.timeout(120_000);
+  let embedded: Embedded;
+  before(async () => {
+    embedded = await startTestStack();
+  });
+  after(async () => {
+    await embedded?.close();
+  });
+
+  it("a fresh EOA's first op with its authorization is sponsored (Sponsor mode) and lands in a type-4 bundle", async () => {
+    const v08 = embedded.stack.manifest.entryPoints["v0.8"];
+    const chainId = embedded.stack.chain.chainId;
+    const eoa = privateKeyToAccount(generatePrivateKey());
+    const authorization = await eoa.signAuthorization({ address: v08.simple7702Account!, chainId, nonce: 0 });
+    const eip7702Auth = {
+      chainId: toHex(chainId),
+      address: v08.simple7702Account!,
+      nonce: "0x0",
+      r: authorization.r,
+      s: authorization.s,
+      yParity: toHex(authorization.yParity ?? 0),
+    };
+    const wire = { sender: eoa.address, nonce: "0x0", factory: "0x7702", factoryData: "0x", callData: executeCallData(eoa.address), signature: STUB_SIGNATURE, eip7702Auth };
+    const answer = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: embedded.strategyCode, version: "v0.8" }]);
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    const r = answer.body.data.userOpResponse;
+    const pmd: Hex = r.paymasterAndData;
+    expect(pmd.slice(0, 42).toLowerCase()).to.equal(v08.verifyingPaymaster.toLowerCase());
+
+    const userOp: UserOperationV08 = {
+      sender: eoa.address,
+      nonce: 0n,
+      factory: EIP7702_MARKER,
+      factoryData: "0x",
+      callData: wire.callData,
+      callGasLimit: BigInt(r.callGasLimit),
+      verificationGasLimit: BigInt(r.verificationGasLimit),
+      preVerificationGas: BigInt(r.preVerificationGas),
+      maxFeePerGas: BigInt(r.maxFeePerGas),
+      maxPriorityFeePerGas: BigInt(r.maxPriorityFeePerGas),
+      paymaster: `0x${pmd.slice(2, 42)}` as Address,
+      paymasterVerificationGasLimit: BigInt(r.paymasterVerificationGasLimit),
+      paymasterPostOpGasLimit: BigInt(r.paymasterPostOpGasLimit),
+      paymasterData: `0x${pmd.slice(106)}` as Hex,
+      signature: "0x",
+      eip7702Auth: { chainId: BigInt(chainId), address: v08.simple7702Account!, nonce: 0n, r: authorization.r, s: authorization.s, yParity: authorization.yParity ?? 0 },
+    };
+    // Simple7702Account: the EOA's own key signs the EIP-712 userOpHash (which covers the delegate).
+    userOp.signature = await eoa.sign({ hash: getUserOpHashV08(userOp, v08.entryPoint, chainId) });
+
+    // The bundler: a type-4 transaction carrying the EOA's authorization, calling handleOps.
+    const bundler = privateKeyToAccount(generatePrivateKey());
+    await embedded.stack.chain.provider.request({ method: "hardhat_setBalance", params: [bundler.address, toHex(10n ** 18n)] });
+    const wallet = createWalletClient({ account: bundler, transport: http(embedded.stack.chain.url) });
+    const abi = EntryPointV08Artifact.abi as Abi;
+    const data = encodeFunctionData({ abi, functionName: "handleOps", args: [[packUserOpV07(userOp)], bundler.address] });
+    const hash = await wallet.sendTransaction({ chain: null, to: v08.entryPoint, data, authorizationList: [authorization], gas: 3_000_000n });
+    const receipt = (await embedded.stack.chain.provider.request({ method: "eth_getTransactionReceipt", params: [hash] })) as any;
+    expect(receipt.status).to.equal("0x1");
+    const events = receipt.logs
+      .filter((log: { address: string }) => log.address.toLowerCase() === v08.entryPoint.toLowerCase())
+      .map((log: { data: Hex; topics: [Hex, ...Hex[]] }) => {
+        try {
+          return decodeEventLog({ abi, data: log.data, topics: log.topics });
+        } catch {
+          return undefined;
+        }
+      })
+      .filter((e: any) => e?.eventName === "UserOperationEvent");
+    expect(events).to.have.length(1);
+    expect((events[0] as any).args.success).to.equal(true);
+    expect((events[0] as any).args.paymaster).to.equal(v08.verifyingPaymaster);
+  });
+
+  it("ERC-7677: viem's paymaster client with an authorization (eip7702Auth, factory 0x7702) gets stub and final data", async () => {
+    const v08 = embedded.stack.manifest.entryPoints["v0.8"];
+    const chainId = embedded.stack.chain.chainId;
+    const eoa = privateKeyToAccount(generatePrivateKey());
+    const authorization = await eoa.signAuthorization({ address: v08.simple7702Account!, chainId, nonce: 0 });
+    const paymasterClient = createPaymasterClient({ transport: http(embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/")) });
+    const base = { sender: eoa.address, nonce: 0n, factory: "0x7702", factoryData: "0x", callData: executeCallData(eoa.address), signature: STUB_SIGNATURE, authorization };
+    const context = { strategy_code: embedded.strategyCode };
+    const stub: any = await paymasterClient.getPaymasterStubData({ ...base, chainId, entryPointAddress: v08.entryPoint, context } as any);
+    expect(stub.paymaster).to.equal(v08.verifyingPaymaster);
+    const gas = { callGasLimit: 100_000n, verificationGasLimit: 300_000n, preVerificationGas: 60_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
+    const final: any = await paymasterClient.getPaymasterData({
+      ...base,
+      ...gas,
+      paymaster: stub.paymaster,
+      paymasterData: stub.paymasterData,
+      paymasterVerificationGasLimit: stub.paymasterVerificationGasLimit,
+      paymasterPostOpGasLimit: stub.paymasterPostOpGasLimit,
+      chainId,
+      entryPointAddress: v08.entryPoint,
+      context,
+    } as any);
+    expect(final.paymaster).to.equal(v08.verifyingPaymaster);
+    expect(final.paymasterData.length).to.equal(stub.paymasterData.length);
+    expect(final.paymasterData).to.not.equal(stub.paymasterData);
+  });
+
+  it("policy: a strategy can deny 7702 senders or restrict their delegates; a placeholder authorization is accepted", async () => {
+    const store = embedded.running.service.store;
+    const project = await store.createProject("eip7702");
+    const { plaintext } = await store.createApiKey(project.id, "eip7702");
+    const endpoint = `${embedded.running.url}/api/v1/paymaster/local?apiKey=${plaintext}`;
+    const delegate = embedded.stack.manifest.entryPoints["v0.8"].simple7702Account!;
+    const other = "0x7777777777777777777777777777777777777777";
+    const strategies: Record<string, StrategyRules["eip7702"]> = {
+      DENY7702: { allow: false },
+      OTHERDELEGATE: { allow: true, delegates: [other] },
+      OURDELEGATE: { allow: true, delegates: [delegate] },
+    };
+    for (const [code, eip7702] of Object.entries(strategies)) {
+      await store.createStrategy({ projectId: project.id, code, name: code, networks: ["local"], rules: { eip7702 } });
+    }
+    const eoa = privateKeyToAccount(generatePrivateKey());
+    // viem's stub authorization: a signature that recovers to nobody (wallets send it before the user signs).
+    const placeholder = { chainId: "0x7a69", address: delegate, nonce: "0x0", r: `0x${"ff".repeat(16)}${"00".repeat(16)}`, s: `0x${"7a".repeat(32)}`, yParity: "0x1" };
+    const wire = { sender: eoa.address, nonce: "0x0", factory: "0x7702", factoryData: "0x", callData: executeCallData(eoa.address), signature: STUB_SIGNATURE, eip7702Auth: placeholder };
+    const ask = (code: string) => call(endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: code, version: "v0.8" }]);
+    const denied = await ask("DENY7702");
+    expect(denied.status, JSON.stringify(denied.body)).to.equal(403);
+    expect(denied.body.data.rule).to.equal("eip7702.allow");
+    const wrongDelegate = await ask("OTHERDELEGATE");
+    expect(wrongDelegate.status).to.equal(403);
+    expect(wrongDelegate.body.data.rule).to.equal("eip7702.delegates");
+    const ok = await ask("OURDELEGATE");
+    expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+  });
+
+  it("refuses a marker op without eip7702Auth, and eip7702Auth on v0.7, naming the field", async () => {
+    const eoa = privateKeyToAccount(generatePrivateKey());
+    const wire = { sender: eoa.address, nonce: "0x0", factory: "0x7702", callData: executeCallData(eoa.address), signature: STUB_SIGNATURE };
+    const missing = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: embedded.strategyCode, version: "v0.8" }]);
+    expect(missing.status).to.equal(400);
+    expect(JSON.stringify(missing.body)).to.match(/needs eip7702Auth/);
+    const auth = { chainId: "0x7a69", address: eoa.address, nonce: "0x0", r: toHex(1n, { size: 32 }), s: toHex(2n, { size: 32 }), yParity: "0x1" };
+    const { factory: _f, ...plain } = wire;
+    const onV07 = await call(embedded.endpoint, "pm_sponsorUserOperation", [{ ...plain, eip7702Auth: auth }, { strategy_code: embedded.strategyCode, version: "v0.7" }]);
+    expect(onV07.status).to.equal(400);
+    expect(JSON.stringify(onV07.body)).to.match(/eip7702Auth needs EntryPoint v0.8/);
+  });
+});
