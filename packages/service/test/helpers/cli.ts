@@ -1,7 +1,5 @@
 /** The operator command as a real child process, and a PostgreSQL database of its own for a test file. */
 import { execFile } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 
 const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
@@ -52,21 +50,5 @@ export async function runCliInProcess(args: readonly string[], env: Record<strin
   return { code, stdout, stderr, json };
 }
 
-export const POSTGRES_ADMIN_URL = process.env.PAYMASTER_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-
-/** A fresh PostgreSQL database (dropped by `drop`). */
-export async function createTestDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `${prefix}_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.href,
-    async drop() {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
-  };
-}
+// The throwaway PostgreSQL databases of the CLI tests are helpers/postgres.ts's.
+export { createTestDatabase, POSTGRES_ADMIN_URL } from "./postgres.ts";
