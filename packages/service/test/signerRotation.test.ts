@@ -9,7 +9,7 @@ import { expect } from "chai";
 import { JsonRpcProvider, Wallet } from "ethers";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import type { Address } from "@paymaster/shared";
-import type { ChainTarget, PaymasterRef } from "../src/admin/chainTarget.ts";
+import { paymastersOf, type ChainTarget } from "../src/admin/chainTarget.ts";
 import { setSigner } from "../src/admin/paymasters.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
@@ -26,14 +26,7 @@ describe("signer rotation without downtime (the runbook, against the running sta
   before(async () => {
     embedded = await startTestStack();
     const provider = new JsonRpcProvider(embedded.stack.chain.url, embedded.stack.chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
-    const paymasters: PaymasterRef[] = (["v0.6", "v0.7", "v0.8"] as const).flatMap((version) => {
-      const ep = embedded.stack.manifest.entryPoints[version];
-      const v = `V${version.slice(1).replace(".", "")}`; // "v0.8" -> "V08"
-      return [
-        { label: `VerifyingPaymaster${v}`, version, kind: "verifying" as const, entryPoint: ep.entryPoint, address: ep.verifyingPaymaster },
-        { label: `ERC20Paymaster${v}`, version, kind: "erc20" as const, entryPoint: ep.entryPoint, address: ep.erc20Paymaster },
-      ];
-    });
+    const paymasters = paymastersOf(embedded.stack.manifest.entryPoints);
     target = { network: "local", chainId: embedded.stack.chain.chainId, provider, paymasters, serviceSigners: [embedded.stack.signer.address as Address], close: () => provider.destroy() };
     owner = new Wallet(embedded.stack.owner.privateKey, provider); // the local stack's owner (dev account #0)
   });

@@ -168,6 +168,11 @@ const PAYMASTER = new Interface([
   "function addStake(uint32 unstakeDelaySec) payable",
 ]);
 
+/** A paymaster's contract name, which is also its label in plans, manifests and the operator commands. */
+export function paymasterLabel(kind: PaymasterKind, version: EntryPointVersion): string {
+  return `${kind === "verifying" ? "VerifyingPaymaster" : "ERC20Paymaster"}V0${version.slice(-1)}`;
+}
+
 /** PaymasterDeployer's address (the same on every chain). */
 export function paymasterDeployerAddress(): Address {
   const initCode = PaymasterDeployer__factory.bytecode as `0x${string}`;
@@ -214,7 +219,7 @@ function targetsFor(config: DeployPlan["config"], deployer: Address): Omit<Payma
       const factory = FACTORIES[version][kind];
       const { encoded } = constructorArguments(kind, version);
       const initCode = concat([factory.bytecode, encoded]) as `0x${string}`;
-      const name = `${kind === "verifying" ? "VerifyingPaymaster" : "ERC20Paymaster"}V0${version.slice(-1)}`;
+      const name = paymasterLabel(kind, version);
       targets.push({
         label: name,
         version,

@@ -12,7 +12,7 @@ import path from "node:path";
 import { JsonRpcProvider, Wallet, getAddress, isAddress } from "ethers";
 import { privateKeyToAddress } from "viem/accounts";
 import { isNetworkName, NETWORKS, type Address, type EntryPointVersion, type NetworkName } from "@paymaster/shared";
-import { readNetworkManifest, type NetworkManifest } from "@paymaster/contracts/deploy";
+import { paymasterLabel, readNetworkManifest, type NetworkManifest } from "@paymaster/contracts/deploy";
 import { loadConfig, networkEnvVar, redactUrl } from "../config/load.ts";
 import type { NetworkConfig, ServiceConfig } from "../config/types.ts";
 import { AdminError } from "./context.ts";
@@ -39,6 +39,14 @@ export interface ChainTarget {
   close(): void;
 }
 
+/** The paymasters of a network's entryPoints block (the service configuration's, or a deployment manifest's). */
+export function paymastersOf(entryPoints: Partial<Record<EntryPointVersion, { entryPoint: Address; verifyingPaymaster: Address; erc20Paymaster: Address }>>): PaymasterRef[] {
+  return (Object.entries(entryPoints) as [EntryPointVersion, { entryPoint: Address; verifyingPaymaster: Address; erc20Paymaster: Address }][]).flatMap(([version, ep]) => [
+    { label: paymasterLabel("verifying", version), version, kind: "verifying" as const, entryPoint: ep.entryPoint, address: ep.verifyingPaymaster },
+    { label: paymasterLabel("erc20", version), version, kind: "erc20" as const, entryPoint: ep.entryPoint, address: ep.erc20Paymaster },
+  ]);
+}
+
 /** The default folder for deployment outputs: deployments/ at the current directory. */
 export const DEFAULT_DEPLOYMENTS_DIR = "deployments";
 
@@ -61,11 +69,7 @@ export async function chainTarget(
   const manifest = await readNetworkManifest(path.join(options.deployments ?? DEFAULT_DEPLOYMENTS_DIR, `deployment.${name}.json`));
   const paymasters: PaymasterRef[] = [];
   if (config) {
-    for (const [version, ep] of Object.entries(config.entryPoints) as [EntryPointVersion, NonNullable<NetworkConfig["entryPoints"][EntryPointVersion]>][]) {
-      const v = version.replace(".", "").replace("v", "V");
-      paymasters.push({ label: `VerifyingPaymaster${v}`, version, kind: "verifying", entryPoint: ep.entryPoint, address: ep.verifyingPaymaster });
-      paymasters.push({ label: `ERC20Paymaster${v}`, version, kind: "erc20", entryPoint: ep.entryPoint, address: ep.erc20Paymaster });
-    }
+    paymasters.push(...paymastersOf(config.entryPoints));
   } else if (manifest) {
     for (const p of manifest.paymasters) paymasters.push({ label: p.label, version: p.version, kind: p.kind, entryPoint: p.entryPoint, address: p.address });
   }
