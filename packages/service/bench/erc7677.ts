@@ -3,7 +3,7 @@
  * mock-paymaster on the same local chain (everything on 127.0.0.1).
  *
  *   pnpm --filter @paymaster/service bench -- [--peer] [--alto] [--rounds 2] [--ops 120] [--sequential 40]
- *       [--concurrency 8] [--land-every 10] [--skip-final]
+ *       [--concurrency 8] [--land-every 10] [--skip-final] [--cpu-prof DIR]
  *       [--url URL --context JSON --chain NODE_URL --manifest deployment.json [--chain-pid PID]]
  *
  * - starts the local chain in its own process (the contracts package's start-local) and our service in
@@ -27,7 +27,6 @@ import { readFileSync, existsSync, mkdtempSync } from "node:fs";
 import { createRequire } from "node:module";
 import { networkInterfaces, tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { encodeFunctionData, numberToHex, toHex, type Abi } from "viem";
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
@@ -37,6 +36,7 @@ import { STUB_SIGNATURE, getUserOpHash, packUserOpV07, type Address, type Hex, t
 import { NodeError, createChainRpc, type ChainRpc } from "../src/chain/rpc.ts";
 import { createSigner } from "../src/signer/signer.ts";
 import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
+import { startSystemProcess, type SystemProcess } from "./systemProcess.ts";
 import { executeCallData } from "../src/local/embedded.ts";
 
 const { values } = parseArgs({
@@ -55,6 +55,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "8" },
     "land-every": { type: "string", default: "10" },
     "skip-final": { type: "boolean", default: false },
+    "cpu-prof": { type: "string" },
   },
 });
 const rounds = Math.max(1, Math.min(5, Number(values.rounds)));
@@ -67,6 +68,8 @@ const deadline = Date.now() + 300_000;
 const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
 const manifestPath = values.manifest ?? path.join(dataDir, "manifest.json");
 const children: ChildProcess[] = [];
+/** How to stop the systems' processes (each also ends when this process exits). */
+const stops: (() => void)[] = [];
 // However the bench ends (a thrown error included), the processes it started end with it.
 process.once("exit", () => {
   for (const child of children) child.kill("SIGINT");
@@ -113,34 +116,17 @@ interface System {
 }
 const systems: System[] = [];
 
-/** Starts bench/serve.ts for `system` and waits for its READY line. */
-async function startSystemProcess(system: "ours" | "peer", extraEnv: Record<string, string>): Promise<{ url: string; context: unknown; pid: number | undefined }> {
-  const script = fileURLToPath(new URL("./serve.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", script], {
-    env: { ...process.env, BENCH_SYSTEM: system, BENCH_CHAIN_URL: chain.url, BENCH_MANIFEST: manifestPath, ...extraEnv },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.push(child);
-  let output = "";
-  const ready = await new Promise<{ url: string; context: unknown }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${system} did not start: ${output}`)), 90_000);
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-      const line = /READY (\{.*\})/.exec(output)?.[1];
-      if (line) {
-        clearTimeout(timer);
-        resolve(JSON.parse(line) as { url: string; context: unknown });
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`${system} exited (${code}): ${output}`)));
-  });
-  return { ...ready, pid: child.pid };
+/** Starts bench/serve.ts for `system` (`--cpu-prof DIR`: ours writes a V8 CPU profile there when it stops). */
+async function startSystem(system: "ours" | "peer", env: Record<string, string>): Promise<SystemProcess> {
+  const started = await startSystemProcess(system, { chainUrl: chain.url, manifestPath, env, ...(values["cpu-prof"] && system === "ours" ? { cpuProfDir: values["cpu-prof"] } : {}) });
+  stops.push(started.stop);
+  return started;
 }
 
 if (values.url) {
   systems.push({ name: "target", url: values.url, context: JSON.parse(values.context!), pid: undefined });
 } else {
-  const ours = await startSystemProcess("ours", {
+  const ours = await startSystem("ours", {
     BENCH_SIGNER_KEY: chain.signerKey ?? devKey(1),
     BENCH_DATA_DIR: dataDir,
     ...(values["skip-final"] ? { BENCH_SKIP_FINAL: "1" } : {}),
@@ -211,7 +197,7 @@ if (values.peer) {
       }
     }
   }
-  const peer = await startSystemProcess("peer", values.alto ? { BENCH_ALTO_URL: altoUrl } : {});
+  const peer = await startSystem("peer", values.alto ? { BENCH_ALTO_URL: altoUrl } : {});
   systems.push({
     name: "peer (mock-paymaster)",
     url: peer.url,
@@ -473,5 +459,6 @@ try {
   console.log(`\n${opCount} ops simulated through handleOps by the bench, ${refused} refused${refused ? ` (first: ${firstRefusal})` : ""}, ${landed} landed.`);
 } finally {
   for (const child of children) child.kill("SIGINT");
+  for (const stop of stops) stop();
   chain.stop();
 }
