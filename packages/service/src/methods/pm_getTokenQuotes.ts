@@ -88,7 +88,7 @@ export const pm_getTokenQuotes = defineMethod({
     // The user operation, checked like pm_sponsorUserOperation's (issues reported under params[0].userOp).
     let request: SponsorRequest | undefined;
     if (params.userOp !== undefined) {
-      const parsed = await sponsorParamsSchema.safeParseAsync([params.userOp, { version: params.version }]);
+      const parsed = sponsorParamsSchema.safeParse([params.userOp, { version: params.version }]);
       if (!parsed.success) {
         const issues = toParamsIssues(parsed.error.issues).map((issue) => ({ ...issue, path: [0, "userOp", ...issue.path.slice(1)] }));
         throw new RpcError("INVALID_PARAMS", `Invalid params for pm_getTokenQuotes: ${formatParamsPath(issues[0]!.path)}: ${issues[0]!.message}`, { issues });
