@@ -26,7 +26,7 @@ import { stringifyJson } from "./rpc/json.ts";
 import type { MethodDefinition } from "./rpc/method.ts";
 import { standardHandler } from "./rpc/standard.ts";
 import { sendV1Error, v1Handler, type V1State } from "./rpc/v1.ts";
-import { Timing, withTiming } from "./timing.ts";
+import { Timing } from "./timing.ts";
 import { healthBody } from "./health.ts";
 
 export type AppState = V1State;
@@ -52,8 +52,9 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
     ctx.set("X-Content-Type-Options", "nosniff");
     let reason: string | undefined;
     const timing = new Timing();
+    ctx.state.timing = timing;
     try {
-      await withTiming(timing, next);
+      await next();
     } catch (error) {
       const clientError = toClientError(error);
       reason = clientError.reason;

@@ -97,10 +97,10 @@ export const pm_getTokenQuotes = defineMethod({
     }
 
     const postOpGas = chain.erc20[params.version]?.postOpGas ?? 0n;
-    const nativeUsd = await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
+    const nativeUsd = await chainWait(call.timing, () => chain.prices.usd(network.config.nativeUsdPrice));
     const quotes = [];
     for (const token of tokens) {
-      const tokenUsd = await chainWait(() => chain.prices.usd(token.priceSource));
+      const tokenUsd = await chainWait(call.timing, () => chain.prices.usd(token.priceSource));
       const quote: Record<string, unknown> = {
         symbol: token.symbol,
         address: token.address,

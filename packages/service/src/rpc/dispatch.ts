@@ -11,7 +11,7 @@ import type { NetworkRuntime, ServiceContext } from "../context.ts";
 import type { ApiKey, Store } from "../store/types.ts";
 import { accessRefusal } from "../access/keyAccess.ts";
 import { RpcError, toClientError } from "./errors.ts";
-import { currentTiming } from "../timing.ts";
+import type { Timing } from "../timing.ts";
 import type { MethodDefinition } from "./method.ts";
 import { truncate } from "./schemas.ts";
 import { SIGNING_METHODS } from "./rateLimit.ts";
@@ -43,6 +43,8 @@ export interface DispatchRequest {
   /** The request's Origin header (browsers), and the client's address: checked against the key's access lists. */
   origin?: string | undefined;
   clientIp?: string | undefined;
+  /** The HTTP request's Timing: chain waits are counted there (Server-Timing, metrics). */
+  timing?: Timing | undefined;
 }
 
 /** Longest API key looked up in the store; longer ones cannot be ours. */
@@ -55,7 +57,7 @@ const ECHO_MAX_CHARS = 64;
 export async function dispatch(service: ServiceContext, methods: MethodRegistry, request: DispatchRequest): Promise<unknown> {
   const metrics = service.metrics;
   if (!metrics) return dispatchCall(service, methods, request);
-  const timing = currentTiming();
+  const timing = request.timing;
   const chainBefore = timing?.chainNs ?? 0n;
   const started = process.hrtime.bigint();
   let outcome = "ok";
@@ -90,7 +92,7 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
     const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
     if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
   }
-  return method.handler(params, { service, network, apiKey });
+  return method.handler(params, { service, network, apiKey, timing: request.timing });
 }
 
 /** The configured network named `name`, else NETWORK_NOT_FOUND listing the configured ones. */

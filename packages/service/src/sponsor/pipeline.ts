@@ -47,7 +47,7 @@ import { exchangeRate, type UsdPrice } from "./price.ts";
 import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
 import { capChecks, evaluateRules, formatUsdMicros, weiToUsdMicros } from "../policy/rules.ts";
 import type { RuleVerdict } from "../policy/types.ts";
-import { chainWait } from "../timing.ts";
+import { chainWait, type Timing } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
 import { askApproval } from "../webhooks/approval.ts";
 import type { ReserveResult } from "../store/types.ts";
@@ -252,7 +252,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const stub = options.stub === true;
 
   // ---- mode and policy (store only)
-  const market = await chainWait(() => chain.market.current());
+  const market = await chainWait(call.timing, () => chain.market.current());
   const now = Math.max(service.now(), market.timestamp);
   const mode = await resolveMode(call, request);
   const verdicts: RuleVerdict[] = [];
@@ -301,7 +301,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   let allowance = 0n;
   let nativeUsd: UsdPrice | undefined;
   if (mode.mode === "erc20") {
-    const [native, tokenUsd, held, allowed] = await chainWait(() =>
+    const [native, tokenUsd, held, allowed] = await chainWait(call.timing, () =>
       Promise.all([
         chain.prices.usd(network.config.nativeUsdPrice),
         chain.prices.usd(mode.token.priceSource),
@@ -339,11 +339,11 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
         paymasterVerificationGasLimit: request.version !== "v0.6" ? caps.maxPaymasterVerificationGasLimit : 0n,
       };
       const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
-      const outcome = await chainWait(() => simulateOp(chain.rpc, chain.simulator, entry.entryPoint, probe));
+      const outcome = await chainWait(call.timing, () => simulateOp(chain.rpc, chain.simulator, entry.entryPoint, probe));
       if (!outcome.ok) throw simulationError(outcome.failure);
       // v0.7 tells whether the op's calls ran through: a revert is refused here already (with its revert data),
       // whether or not the final simulation runs.
-      if (outcome.result.opSucceeded === false) await refuseRevertingCalls(chain, entry.entryPoint, request, generous, paymaster, stubData(chargeMode));
+      if (outcome.result.opSucceeded === false) await refuseRevertingCalls(call.timing, chain, entry.entryPoint, request, generous, paymaster, stubData(chargeMode));
       const measured = limitsFromSimulation(probe, outcome.result, postOpGas, minPostOpGasLimit);
       if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
       if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
@@ -353,7 +353,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       // Priced on the op with its final limits (their bytes are part of the data).
       const op = buildOp(request, gas, paymaster, stubData(chargeMode));
       const input = { chainId: network.config.chainId, entryPoint: entry.entryPoint, op, l2GasPrice: l2GasPrice(gas, market.baseFeePerGas) };
-      gas.preVerificationGas += await chainWait(() => l1DataGas(chain.rpc, network.config.gasKind, input));
+      gas.preVerificationGas += await chainWait(call.timing, () => l1DataGas(chain.rpc, network.config.gasKind, input));
     }
     checkCaps(gas, call, market.maxFeePerGas);
   }
@@ -395,7 +395,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const maxCostWei = maxGasCost(finalStub);
 
   // ---- the strategy's gas, fee and per-op rules, and its caps
-  nativeUsd ??= await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
+  nativeUsd ??= await chainWait(call.timing, () => chain.prices.usd(network.config.nativeUsdPrice));
   const maxCostUsdMicros = weiToUsdMicros(maxCostWei, nativeUsd);
   const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now, sender: u.sender }) : [];
   if (mode.mode === "sponsor" && (!stub || clientGasComplete)) {
@@ -450,11 +450,11 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
 
   // ---- the final simulation: ONE run of that op (validation with the real limits, fees and paymaster data,
   // the op's calls, postOp), reading the paymaster's token balance right after it in ERC-20 mode
-  if (network.config.skipFinalSimulation !== true) await checkLanding(chain, entry.entryPoint, request, landing, mode, token, options.sign);
+  if (network.config.skipFinalSimulation !== true) await checkLanding(call.timing, chain, entry.entryPoint, request, landing, mode, token, options.sign);
   if (!options.sign) return result;
 
   // ---- the paymaster's deposit must cover this op on top of every outstanding one (src/sponsor/deposit.ts)
-  await chainWait(() =>
+  await chainWait(call.timing, () =>
     chain.deposits.check({ entryPoint: entry.entryPoint, paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: market.blockNumber, maxCostWei }),
   );
 
@@ -550,9 +550,9 @@ async function requireApproval(call: CallContext, request: SponsorRequest, mode:
  * after validation (the op with empty callData, the calls as simulateHandleOp's target call). Returns when
  * the calls succeed.
  */
-async function refuseRevertingCalls(chain: NetworkChain, entryPoint: Address, request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): Promise<void> {
+async function refuseRevertingCalls(timing: Timing | undefined, chain: NetworkChain, entryPoint: Address, request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): Promise<void> {
   const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, paymasterData);
-  const calls = await chainWait(() => simulateCalls(chain.rpc, chain.simulator, entryPoint, withoutCalls, request.userOp.sender, request.userOp.callData));
+  const calls = await chainWait(timing, () => simulateCalls(chain.rpc, chain.simulator, entryPoint, withoutCalls, request.userOp.sender, request.userOp.callData));
   if (!calls.ok) throw simulationError(calls.failure);
   if (!calls.result.targetSuccess) {
     throw new RpcError("EXECUTION_REVERTED", undefined, { revertData: calls.result.targetResult.slice(0, 514) });
@@ -566,6 +566,7 @@ async function refuseRevertingCalls(chain: NetworkChain, entryPoint: Address, re
  * a failure; v0.6's EntryPoint has no such hook, so there the calls' run goes alongside (same latency).
  */
 async function checkLanding(
+  timing: Timing | undefined,
   chain: NetworkChain,
   entryPoint: Address,
   request: SponsorRequest,
@@ -581,12 +582,12 @@ async function checkLanding(
   // running for the others.
   const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [paymaster] }) } : undefined;
   const paymasterData = op.version === "v0.6" ? (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex) : op.userOp.paymasterData!;
-  const [landing, callsFirst, heldBefore] = await chainWait(() =>
+  const [landing, callsFirst, heldBefore] = await chainWait(timing, () =>
     Promise.all([
       simulateOp(chain.rpc, chain.simulator, entryPoint, op, read),
       // v0.6: the calls' own run alongside; its refusal is raised after the EntryPoint's (as one simulation would).
       op.version === "v0.6"
-        ? refuseRevertingCalls(chain, entryPoint, request, gas, paymaster, paymasterData).then(
+        ? refuseRevertingCalls(undefined, chain, entryPoint, request, gas, paymaster, paymasterData).then( // counted by the wait around it
             () => undefined,
             (error: unknown) => error,
           )
@@ -604,7 +605,7 @@ async function checkLanding(
     });
   }
   if (result.opSucceeded === false) {
-    await refuseRevertingCalls(chain, entryPoint, request, gas, paymaster, paymasterData);
+    await refuseRevertingCalls(timing, chain, entryPoint, request, gas, paymaster, paymasterData);
     if (mode.mode !== "erc20") throw new RpcError("EXECUTION_REVERTED", "The user operation's execution would fail", {});
   }
   if (mode.mode === "erc20") {
