@@ -636,7 +636,8 @@ export class SqlStore implements Store {
           tank = await this.#lockTank(tx, network, sender);
         }
         const totals = await this.#lockUsage(tx, [...capKeys, ...peekLinks], true);
-        const previous = await tx.one<ActiveRow>(q.lockActiveOp, opKey);
+        // SQLite: BEGIN IMMEDIATE holds the one write lock, so the locking read is the peek again (same SQL).
+        const previous = q.lockActiveOp === q.selectActiveOp ? peek : await tx.one<ActiveRow>(q.lockActiveOp, opKey);
         const previousLinks = !previous ? [] : previous.id === peek?.id ? peekLinks : await this.#links(tx, previous.id);
         if (previous?.mode === "user" && !tank) throw new LockOrderRetry();
         if (previousLinks.some((k) => !totals.has(common.usageId(k)))) throw new LockOrderRetry();
@@ -700,7 +701,7 @@ export class SqlStore implements Store {
         await this.#writeUsage(tx, capPlan.writes, now);
         for (const k of capPlan.links) await tx.run(q.insertLink, [record.id, k.strategyId, k.scope, k.key]);
         // The row is signed as it is inserted: its sponsorship.signed outbox rows commit with it.
-        await this.#sponsorshipEvent(tx, record.id, "sponsorship.signed", sponsorshipData);
+        await this.#sponsorshipEvent(tx, record.id, "sponsorship.signed", sponsorshipData, record.projectId);
         return { ok: true, record, replaced: previous?.id ?? null };
       }, this.#isActiveOpRace);
     } catch (err) {
@@ -993,12 +994,25 @@ export class SqlStore implements Store {
 
   // ---- webhooks
 
-  /** Writes a sponsorship's event for its project's subscribers, from the record as the transaction left it. */
-  async #sponsorshipEvent(tx: Tx, id: string, type: WebhookEventType, data: (record: SponsorshipRecord) => Record<string, unknown>): Promise<void> {
-    const row = await tx.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
-    if (!row) return;
-    const record = common.toSponsorship(row);
-    await writeEvents(tx, { projectId: record.projectId, type, data: data(record), sponsorshipId: id }, nowMs());
+  /**
+   * Writes a sponsorship's event for its project's subscribers, from the record as the transaction left it.
+   * With the project known (`projectId`), the record is read only when some endpoint subscribes.
+   */
+  async #sponsorshipEvent(
+    tx: Tx,
+    id: string,
+    type: WebhookEventType,
+    data: (record: SponsorshipRecord) => Record<string, unknown>,
+    projectId?: string,
+  ): Promise<void> {
+    const read = async (): Promise<SponsorshipRecord | undefined> => {
+      const row = await tx.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
+      return row && common.toSponsorship(row);
+    };
+    const known = projectId === undefined ? await read() : undefined;
+    if (projectId === undefined && !known) return;
+    const record = async (): Promise<Record<string, unknown>> => data((known ?? (await read()))!);
+    await writeEvents(tx, { projectId: projectId ?? known!.projectId, type, data: record, sponsorshipId: id }, nowMs());
   }
 
   /** cap.reached for a refused reservation; returns how many outbox rows were written (0: already told, or none subscribed). */
