@@ -8,7 +8,8 @@
 import type { z } from "zod";
 import { isNetworkName } from "@paymaster/shared";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
-import type { ApiKey, Store } from "../store/types.ts";
+import type { ApiKey } from "../store/types.ts";
+import { directLookups, type ConfigLookups } from "../store/configCache.ts";
 import { accessRefusal } from "../access/keyAccess.ts";
 import { RpcError, toClientError } from "./errors.ts";
 import type { Timing } from "../timing.ts";
@@ -83,7 +84,8 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
   const network = resolveNetwork(service, request.network);
   const method = findMethod(methods, request.method);
   const params = parseParams(method, request.params);
-  const apiKey = await authenticate(service.store, request.apiKey);
+  const lookups = service.configCache ? await service.configCache.current() : directLookups(service.store);
+  const apiKey = await authenticate(lookups, request.apiKey);
   const refusal = accessRefusal(apiKey, request);
   if (refusal) throw new RpcError(refusal.reason, refusal.message);
   const retryAfterSeconds = (await service.rateLimiter?.takeRequest(apiKey)) ?? 0;
@@ -92,7 +94,7 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
     const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
     if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
   }
-  return method.handler(params, { service, network, apiKey, timing: request.timing });
+  return method.handler(params, { service, network, apiKey, timing: request.timing, lookups });
 }
 
 /** The configured network named `name`, else NETWORK_NOT_FOUND listing the configured ones. */
@@ -157,14 +159,15 @@ export function parseParams<P>(method: MethodDefinition<P>, params: unknown): P 
 
 /**
  * The active key behind the apiKey query value, else API_KEY_MISSING / API_KEY_INVALID / API_KEY_REVOKED (a
- * revoked key, or a key of a disabled project). Read from the store on every request, never cached: a key
- * revoked by any replica or by the operator's CLI is refused on its next request everywhere.
+ * revoked key, or a key of a disabled project). Looked up under the config version read for this request
+ * (src/store/configCache.ts): a key revoked by any replica or by the operator's CLI is refused on its next
+ * request everywhere.
  */
-export async function authenticate(store: Store, apiKey: string | readonly string[] | undefined): Promise<ApiKey> {
+export async function authenticate(lookups: ConfigLookups, apiKey: string | readonly string[] | undefined): Promise<ApiKey> {
   if (apiKey === undefined || apiKey === "") throw new RpcError("API_KEY_MISSING");
   if (typeof apiKey !== "string") throw new RpcError("API_KEY_INVALID", "Give the apiKey query parameter once");
   if (apiKey.length > API_KEY_MAX_CHARS) throw new RpcError("API_KEY_INVALID");
-  const found = await store.findApiKeyWithProject(apiKey);
+  const found = await lookups.apiKey(apiKey);
   if (found === undefined) throw new RpcError("API_KEY_INVALID");
   if (found.apiKey.status !== "active") throw new RpcError("API_KEY_REVOKED");
   if (found.projectStatus !== "active") throw new RpcError("API_KEY_REVOKED", "This API key's project is disabled");

@@ -6,6 +6,7 @@ import type { z } from "zod";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
 import type { ApiKey } from "../store/types.ts";
 import type { Timing } from "../timing.ts";
+import type { ConfigLookups } from "../store/configCache.ts";
 
 export interface CallContext {
   readonly service: ServiceContext;
@@ -14,6 +15,8 @@ export interface CallContext {
   readonly apiKey: ApiKey;
   /** The request's Timing (absent outside HTTP): chain waits are counted there. */
   readonly timing?: Timing | undefined;
+  /** The request's key, strategy and approval lookups, under one config version (absent: read from the store). */
+  readonly lookups?: ConfigLookups | undefined;
 }
 
 export interface MethodDefinition<P = unknown> {

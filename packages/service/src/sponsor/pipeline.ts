@@ -51,6 +51,7 @@ import { chainWait, type Timing } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
 import { askApproval } from "../webhooks/approval.ts";
 import type { ReserveResult } from "../store/types.ts";
+import { lookupsOf } from "../store/configCache.ts";
 
 export interface GasValues {
   callGasLimit: bigint;
@@ -525,7 +526,7 @@ function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>, mode:
 
 /** Asks the project's approval endpoint, if any; a refusal (or no answer under default-deny) is APPROVAL_DENIED. */
 async function requireApproval(call: CallContext, request: SponsorRequest, mode: ResolvedMode, maxCostWei: bigint, maxCostUsdMicros: bigint): Promise<void> {
-  const endpoint = await call.service.store.getApprovalEndpoint(call.apiKey.projectId);
+  const endpoint = await lookupsOf(call).approvalEndpoint(call.apiKey.projectId);
   if (!endpoint) return;
   const u = request.userOp;
   const decision = await askApproval(endpoint, {

@@ -139,6 +139,7 @@ function queries(d: Dialect) {
         created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     selectStrategyByCode: `SELECT ${strategyColumns} FROM strategies WHERE code = ?`,
+    selectConfigVersion: "SELECT version FROM config_version WHERE id = 1",
     // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): these read the rows.
     countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
     selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
@@ -359,6 +360,11 @@ export class SqlStore implements Store {
     if (hash === undefined) return undefined;
     const row = await this.#db.one<common.ApiKeyRow & { project_status: ProjectStatus }>(this.#q.selectApiKeyByHash, [hash]);
     return row && { apiKey: common.toApiKey(row), projectStatus: row.project_status };
+  }
+
+  async configVersion(): Promise<number> {
+    const row = await this.#db.one<{ version: number | string }>(this.#q.selectConfigVersion);
+    return Number(row?.version ?? 0);
   }
 
   // ---- strategies

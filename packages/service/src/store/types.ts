@@ -359,10 +359,16 @@ export interface Store {
   /** Replaces the key's allowed origins and client IP ranges (validated by the caller: admin/keys.ts). */
   setApiKeyAccess(id: string, access: ApiKeyAccess): Promise<void>;
   /**
-   * The project's status for a presented key, read with it on every request (no cache: a revoked key or a
-   * disabled project is refused on the next request by every replica). Undefined when the key is unknown.
+   * The project's status for a presented key. Undefined when the key is unknown. The request path reads it
+   * through src/store/configCache.ts, under the config version (a revoked key or a disabled project is refused
+   * on the next request by every replica).
    */
   findApiKeyWithProject(plaintext: string): Promise<{ apiKey: ApiKey; projectStatus: ProjectStatus } | undefined>;
+  /**
+   * The config version: a counter that every change of a project, API key, strategy or webhook endpoint bumps in
+   * its own transaction (database triggers, whoever writes). Equal versions mean none of those rows changed.
+   */
+  configVersion(): Promise<number>;
 
   // ---- strategies
   createStrategy(input: NewStrategy): Promise<Strategy>;
