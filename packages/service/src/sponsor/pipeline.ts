@@ -50,7 +50,8 @@ import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait, type Timing } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
 import { askApproval } from "../webhooks/approval.ts";
-import type { ReserveResult } from "../store/types.ts";
+import type { NewSponsorship, ReserveResult } from "../store/types.ts";
+import type { CapCheck } from "../policy/types.ts";
 import { lookupsOf } from "../store/configCache.ts";
 
 export interface GasValues {
@@ -451,53 +452,91 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
 
   // ---- the final simulation: ONE run of that op (validation with the real limits, fees and paymaster data,
   // the op's calls, postOp), reading the paymaster's token balance right after it in ERC-20 mode
-  if (network.config.skipFinalSimulation !== true) await checkLanding(call.timing, chain, entry.entryPoint, request, landing, mode, token, options.sign);
-  if (!options.sign) return result;
-
-  // ---- the paymaster's deposit must cover this op on top of every outstanding one (src/sponsor/deposit.ts)
-  await chainWait(call.timing, () =>
-    chain.deposits.check({ entryPoint: entry.entryPoint, paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: market.blockNumber, maxCostWei }),
-  );
-
-  // ---- reserve and record the signature, in ONE store transaction, then answer (after the simulation: a refused
-  // op leaves no record). The signature leaves the service only once the reservation holds.
-  const { userOpHash, paymasterAndData } = landedFields(landing, entry.entryPoint, chainId);
-  let reservation: ReserveResult;
-  try {
-    reservation = await service.store.reserveSponsorship({
-      network: network.config.name,
-      entryPoint: entry.entryPoint,
-      version: request.version,
-      sender: u.sender,
-      nonce: u.nonce,
-      mode: mode.mode,
-      projectId: call.apiKey.projectId,
-      apiKeyId: call.apiKey.id,
-      strategyId: mode.mode === "sponsor" ? mode.strategy.id : null,
-      token: token?.address ?? null,
-      exchangeRate: token?.exchangeRate ?? null,
-      maxTokenCost: token?.maxTokenCost ?? null,
-      maxCostWei,
-      maxCostUsdMicros,
-      validUntil,
-      validAfter,
-      userOpHash,
-      paymasterAndData,
-      // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
-      postOpCharge: mode.mode === "erc20" && chargeMode === ChargeMode.InPostOp,
-    }, caps);
-  } catch (error) {
-    // PostgreSQL: concurrent requests for the same op (sender, nonce) kept replacing each other's view of it through
-    // every retry. One of them stands; this one's signature is never handed out, and the caps count the op once.
-    if (isStoreError(error, "CONFLICT")) throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });
-    throw error;
+  const simulate = network.config.skipFinalSimulation !== true;
+  if (!options.sign) {
+    if (simulate) await checkLanding(call.timing, chain, entry.entryPoint, request, landing, mode, token, false);
+    return result;
   }
+  // While it runs, the store work that does not depend on it: the deposit check and the reservation, recorded
+  // as pending (its signature is kept, not handed out). Then, in the order a sequential run would refuse in:
+  // a refused simulation withdraws the reservation (deleted, what it held freed: a refused op leaves no record)
+  // and is the answer; a passed one makes the reservation "signed" (with its webhook event), and only then does
+  // the signature leave.
+  const simulation: Promise<unknown> = simulate
+    ? checkLanding(call.timing, chain, entry.entryPoint, request, landing, mode, token, true).then(
+        () => undefined,
+        (error: unknown) => ({ failed: error }),
+      )
+    : Promise.resolve(undefined);
+  const { userOpHash, paymasterAndData } = landedFields(landing, entry.entryPoint, chainId);
+  const reserving = reserveLanding(call, {
+    network: network.config.name,
+    entryPoint: entry.entryPoint,
+    version: request.version,
+    sender: u.sender,
+    nonce: u.nonce,
+    mode: mode.mode,
+    projectId: call.apiKey.projectId,
+    apiKeyId: call.apiKey.id,
+    strategyId: mode.mode === "sponsor" ? mode.strategy.id : null,
+    token: token?.address ?? null,
+    exchangeRate: token?.exchangeRate ?? null,
+    maxTokenCost: token?.maxTokenCost ?? null,
+    maxCostWei,
+    maxCostUsdMicros,
+    validUntil,
+    validAfter,
+    userOpHash,
+    paymasterAndData,
+    // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
+    postOpCharge: mode.mode === "erc20" && chargeMode === ChargeMode.InPostOp,
+    pending: simulate,
+  }, caps, paymaster, market.blockNumber).then(
+    (reservation) => ({ reservation }),
+    (error: unknown) => ({ failed: error }),
+  );
+  const [simulated, reserved] = await Promise.all([simulation, reserving]);
+  if (simulated !== undefined) {
+    if ("reservation" in reserved && reserved.reservation.ok) await service.store.withdrawSponsorship(reserved.reservation.record.id);
+    throw (simulated as { failed: unknown }).failed;
+  }
+  if ("failed" in reserved) throw reserved.failed;
+  const reservation = reserved.reservation;
   if (!reservation.ok) throw reservationRefusal(reservation, mode, token, paymaster);
+  if (simulate && !(await service.store.confirmSponsorship(reservation.record.id))) {
+    // Replaced by a concurrent request for the same op while the simulation ran: that one stands.
+    throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });
+  }
   result.paymasterAndData = paymasterAndData;
   result.userOpHash = userOpHash;
   result.sponsorshipId = reservation.record.id;
   service.metrics?.sponsorshipsSigned.inc({ network: network.config.name, mode: mode.mode, version: request.version });
   return result;
+}
+
+/**
+ * The paymaster's deposit must cover this op on top of every outstanding one (src/sponsor/deposit.ts); then the
+ * reservation and the record, in ONE store transaction.
+ */
+async function reserveLanding(
+  call: CallContext,
+  input: NewSponsorship,
+  caps: readonly CapCheck[],
+  paymaster: Address,
+  block: bigint,
+): Promise<ReserveResult> {
+  const chain = call.network.chain!;
+  await chainWait(call.timing, () =>
+    chain.deposits.check({ entryPoint: input.entryPoint, paymaster, kind: input.mode === "erc20" ? "erc20" : "verifying", block, maxCostWei: input.maxCostWei }),
+  );
+  try {
+    return await call.service.store.reserveSponsorship(input, caps);
+  } catch (error) {
+    // PostgreSQL: concurrent requests for the same op (sender, nonce) kept replacing each other's view of it through
+    // every retry. One of them stands; this one's signature is never handed out, and the caps count the op once.
+    if (isStoreError(error, "CONFLICT")) throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: input.sender, nonce: `0x${input.nonce.toString(16)}` });
+    throw error;
+  }
 }
 
 /** The answer to a reservation the store refused (nothing was written). */

@@ -233,7 +233,12 @@ function queries(d: Dialect) {
     insertSponsorship: `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id,
         api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
         valid_after, user_op_hash, paymaster_and_data, status, created_at, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'signed', ?, ?)`,
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    deleteLinks: "DELETE FROM sponsorship_usage WHERE sponsorship_id = ?",
+    deleteChargeFlag: "DELETE FROM token_charge_flags WHERE sponsorship_id = ?",
+    deleteSponsorship: "DELETE FROM sponsorships WHERE id = ?",
+    confirmReserved: `UPDATE sponsorships SET status = 'signed', updated_at = ? WHERE id = ? AND status = 'reserved'
+      RETURNING project_id`,
     settle: `UPDATE sponsorships SET status = 'settled', actual_gas_cost_wei = ?, actual_cost_usd_micros = ?,
         actual_token_cost = ?, settled_success = ?, settled_tx_hash = ?, settled_block_number = ?,
         settled_block_hash = ?, settled_log_index = ?, settled_at = ?, updated_at = ?
@@ -700,14 +705,16 @@ export class SqlStore implements Store {
           record.validAfter,
           record.userOpHash,
           record.paymasterAndData,
+          record.status,
           now,
           now,
         ]);
         if (postOpCharge) await tx.run(q.insertPostOpCharge, [record.id, network, sender, true, false, now]);
         await this.#writeUsage(tx, capPlan.writes, now);
         for (const k of capPlan.links) await tx.run(q.insertLink, [record.id, k.strategyId, k.scope, k.key]);
-        // The row is signed as it is inserted: its sponsorship.signed outbox rows commit with it.
-        await this.#sponsorshipEvent(tx, record.id, "sponsorship.signed", sponsorshipData, record.projectId);
+        // The row is signed as it is inserted: its sponsorship.signed outbox rows commit with it (a pending one's
+        // with confirmSponsorship).
+        if (record.status === "signed") await this.#sponsorshipEvent(tx, record.id, "sponsorship.signed", sponsorshipData, record.projectId);
         return { ok: true, record, replaced: previous?.id ?? null };
       }, this.#isActiveOpRace);
     } catch (err) {
@@ -763,6 +770,27 @@ export class SqlStore implements Store {
           }
         : null,
     );
+  }
+
+  async confirmSponsorship(id: string): Promise<boolean> {
+    // Only the row changes (what it holds stays): no usage or tank row to lock.
+    return this.#db.transaction(async (tx) => {
+      const row = await tx.one<{ project_id: string }>(this.#q.confirmReserved, [common.nowSeconds(), id]);
+      if (!row) return false;
+      await this.#sponsorshipEvent(tx, id, "sponsorship.signed", sponsorshipData, row.project_id);
+      return true;
+    });
+  }
+
+  async withdrawSponsorship(id: string): Promise<boolean> {
+    // Under the lock order of every transition (tank, usage rows, the row): the rows it was counted in give back
+    // exactly what it held, then it goes with its links and charge flag. A pending row has no webhook event.
+    return this.#transition(id, async (row, tx) => {
+      if (row.status !== "reserved") return null;
+      await tx.run(this.#q.deleteLinks, [id]);
+      await tx.run(this.#q.deleteChargeFlag, [id]);
+      return { delta: common.releaseDelta(common.rowCost(row)), sql: this.#q.deleteSponsorship, values: [id] };
+    });
   }
 
   /** Idempotent: releasing a released, settled or unknown sponsorship changes nothing. */

@@ -158,6 +158,12 @@ export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paym
    * not count.
    */
   postOpCharge?: boolean;
+  /**
+   * Recorded as "reserved" (the cost held, the signature kept) rather than "signed": the signature is handed out
+   * only once confirmSponsorship makes it "signed" (the pipeline reserves while the final simulation runs, and
+   * releases the reservation when the simulation refuses the op).
+   */
+  pending?: boolean;
 };
 
 export type ReserveResult =
@@ -412,6 +418,18 @@ export interface Store {
    * view of it (PostgreSQL, after its bounded retries): asking again is safe.
    */
   reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult>;
+  /**
+   * A pending reservation (input.pending) becomes "signed", with its sponsorship.signed event, in one
+   * transaction. False when it is no longer "reserved" (a concurrent request for the same op replaced it, or it
+   * was released): its signature must not be handed out.
+   */
+  confirmSponsorship(id: string): Promise<boolean>;
+  /**
+   * Undoes a pending reservation whose op the final simulation refused: it is deleted and what it held is freed,
+   * in one transaction, so a refused op leaves no record (nothing was signed for anyone). False when it is no
+   * longer "reserved" (then nothing changes).
+   */
+  withdrawSponsorship(id: string): Promise<boolean>;
   /** Frees a reservation (signing failed, or it expired unused). */
   releaseSponsorship(id: string): Promise<void>;
   /**
