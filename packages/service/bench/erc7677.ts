@@ -413,6 +413,41 @@ interface Row {
 }
 const rows: Row[] = [];
 
+/**
+ * Issue 13's goals, round by round, each with the figure it is judged on (ratios within one round: the machine
+ * may be shared, so absolute figures move between rounds more than ratios do).
+ */
+function printGoals(ours: string, peer: string | undefined): void {
+  const skip = values["skip-final"];
+  const row = (system: string, path: string, round: number) => rows.find((r) => r.system === system && r.path === path && r.round === round);
+  const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+  console.log(`\nissue 13 goals (each round; ${skip ? "ours with skipFinalSimulation" : "ours simulating the final op"}):`);
+  for (let round = 1; round <= rounds; round++) {
+    const erc = row(ours, "ERC-7677 stub + data", round);
+    const sponsor = row(ours, "pm_sponsorUserOperation", round);
+    const lines: string[] = [];
+    if (erc) {
+      const ratio = erc.dataP50 / erc.handleOpsP50;
+      if (!skip) lines.push(`pm_getPaymasterData seq p50 ${erc.dataP50.toFixed(2)} ms = x${ratio.toFixed(2)} one plain handleOps eth_call of the same op (${erc.handleOpsP50.toFixed(2)} ms; goal <= x1.5): ${verdict(ratio <= 1.5)}`);
+      lines.push(`ERC-7677 service CPU per sponsorship (stub + data) at ${concurrency} concurrent ${erc.systemCpuMsPerOp.toFixed(2)} ms (goal < 1.5): ${verdict(erc.systemCpuMsPerOp < 1.5)}`);
+    }
+    if (sponsor) lines.push(`pm_sponsorUserOperation service CPU per sponsorship at ${concurrency} concurrent ${sponsor.systemCpuMsPerOp.toFixed(2)} ms (goal < 1.5): ${verdict(sponsor.systemCpuMsPerOp < 1.5)}`);
+    const peerErc = peer ? row(peer, "ERC-7677 stub + data", round) : undefined;
+    if (erc && peerErc) {
+      const x = erc.opsPerSecond / peerErc.opsPerSecond;
+      const goal = skip ? 3 : 2;
+      lines.push(`ERC-7677 throughput x${x.toFixed(2)} the peer's (goal >= x${goal}): ${verdict(x >= goal)}`);
+      if (!skip) lines.push(`ERC-7677 seq p50 ${erc.seqP50.toFixed(1)} ms vs the peer's ${peerErc.seqP50.toFixed(1)} ms (goal <= the peer's): ${verdict(erc.seqP50 <= peerErc.seqP50)}`);
+    }
+    const peerSponsor = peer ? row(peer, "pm_sponsorUserOperation", round) : undefined;
+    if (sponsor && peerSponsor && !skip) {
+      const x = sponsor.opsPerSecond / peerSponsor.opsPerSecond;
+      lines.push(`pm_sponsorUserOperation throughput x${x.toFixed(2)} the peer's (goal >= x5): ${verdict(x >= 5)}`);
+    }
+    for (const line of lines) console.log(`  round ${round}: ${line}`);
+  }
+}
+
 try {
   const paths: { name: string; work: (s: System) => Promise<Sample>; applies: (s: System) => boolean }[] = [
     { name: "ERC-7677 stub + data", work: erc7677Op, applies: () => true },
@@ -456,6 +491,7 @@ try {
       if (other) console.log(`  round ${row.round} ${row.path.padEnd(24)} throughput x${(row.opsPerSecond / other.opsPerSecond).toFixed(2)}  seq p50 x${(row.seqP50 / other.seqP50).toFixed(2)}`);
     }
   }
+  if (ours) printGoals(ours.name, peer?.name);
   console.log(`\n${opCount} ops simulated through handleOps by the bench, ${refused} refused${refused ? ` (first: ${firstRefusal})` : ""}, ${landed} landed.`);
 } finally {
   for (const child of children) child.kill("SIGINT");
