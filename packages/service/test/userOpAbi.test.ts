@@ -9,7 +9,7 @@ import { EntryPointSimulationsV07Artifact, EntryPointV06Artifact, EntryPointV07A
 import { EIP7702_MARKER, STUB_SIGNATURE, packUserOpV07, type Address, type UserOperationV06, type UserOperationV07, type UserOperationV08 } from "@paymaster/shared";
 import type { SimulatedOp } from "../src/chain/entryPoint.ts";
 import { encodeHandleOps, encodeSimulateHandleOp, encodeUserOpParameter } from "../src/chain/userOpAbi.ts";
-import { preVerificationGas } from "../src/sponsor/gas.ts";
+import { PVG_OVERHEAD, preVerificationGas } from "../src/sponsor/gas.ts";
 import { altoPackageDir } from "./helpers/alto.ts";
 
 const USER_OP_V06_TUPLE = {
@@ -177,11 +177,13 @@ describe("user operation ABI encoding", () => {
   });
 
   describe("preVerificationGas", () => {
-    /** v0.8: the v0.7 fixtures and executeUserOp callData. */
+    const AUTH = { chainId: 31337n, address: TARGET, nonce: 0n, r: `0x${"11".repeat(32)}`, s: `0x${"22".repeat(32)}`, yParity: 1 } as const;
+    /** v0.8: the v0.7 fixtures, executeUserOp callData, and EIP-7702 senders (the 0x7702 marker and an authorization). */
     function opsV08(): UserOperationV08[] {
       return opsV07().flatMap((op, i) => [
         op,
         { ...op, callData: `0x8dd7712f${bytesHex(LENGTHS[i]!, i + 3).slice(2)}` as Hex },
+        { ...op, factory: EIP7702_MARKER, factoryData: "0x", eip7702Auth: AUTH },
       ]);
     }
     const allOps = (): SimulatedOp[] => [
@@ -202,6 +204,15 @@ describe("user operation ABI encoding", () => {
         const label = `${op.version} callData ${op.userOp.callData.length / 2 - 1} bytes${op.version === "v0.8" && op.userOp.eip7702Auth ? " (7702)" : ""}: ours ${ours}, alto ${alto}, reference ${reference}`;
         expect(ours >= alto && ours >= reference, label).to.equal(true);
         expect(ours - (alto > reference ? alto : reference) <= 1_500n, label).to.equal(true);
+      }
+    });
+
+    it("an EIP-7702 authorization adds its 25,000 intrinsic gas; the gas values themselves do not change it", () => {
+      for (const userOp of opsV08().filter((op) => op.eip7702Auth !== undefined)) {
+        const { eip7702Auth: _auth, ...withoutAuth } = userOp;
+        expect(preVerificationGas({ version: "v0.8", userOp }) - preVerificationGas({ version: "v0.8", userOp: withoutAuth })).to.equal(PVG_OVERHEAD.eip7702Authorization);
+        const otherGas = { ...userOp, callGasLimit: 0n, verificationGasLimit: 1n, maxFeePerGas: 7n, maxPriorityFeePerGas: 0n, paymasterPostOpGasLimit: 0n };
+        expect(preVerificationGas({ version: "v0.8", userOp: otherGas })).to.equal(preVerificationGas({ version: "v0.8", userOp }));
       }
     });
   });

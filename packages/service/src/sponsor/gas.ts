@@ -21,6 +21,8 @@ export const PVG_OVERHEAD = {
    * 9.2 per word of callData (or, for executeUserOp callData, 1610 + 8.2 per word of the encoded op).
    */
   alto: { perBundle: 9_830n, perOp: 7_260n, perCallDataWordMilli: 9_200n, executeUserOp: 1_610n, executeUserOpPerOpWordMilli: 8_200n },
+  /** EIP-7702: the type-4 transaction's intrinsic cost per authorization (PER_EMPTY_ACCOUNT_COST), paid by the bundler. */
+  eip7702Authorization: 25_000n,
 } as const;
 
 /** IAccountExecute.executeUserOp: v0.7+ callData with this selector gets the whole op, which Alto prices per op word. */
@@ -52,8 +54,8 @@ function filledForPricing(op: SimulatedOp): SimulatedOp {
 
 /**
  * preVerificationGas for the op's share of a one-op bundle: its bytes (4 per zero, 16 per non-zero byte of
- * the encoded op, priced as filled above) plus the larger of the two bundler overhead models in PVG_OVERHEAD.
- * The op must already carry its final-length
+ * the encoded op, priced as filled above) plus the larger of the two bundler overhead models in PVG_OVERHEAD,
+ * plus 25,000 when the op carries an EIP-7702 authorization. The op must already carry its final-length
  * paymaster data and signature. (L2 data fees and EIP-7623's calldata floor are not included.)
  */
 export function preVerificationGas(op: SimulatedOp): bigint {
@@ -66,7 +68,7 @@ export function preVerificationGas(op: SimulatedOp): bigint {
   }
   const dataCost = BigInt(4 * zeros + 16 * (bytes - zeros));
   const words = BigInt(Math.ceil(bytes / 32));
-  const { transaction, reference, alto } = PVG_OVERHEAD;
+  const { transaction, reference, alto, eip7702Authorization } = PVG_OVERHEAD;
   const referenceOverhead = reference.perOp + reference.perOpWord * words;
   const callData = op.userOp.callData;
   const altoPerOp =
@@ -74,7 +76,8 @@ export function preVerificationGas(op: SimulatedOp): bigint {
       ? alto.executeUserOp + (alto.executeUserOpPerOpWordMilli * words) / 1000n
       : (alto.perCallDataWordMilli * BigInt(Math.ceil((callData.length - 2) / 64))) / 1000n;
   const altoOverhead = alto.perBundle + alto.perOp + altoPerOp;
-  return transaction + dataCost + (referenceOverhead > altoOverhead ? referenceOverhead : altoOverhead);
+  const authorization = op.version === "v0.8" && op.userOp.eip7702Auth !== undefined ? eip7702Authorization : 0n;
+  return transaction + dataCost + (referenceOverhead > altoOverhead ? referenceOverhead : altoOverhead) + authorization;
 }
 
 export interface MeasuredLimits {
