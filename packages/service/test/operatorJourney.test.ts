@@ -167,6 +167,7 @@ describe("the operator journey: zero to a sponsored op on a network of your own 
       client,
       chain,
       transport: http(altoEndpoint),
+      pollingInterval: 200, // viem's default 4 s would dominate the wait for the receipt
       paymaster: createPaymasterClient({ transport: http(`${base}/rpc/v1/base-sepolia?apiKey=${apiKey}`) }),
       paymasterContext: { strategy_code: "team-free" },
       userOperation: { estimateFeesPerGas: async () => (await pimlico.getUserOperationGasPrice()).fast },

@@ -79,6 +79,8 @@ export async function startAlto(options: { rpcUrl: string; entryPoints: string[]
     "--rpc-url", options.rpcUrl,
     "--port", String(port),
     "--safe-mode", "false",
+    // The API Pimlico serves (api.pimlico.io/v2/…): v1, alto's default, skips the preVerificationGas and gas price checks.
+    "--default-api-version", "v2",
     "--block-time", "250",
     "--min-bundle-interval", "100",
     "--max-bundle-interval", "250",
