@@ -9,6 +9,7 @@
 // Alto binds every interface, so this file runs only inside a loopback-only network namespace
 // (scripts/netns-test.sh); it refuses to start alto anywhere else.
 import { type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { networkInterfaces } from "node:os";
 import { expect } from "chai";
 import {
@@ -279,18 +280,21 @@ describe("through a real bundler (alto) with viem's bundler + paymaster clients"
   });
 
   describe("the v1 dialect: the gas pm_sponsorUserOperation fills in (preVerificationGas included) passes Alto's checks", () => {
-    const WALLETS: { label: string; newWallet: () => Promise<Wallet> }[] = [
+    // Random bytes passed to the call's target: 2 kB make EIP-7623's calldata floor, not the op's gas, set what the bundle pays.
+    const WALLETS: { label: string; newWallet: () => Promise<Wallet>; payload?: number }[] = [
       ...(["v0.6", "v0.7", "v0.8"] as const).map((version) => ({ label: `${version} SimpleAccount`, newWallet: () => newWallet(embedded, version) })),
       { label: "v0.8 EIP-7702 sender, first op with its authorization", newWallet: () => new7702Wallet(embedded) },
+      ...(["v0.6", "v0.7"] as const).map((version) => ({ label: `${version} SimpleAccount, 2 kB of call data`, newWallet: () => newWallet(embedded, version), payload: 2048 })),
     ];
-    for (const { label, newWallet: makeWallet } of WALLETS) {
+    for (const { label, newWallet: makeWallet, payload = 0 } of WALLETS) {
       it(`${label}: the op as the service filled it, signed by the owner, is accepted by eth_sendUserOperation and lands`, async () => {
         const wallet = await makeWallet();
         const { version } = wallet;
         // Fees as wallets take them from their bundler (Alto refuses fees below the lowest it saw recently, which a
         // fast-falling base fee leaves above the service's own 2 x base fee + priority); the rest is the service's.
         const fees = (await createPimlicoClient({ chain: localChain, transport: http(altoUrl) }).getUserOperationGasPrice()).fast;
-        const wire = wireOp(wallet, executeCallData(privateKeyToAccount(generatePrivateKey()).address), { extra: { maxFeePerGas: toHex(fees.maxFeePerGas), maxPriorityFeePerGas: toHex(fees.maxPriorityFeePerGas) } });
+        const target = privateKeyToAccount(generatePrivateKey()).address;
+        const wire = wireOp(wallet, executeCallData(target, toHex(randomBytes(payload))), { extra: { maxFeePerGas: toHex(fees.maxFeePerGas), maxPriorityFeePerGas: toHex(fees.maxPriorityFeePerGas) } });
         const answer = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, version === "v0.6" ? { strategy_code: embedded.strategyCode } : { strategy_code: embedded.strategyCode, version }]);
         expect(answer.status, show(answer.body)).to.equal(200);
         const { userOp } = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, answer.body.data));

@@ -192,28 +192,42 @@ describe("user operation ABI encoding", () => {
       ...opsV08().map((userOp): SimulatedOp => ({ version: "v0.8", userOp })),
     ];
 
-    it("covers what Alto requires of eth_sendUserOperation (its own calculator) and eth-infinitism's formula, within 1,500 gas of the larger", async () => {
+    it("covers what Alto requires of eth_sendUserOperation (its own calculator, with and without EIP-7623) and eth-infinitism's formula, within 1,500 gas of the largest", async () => {
       const calculator = pathToFileURL(path.join(altoPackageDir(), "esm/rpc/estimation/preVerificationGasCalculator.js")).href;
       const { calcExecutionPvgComponent } = (await import(calculator)) as { calcExecutionPvgComponent: (args: { userOp: unknown; supportsEip7623: boolean; config: unknown }) => bigint };
       const config = { v6CallGasLimitMultiplier: 100, v6VerificationGasLimitMultiplier: 100, v7CallGasLimitMultiplier: 100, v7PaymasterPostOpGasLimitMultiplier: 120 };
+      let floorBound = 0;
       for (const op of allOps()) {
         const ours = preVerificationGas(op);
         const sent = { ...op, userOp: { ...op.userOp, preVerificationGas: ours } } as SimulatedOp;
-        const alto = calcExecutionPvgComponent({ userOp: altoShape(sent), supportsEip7623: false, config });
-        const reference = referencePreVerificationGas(sent);
-        const label = `${op.version} callData ${op.userOp.callData.length / 2 - 1} bytes${op.version === "v0.8" && op.userOp.eip7702Auth ? " (7702)" : ""}: ours ${ours}, alto ${alto}, reference ${reference}`;
-        expect(ours >= alto && ours >= reference, label).to.equal(true);
-        expect(ours - (alto > reference ? alto : reference) <= 1_500n, label).to.equal(true);
+        const required = [
+          calcExecutionPvgComponent({ userOp: altoShape(sent), supportsEip7623: false, config }),
+          calcExecutionPvgComponent({ userOp: altoShape(sent), supportsEip7623: true, config }),
+          referencePreVerificationGas(sent),
+        ];
+        const most = required.reduce((a, b) => (a > b ? a : b));
+        if (required[1]! > required[0]! && required[1]! > required[2]!) floorBound++;
+        const label = `${op.version} callData ${op.userOp.callData.length / 2 - 1} bytes${op.version === "v0.8" && op.userOp.eip7702Auth ? " (7702)" : ""}: ours ${ours}, required ${required.join(" / ")}`;
+        expect(ours >= most, label).to.equal(true);
+        expect(ours - most <= 1_500n, label).to.equal(true);
+      }
+      expect(floorBound, "fixtures where EIP-7623's floor sets the price").to.be.greaterThan(3);
+    });
+
+    it("an EIP-7702 authorization adds its 25,000 intrinsic gas", () => {
+      for (const userOp of opsV08().filter((op) => op.eip7702Auth !== undefined)) {
+        const standard = { ...userOp, callGasLimit: 10_000_000n }; // enough call gas that EIP-7623's floor stays below
+        const { eip7702Auth: _auth, ...withoutAuth } = standard;
+        expect(preVerificationGas({ version: "v0.8", userOp: standard }) - preVerificationGas({ version: "v0.8", userOp: withoutAuth })).to.equal(PVG_OVERHEAD.eip7702Authorization);
       }
     });
 
-    it("an EIP-7702 authorization adds its 25,000 intrinsic gas; the gas values themselves do not change it", () => {
-      for (const userOp of opsV08().filter((op) => op.eip7702Auth !== undefined)) {
-        const { eip7702Auth: _auth, ...withoutAuth } = userOp;
-        expect(preVerificationGas({ version: "v0.8", userOp }) - preVerificationGas({ version: "v0.8", userOp: withoutAuth })).to.equal(PVG_OVERHEAD.eip7702Authorization);
-        const otherGas = { ...userOp, callGasLimit: 0n, verificationGasLimit: 1n, maxFeePerGas: 7n, maxPriorityFeePerGas: 0n, paymasterPostOpGasLimit: 0n };
-        expect(preVerificationGas({ version: "v0.8", userOp: otherGas })).to.equal(preVerificationGas({ version: "v0.8", userOp }));
-      }
+    it("EIP-7623's floor: 2 kB of call data with little call gas pay the floor, less a tenth of the call gas limit; with more call gas the standard price holds", () => {
+      const [base] = opsV07().filter((op) => op.paymaster !== undefined);
+      const at = (callGasLimit: bigint) => preVerificationGas({ version: "v0.7", userOp: { ...base!, callData: bytesHex(2048, 99, 0), callGasLimit } });
+      expect(at(0n) - at(100_000n)).to.equal(10_000n);
+      expect(at(5_000_000n)).to.equal(at(9_000_000n));
+      expect(at(0n) > at(5_000_000n)).to.equal(true);
     });
   });
 });

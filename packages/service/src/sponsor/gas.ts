@@ -23,6 +23,8 @@ export const PVG_OVERHEAD = {
   alto: { perBundle: 9_830n, perOp: 7_260n, perCallDataWordMilli: 9_200n, executeUserOp: 1_610n, executeUserOpPerOpWordMilli: 8_200n },
   /** EIP-7702: the type-4 transaction's intrinsic cost per authorization (PER_EMPTY_ACCOUNT_COST), paid by the bundler. */
   eip7702Authorization: 25_000n,
+  /** EIP-7623 (Prague): a transaction pays at least this much per calldata token (a zero byte is 1 token, others 4). */
+  floorPerToken: 10n,
 } as const;
 
 /** IAccountExecute.executeUserOp: v0.7+ callData with this selector gets the whole op, which Alto prices per op word. */
@@ -53,10 +55,22 @@ function filledForPricing(op: SimulatedOp): SimulatedOp {
 }
 
 /**
+ * The gas the op surely pays the bundler back besides preVerificationGas, as Alto counts it against EIP-7623's
+ * floor (with its default multipliers): a tenth of the call gas limit and of the postOp limit unscaled by 120%
+ * (v0.6: of the call and verification gas limits).
+ */
+function surelyRepaid(op: SimulatedOp): bigint {
+  if (op.version === "v0.6") return (op.userOp.callGasLimit + op.userOp.verificationGasLimit) / 10n;
+  return (op.userOp.callGasLimit + ((op.userOp.paymasterPostOpGasLimit ?? 0n) * 100n) / 120n) / 10n;
+}
+
+/**
  * preVerificationGas for the op's share of a one-op bundle: its bytes (4 per zero, 16 per non-zero byte of
  * the encoded op, priced as filled above) plus the larger of the two bundler overhead models in PVG_OVERHEAD,
- * plus 25,000 when the op carries an EIP-7702 authorization. The op must already carry its final-length
- * paymaster data and signature. (L2 data fees and EIP-7623's calldata floor are not included.)
+ * plus 25,000 when the op carries an EIP-7702 authorization — or, when more, EIP-7623's floor (Prague: the
+ * bundle pays at least 10 gas per calldata token) less what the op surely repays through its own gas. The
+ * floor depends on the op's call and postOp limits: price the op again once they are final. The op must
+ * already carry its final-length paymaster data and signature. (L2 data fees are not included.)
  */
 export function preVerificationGas(op: SimulatedOp): bigint {
   const encoded = encodeUserOpParameter(filledForPricing(op));
@@ -66,9 +80,9 @@ export function preVerificationGas(op: SimulatedOp): bigint {
   for (let i = 2; i < encoded.length; i += 2) {
     if (encoded.charCodeAt(i) === 48 && encoded.charCodeAt(i + 1) === 48) zeros++;
   }
-  const dataCost = BigInt(4 * zeros + 16 * (bytes - zeros));
+  const tokens = BigInt(zeros + 4 * (bytes - zeros));
   const words = BigInt(Math.ceil(bytes / 32));
-  const { transaction, reference, alto, eip7702Authorization } = PVG_OVERHEAD;
+  const { transaction, reference, alto, eip7702Authorization, floorPerToken } = PVG_OVERHEAD;
   const referenceOverhead = reference.perOp + reference.perOpWord * words;
   const callData = op.userOp.callData;
   const altoPerOp =
@@ -77,7 +91,9 @@ export function preVerificationGas(op: SimulatedOp): bigint {
       : (alto.perCallDataWordMilli * BigInt(Math.ceil((callData.length - 2) / 64))) / 1000n;
   const altoOverhead = alto.perBundle + alto.perOp + altoPerOp;
   const authorization = op.version === "v0.8" && op.userOp.eip7702Auth !== undefined ? eip7702Authorization : 0n;
-  return transaction + dataCost + (referenceOverhead > altoOverhead ? referenceOverhead : altoOverhead) + authorization;
+  const standard = transaction + 4n * tokens + (referenceOverhead > altoOverhead ? referenceOverhead : altoOverhead) + authorization;
+  const floor = transaction + floorPerToken * tokens - surelyRepaid(op);
+  return standard > floor ? standard : floor;
 }
 
 export interface MeasuredLimits {

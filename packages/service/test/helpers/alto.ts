@@ -81,6 +81,8 @@ export async function startAlto(options: { rpcUrl: string; entryPoints: string[]
     "--safe-mode", "false",
     // The API Pimlico serves (api.pimlico.io/v2/…): v1, alto's default, skips the preVerificationGas and gas price checks.
     "--default-api-version", "v2",
+    // The local chains run Prague's rules or later (EIP-7623's calldata floor included).
+    "--supports-eip7623", "true",
     "--block-time", "250",
     "--min-bundle-interval", "100",
     "--max-bundle-interval", "250",
