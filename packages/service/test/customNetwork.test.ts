@@ -91,7 +91,7 @@ describe("a custom network declared in the configuration (polygon-amoy, chain 80
     writeConfig([]);
   });
 
-  it("deploy --dry-run and deploy through the configuration that declares it (twice: the second sends nothing), then status", async () => {
+  it("deploy --dry-run and deploy through the configuration that declares it (twice: the second sends nothing), then status and signer list", async () => {
     const dry = await cli(...deploy, "--dry-run", "--json");
     expect(dry.code, dry.stderr).to.equal(0);
     expect([dry.json.network, dry.json.chainId, dry.json.dryRun]).to.deep.equal([NETWORK, CHAIN_ID, true]);
@@ -106,6 +106,8 @@ describe("a custom network declared in the configuration (polygon-amoy, chain 80
     expect(status.code, status.stderr).to.equal(0);
     expect(status.json.map((p: { label: string }) => p.label)).to.deep.equal(["VerifyingPaymasterV07", "ERC20PaymasterV07"]);
     for (const p of status.json) expect([p.staked, p.depositWei, p.serviceSigners[0].accepted, p.warnings], p.label).to.deep.equal([true, "1000000000000000000", true, []]);
+    const signers = await cli("signer", "list", "--network", NETWORK, "--deployments", deployments, "--json");
+    expect(signers.json.map((r: { signer: string; accepted: boolean }) => [r.signer, r.accepted])).to.deep.equal([[privateKeyToAddress(signerKey), true], [privateKeyToAddress(signerKey), true]]);
     const block = JSON.parse(readFileSync(path.join(deployments, `service-network.${NETWORK}.json`), "utf8"));
     expect(block).to.deep.include({ name: NETWORK, chainId: CHAIN_ID, depositContract: first.json.gasTankDeposit.address });
     // The deposit contract, before the configuration names it: deployed, owned by the deploying key, not watched yet.
