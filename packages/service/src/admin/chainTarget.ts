@@ -80,6 +80,7 @@ export async function chainTarget(
   } else if (manifest) {
     for (const p of manifest.paymasters) paymasters.push({ label: p.label, version: p.version, kind: p.kind, entryPoint: p.entryPoint, address: p.address });
   }
+  const gasTankDeposit = config?.depositContract ?? manifest?.gasTankDeposit?.address;
   const provider = new JsonRpcProvider(rpcUrl, chainId, { staticNetwork: true, cacheTimeout: -1 });
   try {
     const actual = Number(await provider.send("eth_chainId", []));
@@ -95,7 +96,7 @@ export async function chainTarget(
     chainId,
     provider,
     paymasters,
-    ...(config?.depositContract ?? manifest?.gasTankDeposit?.address ? { gasTankDeposit: (config?.depositContract ?? manifest!.gasTankDeposit!.address) as Address } : {}),
+    ...(gasTankDeposit === undefined ? {} : { gasTankDeposit }),
     serviceSigners: (config?.signerKeys ?? envSignerKeys(env, name)).map((key) => privateKeyToAddress(key as `0x${string}`) as Address),
     ...(config ? { config } : {}),
     ...(manifest ? { manifest } : {}),
