@@ -48,6 +48,7 @@ function banner(embedded: Embedded): string {
     `  Manifest         ${manifestPath}`,
     `  Demo accounts    v0.6 ${v06!.sender}, v0.7 ${v07!.sender} (owner ${owner} = dev account #3; 1 ETH gas tank and 1000 of each token each)`,
     `  Deposit address  ${embedded.running.service.networks.get("local")?.config.depositAddress} (dev account #5): ETH sent here is credited to the sender's gas tank after 1 confirmation`,
+    `  Deposit contract ${stack.manifest.gasTankDeposit} (GasTankDeposit): depositFor(sender) with ETH, from an EOA or a smart account's own op, credits sender's gas tank after 1 confirmation`,
     "",
     "Try it:",
     "",

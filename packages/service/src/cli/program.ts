@@ -19,6 +19,7 @@ import { registerSponsorship } from "./commands/sponsorship.ts";
 import { registerStrategy } from "./commands/strategy.ts";
 import { registerTank } from "./commands/tank.ts";
 import { confirmOnTerminal, registerChain, withChainTarget } from "./commands/chain.ts";
+import { registerDepositContract } from "./commands/depositContract.ts";
 import type { ChainTarget } from "../admin/chainTarget.ts";
 
 export interface Io {
@@ -69,6 +70,7 @@ export function buildProgram(io: Io): Command {
     );
   };
   registerChain(program, runChain);
+  registerDepositContract(program, runChain);
   for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerApply, registerAudit, registerWebhook]) {
     register(program, run);
   }
