@@ -2,7 +2,7 @@
 # Makes sure Debian's Chromium is at /usr/bin/chromium for the console's browser tests (playwright-core drives
 # it; no browser is ever downloaded by Playwright). Installs it with apt-get when run as root; otherwise, under
 # CI (CI=true) it fails with what to do, and elsewhere it says why the browser tests will be skipped.
-# Exit 0 = Chromium is there; 0 with CONSOLE_BROWSER=skip written to stdout's last line = skip (not CI).
+# Exit 0: Chromium is there. Exit 3: it is not, and this is not CI (the tests are skipped). Exit 1: not there under CI.
 set -euo pipefail
 CHROMIUM=/usr/bin/chromium
 if [ -x "$CHROMIUM" ]; then

@@ -2,7 +2,27 @@
 // readable without colour): stacked bars over time with an optional limit line, a horizontal bar list, and a
 // meter. Every chart has a text summary for screen readers and its numbers in a table under "Show the data".
 import type { ComponentChildren } from "preact";
+import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import { useId } from "../shared/ui.tsx";
+
+/**
+ * The pixel width of the element `ref` points at (followed as it changes): charts draw in real pixels, so their
+ * text stays readable on a phone instead of shrinking with a fixed viewBox.
+ */
+function useWidth<T extends Element>(initial: number) {
+  const ref = useRef<T>(null);
+  const [width, setWidth] = useState(initial);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const measure = () => setWidth(Math.max(240, Math.round(el.getBoundingClientRect().width)));
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+  return [ref, width] as const;
+}
 
 export interface Series {
   name: string;
@@ -11,8 +31,6 @@ export interface Series {
   values: readonly number[];
 }
 
-const W = 640;
-const H = 220;
 const M = { top: 12, right: 10, bottom: 26, left: 56 };
 
 /** 0, a round step, …: at most 4 ticks up to at least `max`. */
@@ -50,6 +68,8 @@ export function BarChart(props: {
   children?: ComponentChildren;
 }) {
   const id = useId("chart");
+  const [box, W] = useWidth<HTMLDivElement>(640);
+  const H = W < 480 ? 180 : 220;
   const fmt = props.format ?? compact;
   const n = props.labels.length;
   const totals = props.labels.map((_, i) => props.series.reduce((sum, s) => sum + (s.values[i] ?? 0), 0));
@@ -61,7 +81,7 @@ export function BarChart(props: {
   const y = (v: number) => M.top + plotH - (v / top) * plotH;
   const band = plotW / Math.max(1, n);
   const barW = Math.max(1, band * 0.72);
-  const every = Math.max(1, Math.ceil(n / 7));
+  const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(W / 90))));
   const sum = totals.reduce((a, b) => a + b, 0);
   const peakAt = totals.indexOf(peak);
   const summary =
@@ -71,10 +91,11 @@ export function BarChart(props: {
   return (
     <figure class="chart" aria-labelledby={`${id}-cap`}>
       <figcaption id={`${id}-cap`}>{props.title}</figcaption>
+      <div ref={box} />
       {sum === 0 && props.empty ? (
         <p class="muted">{props.empty}</p>
       ) : (
-        <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby={`${id}-t ${id}-d`} preserveAspectRatio="xMidYMid meet">
+        <svg viewBox={`0 0 ${W} ${H}`} width={W} height={H} role="img" aria-labelledby={`${id}-t ${id}-d`}>
           <title id={`${id}-t`}>{props.title}</title>
           <desc id={`${id}-d`}>{summary}</desc>
           <g class="axis">
@@ -223,18 +244,19 @@ export function Meter({ value, max, label, warnAt = 0.8, badAt = 1, invert = fal
 /** Horizontal bars against one threshold line (paymaster deposits against depositAlertWei): below it in red. */
 export function ThresholdBars(props: { title: string; items: readonly { label: string; value: number; text: string }[]; threshold: number | null; thresholdLabel: string }) {
   const id = useId("thr");
+  const [box, W2] = useWidth<HTMLDivElement>(640);
   const rowH = 26;
-  const labelW = 150;
-  const W2 = 640;
+  const labelW = W2 < 480 ? 120 : 150;
   const max = Math.max(1e-18, props.threshold ?? 0, ...props.items.map((i) => i.value)) * 1.1;
-  const x = (v: number) => labelW + (v / max) * (W2 - labelW - 90);
+  const x = (v: number) => labelW + (v / max) * (W2 - labelW - 80);
   const height = props.items.length * rowH + 18;
   const low = props.items.filter((i) => props.threshold !== null && i.value < props.threshold);
   const summary = `${props.title}: ${props.items.map((i) => `${i.label} ${i.text}`).join("; ")}.${props.threshold !== null ? ` ${props.thresholdLabel}. ${low.length === 0 ? "None below it." : `Below it: ${low.map((i) => i.label).join(", ")}.`}` : ""}`;
   return (
     <figure class="chart" aria-labelledby={`${id}-cap`}>
       <figcaption id={`${id}-cap`}>{props.title}</figcaption>
-      <svg viewBox={`0 0 ${W2} ${height}`} role="img" aria-labelledby={`${id}-t ${id}-d`}>
+      <div ref={box} />
+      <svg viewBox={`0 0 ${W2} ${height}`} width={W2} height={height} role="img" aria-labelledby={`${id}-t ${id}-d`}>
         <title id={`${id}-t`}>{props.title}</title>
         <desc id={`${id}-d`}>{summary}</desc>
         {props.items.map((item, i) => {

@@ -138,8 +138,11 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ko
   });
 
   // The console's files: a page without data until the operator signs in.
-  router.get("/", (ctx) => ctx.redirect("/console/"));
-  router.get("/console", (ctx) => ctx.redirect("/console/"));
+  // Exact paths (the router matches with or without a trailing slash): "/" and "/console" to "/console/".
+  app.use(async (ctx, next) => {
+    if (ctx.method === "GET" && (ctx.path === "/" || ctx.path === "/console")) return ctx.redirect("/console/");
+    return next();
+  });
   router.get("/console/*file", (ctx) => sendSiteFile(ctx, "console", (ctx.params as { file?: string }).file ?? ""));
   router.get("/console/", (ctx) => sendSiteFile(ctx, "console", ""));
 
@@ -170,7 +173,8 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ko
 
   // Everything else: a bearer token, or the console's session cookie (with the CSRF check on mutations).
   app.use(async (ctx, next) => {
-    if (ctx.path === OPENAPI_PATH || ctx.path === SESSION_PATHS.signIn || !ctx.path.startsWith(`${ADMIN_API_PREFIX}/`)) return next();
+    const signingIn = ctx.method === "POST" && ctx.path === SESSION_PATHS.signIn;
+    if (ctx.path === OPENAPI_PATH || signingIn || !ctx.path.startsWith(`${ADMIN_API_PREFIX}/`)) return next();
     const header = ctx.get("authorization");
     if (header !== "") {
       const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);

@@ -110,7 +110,7 @@ function NetworkPanel({ n }: { n: any }) {
         <Stat label="Service signer" value={<code>{short(n.signer, 8)}</code>} />
         <Stat
           label="Settlement watcher"
-          value={lag === null ? "–" : `${lag} blocks behind`}
+          value={lag === null ? "–" : `${lag} ${lag === 1 ? "block" : "blocks"} behind`}
           hint={
             <>
               <Meter value={lag ?? 0} max={n.thresholds.watcherLagBlocks} label="Watcher lag against its alert level" />

@@ -380,7 +380,7 @@ function capRows(c: any): ComponentChildren[] {
 function DryRun({ strategy, networks }: { strategy: any; networks: string[] }) {
   const usable = strategy.networks ?? networks;
   const [network, setNetwork] = useState(usable[0] ?? "");
-  const [version, setVersion] = useState("");
+  const [version, setVersion] = useState("v0.7");
   const [op, setOp] = useState("");
   const [result, setResult] = useState<any>(null);
   const action = useAction();
@@ -402,13 +402,13 @@ function DryRun({ strategy, networks }: { strategy: any; networks: string[] }) {
             } catch (err) {
               throw new Error(`The user operation is not valid JSON: ${(err as Error).message}`);
             }
-            setResult(await api.post(`/strategies/${seg(strategy.code)}/check`, { userOp, network, ...(version ? { version } : {}) }));
+            setResult(await api.post(`/strategies/${seg(strategy.code)}/check`, { userOp, network, version }));
           });
         }}
       >
         <div class="inline-fields">
           <Select label="Network" name="dry-network" value={network} onChange={setNetwork} options={usable} />
-          <Select label="EntryPoint version" name="dry-version" value={version} onChange={setVersion} options={[["", "From the operation's fields"], "v0.6", "v0.7", "v0.8"]} />
+          <Select label="EntryPoint version" name="dry-version" value={version} onChange={setVersion} options={["v0.7", "v0.6", "v0.8"]} hint="v0.6 operations have initCode and paymasterAndData; v0.7 and v0.8 ones factory and paymaster fields." />
         </div>
         <TextArea label="User operation" name="userOp" value={op} onInput={setOp} tall hint='{"sender": "0x…", "nonce": "0x0", "callData": "0x…", "signature": "0x…", …}' />
         <button type="submit" class="primary" disabled={action.busy || op.trim() === ""}>{action.busy ? "Checking…" : "Check"}</button>
