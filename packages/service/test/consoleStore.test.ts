@@ -10,6 +10,9 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { NewSponsorship, Settlement, Store } from "../src/store/types.ts";
 import { createTestDatabase } from "./helpers/postgres.ts";
+import { ServiceMetrics } from "../src/metrics/metrics.ts";
+import { startRequestCountFlusher } from "../src/metrics/requestCounts.ts";
+import { createLogger } from "../src/log.ts";
 
 const EP = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
 const SENDER = "0x1111111111111111111111111111111111111111" as Address;
@@ -125,6 +128,28 @@ for (const backend of backends) {
       }
       expect(await store.pruneRequestCounts(m + 60)).to.equal(2);
       expect((await store.requestCounts({ since: 0, until: m + 3600, bucketSeconds: 60 })).map((r) => r.bucket)).to.deep.equal([m + 60]);
+    });
+
+    it("the flusher writes what the requests counter gained since its last flush, summed over dialects, into the flush's minute", async () => {
+      const metrics = new ServiceMetrics({ defaultMetrics: false });
+      let now = 1_800_000_030_000; // ms, 30 s into a minute
+      const flusher = startRequestCountFlusher({ metrics, store, logger: createLogger("silent"), intervalMs: 3_600_000, nowMs: () => now });
+      const ok = { method: "pm_getPaymasterData", network: "local", outcome: "ok" };
+      metrics.requests.inc({ ...ok, dialect: "v1" }, 2);
+      metrics.requests.inc({ ...ok, dialect: "standard" }, 3);
+      metrics.requests.inc({ ...ok, outcome: "RATE_LIMITED", dialect: "v1" });
+      await flusher.flush();
+      await flusher.flush(); // nothing new: nothing added
+      now += 60_000;
+      metrics.requests.inc({ ...ok, dialect: "v1" }, 4);
+      await flusher.stop(); // the last flush
+      const minute = 1_800_000_000 - (1_800_000_000 % 60);
+      const rows = await store.requestCounts({ since: minute, until: minute + 120, bucketSeconds: 60 });
+      expect(rows.map((r) => [r.bucket - minute, r.outcome, r.count])).to.deep.equal([
+        [0, "RATE_LIMITED", 1],
+        [0, "ok", 5],
+        [60, "ok", 4],
+      ]);
     });
 
     it("sponsorship activity: per bucket and status, max and actual costs summed exactly, filtered by strategy", async () => {
