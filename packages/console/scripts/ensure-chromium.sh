@@ -4,7 +4,7 @@
 # CI (CI=true) it fails with what to do, and elsewhere it says why the browser tests will be skipped.
 # Exit 0: Chromium is there. Exit 3: it is not, and this is not CI (the tests are skipped). Exit 1: not there under CI.
 set -euo pipefail
-CHROMIUM=/usr/bin/chromium
+CHROMIUM="${PAYMASTER_CHROMIUM:-/usr/bin/chromium}"
 if [ -x "$CHROMIUM" ]; then
   exit 0
 fi
