@@ -59,9 +59,23 @@ describe("operator console (Chromium, real service)", function () {
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("alert").filter({ hasText: "invalid admin token" }).waitFor();
     await screenshots(page, "01-sign-in-refused");
-    await page.getByLabel("Admin token").fill(TOKEN);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    // By keyboard alone: type the token, press Enter.
+    await page.getByLabel("Admin token").fill("");
+    await page.getByLabel("Admin token").focus();
+    await page.keyboard.type(TOKEN);
+    await page.keyboard.press("Enter");
     await page.getByText("Signed in as").waitFor();
+    // Focus moves to the page's heading (screen readers announce the page); Tab goes on to its first control,
+    // drawn with a visible focus ring.
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal("Overview");
+    await page.keyboard.press("Tab");
+    const focused = await page.evaluate(() => {
+      const el = document.activeElement as HTMLElement;
+      const style = getComputedStyle(el);
+      return { label: (el as HTMLSelectElement).labels?.[0]?.textContent, outline: style.outlineStyle, width: style.outlineWidth };
+    });
+    expect(focused).to.deep.equal({ label: "Network", outline: "solid", width: "3px" });
     const cookies = await context.cookies(`${admin}/admin/v1/`);
     const session = cookies.find((c) => c.name === "pm_console")!;
     expect(session, "the session cookie").to.not.equal(undefined);
