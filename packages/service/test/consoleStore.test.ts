@@ -10,6 +10,7 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { NewSponsorship, Settlement, Store } from "../src/store/types.ts";
 import { createTestDatabase } from "./helpers/postgres.ts";
+import { sponsorshipInput } from "./helpers/sponsorships.ts";
 import { ServiceMetrics } from "../src/metrics/metrics.ts";
 import { startRequestCountFlusher } from "../src/metrics/requestCounts.ts";
 import { createLogger } from "../src/log.ts";
@@ -61,27 +62,10 @@ for (const backend of backends) {
     let ids: { projectId: string; apiKeyId: string };
     let nonce = 0n;
 
-    const op = (over: Partial<NewSponsorship> = {}): NewSponsorship => ({
-      network: "local",
-      entryPoint: EP,
-      version: "v0.7",
-      sender: SENDER,
-      nonce: nonce++,
-      mode: "sponsor",
-      projectId: ids.projectId,
-      apiKeyId: ids.apiKeyId,
-      strategyId: null,
-      token: null,
-      exchangeRate: null,
-      maxTokenCost: null,
-      maxCostWei: 100n,
-      maxCostUsdMicros: 0n,
-      validUntil: 2_000_000_000,
-      validAfter: 1_700_000_000,
-      userOpHash: `0x${nonce.toString(16).padStart(64, "0")}` as Hex,
-      paymasterAndData: "0x1234",
-      ...over,
-    });
+    const op = (over: Partial<NewSponsorship> = {}): NewSponsorship => {
+      const n = nonce++;
+      return sponsorshipInput(ids, { nonce: n, sender: SENDER, entryPoint: EP, userOpHash: `0x${n.toString(16).padStart(64, "0")}` as Hex, ...over });
+    };
     const reserve = async (over: Partial<NewSponsorship> = {}) => {
       const r = await store.reserveSponsorship(op(over));
       if (!r.ok) throw new Error(`refused: ${r.reason}`);
