@@ -106,19 +106,14 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
     ctx.status = 204;
   });
 
-  // The application page's relative links need the trailing slash (the router would match either).
-  app.use(async (ctx, next) => {
-    if (ctx.method === "GET" && ctx.path === "/apply") return ctx.redirect("/apply/");
-    return next();
-  });
-
   const router = new Router<AppState>();
   router.post("/api/v1/paymaster/:network", v1Handler(service, registry));
   const applications = applicationHandlers(service);
   router.post("/api/v1/applications", applications.submit);
   router.post("/api/v1/applications/claim", applications.claim);
   // The application page teams fill in (it posts to the two routes above); no operator page is ever here.
-  router.get("/apply/", (ctx) => sendSiteFile(ctx, "apply", ""));
+  // The router matches "/apply" with or without the slash; the page's relative links need it.
+  router.get("/apply", (ctx) => (ctx.path === "/apply" ? ctx.redirect("/apply/") : sendSiteFile(ctx, "apply", "")));
   router.get("/apply/*file", (ctx) => sendSiteFile(ctx, "apply", (ctx.params as { file?: string }).file ?? ""));
   router.post("/rpc/v1/:network", standardHandler(service, registry));
   router.get("/health", (ctx) => {
