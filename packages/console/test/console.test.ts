@@ -103,10 +103,18 @@ describe("operator console (Chromium, real service)", function () {
     await page.getByRole("button", { name: "Copy" }).click();
     await page.getByText("Copied").waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(state.key);
-    // The store has its hash: the key works, and no listing shows it again.
+    // Rotate: a new plaintext shown once, the first key revoked at once.
+    const first = state.key;
+    await page.getByRole("button", { name: /^Rotate key/ }).click();
+    await page.locator("input[data-secret]").and(page.locator(`:not([value="${first}"])`)).waitFor();
+    state.key = await page.locator("input[data-secret]").inputValue();
+    expect(state.key).to.match(/^pm_/).and.not.equal(first);
+    expect((await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${first}`, "pm_supportEntrypoint")).status).to.equal(401);
+    expect((await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint")).status).to.equal(200);
+    // The store has hashes only: no listing shows a plaintext again.
     const listed = await bearer("GET", `/keys?project=${state.projectId}`);
-    expect(listed.json).to.have.length(1);
-    expect(JSON.stringify(listed.json)).to.not.contain(state.key);
+    expect(listed.json.map((k: any) => k.status).sort()).to.deep.equal(["active", "revoked"]);
+    expect(JSON.stringify(listed.json)).to.not.contain(state.key).and.not.contain(first);
     await screenshots(page, "03-project");
   });
 
@@ -276,6 +284,15 @@ describe("operator console (Chromium, real service)", function () {
     await screenshots(page, "13-gas-tank");
     await page.getByRole("link", { name: "Webhooks" }).click();
     await page.getByText("No endpoint").waitFor();
+    await page.getByLabel("Project").selectOption(state.projectId!);
+    await page.getByLabel("URL").fill("http://127.0.0.1:9/paymaster-hook");
+    await page.getByRole("button", { name: "Add endpoint" }).click();
+    const secret = await page.locator("input[data-secret]").inputValue();
+    expect(secret.length).to.be.greaterThan(20);
+    await page.getByRole("table", { name: "Endpoints" }).getByText("http://127.0.0.1:9/paymaster-hook").waitFor();
+    const hooks = await bearer("GET", `/projects/${state.projectId}/webhooks`);
+    expect(hooks.json.map((h: any) => h.url)).to.deep.equal(["http://127.0.0.1:9/paymaster-hook"]);
+    expect(JSON.stringify(hooks.json)).to.not.contain(secret);
     await screenshots(page, "14-webhooks");
     await page.getByRole("link", { name: "Audit log" }).click();
     await page.getByRole("table", { name: "Audit log" }).getByText("tank.credit").waitFor();

@@ -19,7 +19,7 @@ export function Overview() {
   const [network, setNetwork] = useState("");
   const [period, setPeriod] = useState("24h");
   const seconds = PERIODS.find((p) => p[0] === period)![2];
-  const [until] = useState(() => Math.floor(Date.now() / 1000) + 1);
+  const [until, setUntil] = useState(() => Math.floor(Date.now() / 1000) + 1);
   const activity = useApi(`/activity${query({ since: until - seconds, until, network })}`);
   const networks = useApi<any[]>("/networks");
   const a = activity.data;
@@ -32,9 +32,9 @@ export function Overview() {
           <Select label="Network" value={network} onChange={setNetwork} options={[["", "All networks"], ...(info.data?.networks ?? []).map((n) => [n, n] as [string, string])]} />
         </div>
         <div style="min-width:12rem">
-          <Select label="Period" value={period} onChange={setPeriod} options={PERIODS.map(([v, t]) => [v, t] as [string, string])} />
+          <Select label="Period" value={period} onChange={(v) => { setPeriod(v); setUntil(Math.floor(Date.now() / 1000) + 1); }} options={PERIODS.map(([v, t]) => [v, t] as [string, string])} />
         </div>
-        <button type="button" onClick={() => { activity.reload(); networks.reload(); }} style="margin-top:0.6rem">Refresh</button>
+        <button type="button" onClick={() => { setUntil(Math.floor(Date.now() / 1000) + 1); activity.reload(); networks.reload(); }} style="margin-top:0.6rem">Refresh</button>
       </form>
 
       <h2>Requests and sponsorships</h2>
