@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { JsonRpcProvider, Wallet, getAddress, isAddress } from "ethers";
+import { FetchRequest, JsonRpcProvider, Wallet, getAddress, isAddress } from "ethers";
 import { privateKeyToAddress } from "viem/accounts";
 import { findNetwork, knownNetworkNames, type Address, type EntryPointVersion } from "@paymaster/shared";
 import { paymasterLabel, readNetworkManifest, type NetworkManifest } from "@paymaster/contracts/deploy";
@@ -100,6 +100,29 @@ export async function chainTarget(
     serviceSigners: (config?.signerKeys ?? envSignerKeys(env, name)).map((key) => privateKeyToAddress(key as `0x${string}`) as Address),
     ...(config ? { config } : {}),
     ...(manifest ? { manifest } : {}),
+    close: () => provider.destroy(),
+  };
+}
+
+/** How long a read of the running service's chain target may wait for its RPC (the console's status page). */
+export const SERVICE_TARGET_TIMEOUT_MS = 10_000;
+
+/**
+ * The chain target of a network the running service serves (the admin API's network status): its configured
+ * RPC (the primary), paymasters and signer keys, as `chainTarget` reads them from a configuration file. The
+ * service's pre-flight has already checked the chain id.
+ */
+export function serviceChainTarget(config: NetworkConfig): ChainTarget {
+  const request = new FetchRequest(config.rpcUrl);
+  request.timeout = SERVICE_TARGET_TIMEOUT_MS;
+  const provider = new JsonRpcProvider(request, config.chainId, { staticNetwork: true, cacheTimeout: -1 });
+  return {
+    network: config.name,
+    chainId: config.chainId,
+    provider,
+    paymasters: paymastersOf(config.entryPoints),
+    serviceSigners: config.signerKeys.map((key) => privateKeyToAddress(key) as Address),
+    config,
     close: () => provider.destroy(),
   };
 }

@@ -10,6 +10,7 @@ import { AdminError, type AdminContext } from "../admin/context.ts";
 import { ConfigError } from "../config/errors.ts";
 import { openAdmin, UsageError, type GlobalOptions } from "./context.ts";
 import { printer, type Printer } from "./output.ts";
+import { registerActivity } from "./commands/activity.ts";
 import { registerApply } from "./commands/apply.ts";
 import { registerAudit } from "./commands/audit.ts";
 import { registerWebhook } from "./commands/webhook.ts";
@@ -71,7 +72,7 @@ export function buildProgram(io: Io): Command {
   };
   registerChain(program, runChain);
   registerDepositContract(program, runChain);
-  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerApply, registerAudit, registerWebhook]) {
+  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerActivity, registerApply, registerAudit, registerWebhook]) {
     register(program, run);
   }
   // Subcommands inherit the error handling and output of the root.

@@ -514,6 +514,24 @@ export function sharedMigrations(d: Dialect): Migration[] {
         ALTER TABLE sponsorships ADD CONSTRAINT sponsorships_version_check CHECK (version IN ('v0.6', 'v0.7', 'v0.8'));
       `,
     },
+    {
+      version: 9,
+      name: "request counts per minute",
+      sql: `
+        -- JSON-RPC calls answered, per minute (the minute's first unix second), network, method and outcome ('ok'
+        -- or the error reason): what the console's "over time" charts read. Each process adds what it counted
+        -- since its last flush (src/metrics/requestCounts.ts), so the rows are the sum over every replica and
+        -- survive restarts. Rows older than the retention are deleted by the flusher.
+        CREATE TABLE request_counts (
+          minute   ${t.time} NOT NULL,
+          network  TEXT NOT NULL,
+          method   TEXT NOT NULL,
+          outcome  TEXT NOT NULL,
+          count    ${t.time} NOT NULL CHECK (count >= 0),
+          PRIMARY KEY (minute, network, method, outcome)
+        )${d.tableSuffix};
+      `,
+    },
   ];
 }
 
