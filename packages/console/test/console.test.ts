@@ -228,6 +228,8 @@ describe("operator console (Chromium, real service)", function () {
     await page.reload();
     const chart = page.locator("figure", { hasText: "Spent and reserved per day (USD)" });
     await chart.waitFor();
+    // The figure's frame comes before its data: wait for the bars, then count them.
+    await chart.locator("svg rect").nth(1).waitFor();
     expect(await chart.locator("svg rect").count(), "a spent bar and a reserved bar today").to.equal(2);
     await chart.getByText("Show the data").click();
     const today = new Date().toISOString().slice(5, 10);
@@ -254,8 +256,14 @@ describe("operator console (Chromium, real service)", function () {
     await page.waitForURL(/strategy=acme-free/);
     await page.getByText("2 found, newest first:").waitFor();
     const table = page.getByRole("table", { name: "Sponsorships" });
-    await table.locator("tbody tr").nth(1).waitFor();
-    expect(await table.locator("tbody tr").count()).to.equal(2);
+    // The search re-renders the page (the route changed) after the old list was on screen: wait for the
+    // filtered list's two rows rather than counting whatever is shown at one instant.
+    let rows = 0;
+    for (let i = 0; i < 50 && rows !== 2; i++) {
+      rows = await table.locator("tbody tr").count();
+      if (rows !== 2) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(rows, "the strategy's two sponsorships").to.equal(2);
     await table.getByText("settled", { exact: true }).waitFor();
     await table.getByText("signed", { exact: true }).waitFor();
     await screenshots(page, "11-sponsorships");
