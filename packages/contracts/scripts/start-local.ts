@@ -67,6 +67,7 @@ try {
     line("Owner", manifest.owner, "account #0 (deployer)"),
     line("Signer", signerAccount.address, "account #1"),
     line("Treasury", manifest.treasury, "account #2"),
+    line("GasTankDeposit", manifest.gasTankDeposit, "depositFor(sender) funds a gas tank (User Sponsor mode)"),
     "",
     `Signer key    ${signerAccount.privateKey}  (well-known Hardhat dev key: local use only)`,
     `Manifest      ${manifestPath}`,

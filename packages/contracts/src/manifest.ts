@@ -47,6 +47,8 @@ export interface DeploymentManifest {
   treasury: Address;
   entryPoints: Record<EntryPointVersion, EntryPointDeployment>;
   tokens: TokenDeployment[];
+  /** The GasTankDeposit contract (owned by `owner`): its Deposited events fund gas tanks (User Sponsor mode). */
+  gasTankDeposit: Address;
 }
 
 /** A manifest failed validation; `message` names the offending field. */
@@ -126,7 +128,9 @@ export function parseManifest(json: unknown): DeploymentManifest {
     };
   });
 
-  return { schema: 1, network, chainId, deployedAt, owner, signers, treasury, entryPoints, tokens };
+  const gasTankDeposit = address(json.gasTankDeposit, "gasTankDeposit");
+
+  return { schema: 1, network, chainId, deployedAt, owner, signers, treasury, entryPoints, tokens, gasTankDeposit };
 }
 
 /** Reads and validates a manifest file (see `parseManifest`). */

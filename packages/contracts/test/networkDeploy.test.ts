@@ -134,7 +134,10 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
     expect(plan.txs.map((tx) => tx.step)).to.deep.equal([
       "deploy-paymaster-deployer",
       ...["v0.6", "v0.7", "v0.8"].flatMap(() => ["deploy-paymaster", "accept-ownership", "deploy-paymaster", "accept-ownership"]),
+      "deploy-gas-tank-deposit",
+      "accept-ownership",
     ]);
+    expect([plan.gasTankDeposit.label, plan.gasTankDeposit.state]).to.deep.equal(["GasTankDeposit", "missing"]);
     expect(plan.paymasters.map((p) => p.label)).to.deep.equal([
       "VerifyingPaymasterV06",
       "ERC20PaymasterV06",
@@ -163,7 +166,13 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
       if (process.env.DEPLOY_GAS_REPORT) console.log(`      ${tx.label}: used ${tx.gasUsed}, planned ${planned.gas}`);
       if (!planned.gasIsEstimate) expect(tx.gasUsed <= planned.gas, `${tx.label} used ${tx.gasUsed} > the plan's ${planned.gas}`).to.equal(true);
     }
-    expect(plan.txs.filter((tx) => !tx.gasIsEstimate).map((tx) => tx.step)).to.include.members(["deploy-paymaster", "accept-ownership"]);
+    expect(plan.txs.filter((tx) => !tx.gasIsEstimate).map((tx) => tx.step)).to.include.members(["deploy-paymaster", "deploy-gas-tank-deposit", "accept-ownership"]);
+    // The gas-tank deposit contract: handed over to the owner, and it takes deposits.
+    const tank = new Contract(plan.gasTankDeposit.address, [...PAYMASTER_ABI, "function depositFor(address sender) payable", "event Deposited(address indexed sender, address indexed from, uint256 amount)"], net.deployer);
+    expect([await tank.getFunction("owner")(), await tank.getFunction("pendingOwner")()]).to.deep.equal([net.deployer.address, "0x0000000000000000000000000000000000000000"]);
+    const receipt = await (await tank.getFunction("depositFor")(config.signers[0], { value: 5n })).wait();
+    const event = tank.interface.parseLog(receipt!.logs[0]!)!;
+    expect([event.name, ...event.args]).to.deep.equal(["Deposited", config.signers[0], net.deployer.address, 5n]);
     expect(await net.provider.getCode(paymasterDeployerAddress())).to.not.equal("0x");
     const entryPoints = { "v0.6": ENTRY_POINT_V06_ADDRESS, "v0.7": ENTRY_POINT_V07_ADDRESS, "v0.8": ENTRY_POINT_V08_ADDRESS };
     for (const target of plan.paymasters) {
@@ -188,6 +197,7 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
     const plan = await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, configFor(net));
     expect(plan.txs).to.deep.equal([]);
     expect(plan.paymasters.every((p) => p.state === "deployed")).to.equal(true);
+    expect(plan.gasTankDeposit.state).to.equal("deployed");
     expect(await executeNetworkDeploy(net.deployer, plan)).to.deep.equal([]);
     expect(await net.provider.getTransactionCount(net.deployer.address)).to.equal(nonce);
   });
@@ -212,9 +222,10 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
       const different = configFor(other, { owner: other.chain.accounts[7]!.address as `0x${string}`, signers: [other.chain.accounts[8]!.address], treasury: other.chain.accounts[9]!.address });
       const there = await planNetworkDeploy(other.provider, other.deployer.address as `0x${string}`, different);
       expect(there.paymasters.map((p) => p.address)).to.deep.equal(here.paymasters.map((p) => p.address));
+      expect(there.gasTankDeposit.address).to.equal(here.gasTankDeposit.address);
       expect(there.paymasterDeployer.address).to.equal(here.paymasterDeployer.address);
       // Deployed there with another owner: the owner must accept, the plan says so.
-      expect(there.notes.filter((n) => /must call acceptOwnership/.test(n))).to.have.length(6);
+      expect(there.notes.filter((n) => /must call acceptOwnership/.test(n))).to.have.length(7);
       await executeNetworkDeploy(other.deployer, there);
       const pm = new Contract(there.paymasters[0]!.address, PAYMASTER_ABI, other.provider);
       expect(await pm.getFunction("pendingOwner")()).to.equal(different.owner);
@@ -223,6 +234,7 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
       const squatter = new Wallet(other.chain.accounts[3]!.privateKey, other.provider);
       const theirs = await planNetworkDeploy(other.provider, squatter.address as `0x${string}`, configFor(other));
       for (const [i, target] of theirs.paymasters.entries()) expect(target.address).to.not.equal(here.paymasters[i]!.address);
+      expect(theirs.gasTankDeposit.address).to.not.equal(here.gasTankDeposit.address);
     } finally {
       await other.chain.close();
     }
@@ -295,14 +307,15 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
       expect(first.written.map((file) => path.relative(outDir, file))).to.deep.equal([
         "deployment.base-sepolia.json",
         "service-network.base-sepolia.json",
-        ...["VerifyingPaymasterV06", "ERC20PaymasterV06", "VerifyingPaymasterV07", "ERC20PaymasterV07", "VerifyingPaymasterV08", "ERC20PaymasterV08"].map(
+        ...["VerifyingPaymasterV06", "ERC20PaymasterV06", "VerifyingPaymasterV07", "ERC20PaymasterV07", "VerifyingPaymasterV08", "ERC20PaymasterV08", "GasTankDeposit"].map(
           (name) => `verify/base-sepolia/${name}.json`,
         ),
       ]);
       const manifest = JSON.parse(await readFile(path.join(outDir, "deployment.base-sepolia.json"), "utf8")) as NetworkManifest;
       expect(manifest.chainId).to.equal(84532);
       expect(manifest.paymasters.map((p) => p.address)).to.deep.equal(dry.plan.paymasters.map((p) => p.address));
-      for (const p of manifest.paymasters) {
+      expect(manifest.gasTankDeposit!.address).to.equal(dry.plan.gasTankDeposit.address);
+      for (const p of [...manifest.paymasters, manifest.gasTankDeposit!]) {
         expect(p.codeHash).to.equal(keccak256(await fresh.provider.getCode(p.address)));
         const receipt = await fresh.provider.getTransactionReceipt(p.deployment!.txHash);
         expect(receipt!.blockNumber).to.equal(p.deployment!.blockNumber);
@@ -316,7 +329,11 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
           "v0.7": { entryPoint: ENTRY_POINT_V07_ADDRESS, verifyingPaymaster: manifest.paymasters[2]!.address, erc20Paymaster: manifest.paymasters[3]!.address },
           "v0.8": { entryPoint: ENTRY_POINT_V08_ADDRESS, verifyingPaymaster: manifest.paymasters[4]!.address, erc20Paymaster: manifest.paymasters[5]!.address },
         },
+        depositContract: manifest.gasTankDeposit!.address,
       });
+      const tankVerify = JSON.parse(await readFile(path.join(outDir, "verify/base-sepolia/GasTankDeposit.json"), "utf8"));
+      expect(tankVerify.contractName).to.equal("project/contracts/tank/GasTankDeposit.sol:GasTankDeposit");
+      expect(AbiCoder.defaultAbiCoder().decode(["address"], `0x${tankVerify.constructorArguments}`)[0]).to.equal(paymasterDeployerAddress());
       const verify = JSON.parse(await readFile(path.join(outDir, "verify/base-sepolia/ERC20PaymasterV07.json"), "utf8"));
       expect(verify.contractName).to.equal("project/contracts/v07/ERC20PaymasterV07.sol:ERC20PaymasterV07");
       expect(verify.compilerVersion).to.match(/^v0\.8\.28\+commit\.[0-9a-f]{8}$/);
@@ -337,6 +354,7 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
       const again = await deployToNetwork(fresh.deployer, configFor(fresh), { outDir });
       expect(again.sent).to.deep.equal([]);
       expect(again.manifest!.paymasters.map((p) => p.deployment)).to.deep.equal(manifest.paymasters.map((p) => p.deployment));
+      expect(again.manifest!.gasTankDeposit!.deployment).to.deep.equal(manifest.gasTankDeposit!.deployment);
     } finally {
       await fresh.chain.close();
     }

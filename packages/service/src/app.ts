@@ -7,6 +7,7 @@
  *   POST /rpc/v1/:network?apiKey=KEY             the standard JSON-RPC 2.0 dialect (src/rpc/standard.ts); it
  *                                                renders its own errors, never the v1 envelope
  *   POST /api/v1/applications[/claim]            the key application process (admin/publicApplications.ts)
+ *   GET  /apply                                  the application page for teams (packages/console, console/static.ts)
  *   GET  /health                                 {status: "ok", networks: [...]} (src/health.ts)
  *   GET  /ready                                  200 ready / 503 not ready, with the failing checks
  *   anything else                                ROUTE_NOT_FOUND (404) in the v1 envelope
@@ -20,6 +21,7 @@ import Koa from "koa";
 import { Router } from "@koa/router";
 import type { ServiceContext } from "./context.ts";
 import { applicationHandlers } from "./admin/publicApplications.ts";
+import { sendSiteFile } from "./console/static.ts";
 import { createMethodRegistry } from "./rpc/dispatch.ts";
 import { RpcError, toClientError } from "./rpc/errors.ts";
 import { stringifyJson } from "./rpc/json.ts";
@@ -110,6 +112,10 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
   const applications = applicationHandlers(service);
   router.post("/api/v1/applications", applications.submit);
   router.post("/api/v1/applications/claim", applications.claim);
+  // The application page teams fill in (it posts to the two routes above); no operator page is ever here.
+  // The router matches "/apply" with or without the slash; the page's relative links need it.
+  router.get("/apply", (ctx) => (ctx.path === "/apply" ? ctx.redirect("/apply/") : sendSiteFile(ctx, "apply", "")));
+  router.get("/apply/*file", (ctx) => sendSiteFile(ctx, "apply", (ctx.params as { file?: string }).file ?? ""));
   router.post("/rpc/v1/:network", standardHandler(service, registry));
   router.get("/health", (ctx) => {
     ctx.status = 200;

@@ -3,7 +3,8 @@
  * with none, the embedded default: a local chain in-process, everything deployed, a demo project seeded, and
  * ready-to-run curl lines printed. Stops cleanly on SIGINT/SIGTERM.
  */
-import { adminApiOptionsFromEnv } from "./adminApi/options.ts";
+import { randomBytes } from "node:crypto";
+import { adminApiOptionsFromEnv, DEFAULT_ADMIN_PORT, type AdminApiOptions } from "./adminApi/options.ts";
 import { ConfigError, loadConfig, redactConfig } from "./config/load.ts";
 import { scrubText } from "./log.ts";
 import { startService } from "./server.ts";
@@ -28,7 +29,19 @@ function viemSnippet(erc7677Endpoint: string, strategyCode: string): string[] {
   ];
 }
 
-function banner(embedded: Embedded): string {
+/**
+ * The embedded default's console: the tokens of PAYMASTER_ADMIN_TOKENS, else one made up for this run (printed
+ * once: the local stack is for development, like its demo key).
+ */
+function embeddedAdmin(env: NodeJS.ProcessEnv): { options: AdminApiOptions; generated?: string } {
+  const configured = adminApiOptionsFromEnv(env);
+  if (configured) return { options: configured };
+  const token = randomBytes(24).toString("hex");
+  const port = Number(env.PAYMASTER_ADMIN_PORT ?? DEFAULT_ADMIN_PORT);
+  return { options: { host: "127.0.0.1", port, tokens: [{ name: "local", token }] }, generated: token };
+}
+
+function banner(embedded: Embedded, adminToken: string | undefined): string {
   const { stack, endpoint, strategyCode, demoAccounts, manifestPath } = embedded;
   const [v06, v07] = demoAccounts;
   const owner = stack.chain.accounts[3]!.address;
@@ -42,12 +55,15 @@ function banner(embedded: Embedded): string {
     `  Endpoint         ${endpoint}  (the spec's v1 dialect)`,
     `  ERC-7677         ${embedded.erc7677Endpoint}  (standard JSON-RPC 2.0: viem, permissionless, wallets)`,
     `  Metrics          ${embedded.running.metricsUrl ? `${embedded.running.metricsUrl}/metrics  (also /health, /ready)` : "off"}`,
+    `  Console          ${embedded.running.adminUrl}/console/  (sign in with ${adminToken ? `the admin token ${adminToken}, made for this run` : "a token of PAYMASTER_ADMIN_TOKENS"}; admin API under /admin/v1)`,
+    `  Apply for a key  ${embedded.running.url}/apply/  (the public application page for teams)`,
     `  Demo API key     ${embedded.apiKey}`,
     `  Strategy code    ${strategyCode}`,
     `  Tokens           ${stack.manifest.tokens.map((t) => `${t.symbol} (${t.decimals} decimals, ${t.address})`).join(", ")}`,
     `  Manifest         ${manifestPath}`,
     `  Demo accounts    v0.6 ${v06!.sender}, v0.7 ${v07!.sender} (owner ${owner} = dev account #3; 1 ETH gas tank and 1000 of each token each)`,
     `  Deposit address  ${embedded.running.service.networks.get("local")?.config.depositAddress} (dev account #5): ETH sent here is credited to the sender's gas tank after 1 confirmation`,
+    `  Deposit contract ${stack.manifest.gasTankDeposit} (GasTankDeposit): depositFor(sender) with ETH, from an EOA or a smart account's own op, credits sender's gas tank after 1 confirmation`,
     "",
     "Try it:",
     "",
@@ -89,18 +105,20 @@ let close: () => Promise<void>;
 try {
   const config = await loadConfig({ argv, env: process.env });
   if (config === undefined) {
+    const admin = embeddedAdmin(process.env);
     const embedded = await startEmbedded({
+      admin: admin.options,
       chainPort: Number(process.env.PAYMASTER_LOCAL_CHAIN_PORT ?? 8545),
       servicePort: Number(process.env.PAYMASTER_PORT ?? 3000),
       metricsPort: Number(process.env.PAYMASTER_METRICS_PORT ?? 9464),
       logLevel: (process.env.PAYMASTER_LOG_LEVEL as "info" | undefined) ?? "warn",
       ...(noWatch ? { watch: false } : {}),
     });
-    console.log(banner(embedded));
+    console.log(banner(embedded, admin.generated));
     close = embedded.close;
   } else {
     const running = await startService(config, { ...(noWatch ? { watch: false } : {}), admin: adminApiOptionsFromEnv(process.env) });
-    console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config), ...(running.adminUrl ? { adminApi: running.adminUrl } : {}) }));
+    console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config), ...(running.adminUrl ? { adminApi: running.adminUrl, console: `${running.adminUrl}/console/` } : {}) }));
     close = running.close;
   }
 } catch (error) {

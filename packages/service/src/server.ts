@@ -24,6 +24,7 @@ import type { Watcher } from "./settlement/watcher.ts";
 import { startAdminApi } from "./adminApi/app.ts";
 import type { AdminApiOptions } from "./adminApi/options.ts";
 import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
+import { startRequestCountFlusher, type RequestCountFlusher } from "./metrics/requestCounts.ts";
 
 export interface RunningService {
   url: string;
@@ -38,6 +39,8 @@ export interface RunningService {
   alerts: AlertMonitor;
   /** The webhook delivery worker (absent with `webhooks.enabled: false`). */
   webhooks?: WebhookWorker;
+  /** Writes the per-minute request counts the console charts (src/metrics/requestCounts.ts). */
+  requestCounts: RequestCountFlusher;
   /** Resolves when every network has passed its pre-flight (tests; production watches /ready). */
   initialised: Promise<void>;
   close(): Promise<void>;
@@ -138,7 +141,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   let adminServer: Awaited<ReturnType<typeof startAdminApi>> | undefined;
   if (options.admin) {
     try {
-      adminServer = await startAdminApi({ store, networks: [...networks.keys()], logger }, options.admin);
+      adminServer = await startAdminApi({ store, networks: [...networks.keys()], logger, service }, options.admin);
     } catch (error) {
       await server.close();
       await metricsListener?.close();
@@ -147,7 +150,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
       await store.close();
       throw error;
     }
-    logger.info({ url: adminServer.url }, "admin API listening");
+    logger.info({ url: adminServer.url, console: `${adminServer.url}/console/` }, "admin API and console listening");
   }
   const watch = options.watch ?? config.watch ?? true;
   logger.info(
@@ -188,6 +191,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   // Every replica delivers: claims are leased per row, so none is sent twice (src/webhooks/worker.ts).
   const { enabled: webhooksEnabled, ...deliverySettings } = config.webhooks ?? {};
   const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings });
+  const requestCounts = startRequestCountFlusher({ metrics, store, logger });
 
   let closing: Promise<void> | undefined;
   return {
@@ -198,12 +202,14 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     watcher: (network) => supervisors.get(network)?.watcher(),
     alerts: monitor,
     ...(webhooks ? { webhooks } : {}),
+    requestCounts,
     initialised: Promise.all(started.map((s) => s.initialised)).then(() => undefined),
     close() {
       closing ??= (async () => {
         shuttingDown = true;
         await server.close(); // stops accepting; in-flight requests finish (at most SHUTDOWN_GRACE_MS)
         await adminServer?.close();
+        await requestCounts.stop(); // the last counts, once no request is in flight
         monitor.stop();
         await webhooks?.stop();
         for (const supervisor of supervisors.values()) await supervisor.stop();

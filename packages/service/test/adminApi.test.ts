@@ -66,7 +66,7 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
     it("needs a bearer token (but not for the OpenAPI document, which lists every route)", async () => {
       const missing = await call("GET", "/admin/v1/projects", undefined, null);
       expect(missing.status).to.equal(401);
-      expect(missing.json).to.deep.equal({ error: { code: "UNAUTHORIZED", message: "missing Authorization: Bearer <admin token>" } });
+      expect(missing.json).to.deep.equal({ error: { code: "UNAUTHORIZED", message: "missing Authorization: Bearer <admin token> (or sign in to the console)" } });
       expect(missing.headers.get("www-authenticate")).to.match(/^Bearer/);
       const wrong = await call("GET", "/admin/v1/projects", undefined, "x".repeat(40));
       expect(wrong.status).to.equal(401);

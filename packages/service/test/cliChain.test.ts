@@ -5,7 +5,9 @@ import { expect } from "chai";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { BrowserProvider } from "ethers";
+import { BrowserProvider, parseEther } from "ethers";
+import { encodeFunctionData, type Abi } from "viem";
+import { GasTankDepositArtifact } from "@paymaster/contracts/artifacts";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { deployLocalStack, startLocalChain, type LocalChain } from "@paymaster/contracts";
 import { runCli, type CliResult } from "./helpers/cli.ts";
@@ -124,6 +126,41 @@ describe("paymaster deploy / status / deposit / withdraw / stake / signer (child
     const current = await cli(["signer", "remove", "--network", "base-sepolia", "--address", serviceSigner]);
     expect(current.code).to.equal(2);
     expect(current.stderr).to.match(/is the key the service signs with for base-sepolia/);
+  });
+
+  it("deposit-contract show and withdraw: what users paid into their tanks, taken out by the owner after confirmation", async () => {
+    const manifest = JSON.parse(readFileSync(path.join(deployments, "deployment.base-sepolia.json"), "utf8"));
+    const address: string = manifest.gasTankDeposit.address;
+    const data = encodeFunctionData({ abi: GasTankDepositArtifact.abi as Abi, functionName: "depositFor", args: [chain.accounts[6]!.address] });
+    await chain.provider.request({ method: "eth_sendTransaction", params: [{ from: chain.accounts[5]!.address, to: address, data, value: `0x${parseEther("0.3").toString(16)}` }] });
+    const shown = await cli(["deposit-contract", "show", "--network", "base-sepolia", "--json"]);
+    expect(shown.code, shown.stderr).to.equal(0);
+    expect(shown.json).to.deep.equal({
+      address,
+      balanceWei: parseEther("0.3").toString(),
+      owner: chain.accounts[0]!.address,
+      pendingOwner: null,
+      watched: false,
+      warnings: ["the configuration of base-sepolia does not name it as depositContract: the service does not credit its deposits"],
+    });
+    const withdraw = ["deposit-contract", "withdraw", "--network", "base-sepolia", "--amount", "0.2eth", "--recipient", chain.accounts[4]!.address];
+    const refused = await cli(withdraw);
+    expect(refused.code).to.equal(2);
+    expect(refused.stderr).to.include(`Withdraw 200000000000000000 wei from the gas-tank deposit contract on base-sepolia to ${chain.accounts[4]!.address}? — not confirmed: no terminal to ask on (give --yes)`);
+    const balance = async () => BigInt((await chain.provider.request({ method: "eth_getBalance", params: [chain.accounts[4]!.address, "latest"] })) as string);
+    const before = await balance();
+    const done = await cli([...withdraw, "--yes", "--json"]);
+    expect(done.code, done.stderr).to.equal(0);
+    expect(done.json).to.deep.include({ paymaster: "GasTankDeposit", action: `withdraw 200000000000000000 wei to ${chain.accounts[4]!.address}` });
+    expect((await balance()) - before).to.equal(parseEther("0.2"));
+    expect((await cli(["deposit-contract", "show", "--network", "base-sepolia", "--json"])).json.balanceWei).to.equal(parseEther("0.1").toString());
+    // More than it holds, or by a key that does not own it: refused, nothing sent.
+    const tooMuch = await cli([...withdraw.slice(0, 5), "1eth", ...withdraw.slice(6), "--yes"]);
+    expect(tooMuch.code).to.equal(2);
+    expect(tooMuch.stderr).to.match(/GasTankDeposit\.withdraw 1000000000000000000 wei to 0x[0-9a-fA-F]{40}: refused/);
+    const stranger = await cli([...withdraw, "--yes"], { PAYMASTER_OWNER_KEY: generatePrivateKey() });
+    expect(stranger.code).to.equal(2);
+    expect(stranger.stderr).to.match(/GasTankDeposit\.withdraw .*: refused/);
   });
 
   it("bad input fails with a message naming what is wrong, and leaks no secret", async () => {

@@ -291,7 +291,12 @@ describe("configuration", () => {
     });
 
     it("network names outside the registry, chain ids that differ from it, a network twice", () => {
-      expectIssue(issuesOf(mutate((d) => (d.networks[0].name = "mars"))), "networks[0].name", /must be one of: .*base-sepolia/);
+      expectIssue(
+        issuesOf(mutate((d) => (d.networks[0].name = "mars"))),
+        "networks[0].name",
+        /"mars" is not a network of the registry \(ethereum-mainnet, .*base-sepolia, local\): declare a chain the registry does not list in customNetworks \(\{name, chainId, gasKind\}\)/,
+      );
+      expectIssue(issuesOf(mutate((d) => (d.networks[0].name = "Base_Sepolia"))), "networks[0].name", /must be a lowercase network name \(a-z, 0-9 and single hyphens/);
       expectIssue(
         issuesOf(mutate((d) => (d.networks[0].chainId = 8453))),
         "networks[0].chainId",
@@ -299,6 +304,91 @@ describe("configuration", () => {
       );
       const twice = mutate((d) => d.networks.push(structuredClone(d.networks[0])));
       expectIssue(issuesOf(twice), "networks[1].name", /already configured by networks\[0\]/);
+    });
+
+    describe("custom networks (a chain the registry does not list)", () => {
+      const AMOY = { name: "polygon-amoy", chainId: 80002, gasKind: "l1" };
+      const AMOY_ENV = { ...KEYS_ENV, PAYMASTER_NETWORK_POLYGON_AMOY_SIGNER_KEYS: KEY2 };
+      /** validDoc with polygon-amoy declared and configured beside base-sepolia. */
+      const withAmoy = (change: (d: Record<string, any>) => void = () => {}) =>
+        mutate((d) => {
+          d.customNetworks = [{ ...AMOY }];
+          const { chainId: _omitted, ...rest } = structuredClone(d.networks[0]);
+          d.networks.push({ ...rest, name: "polygon-amoy", rpcUrl: "https://amoy.example.org" });
+          change(d);
+        });
+
+      it("declared once, served like a registry network: its chain id and gas kind resolved, its variables read", () => {
+        const config = buildConfig(withAmoy((d) => delete d.networks[1].rpcUrl), { ...AMOY_ENV, PAYMASTER_NETWORK_POLYGON_AMOY_RPC_URL: "https://from-env.example.org" });
+        expect(config.customNetworks).to.deep.equal([AMOY]);
+        const amoy = config.networks[1]!;
+        expect([amoy.name, amoy.chainId, amoy.gasKind, amoy.rpcUrl, amoy.signerKeys]).to.deep.equal(["polygon-amoy", 80002, "l1", "https://from-env.example.org", [KEY2]]);
+        // gasKind may still be overridden per network; chainId may be repeated when it matches.
+        const op = buildConfig(withAmoy((d) => Object.assign(d.networks[1], { gasKind: "op-stack", chainId: 80002 })), AMOY_ENV);
+        expect([op.networks[1]!.gasKind, op.networks[1]!.chainId]).to.deep.equal(["op-stack", 80002]);
+        expect(redactConfig(op).customNetworks).to.deep.equal([AMOY]);
+      });
+
+      it("refuses a bad declaration, naming the field", () => {
+        const issues = (change: (d: Record<string, any>) => void) => issuesOf(withAmoy(change), AMOY_ENV);
+        expectIssue(issues((d) => (d.customNetworks[0].name = "Polygon_Amoy")), "customNetworks[0].name", /must be a lowercase network name \(a-z, 0-9 and single hyphens, at most 64 characters, e.g. polygon-amoy\): it goes into URL paths/);
+        expectIssue(issues((d) => (d.customNetworks[0].name = "my/chain")), "customNetworks[0].name", /must be a lowercase network name/);
+        expectIssue(
+          issues((d) => d.customNetworks.push({ name: "base-sepolia", chainId: 84532, gasKind: "op-stack" })),
+          "customNetworks[1].name",
+          /"base-sepolia" is a network of the registry \(chain 84532\): use it in networks without declaring it/,
+        );
+        expectIssue(issues((d) => delete d.customNetworks[0].chainId), "customNetworks[0].chainId", /is required for a custom network: the chain id its RPC serves \(eth_chainId\)/);
+        for (const bad of [0, -1, 1.5, 2 ** 53, "80002"]) {
+          expectIssue(issues((d) => (d.customNetworks[0].chainId = bad)), "customNetworks[0].chainId", /must be a positive integer/);
+        }
+        expectIssue(
+          issues((d) => delete d.customNetworks[0].gasKind),
+          "customNetworks[0].gasKind",
+          /is required for a custom network: how the chain charges for L1 data, one of l1, op-stack, arbitrum, scroll/,
+        );
+        expectIssue(issues((d) => (d.customNetworks[0].gasKind = "polygon")), "customNetworks[0].gasKind", /must be one of: l1, op-stack, arbitrum, scroll/);
+        expectIssue(issues((d) => d.customNetworks.push({ ...AMOY, chainId: 80003 })), "customNetworks[1].name", /"polygon-amoy" is already declared by customNetworks\[0\]/);
+        expectIssue(issues((d) => d.customNetworks.push({ ...AMOY, name: "amoy" })), "customNetworks[1].chainId", /chain 80002 is already declared as "polygon-amoy" by customNetworks\[0\]: one name per chain/);
+        expectIssue(issues((d) => (d.customNetworks[0].colour = "purple")), "customNetworks[0].colour", /not a known setting/);
+        expectIssue(issues((d) => (d.customNetworks = { name: "x" })), "customNetworks", /must be an array of custom networks/);
+      });
+
+      it("refuses a network neither in the registry nor declared, a chain id other than the declared one, one chain twice", () => {
+        expectIssue(
+          issuesOf(withAmoy((d) => (d.networks[1].name = "polygon-amoi")), AMOY_ENV),
+          "networks[1].name",
+          /"polygon-amoi" is not a network of the registry \(.*\); declared: polygon-amoy: declare a chain/,
+        );
+        expectIssue(
+          issuesOf(withAmoy((d) => (d.networks[1].chainId = 80001)), AMOY_ENV),
+          "networks[1].chainId",
+          /must be 80002 for polygon-amoy \(as declared in customNetworks\[0\]\), not 80001/,
+        );
+        expectIssue(
+          issuesOf(withAmoy((d) => d.customNetworks.push({ name: "base-copy", chainId: 84532, gasKind: "op-stack" }) && (d.networks[1].name = "base-copy")), { ...KEYS_ENV, PAYMASTER_NETWORK_BASE_COPY_SIGNER_KEYS: KEY2 }),
+          "networks[1].name",
+          /serves chain 84532, as networks\[0\] does: one network per chain/,
+        );
+        // Variables of an undeclared network are a typo; a declared one's are known.
+        expectIssue(issuesOf(validDoc(), { ...KEYS_ENV, PAYMASTER_NETWORK_POLYGON_AMOY_RPC_URL: "https://x" }), "PAYMASTER_NETWORK_POLYGON_AMOY_RPC_URL", /names no known network/);
+      });
+
+      it("administration reads a file that declares a network before any is configured; the service does not start on it", () => {
+        const doc = { customNetworks: [AMOY] };
+        expect(buildConfig(doc, {}, undefined, { purpose: "admin" }).customNetworks).to.deep.equal([AMOY]);
+        expect(buildConfig(doc, {}, undefined, { purpose: "admin" }).networks).to.deep.equal([]);
+        expectIssue(issuesOf(doc, {}), "networks", /configure at least one network/);
+      });
+    });
+
+    it("a deposit address that is the deposit contract (every transfer would be credited twice)", () => {
+      expectIssue(
+        issuesOf(mutate((d) => Object.assign(d.networks[0], { depositAddress: FEED, depositContract: FEED.toLowerCase() }))),
+        "networks[0].depositAddress",
+        /is the depositContract: a transfer to the contract already emits Deposited/,
+      );
+      expect(buildConfig(mutate((d) => Object.assign(d.networks[0], { depositAddress: ADDR1, depositContract: FEED })), KEYS_ENV).networks[0]).to.deep.include({ depositAddress: ADDR1, depositContract: FEED });
     });
 
     it("rpcUrl missing or not a URL", () => {
@@ -510,6 +600,7 @@ describe("configuration", () => {
         { symbol: "USDC", name: "Test USDC", address: USDC, decimals: 6 },
         { symbol: "DAI", name: "Test DAI", address: ADDR2, decimals: 18 },
       ],
+      gasTankDeposit: FEED,
     };
 
     it("builds the local network from the manifest", () => {
@@ -532,6 +623,7 @@ describe("configuration", () => {
           { symbol: "DAI", address: ADDR2, decimals: 18, priceSource: { type: "fixed", usd: "1.00" }, markupBps: 500 },
         ],
         nativeUsdPrice: { type: "fixed", usd: "3000.00" },
+        depositContract: FEED,
         caps: DEFAULT_GAS_CAPS,
       });
       expect(Object.isFrozen(n.tokens[0])).to.equal(true);

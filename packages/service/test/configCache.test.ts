@@ -1,4 +1,4 @@
-// The config version (store migration 9: triggers bump it on every change of projects, API keys, strategies
+// The config version (store migration 10: triggers bump it on every change of projects, API keys, strategies
 // and webhook endpoints) and the request path's lookups kept per version (src/store/configCache.ts), on SQLite
 // and PostgreSQL: two store instances on one database stand for two replicas (or the CLI next to the service).
 import { expect } from "chai";

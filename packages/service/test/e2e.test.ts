@@ -1,16 +1,19 @@
 // The whole service end to end over real HTTP on 127.0.0.1 against the embedded local chain: for each mode
 // and EntryPoint version, a wallet asks for sponsorship of a fresh SimpleAccount's first op (deployed by the
-// op), signs it, submits handleOps, and we check the op succeeded and who paid.
+// op), signs it, submits handleOps, and we check the op succeeded and who paid. ERC-20 mode also runs for an
+// EIP-7702 sender's first op (v0.8; Sponsor mode for it is in eip7702.test.ts).
 import { expect } from "chai";
 import { decodeEventLog, encodeFunctionData, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact, TestTokenArtifact } from "@paymaster/contracts/artifacts";
-import { tokenCost, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { eip7702DelegationCode, tokenCost, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import {
   call,
+  chainRequest,
   ethCall,
   handleOps,
   mint,
+  new7702Wallet,
   newWallet,
   opFromResponse,
   signAsOwner,
@@ -18,6 +21,7 @@ import {
   timeTravel,
   wireOp,
   type Embedded,
+  type Wallet,
 } from "./helpers/stack.ts";
 
 const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
@@ -71,48 +75,6 @@ describe("service end to end (embedded local chain, real HTTP)", function () {
       expect(outcome.event!.actualGasCost <= record!.maxCostWei).to.equal(true);
     });
 
-    it(`ERC-20 mode ${version}: the op's own call approves the paymaster, which keeps the exact rounded-up amount as its fee`, async () => {
-      const wallet = await newWallet(embedded, version);
-      await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
-      const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
-      const paymaster = embedded.stack.manifest.entryPoints[version].erc20Paymaster;
-      const wire = wireOp(wallet, approveCallData(usdc.address, paymaster));
-      const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, extraFor({ token: "USDC" })]);
-      expect(status, JSON.stringify(body)).to.equal(200);
-      const cost = body.data.Erc20TokenCost;
-      expect(cost.token).to.equal("USDC");
-      expect(cost.address).to.equal(usdc.address);
-      expect(cost.decimals).to.equal(6);
-      expect(BigInt(cost.exchangeRate)).to.equal(3_150n * 10n ** 6n); // 3000 USD/ETH, 1 USD/USDC, 5% markup
-      expect(body.data.paymasterAddress).to.equal(paymaster);
-
-      const op = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data));
-      // The fee stays in the paymaster (accruedFees) until swept to the treasury.
-      const feesBefore = (await ethCall(embedded, paymaster, erc20PaymasterAbi, "accruedFees", [usdc.address])) as bigint;
-      const before = await deposit(paymaster);
-      const outcome = await handleOps(embedded, op);
-      expect(outcome.reverted, outcome.failedOp).to.equal(false);
-      expect(outcome.event!.success).to.equal(true);
-      expect(before - (await deposit(paymaster))).to.equal(outcome.event!.actualGasCost);
-      const charged = outcome.logs
-        .filter((log) => log.address.toLowerCase() === paymaster.toLowerCase())
-        .map((log) => {
-          try {
-            return decodeEventLog({ abi: erc20PaymasterAbi, data: log.data, topics: log.topics as [Hex, ...Hex[]] });
-          } catch {
-            return undefined;
-          }
-        })
-        .find((e) => e?.eventName === "TokenCharged")?.args as { gasCostWei: bigint; tokenAmount: bigint; exchangeRate: bigint } | undefined;
-      expect(charged, "TokenCharged").to.not.equal(undefined);
-      expect(charged!.exchangeRate).to.equal(BigInt(cost.exchangeRate));
-      const expected = tokenCost(charged!.gasCostWei, BigInt(cost.exchangeRate));
-      expect(charged!.tokenAmount).to.equal(expected);
-      const feesAfter = (await ethCall(embedded, paymaster, erc20PaymasterAbi, "accruedFees", [usdc.address])) as bigint;
-      expect(feesAfter - feesBefore).to.equal(expected);
-      expect(expected <= BigInt(cost.maxTokenCost)).to.equal(true);
-    });
-
     it(`User Sponsor mode ${version}: the sender's gas tank covers the maximum cost, reserved against the tank`, async () => {
       const wallet = await newWallet(embedded, version);
       const store = embedded.running.service.store;
@@ -158,6 +120,59 @@ describe("service end to end (embedded local chain, real HTTP)", function () {
       expect(outcome.failedOp).to.match(/AA32/);
       await new Promise((resolve) => setTimeout(resolve, 300)); // let the service see the new block time
     });
+  }
+
+  // ERC-20 mode for each version's SimpleAccount, and for an EOA delegated by EIP-7702 (v0.8) whose first op
+  // carries its authorization (handleOps in a type-4 transaction).
+  const ERC20_WALLETS: { label: string; newWallet: () => Promise<Wallet> }[] = [
+    ...VERSIONS.map((version) => ({ label: version, newWallet: () => newWallet(embedded, version) })),
+    { label: "v0.8 (EIP-7702 sender)", newWallet: () => new7702Wallet(embedded) },
+  ];
+  for (const { label, newWallet } of ERC20_WALLETS) {
+    it(`ERC-20 mode ${label}: the op's own call approves the paymaster, which keeps the exact rounded-up amount as its fee`, async () => {
+      const wallet = await newWallet();
+      const { version } = wallet;
+      await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+      const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
+      const paymaster = embedded.stack.manifest.entryPoints[version].erc20Paymaster;
+      const wire = wireOp(wallet, approveCallData(usdc.address, paymaster));
+      const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, version === "v0.6" ? { token: "USDC" } : { token: "USDC", version }]);
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const cost = body.data.Erc20TokenCost;
+      expect(cost.token).to.equal("USDC");
+      expect(cost.address).to.equal(usdc.address);
+      expect(cost.decimals).to.equal(6);
+      expect(BigInt(cost.exchangeRate)).to.equal(3_150n * 10n ** 6n); // 3000 USD/ETH, 1 USD/USDC, 5% markup
+      expect(body.data.paymasterAddress).to.equal(paymaster);
+
+      const op = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data));
+      // The fee stays in the paymaster (accruedFees) until swept to the treasury.
+      const feesBefore = (await ethCall(embedded, paymaster, erc20PaymasterAbi, "accruedFees", [usdc.address])) as bigint;
+      const before = await deposit(paymaster);
+      const outcome = await handleOps(embedded, op);
+      expect(outcome.reverted, outcome.failedOp).to.equal(false);
+      expect(outcome.event!.success).to.equal(true);
+      expect(before - (await deposit(paymaster))).to.equal(outcome.event!.actualGasCost);
+      if (wallet.authorization) expect(await chainRequest(embedded, "eth_getCode", [wallet.sender, "latest"])).to.equal(eip7702DelegationCode(wallet.authorization.address));
+      const charged = outcome.logs
+        .filter((log) => log.address.toLowerCase() === paymaster.toLowerCase())
+        .map((log) => {
+          try {
+            return decodeEventLog({ abi: erc20PaymasterAbi, data: log.data, topics: log.topics as [Hex, ...Hex[]] });
+          } catch {
+            return undefined;
+          }
+        })
+        .find((e) => e?.eventName === "TokenCharged")?.args as { gasCostWei: bigint; tokenAmount: bigint; exchangeRate: bigint } | undefined;
+      expect(charged, "TokenCharged").to.not.equal(undefined);
+      expect(charged!.exchangeRate).to.equal(BigInt(cost.exchangeRate));
+      const expected = tokenCost(charged!.gasCostWei, BigInt(cost.exchangeRate));
+      expect(charged!.tokenAmount).to.equal(expected);
+      const feesAfter = (await ethCall(embedded, paymaster, erc20PaymasterAbi, "accruedFees", [usdc.address])) as bigint;
+      expect(feesAfter - feesBefore).to.equal(expected);
+      expect(expected <= BigInt(cost.maxTokenCost)).to.equal(true);
+    });
+
   }
 
   it("pm_estimateUserOperationGas answers the same gas values, the maximum cost and stub data of final length, and reserves nothing", async () => {

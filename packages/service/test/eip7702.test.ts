@@ -3,14 +3,13 @@
 // delegation applied as a code override, signs a paymaster hash that binds the delegate, and the op lands in a
 // type-4 handleOps transaction that carries the same authorization.
 import { expect } from "chai";
-import { createWalletClient, decodeEventLog, encodeFunctionData, http, toHex, type Abi } from "viem";
+import { http, toHex } from "viem";
 import { createPaymasterClient } from "viem/account-abstraction";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { EntryPointV08Artifact } from "@paymaster/contracts/artifacts";
-import { EIP7702_MARKER, STUB_SIGNATURE, getUserOpHashV08, packUserOpV07, type Address, type Hex, type UserOperationV08 } from "@paymaster/shared";
+import { STUB_SIGNATURE, eip7702DelegationCode } from "@paymaster/shared";
 import { executeCallData } from "../src/local/embedded.ts";
 import type { StrategyRules } from "../src/policy/types.ts";
-import { call, startTestStack, type Embedded } from "./helpers/stack.ts";
+import { call, chainRequest, handleOps, new7702Wallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
 describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function () {
   this.timeout(120_000);
@@ -24,67 +23,21 @@ describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function ()
 
   it("a fresh EOA's first op with its authorization is sponsored (Sponsor mode) and lands in a type-4 bundle", async () => {
     const v08 = embedded.stack.manifest.entryPoints["v0.8"];
-    const chainId = embedded.stack.chain.chainId;
-    const eoa = privateKeyToAccount(generatePrivateKey());
-    const authorization = await eoa.signAuthorization({ address: v08.simple7702Account!, chainId, nonce: 0 });
-    const eip7702Auth = {
-      chainId: toHex(chainId),
-      address: v08.simple7702Account!,
-      nonce: "0x0",
-      r: authorization.r,
-      s: authorization.s,
-      yParity: toHex(authorization.yParity ?? 0),
-    };
-    const wire = { sender: eoa.address, nonce: "0x0", factory: "0x7702", factoryData: "0x", callData: executeCallData(eoa.address), signature: STUB_SIGNATURE, eip7702Auth };
+    const wallet = await new7702Wallet(embedded);
+    const wire = wireOp(wallet, executeCallData(wallet.sender));
     const answer = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: embedded.strategyCode, version: "v0.8" }]);
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
-    const r = answer.body.data.userOpResponse;
-    const pmd: Hex = r.paymasterAndData;
-    expect(pmd.slice(0, 42).toLowerCase()).to.equal(v08.verifyingPaymaster.toLowerCase());
+    expect(answer.body.data.paymasterAddress).to.equal(v08.verifyingPaymaster);
+    expect(await chainRequest(embedded, "eth_getCode", [wallet.sender, "latest"])).to.equal("0x");
 
-    const userOp: UserOperationV08 = {
-      sender: eoa.address,
-      nonce: 0n,
-      factory: EIP7702_MARKER,
-      factoryData: "0x",
-      callData: wire.callData,
-      callGasLimit: BigInt(r.callGasLimit),
-      verificationGasLimit: BigInt(r.verificationGasLimit),
-      preVerificationGas: BigInt(r.preVerificationGas),
-      maxFeePerGas: BigInt(r.maxFeePerGas),
-      maxPriorityFeePerGas: BigInt(r.maxPriorityFeePerGas),
-      paymaster: `0x${pmd.slice(2, 42)}` as Address,
-      paymasterVerificationGasLimit: BigInt(r.paymasterVerificationGasLimit),
-      paymasterPostOpGasLimit: BigInt(r.paymasterPostOpGasLimit),
-      paymasterData: `0x${pmd.slice(106)}` as Hex,
-      signature: "0x",
-      eip7702Auth: { chainId: BigInt(chainId), address: v08.simple7702Account!, nonce: 0n, r: authorization.r, s: authorization.s, yParity: authorization.yParity ?? 0 },
-    };
-    // Simple7702Account: the EOA's own key signs the EIP-712 userOpHash (which covers the delegate).
-    userOp.signature = await eoa.sign({ hash: getUserOpHashV08(userOp, v08.entryPoint, chainId) });
-
-    // The bundler: a type-4 transaction carrying the EOA's authorization, calling handleOps.
-    const bundler = privateKeyToAccount(generatePrivateKey());
-    await embedded.stack.chain.provider.request({ method: "hardhat_setBalance", params: [bundler.address, toHex(10n ** 18n)] });
-    const wallet = createWalletClient({ account: bundler, transport: http(embedded.stack.chain.url) });
-    const abi = EntryPointV08Artifact.abi as Abi;
-    const data = encodeFunctionData({ abi, functionName: "handleOps", args: [[packUserOpV07(userOp)], bundler.address] });
-    const hash = await wallet.sendTransaction({ chain: null, to: v08.entryPoint, data, authorizationList: [authorization], gas: 3_000_000n });
-    const receipt = (await embedded.stack.chain.provider.request({ method: "eth_getTransactionReceipt", params: [hash] })) as any;
-    expect(receipt.status).to.equal("0x1");
-    const events = receipt.logs
-      .filter((log: { address: string }) => log.address.toLowerCase() === v08.entryPoint.toLowerCase())
-      .map((log: { data: Hex; topics: [Hex, ...Hex[]] }) => {
-        try {
-          return decodeEventLog({ abi, data: log.data, topics: log.topics });
-        } catch {
-          return undefined;
-        }
-      })
-      .filter((e: any) => e?.eventName === "UserOperationEvent");
-    expect(events).to.have.length(1);
-    expect((events[0] as any).args.success).to.equal(true);
-    expect((events[0] as any).args.paymaster).to.equal(v08.verifyingPaymaster);
+    // Simple7702Account: the EOA's own key signs the EIP-712 userOpHash (which covers the delegate); the bundler's
+    // handleOps is a type-4 transaction carrying the EOA's authorization.
+    const op = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, answer.body.data));
+    const outcome = await handleOps(embedded, op);
+    expect(outcome.reverted, outcome.failedOp).to.equal(false);
+    expect(outcome.event!.success).to.equal(true);
+    expect(outcome.event!.paymaster).to.equal(v08.verifyingPaymaster);
+    expect(await chainRequest(embedded, "eth_getCode", [wallet.sender, "latest"])).to.equal(eip7702DelegationCode(v08.simple7702Account!));
   });
 
   it("ERC-7677: viem's paymaster client with an authorization (eip7702Auth, factory 0x7702) gets stub and final data", async () => {

@@ -321,10 +321,10 @@ describe("fuzz: malformed pm_sponsorUserOperation bodies against the embedded st
       return { ...rest, initCode: `${factory}${factoryData!.slice(2)}` };
     })();
     templates = [
-      { version: "v0.6", userOp: { ...wireOp(v06, executeCallData(v06.owner.address)), ...gas }, extra: { strategy_code: strategy } },
+      { version: "v0.6", userOp: { ...(wireOp(v06, executeCallData(v06.owner.address)) as Record<string, string>), ...gas }, extra: { strategy_code: strategy } },
       { version: "v0.7", userOp: wireOp(v07, executeCallData(v07.owner.address)) as Record<string, string>, extra: { strategy_code: strategy, version: "v0.7" } },
       { version: "v0.7", userOp: v07SpecNames, extra: { version: "v0.7" } },
-      { version: "v0.6", userOp: wireOp(erc20, approveCallData(usdc, embedded.stack.manifest.entryPoints["v0.6"].erc20Paymaster)), extra: { token: "USDC" } },
+      { version: "v0.6", userOp: wireOp(erc20, approveCallData(usdc, embedded.stack.manifest.entryPoints["v0.6"].erc20Paymaster)) as Record<string, string>, extra: { token: "USDC" } },
     ];
   });
   after(async () => {

@@ -11,7 +11,9 @@ import { localNetworkConfig } from "../src/config/local.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
-import { call, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { encodeFunctionData, type Abi } from "viem";
+import { GasTankDepositArtifact } from "@paymaster/contracts/artifacts";
+import { call, chainRequest, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
 const OPS_DIR = new URL("../ops/", import.meta.url);
 
@@ -185,5 +187,22 @@ describe("metrics, health and alerts", function () {
     const lagging = logs.filter((l) => l.msg === "settlement watcher lagging behind the chain head");
     expect(lagging).to.have.length(1);
     expect(lagging[0]!.lagBlocks).to.equal("2");
+  });
+
+  it("counts the deposits the watcher credits, by source, and logs each one", async () => {
+    const sender = embedded.stack.chain.accounts[12]!.address;
+    const from = embedded.stack.chain.accounts[13]!.address;
+    const data = encodeFunctionData({ abi: GasTankDepositArtifact.abi as Abi, functionName: "depositFor", args: [sender] });
+    await chainRequest(embedded, "eth_sendTransaction", [{ from, to: embedded.stack.manifest.gasTankDeposit, data, value: "0x2386f26fc10000" }]);
+    for (let i = 0; i < 2; i++) await chainRequest(embedded, "evm_mine", []); // confirmations: 2
+    let counted = 0;
+    for (let i = 0; i < 100 && counted === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      counted = sample(await scrape(), "paymaster_gas_tank_deposits_total", { network: "local", source: "contract" });
+    }
+    expect(counted).to.equal(1);
+    expect((await running.service.store.getGasTank("local", sender)).balanceWei).to.equal(10n ** 16n);
+    const line = logs.find((l) => l.msg === "deposit credited to the gas tank" && l.sender === sender);
+    expect(line).to.deep.include({ network: "local", via: "contract", from, wei: "10000000000000000" });
   });
 });

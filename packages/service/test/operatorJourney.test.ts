@@ -5,7 +5,7 @@
 // Alto) getting an op sponsored through ERC-7677, `strategy usage` showing it settled to the wei, and a
 // revoked key refused on its next request. Every command is a real child process.
 // Runs inside a loopback-only network namespace (scripts/netns-test.sh): Alto binds every interface.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,32 +20,10 @@ import { deployLocalStack } from "@paymaster/contracts";
 import { ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
 import { runCli, type CliResult } from "./helpers/cli.ts";
 import { freeLoopbackPort, startAlto, stopAlto, stopChild } from "./helpers/alto.ts";
+import { startChainProcess, startProcess } from "./helpers/serviceProcess.ts";
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 const MAIN = path.join(HERE, "..", "src", "main.ts");
-
-/** Spawns `node <args>`, resolves once a stdout line matches `ready`, with that line. */
-function startProcess(args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; line: string; output: () => string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    const timer = setTimeout(() => reject(new Error(`not ready in 60 s: ${output.slice(-3000)}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const line = output.split("\n").find((l) => ready.test(l));
-      if (line) {
-        clearTimeout(timer);
-        resolve({ child, line, output: () => output });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited with ${code} before ready: ${output.slice(-3000)}`));
-    });
-  });
-}
 
 describe("the operator journey: zero to a sponsored op on a network of your own (guide, CLI, service, Alto)", function () {
   this.timeout(300_000);
@@ -66,10 +44,9 @@ describe("the operator journey: zero to a sponsored op on a network of your own 
   ] as const;
 
   before(async () => {
-    const port = await freeLoopbackPort();
-    const chain = await startProcess([path.join(HERE, "fixtures", "chain.ts"), "84532", String(port)], { ...process.env }, /^http:\/\/127\.0\.0\.1:\d+/);
+    const chain = await startChainProcess(84532, await freeLoopbackPort());
     children.push(chain.child);
-    chainUrl = chain.line.trim();
+    chainUrl = chain.url;
     // What base-sepolia has before we come: the canonical EntryPoints (the local deployment puts them there; its
     // own paymasters are elsewhere and play no part), deployed by a key that is not the operator's.
     const provider = new JsonRpcProvider(chainUrl, 84532, { staticNetwork: true, cacheTimeout: -1 });
@@ -167,6 +144,7 @@ describe("the operator journey: zero to a sponsored op on a network of your own 
       client,
       chain,
       transport: http(altoEndpoint),
+      pollingInterval: 200, // viem's default 4 s would dominate the wait for the receipt
       paymaster: createPaymasterClient({ transport: http(`${base}/rpc/v1/base-sepolia?apiKey=${apiKey}`) }),
       paymasterContext: { strategy_code: "team-free" },
       userOperation: { estimateFeesPerGas: async () => (await pimlico.getUserOperationGasPrice()).fast },

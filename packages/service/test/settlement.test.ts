@@ -5,9 +5,9 @@ import { expect } from "chai";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { decodeEventLog, parseEther, type Abi } from "viem";
-import { ERC20PaymasterV06Artifact } from "@paymaster/contracts/artifacts";
-import { getUserOpHash, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { decodeEventLog, encodeFunctionData, parseEther, type Abi } from "viem";
+import { ERC20PaymasterV06Artifact, GasTankDepositArtifact, SimpleAccountV06Artifact } from "@paymaster/contracts/artifacts";
+import { getUserOpHash, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { parseNetworkConfig } from "../src/config/schema.ts";
 import type { NetworkRuntime } from "../src/context.ts";
 import { approveCallData, executeCallData, startEmbedded, EMBEDDED_CONFIRMATIONS } from "../src/local/embedded.ts";
@@ -18,6 +18,7 @@ import { cursorNames, depositReference, startWatcher, watcherOptions, WATCHER_DE
 import { parseUsd } from "../src/sponsor/price.ts";
 import type { SponsorshipRecord, Store, UsageTotals } from "../src/store/types.ts";
 import { call, chainRequest, handleOps, mint, newWallet, opFromResponse, signAsOwner, wireOp, type Embedded, type HandleOpsOutcome, type Wallet } from "./helpers/stack.ts";
+import { runCli } from "./helpers/cli.ts";
 
 const erc20PaymasterAbi = ERC20PaymasterV06Artifact.abi as Abi;
 type Mode = "sponsor" | "erc20" | "user";
@@ -318,6 +319,118 @@ describe("settlement watcher (embedded local chain, real SQLite, tick() by hand)
     expect(result.depositsReverted).to.equal(1);
     expect(result.deposits).to.equal(0);
     expect((await store.getGasTank("local", from)).balanceWei).to.equal(tank0.balanceWei);
+  });
+
+  /** callData of SimpleAccount.execute(GasTankDeposit, value, depositFor(sender)): the account pays into a tank itself. */
+  const depositForCallData = (sender: Address, value: bigint): Hex =>
+    encodeFunctionData({
+      abi: SimpleAccountV06Artifact.abi as Abi,
+      functionName: "execute",
+      args: [network.config.depositContract!, value, encodeFunctionData({ abi: GasTankDepositArtifact.abi as Abi, functionName: "depositFor", args: [sender] })],
+    });
+
+  /** A fresh v0.7 account holding 1 ETH whose first op (sponsored by the DEMO strategy) pays `value` into its own tank. */
+  async function selfDeposit(value: bigint) {
+    const wallet = await newWallet(embedded, "v0.7");
+    await chainRequest(embedded, "eth_sendTransaction", [{ from: embedded.stack.chain.accounts[4]!.address, to: wallet.sender, value: `0x${parseEther("1").toString(16)}` }]);
+    const wire = wireOp(wallet, depositForCallData(wallet.sender, value));
+    const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: embedded.strategyCode, version: "v0.7" }]);
+    expect(status, JSON.stringify(body)).to.equal(200);
+    const op = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data));
+    const event = await submit(op);
+    expect(event.success, "the op's calls ran").to.equal(true);
+    // The chain automines one transaction per block: the latest block's is the bundle.
+    const txHash = (await chainRequest<{ transactions: Hex[] }>(embedded, "eth_getBlockByNumber", ["latest", false])).transactions[0]!;
+    const receipt = await chainRequest<{ blockNumber: Hex; to: Address; logs: { address: Address; logIndex: Hex }[] }>(embedded, "eth_getTransactionReceipt", [txHash]);
+    const deposited = receipt.logs.filter((l) => l.address.toLowerCase() === network.config.depositContract!.toLowerCase());
+    expect(deposited, "one Deposited event").to.have.length(1);
+    return { wallet, op, txHash, block: BigInt(receipt.blockNumber), to: receipt.to, logIndex: Number(BigInt(deposited[0]!.logIndex)) };
+  }
+
+  it("deposit contract: a SimpleAccount funds its own tank from a user operation (depositFor, an internal call), credited once, also across a rescan; the tank then pays for a User Sponsor op", async () => {
+    expect(network.config.depositContract, "the embedded network watches the local stack's GasTankDeposit").to.equal(embedded.stack.manifest.gasTankDeposit);
+    const watcher = newWatcher();
+    await watcher.tick();
+    const value = parseEther("0.3");
+    const deposit = await selfDeposit(value);
+    // The bundler's transaction goes to the EntryPoint: no plain transfer to any deposit address, only the event.
+    expect(deposit.to.toLowerCase()).to.equal(entryPoints("v0.7").entryPoint.toLowerCase());
+    const early = await watcher.tick();
+    expect([early.deposits, (await store.getGasTank("local", deposit.wallet.sender)).balanceWei], "not confirmed yet").to.deep.equal([0, 0n]);
+    await mine();
+    const credited = await watcher.tick();
+    expect([credited.deposits, credited.contractDeposits]).to.deep.equal([1, 1]);
+    const tank = await store.getGasTank("local", deposit.wallet.sender);
+    expect(tank.balanceWei).to.equal(value);
+    expect((await watcher.tick()).deposits).to.equal(0);
+    await watcher.stop();
+
+    // A restart that rescans the deposit's block: credited once all the same, and by its reference (tx + log).
+    const names = cursorNames("local");
+    const earlier = await chainRequest<{ hash: Hex }>(embedded, "eth_getBlockByNumber", [`0x${(deposit.block - 1n).toString(16)}`, false]);
+    await store.setCursor(names.hash, BigInt(earlier.hash));
+    await store.setCursor(names.block, deposit.block - 1n);
+    const restarted = newWatcher();
+    const rescan = await restarted.tick();
+    expect(rescan.scanned!.from).to.equal(deposit.block);
+    expect([rescan.deposits, rescan.reorg]).to.deep.equal([0, null]);
+    expect(await store.getGasTank("local", deposit.wallet.sender)).to.deep.equal(tank);
+    await store.creditGasTank("local", deposit.wallet.sender, value, depositReference("local", deposit.txHash, deposit.logIndex));
+    expect(await store.getGasTank("local", deposit.wallet.sender)).to.deep.equal(tank);
+
+    // The credited tank pays for the account's next op in User Sponsor mode.
+    const wire = wireOp(deposit.wallet, executeCallData(deposit.wallet.owner.address), { deploy: false, nonce: 1n });
+    const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, { version: "v0.7" }]);
+    expect(status, JSON.stringify(body)).to.equal(200);
+    const op = await signAsOwner(embedded, deposit.wallet, opFromResponse(deposit.wallet, wire, body.data));
+    const userOpHash = getUserOpHash({ ...op, entryPoint: entryPoints("v0.7").entryPoint, chainId: embedded.stack.chain.chainId } as Parameters<typeof getUserOpHash>[0]);
+    const record = (await store.findSponsorshipByUserOpHash(userOpHash))!;
+    expect(record.mode).to.equal("user");
+    expect((await store.getGasTank("local", deposit.wallet.sender)).reservedWei).to.equal(record.maxCostWei);
+    const event = await submit(op);
+    await mine();
+    expect((await restarted.tick()).settled).to.equal(1);
+    const paid = await store.getGasTank("local", deposit.wallet.sender);
+    expect([paid.balanceWei, paid.reservedWei]).to.deep.equal([value - event.actualGasCost, 0n]);
+
+    // What the operator sees: `paymaster tank show` on the same database.
+    const configFile = path.join(tempDir("paymaster-tank-show-"), "paymaster.json");
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        databasePath: embedded.running.service.config.databasePath,
+        networks: [{ name: "local", rpcUrl: embedded.stack.chain.url, entryPoints: network.config.entryPoints, nativeUsdPrice: { type: "fixed", usd: "3000" }, depositContract: network.config.depositContract }],
+      }),
+    );
+    const shown = await runCli(["--config", configFile, "tank", "show", "--network", "local", "--sender", deposit.wallet.sender, "--json"]);
+    expect(shown.code, shown.stderr).to.equal(0);
+    expect(shown.json).to.deep.include({ sender: deposit.wallet.sender, balanceWei: (value - event.actualGasCost).toString(), reservedWei: "0" });
+  });
+
+  it("deposit contract: a deposit whose block is reverted has its credit reverted, and is credited once when the op is included again", async () => {
+    const watcher = newWatcher();
+    await watcher.tick();
+    const snapshot = await chainRequest<Hex>(embedded, "evm_snapshot", []);
+    const deposit = await selfDeposit(parseEther("0.1"));
+    await mine();
+    expect((await watcher.tick()).contractDeposits).to.equal(1);
+    expect((await store.getGasTank("local", deposit.wallet.sender)).balanceWei).to.equal(parseEther("0.1"));
+    expect(await chainRequest<boolean>(embedded, "evm_revert", [snapshot])).to.equal(true);
+    await mine(3);
+    const result = await watcher.tick();
+    expect(result.reorg).to.not.equal(null);
+    expect([result.depositsReverted, result.deposits]).to.deep.equal([1, 0]);
+    expect((await store.getGasTank("local", deposit.wallet.sender)).balanceWei).to.equal(0n);
+    expect(await store.revertGasTankCredit(depositReference("local", deposit.txHash, deposit.logIndex)), "already reverted").to.equal(false);
+    // The same signed op lands again on the new chain (as a bundler would resubmit it; the account's funding went
+    // with the old chain too): credited again, once.
+    await chainRequest(embedded, "eth_sendTransaction", [{ from: embedded.stack.chain.accounts[4]!.address, to: deposit.wallet.sender, value: `0x${parseEther("1").toString(16)}` }]);
+    expect((await submit(deposit.op)).success).to.equal(true);
+    await mine();
+    const again = await watcher.tick();
+    expect([again.contractDeposits, again.settled]).to.deep.equal([1, 1]);
+    expect((await watcher.tick()).deposits).to.equal(0);
+    expect((await store.getGasTank("local", deposit.wallet.sender)).balanceWei).to.equal(parseEther("0.1"));
   });
 
   it("expiry: an unused signature's reservation is released once validUntil plus the grace period has passed (chain time)", async () => {

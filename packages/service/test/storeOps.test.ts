@@ -11,6 +11,7 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { NewSponsorship, Store } from "../src/store/types.ts";
 import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
+import { sponsorshipInput } from "./helpers/sponsorships.ts";
 
 const EP = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
 const OTHER_EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as Address;
@@ -58,27 +59,7 @@ for (const backend of backends) {
       await close();
     });
 
-    const op = (over: Partial<NewSponsorship>): NewSponsorship => ({
-      network: "local",
-      entryPoint: EP,
-      version: "v0.7",
-      sender: SENDER,
-      nonce: 0n,
-      mode: "sponsor",
-      projectId: ids.projectId,
-      apiKeyId: ids.apiKeyId,
-      strategyId: null,
-      token: null,
-      exchangeRate: null,
-      maxTokenCost: null,
-      maxCostWei: 100n,
-      maxCostUsdMicros: 0n,
-      validUntil: 2_000_000_000,
-      validAfter: 1_700_000_000,
-      userOpHash: `0x${"ab".repeat(32)}`,
-      paymasterAndData: "0x1234",
-      ...over,
-    });
+    const op = (over: Partial<NewSponsorship>): NewSponsorship => sponsorshipInput(ids, { entryPoint: EP, sender: SENDER, ...over });
 
     it("lists strategies, counts sponsorships by status, adds up gas tanks and outstanding maximum costs", async () => {
       await store.createStrategy({ projectId: ids.projectId, code: "A", name: "a" });

@@ -1,5 +1,6 @@
-// The networks the service can run on (its config names one) and the canonical EntryPoint addresses
-// (deployed at the same address on every chain by deterministic deployment).
+// The networks the service knows by name (the registry; a configuration may declare more, see
+// NetworkDefinition) and the canonical EntryPoint addresses (deployed at the same address on every chain by
+// deterministic deployment).
 import type { Address, EntryPointVersion } from "./types.ts";
 
 /**
@@ -50,6 +51,41 @@ export function chainIdOf(name: NetworkName): number {
 /** How a supported network charges for L1 data (see GasKind). */
 export function gasKindOf(name: NetworkName): GasKind {
   return NETWORKS[name].gasKind;
+}
+
+/**
+ * A network as the service uses it: its name (in URL paths, metrics, the database), its chain id and how it
+ * charges for L1 data. The registry's networks are definitions; a configuration may declare more (custom
+ * networks: a chain the registry does not list).
+ */
+export interface NetworkDefinition {
+  readonly name: string;
+  readonly chainId: number;
+  readonly gasKind: GasKind;
+}
+
+/**
+ * What every network name looks like, the registry's and custom ones: a lowercase slug (a-z, 0-9, single
+ * hyphens inside), so it goes into URL paths (/rpc/v1/<name>) and environment variable names
+ * (PAYMASTER_NETWORK_<NAME>_…) unescaped, and two names never map to the same variable.
+ */
+export const NETWORK_NAME_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+export const NETWORK_NAME_MAX_LENGTH = 64;
+
+/** Whether `value` has the shape of a network name (NETWORK_NAME_PATTERN, at most NETWORK_NAME_MAX_LENGTH characters). */
+export function isNetworkSlug(value: unknown): value is string {
+  return typeof value === "string" && value.length <= NETWORK_NAME_MAX_LENGTH && NETWORK_NAME_PATTERN.test(value);
+}
+
+/** The network named `name`: the registry's, else one of `custom` (declared by a configuration), else undefined. */
+export function findNetwork(name: string, custom: readonly NetworkDefinition[] = []): NetworkDefinition | undefined {
+  if (isNetworkName(name)) return { name, ...NETWORKS[name] };
+  return custom.find((n) => n.name === name);
+}
+
+/** Every network name known with `custom` declared: the registry's, then the custom ones. */
+export function knownNetworkNames(custom: readonly NetworkDefinition[] = []): string[] {
+  return [...NETWORK_NAMES, ...custom.map((n) => n.name)];
 }
 
 /** Whether `value` is a gas kind. */

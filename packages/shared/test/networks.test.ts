@@ -7,7 +7,10 @@ import {
   ENTRY_POINT_V06_ADDRESS,
   ENTRY_POINT_V07_ADDRESS,
   ENTRY_POINT_V08_ADDRESS,
+  findNetwork,
   isEntryPointVersion,
+  isNetworkSlug,
+  knownNetworkNames,
   isNetworkName,
   NETWORK_NAMES,
   NETWORKS,
@@ -68,6 +71,20 @@ describe("networks", () => {
     expect(gasKindOf("local")).to.equal("l1");
     expect(isGasKind("op-stack")).to.equal(true);
     for (const bad of ["optimism", "L1", "", "toString", 1, null]) expect(isGasKind(bad), String(bad)).to.equal(false);
+  });
+
+  it("finds a network in the registry first, then among declared custom ones; names are lowercase slugs", () => {
+    const custom = [{ name: "polygon-amoy", chainId: 80002, gasKind: "l1" as const }];
+    expect(findNetwork("base-sepolia", custom)).to.deep.equal({ name: "base-sepolia", chainId: 84532, gasKind: "op-stack" });
+    expect(findNetwork("polygon-amoy", custom)).to.deep.equal(custom[0]);
+    expect(findNetwork("polygon-amoy")).to.equal(undefined);
+    expect(findNetwork("toString", custom)).to.equal(undefined);
+    expect(knownNetworkNames(custom)).to.deep.equal([...NETWORK_NAMES, "polygon-amoy"]);
+    for (const name of NETWORK_NAMES) expect(isNetworkSlug(name), name).to.equal(true);
+    for (const good of ["my-chain", "linea", "a", "chain-2", "x".repeat(64)]) expect(isNetworkSlug(good), good).to.equal(true);
+    for (const bad of ["My-Chain", "my_chain", "my chain", "-chain", "chain-", "a--b", "a/b", "", "x".repeat(65), 5, null]) {
+      expect(isNetworkSlug(bad), String(bad)).to.equal(false);
+    }
   });
 
   it("is frozen", () => {

@@ -11,6 +11,7 @@ import { Contract, ContractFactory, concat, getAddress, getCreate2Address, id, k
 import type { BytesLike, ContractTransactionResponse, Provider, Signer } from "ethers";
 import type { Address, DeploymentManifest, EntryPointVersion, TokenDeployment } from "../manifest.ts";
 import { TestToken__factory } from "../../types/ethers-contracts/factories/test/TestToken__factory.ts";
+import { GasTankDeposit__factory } from "../../types/ethers-contracts/factories/tank/GasTankDeposit__factory.ts";
 import { ERC20PaymasterV06__factory } from "../../types/ethers-contracts/factories/v06/ERC20PaymasterV06__factory.ts";
 import { VerifyingPaymasterV06__factory } from "../../types/ethers-contracts/factories/v06/VerifyingPaymasterV06__factory.ts";
 import { ERC20PaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/ERC20PaymasterV07__factory.ts";
@@ -323,6 +324,14 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     (await new ERC20PaymasterV08__factory().getDeployTransaction(entryPoint08, owner, signers, treasury, postOpGasOf("v0.8"), minPostOpGasLimit)).data,
   );
 
+  // The gas-tank deposit contract (User Sponsor mode), owned by the paymasters' owner.
+  const gasTankDeposit = await deployDeterministic(
+    ctx,
+    "GasTankDeposit",
+    saltFor("GasTankDeposit"),
+    (await new GasTankDeposit__factory().getDeployTransaction(owner)).data,
+  );
+
   // The v0.7/v0.8 simulators the service references from a small state override instead of sending their code.
   for (const [label, deployment] of [
     ["EntryPointSimulatorV07", EntryPointSimulatorV07Deployment],
@@ -430,5 +439,6 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     treasury,
     entryPoints,
     tokens,
+    gasTankDeposit,
   };
 }

@@ -7,7 +7,9 @@
  *   first owner and treasury, no signers, the default postOpGas), so its address depends only on the
  *   deploying key, the salt and the code. In the same transaction PaymasterDeployer adds the signers, sets
  *   treasury, tokens and postOpGas, deposits, stakes, and offers ownership to the real owner, who accepts it
- *   (Ownable2Step; when the owner is the deploying key, the plan accepts it in the next transaction).
+ *   (Ownable2Step; when the owner is the deploying key, the plan accepts it in the next transaction);
+ * - GasTankDeposit (where smart accounts fund their gas tanks): the same way, with the deployer contract as its
+ *   fixed first owner and no set-up, ownership offered to the same owner.
  *
  * Planning only reads the chain, so a dry run is the plan printed, and a deployment killed halfway and run
  * again plans only what is still missing: contracts found at their address with the expected code are
@@ -22,6 +24,7 @@ import { ERC20PaymasterV07__factory } from "../../types/ethers-contracts/factori
 import { VerifyingPaymasterV07__factory } from "../../types/ethers-contracts/factories/v07/VerifyingPaymasterV07__factory.ts";
 import { ERC20PaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/ERC20PaymasterV08__factory.ts";
 import { VerifyingPaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/VerifyingPaymasterV08__factory.ts";
+import { GasTankDeposit__factory } from "../../types/ethers-contracts/factories/tank/GasTankDeposit__factory.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
   DEFAULT_MIN_POST_OP_GAS_LIMIT,
@@ -72,12 +75,9 @@ export const PAYMASTER_DEPLOYER_SALT = id("@paymaster/contracts:PaymasterDeploye
 /** Default CREATE2 salt of the paymasters. */
 export const DEFAULT_PAYMASTER_SALT = id("@paymaster/contracts:paymasters/1") as `0x${string}`;
 
-/** One paymaster the plan is about. */
-export interface PaymasterTarget {
+/** One contract the plan creates through PaymasterDeployer. */
+export interface ContractTarget {
   label: string;
-  version: EntryPointVersion;
-  kind: PaymasterKind;
-  entryPoint: Address;
   /** Its CREATE2 address for this deploying key and salt. */
   address: Address;
   /** Fixed constructor arguments, ABI-encoded (for explorer verification). */
@@ -88,9 +88,19 @@ export interface PaymasterTarget {
   state: "missing" | "deployed";
 }
 
+/** One paymaster the plan is about. */
+export interface PaymasterTarget extends ContractTarget {
+  version: EntryPointVersion;
+  kind: PaymasterKind;
+  entryPoint: Address;
+}
+
+/** GasTankDeposit's label in plans and manifests (its contract name). */
+export const GAS_TANK_DEPOSIT_LABEL = "GasTankDeposit";
+
 /** A transaction the plan sends (or, in a dry run, would send). */
 export interface PlannedTx {
-  step: "install-create2-proxy" | "deploy-paymaster-deployer" | "deploy-paymaster" | "accept-ownership" | "top-up-deposit" | "top-up-stake";
+  step: "install-create2-proxy" | "deploy-paymaster-deployer" | "deploy-paymaster" | "deploy-gas-tank-deposit" | "accept-ownership" | "top-up-deposit" | "top-up-stake";
   label: string;
   from: Address;
   to: Address;
@@ -114,6 +124,8 @@ export interface DeployPlan {
   create2Proxy: "present" | "missing";
   paymasterDeployer: { address: Address; state: "missing" | "deployed" };
   paymasters: PaymasterTarget[];
+  /** The contract gas-tank deposits are paid into (User Sponsor mode), deployed with the paymasters. */
+  gasTankDeposit: ContractTarget;
   txs: PlannedTx[];
   /** What the plan cannot do with the deploying key (e.g. stake top-ups when someone else owns a paymaster). */
   notes: string[];
@@ -127,8 +139,9 @@ export interface DeployPlan {
  * Gas of steps that cannot be estimated before an earlier step lands (the contract they call is not there
  * yet): measured by test/networkDeploy.test.ts on the local chain, rounded up.
  */
-export const APPROX_GAS: Record<"deploy-paymaster-deployer" | "deploy-paymaster-verifying" | "deploy-paymaster-erc20" | "accept-ownership", bigint> = {
+export const APPROX_GAS: Record<"deploy-paymaster-deployer" | "deploy-paymaster-verifying" | "deploy-paymaster-erc20" | "deploy-gas-tank-deposit" | "accept-ownership", bigint> = {
   "deploy-paymaster-deployer": 560_000n, // measured 496k
+  "deploy-gas-tank-deposit": 560_000n, // measured 478k
   "deploy-paymaster-verifying": 1_800_000n, // + per set-up call; measured 1.58-1.64M with 3 calls
   "deploy-paymaster-erc20": 3_200_000n, // + per set-up call; measured 2.99-3.04M with 5 calls
   "accept-ownership": 40_000n, // measured 28k
@@ -235,6 +248,20 @@ function targetsFor(config: DeployPlan["config"], deployer: Address): Omit<Payma
   return targets;
 }
 
+/** GasTankDeposit created by PaymasterDeployer: its one constructor argument (the owner) fixed to PaymasterDeployer. */
+function gasTankDepositTarget(config: DeployPlan["config"], deployer: Address): Omit<ContractTarget, "state"> {
+  const constructor = new Interface(GasTankDeposit__factory.abi).deploy;
+  const encoded = AbiCoder.defaultAbiCoder().encode(constructor.inputs, [paymasterDeployerAddress()]) as `0x${string}`;
+  const initCode = concat([GasTankDeposit__factory.bytecode, encoded]) as `0x${string}`;
+  return {
+    label: GAS_TANK_DEPOSIT_LABEL,
+    address: paymasterAddress(deployer, config.salt, initCode),
+    constructorArgs: encoded,
+    initCode,
+    contract: `contracts/tank/${GAS_TANK_DEPOSIT_LABEL}.sol:${GAS_TANK_DEPOSIT_LABEL}`,
+  };
+}
+
 /** The set-up PaymasterDeployer runs on a new paymaster (as its first owner) before offering ownership. */
 function setupCalls(target: Omit<PaymasterTarget, "state">, config: DeployPlan["config"]): { data: string; value: bigint }[] {
   const calls: { data: string; value: bigint }[] = config.signers.map((signer) => ({ data: PAYMASTER.encodeFunctionData("addSigner", [signer]), value: 0n }));
@@ -335,38 +362,51 @@ export async function planNetworkDeploy(provider: Provider, deployer: Address, i
     txs.push({ step: "deploy-paymaster-deployer", label: "PaymasterDeployer", ...tx, ...(await estimate(provider, tx, APPROX_GAS["deploy-paymaster-deployer"])) });
   }
 
-  const paymasters: PaymasterTarget[] = [];
-  const entryPointReader = (address: Address) => new Contract(address, STAKE_MANAGER, provider);
-  for (const target of targetsFor(config, deployer)) {
+  /**
+   * Plans one contract PaymasterDeployer creates: missing -> its creation (with `setup`) and the acceptance of
+   * its ownership; there -> its code checked, and a hand-over still pending finished. Returns its state and,
+   * when it is there, its owner and pending owner.
+   */
+  const planOwned = async (
+    target: Omit<ContractTarget, "state">,
+    creation: { step: "deploy-paymaster" | "deploy-gas-tank-deposit"; setup: { data: string; value: bigint }[]; approxGas: bigint },
+  ): Promise<{ state: ContractTarget["state"]; owner?: Address; pendingOwner?: Address }> => {
     const code = (await provider.getCode(target.address)).toLowerCase();
-    const state = code === "0x" ? "missing" : "deployed";
-    paymasters.push({ ...target, state });
-    if (state === "missing") {
-      const setup = setupCalls(target, config);
-      const value = setup.reduce((sum, call) => sum + call.value, 0n);
-      const data = PaymasterDeployer__factory.createInterface().encodeFunctionData("deploy", [config.salt, target.initCode, setup, config.owner]) as `0x${string}`;
+    if (code === "0x") {
+      const value = creation.setup.reduce((sum, call) => sum + call.value, 0n);
+      const data = PaymasterDeployer__factory.createInterface().encodeFunctionData("deploy", [config.salt, target.initCode, creation.setup, config.owner]) as `0x${string}`;
       const tx = { from: deployer, to: deployerContract, data, value };
-      const fallback = APPROX_GAS[target.kind === "erc20" ? "deploy-paymaster-erc20" : "deploy-paymaster-verifying"] + APPROX_GAS_PER_SETUP_CALL * BigInt(setup.length);
-      txs.push({ step: "deploy-paymaster", label: target.label, ...tx, ...(deployerState === "deployed" ? await estimate(provider, tx, fallback) : { gas: fallback, gasIsEstimate: false }) });
+      txs.push({ step: creation.step, label: target.label, ...tx, ...(deployerState === "deployed" ? await estimate(provider, tx, creation.approxGas) : { gas: creation.approxGas, gasIsEstimate: false }) });
       if (config.owner === deployer) {
         txs.push({ step: "accept-ownership", label: `${target.label}.acceptOwnership`, from: deployer, to: target.address, data: OWNABLE2STEP.encodeFunctionData("acceptOwnership") as `0x${string}`, value: 0n, gas: APPROX_GAS["accept-ownership"], gasIsEstimate: false });
       } else {
         notes.push(`${target.label}: the owner ${config.owner} must call acceptOwnership() on ${target.address} (Ownable2Step)`);
       }
-      continue;
+      return { state: "missing" };
     }
-
     if (code !== (await expectedRuntime(provider, target.initCode))) {
       throw new Error(`${target.label}: other code is at its address ${target.address} on chain ${chainId}: refusing to deploy over it`);
     }
-    const paymaster = new Contract(target.address, OWNABLE2STEP, provider);
-    const [owner, pendingOwner] = (await Promise.all([paymaster.getFunction("owner")(), paymaster.getFunction("pendingOwner")()])) as [string, string];
-    if (getAddress(pendingOwner) === deployer) {
+    const contract = new Contract(target.address, OWNABLE2STEP, provider);
+    const [owner, pendingOwner] = ((await Promise.all([contract.getFunction("owner")(), contract.getFunction("pendingOwner")()])) as [string, string]).map((a) => getAddress(a) as Address) as [Address, Address];
+    if (pendingOwner === deployer) {
       const tx = { from: deployer, to: target.address, data: OWNABLE2STEP.encodeFunctionData("acceptOwnership") as `0x${string}`, value: 0n };
       txs.push({ step: "accept-ownership", label: `${target.label}.acceptOwnership`, ...tx, ...(await estimate(provider, tx, APPROX_GAS["accept-ownership"])) });
-    } else if (getAddress(pendingOwner) === config.owner && config.owner !== deployer) {
+    } else if (pendingOwner === config.owner && config.owner !== deployer) {
       notes.push(`${target.label}: the owner ${config.owner} has not yet called acceptOwnership() on ${target.address}`);
     }
+    return { state: "deployed", owner, pendingOwner };
+  };
+
+  const paymasters: PaymasterTarget[] = [];
+  const entryPointReader = (address: Address) => new Contract(address, STAKE_MANAGER, provider);
+  for (const target of targetsFor(config, deployer)) {
+    const setup = setupCalls(target, config);
+    const approxGas = APPROX_GAS[target.kind === "erc20" ? "deploy-paymaster-erc20" : "deploy-paymaster-verifying"] + APPROX_GAS_PER_SETUP_CALL * BigInt(setup.length);
+    const { state, owner, pendingOwner } = await planOwned(target, { step: "deploy-paymaster", setup, approxGas });
+    paymasters.push({ ...target, state });
+    if (state === "missing") continue;
+
     const ep = entryPointReader(target.entryPoint);
     const [deposit, info] = (await Promise.all([ep.getFunction("balanceOf")(target.address), ep.getFunction("getDepositInfo")(target.address)])) as [
       bigint,
@@ -378,9 +418,9 @@ export async function planNetworkDeploy(provider: Provider, deployer: Address, i
     }
     const stakeShort = info.stake < config.stakeAmount || Number(info.unstakeDelaySec) < config.unstakeDelaySec || info.withdrawTime !== 0n;
     if (stakeShort) {
-      const ownsIt = getAddress(owner) === deployer || getAddress(pendingOwner) === deployer;
+      const ownsIt = owner === deployer || pendingOwner === deployer;
       if (!ownsIt) {
-        notes.push(`${target.label}: its stake (${info.stake} wei, ${info.unstakeDelaySec} s) is below the target: the owner ${getAddress(owner)} must call addStake(${config.unstakeDelaySec}) with ${config.stakeAmount - (info.stake < config.stakeAmount ? info.stake : config.stakeAmount)} wei`);
+        notes.push(`${target.label}: its stake (${info.stake} wei, ${info.unstakeDelaySec} s) is below the target: the owner ${owner} must call addStake(${config.unstakeDelaySec}) with ${config.stakeAmount - (info.stake < config.stakeAmount ? info.stake : config.stakeAmount)} wei`);
       } else {
         const value = info.stake < config.stakeAmount ? config.stakeAmount - info.stake : 0n;
         const delay = Math.max(Number(info.unstakeDelaySec), config.unstakeDelaySec);
@@ -389,6 +429,10 @@ export async function planNetworkDeploy(provider: Provider, deployer: Address, i
       }
     }
   }
+
+  const tankTarget = gasTankDepositTarget(config, deployer);
+  const { state: tankState } = await planOwned(tankTarget, { step: "deploy-gas-tank-deposit", setup: [], approxGas: APPROX_GAS["deploy-gas-tank-deposit"] });
+  const gasTankDeposit: ContractTarget = { ...tankTarget, state: tankState };
 
   const fees = await provider.getFeeData();
   const feePerGas = fees.maxFeePerGas ?? fees.gasPrice ?? 0n;
@@ -401,6 +445,7 @@ export async function planNetworkDeploy(provider: Provider, deployer: Address, i
     create2Proxy,
     paymasterDeployer: { address: deployerContract, state: deployerState },
     paymasters,
+    gasTankDeposit,
     txs,
     notes,
     feePerGas,

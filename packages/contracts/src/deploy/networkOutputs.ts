@@ -2,8 +2,8 @@
  * What a network deployment leaves behind, per network, in one folder:
  * - `deployment.<network>.json`: the manifest (addresses, constructor arguments, code hashes, the transaction
  *   and block that created each contract, set-up targets);
- * - `service-network.<network>.json`: the `entryPoints` block of the service's network configuration;
- * - `verify/<network>/<Contract>.json`: explorer verification input per paymaster (compiler version, fully
+ * - `service-network.<network>.json`: the `entryPoints` and `depositContract` of the service's network configuration;
+ * - `verify/<network>/<Contract>.json`: explorer verification input per contract (compiler version, fully
  *   qualified name, constructor arguments, standard JSON input), for Etherscan, Blockscout or Sourcify.
  * A re-run keeps what the previous manifest knew about contracts it did not deploy this time.
  */
@@ -13,13 +13,11 @@ import { keccak256, type Provider } from "ethers";
 import type { Address, EntryPointVersion } from "../manifest.ts";
 import { packageRoot } from "../packageRoot.ts";
 import { writeJsonAtomically } from "./writeJson.ts";
-import type { DeployPlan, PaymasterKind, SentTx } from "./network.ts";
+import type { ContractTarget, DeployPlan, PaymasterKind, SentTx } from "./network.ts";
 
-export interface NetworkPaymaster {
+/** A contract the deployment created (or found), as the manifest records it. */
+export interface NetworkContract {
   label: string;
-  version: EntryPointVersion;
-  kind: PaymasterKind;
-  entryPoint: Address;
   address: Address;
   /** Source name and contract name, e.g. contracts/v07/VerifyingPaymasterV07.sol:VerifyingPaymasterV07. */
   contract: string;
@@ -28,6 +26,12 @@ export interface NetworkPaymaster {
   codeHash: `0x${string}`;
   /** The transaction that created it (null when an earlier run did and no manifest told us). */
   deployment: { txHash: `0x${string}`; blockNumber: number } | null;
+}
+
+export interface NetworkPaymaster extends NetworkContract {
+  version: EntryPointVersion;
+  kind: PaymasterKind;
+  entryPoint: Address;
 }
 
 export interface NetworkManifest {
@@ -49,27 +53,32 @@ export interface NetworkManifest {
   salt: `0x${string}`;
   paymasterDeployer: Address;
   paymasters: NetworkPaymaster[];
+  /** Where gas-tank deposits are paid (absent in manifests written before it was deployed with the paymasters). */
+  gasTankDeposit?: NetworkContract;
+}
+
+/** What the manifest records of one contract of the plan, with what this run (or the previous manifest) knows of its creation. */
+async function recorded(provider: Provider, target: ContractTarget, sent: readonly SentTx[], previous?: NetworkManifest): Promise<NetworkContract> {
+  const code = await provider.getCode(target.address);
+  if (code === "0x") throw new Error(`${target.label}: no code at ${target.address} after the deployment`);
+  const created = sent.find((tx) => (tx.step === "deploy-paymaster" || tx.step === "deploy-gas-tank-deposit") && tx.label === target.label);
+  const known = [...(previous?.paymasters ?? []), ...(previous?.gasTankDeposit ? [previous.gasTankDeposit] : [])];
+  const before = known.find((c) => c.address === target.address)?.deployment ?? null;
+  return {
+    label: target.label,
+    address: target.address,
+    contract: target.contract,
+    constructorArgs: target.constructorArgs,
+    codeHash: keccak256(code) as `0x${string}`,
+    deployment: created ? { txHash: created.hash, blockNumber: created.blockNumber } : before,
+  };
 }
 
 /** The manifest after a run: the plan's contracts, with what this run (or the previous manifest) knows of their creation. */
 export async function networkManifest(provider: Provider, plan: DeployPlan, sent: readonly SentTx[], previous?: NetworkManifest): Promise<NetworkManifest> {
   const paymasters: NetworkPaymaster[] = [];
   for (const target of plan.paymasters) {
-    const code = await provider.getCode(target.address);
-    if (code === "0x") throw new Error(`${target.label}: no code at ${target.address} after the deployment`);
-    const created = sent.find((tx) => tx.step === "deploy-paymaster" && tx.label === target.label);
-    const before = previous?.paymasters.find((p) => p.address === target.address)?.deployment ?? null;
-    paymasters.push({
-      label: target.label,
-      version: target.version,
-      kind: target.kind,
-      entryPoint: target.entryPoint,
-      address: target.address,
-      contract: target.contract,
-      constructorArgs: target.constructorArgs,
-      codeHash: keccak256(code) as `0x${string}`,
-      deployment: created ? { txHash: created.hash, blockNumber: created.blockNumber } : before,
-    });
+    paymasters.push({ ...(await recorded(provider, target, sent, previous)), version: target.version, kind: target.kind, entryPoint: target.entryPoint });
   }
   const { config } = plan;
   return {
@@ -90,17 +99,23 @@ export async function networkManifest(provider: Provider, plan: DeployPlan, sent
     salt: config.salt,
     paymasterDeployer: plan.paymasterDeployer.address,
     paymasters,
+    gasTankDeposit: await recorded(provider, plan.gasTankDeposit, sent, previous),
   };
 }
 
-/** The `entryPoints` block of the service's network configuration for this deployment. */
-export function serviceNetworkBlock(manifest: NetworkManifest): { name: string; chainId: number; entryPoints: Record<string, { entryPoint: Address; verifyingPaymaster: Address; erc20Paymaster: Address }> } {
+/** The service's network configuration for this deployment: name, chain id, `entryPoints` and `depositContract`. */
+export function serviceNetworkBlock(manifest: NetworkManifest): {
+  name: string;
+  chainId: number;
+  entryPoints: Record<string, { entryPoint: Address; verifyingPaymaster: Address; erc20Paymaster: Address }>;
+  depositContract?: Address;
+} {
   const entryPoints: Record<string, { entryPoint: Address; verifyingPaymaster: Address; erc20Paymaster: Address }> = {};
   for (const version of new Set(manifest.paymasters.map((p) => p.version))) {
     const of = (kind: PaymasterKind) => manifest.paymasters.find((p) => p.version === version && p.kind === kind)!;
     entryPoints[version] = { entryPoint: of("verifying").entryPoint, verifyingPaymaster: of("verifying").address, erc20Paymaster: of("erc20").address };
   }
-  return { name: manifest.network, chainId: manifest.chainId, entryPoints };
+  return { name: manifest.network, chainId: manifest.chainId, entryPoints, ...(manifest.gasTankDeposit ? { depositContract: manifest.gasTankDeposit.address } : {}) };
 }
 
 interface BuildInfo {
@@ -108,19 +123,19 @@ interface BuildInfo {
   input: unknown;
 }
 
-/** Explorer verification input of one deployed paymaster, from Hardhat's build info of its artifact. */
-export async function verificationInput(paymaster: NetworkPaymaster, chainId: number) {
-  const [source, name] = paymaster.contract.split(":") as [string, string];
+/** Explorer verification input of one deployed contract, from Hardhat's build info of its artifact. */
+export async function verificationInput(deployed: NetworkContract, chainId: number) {
+  const [source, name] = deployed.contract.split(":") as [string, string];
   const root = packageRoot();
   const artifact = JSON.parse(await readFile(path.join(root, "artifacts", source, `${name}.json`), "utf8")) as { buildInfoId: string; inputSourceName: string };
   const buildInfo = JSON.parse(await readFile(path.join(root, "artifacts", "build-info", `${artifact.buildInfoId}.json`), "utf8")) as BuildInfo;
   return {
     chainId,
-    address: paymaster.address,
+    address: deployed.address,
     // The name as the compiler saw it (Hardhat 3 prefixes project sources with "project/").
     contractName: `${artifact.inputSourceName}:${name}`,
     compilerVersion: `v${buildInfo.solcLongVersion}`,
-    constructorArguments: paymaster.constructorArgs.slice(2),
+    constructorArguments: deployed.constructorArgs.slice(2),
     standardJsonInput: buildInfo.input,
   };
 }
@@ -134,8 +149,8 @@ export async function writeNetworkOutputs(dir: string, manifest: NetworkManifest
   };
   await write(path.join(dir, `deployment.${manifest.network}.json`), manifest);
   await write(path.join(dir, `service-network.${manifest.network}.json`), serviceNetworkBlock(manifest));
-  for (const paymaster of manifest.paymasters) {
-    await write(path.join(dir, "verify", manifest.network, `${paymaster.label}.json`), await verificationInput(paymaster, manifest.chainId));
+  for (const deployed of [...manifest.paymasters, ...(manifest.gasTankDeposit ? [manifest.gasTankDeposit] : [])]) {
+    await write(path.join(dir, "verify", manifest.network, `${deployed.label}.json`), await verificationInput(deployed, manifest.chainId));
   }
   return written;
 }

@@ -1,7 +1,8 @@
 /**
  * What the on-chain operator commands (deploy, status, deposit, withdraw, stake, unstake, signer) act on: one
- * network, its RPC (from the configuration or PAYMASTER_NETWORK_<NAME>_RPC_URL, as the service reads it), its
- * paymasters (from the configuration, else from the deployment manifest), and keys taken only from the
+ * network (of the registry, or a custom one the configuration declares), its RPC (from the configuration or
+ * PAYMASTER_NETWORK_<NAME>_RPC_URL, as the service reads it), its paymasters and gas-tank deposit contract (from
+ * the configuration, else from the deployment manifest), and keys taken only from the
  * environment or key files, never from the command line:
  * - PAYMASTER_DEPLOYER_KEY / PAYMASTER_DEPLOYER_KEY_FILE: the key that deploys and funds;
  * - PAYMASTER_OWNER_KEY / PAYMASTER_OWNER_KEY_FILE: the paymasters' owner (withdraw, stake, signers);
@@ -9,9 +10,9 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { JsonRpcProvider, Wallet, getAddress, isAddress } from "ethers";
+import { FetchRequest, JsonRpcProvider, Wallet, getAddress, isAddress } from "ethers";
 import { privateKeyToAddress } from "viem/accounts";
-import { isNetworkName, NETWORKS, type Address, type EntryPointVersion, type NetworkName } from "@paymaster/shared";
+import { findNetwork, knownNetworkNames, type Address, type EntryPointVersion } from "@paymaster/shared";
 import { paymasterLabel, readNetworkManifest, type NetworkManifest } from "@paymaster/contracts/deploy";
 import { loadConfig, networkEnvVar, redactUrl } from "../config/load.ts";
 import type { NetworkConfig, ServiceConfig } from "../config/types.ts";
@@ -26,11 +27,13 @@ export interface PaymasterRef {
 }
 
 export interface ChainTarget {
-  network: NetworkName;
+  network: string;
   chainId: number;
   provider: JsonRpcProvider;
   /** The paymasters known for the network (configuration first, else the manifest); empty before a deployment. */
   paymasters: PaymasterRef[];
+  /** The GasTankDeposit contract (the configuration's depositContract, else the manifest's), if any. */
+  gasTankDeposit?: Address;
   /** The service's signer addresses for the network (from its signer keys, when the environment has them). */
   serviceSigners: Address[];
   /** The network's configuration, when the configuration file names it. */
@@ -54,18 +57,22 @@ export async function chainTarget(
   options: { network: string; config?: string; deployments?: string },
   env: NodeJS.ProcessEnv,
 ): Promise<ChainTarget> {
-  if (!isNetworkName(options.network)) {
-    throw new AdminError("INVALID_INPUT", `unknown network "${options.network}": one of ${Object.keys(NETWORKS).join(", ")}`);
+  const service: ServiceConfig | undefined = await loadConfig({ argv: options.config === undefined ? [] : ["--config", options.config], env, purpose: "admin" });
+  const definition = findNetwork(options.network, service?.customNetworks);
+  if (definition === undefined) {
+    throw new AdminError(
+      "INVALID_INPUT",
+      `unknown network "${options.network}": one of ${knownNetworkNames(service?.customNetworks).join(", ")} (a chain the registry does not list is declared in the configuration's customNetworks)`,
+    );
   }
-  const name = options.network;
-  const service: ServiceConfig | undefined = await loadConfig({ argv: options.config === undefined ? [] : ["--config", options.config], env, signerKeys: "optional" });
+  const name = definition.name;
   const config = service?.networks.find((n) => n.name === name);
   const rpcVar = networkEnvVar(name, "RPC_URL");
   const rpcUrl = config?.rpcUrl ?? env[rpcVar];
   if (rpcUrl === undefined || rpcUrl === "") {
     throw new AdminError("INVALID_INPUT", `no RPC URL for ${name}: configure the network in the configuration file or set ${rpcVar}`);
   }
-  const chainId = config?.chainId ?? NETWORKS[name].chainId;
+  const chainId = config?.chainId ?? definition.chainId;
   const manifest = await readNetworkManifest(path.join(options.deployments ?? DEFAULT_DEPLOYMENTS_DIR, `deployment.${name}.json`));
   const paymasters: PaymasterRef[] = [];
   if (config) {
@@ -73,6 +80,7 @@ export async function chainTarget(
   } else if (manifest) {
     for (const p of manifest.paymasters) paymasters.push({ label: p.label, version: p.version, kind: p.kind, entryPoint: p.entryPoint, address: p.address });
   }
+  const gasTankDeposit = config?.depositContract ?? manifest?.gasTankDeposit?.address;
   const provider = new JsonRpcProvider(rpcUrl, chainId, { staticNetwork: true, cacheTimeout: -1 });
   try {
     const actual = Number(await provider.send("eth_chainId", []));
@@ -88,6 +96,7 @@ export async function chainTarget(
     chainId,
     provider,
     paymasters,
+    ...(gasTankDeposit === undefined ? {} : { gasTankDeposit }),
     serviceSigners: (config?.signerKeys ?? envSignerKeys(env, name)).map((key) => privateKeyToAddress(key as `0x${string}`) as Address),
     ...(config ? { config } : {}),
     ...(manifest ? { manifest } : {}),
@@ -95,8 +104,31 @@ export async function chainTarget(
   };
 }
 
+/** How long a read of the running service's chain target may wait for its RPC (the console's status page). */
+export const SERVICE_TARGET_TIMEOUT_MS = 10_000;
+
+/**
+ * The chain target of a network the running service serves (the admin API's network status): its configured
+ * RPC (the primary), paymasters and signer keys, as `chainTarget` reads them from a configuration file. The
+ * service's pre-flight has already checked the chain id.
+ */
+export function serviceChainTarget(config: NetworkConfig): ChainTarget {
+  const request = new FetchRequest(config.rpcUrl);
+  request.timeout = SERVICE_TARGET_TIMEOUT_MS;
+  const provider = new JsonRpcProvider(request, config.chainId, { staticNetwork: true, cacheTimeout: -1 });
+  return {
+    network: config.name,
+    chainId: config.chainId,
+    provider,
+    paymasters: paymastersOf(config.entryPoints),
+    serviceSigners: config.signerKeys.map((key) => privateKeyToAddress(key) as Address),
+    config,
+    close: () => provider.destroy(),
+  };
+}
+
 /** Without a configuration: the network's signer keys from PAYMASTER_NETWORK_<NAME>_SIGNER_KEYS, as the service reads them. */
-function envSignerKeys(env: NodeJS.ProcessEnv, name: NetworkName): string[] {
+function envSignerKeys(env: NodeJS.ProcessEnv, name: string): string[] {
   const variable = networkEnvVar(name, "SIGNER_KEYS");
   const keys = (env[variable] ?? "").split(",").map((k) => k.trim()).filter(Boolean);
   for (const key of keys) if (!/^0x[0-9a-fA-F]{64}$/.test(key)) throw new AdminError("INVALID_INPUT", `${variable}: not a comma-separated list of 32-byte hex private keys`);

@@ -6,6 +6,7 @@
  */
 import { getAddress, isAddress } from "viem";
 import type { Address } from "@paymaster/shared";
+import type { ServiceContext } from "../context.ts";
 import { isStoreError } from "../store/errors.ts";
 import type { Store } from "../store/types.ts";
 
@@ -13,20 +14,33 @@ export interface AdminContext {
   store: Store;
   /** The configured networks' names (a network name given to an operation must be one of them). */
   networks: readonly string[];
-  /** Who acts, for the audit log: "cli:<os user>" or "api:<token name>". */
+  /** Who acts, for the audit log: "cli:<os user>", "api:<token name>" or "console:<token name>". */
   actor: string;
   now?: () => number;
+  /**
+   * The running service (the admin API inside it only): what operations that need its networks' chain access
+   * or its sponsor pipeline use (network status, the policy dry run). The CLI has none.
+   */
+  service?: ServiceContext;
 }
 
-export type AdminErrorCode = "NOT_FOUND" | "INVALID_INPUT" | "CONFLICT";
+export type AdminErrorCode = "NOT_FOUND" | "INVALID_INPUT" | "CONFLICT" | "UNAVAILABLE";
 
-/** A refusal an operator can act on; the message names what is wrong. */
+/** One field of the input that is wrong: its path ("rules.caps.daily.maxUsd") and what is wrong with it. */
+export interface FieldIssue {
+  field: string;
+  message: string;
+}
+
+/** A refusal an operator can act on; the message names what is wrong (and `issues`, when given, each field). */
 export class AdminError extends Error {
   override name = "AdminError";
   readonly code: AdminErrorCode;
-  constructor(code: AdminErrorCode, message: string) {
+  readonly issues: readonly FieldIssue[] | undefined;
+  constructor(code: AdminErrorCode, message: string, issues?: readonly FieldIssue[]) {
     super(message);
     this.code = code;
+    this.issues = issues;
   }
 }
 
@@ -46,8 +60,19 @@ export async function guarded<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function invalid(message: string): never {
-  throw new AdminError("INVALID_INPUT", message);
+export function invalid(message: string, issues?: readonly FieldIssue[]): never {
+  throw new AdminError("INVALID_INPUT", message, issues);
+}
+
+/** INVALID_INPUT for one field: the message "<where>: <field>: <problem>" (as the CLI prints it), and the issue. */
+export function invalidField(where: string, field: string, problem: string): never {
+  throw new AdminError("INVALID_INPUT", `${where}: ${field}: ${problem}`, [{ field, message: problem }]);
+}
+
+/** The running service, for the operations only the admin API inside it can do. */
+export function runningService(ctx: AdminContext): ServiceContext {
+  if (!ctx.service) throw new AdminError("UNAVAILABLE", "this needs the running service: use the admin API (or the console) of a service with PAYMASTER_ADMIN_TOKENS set");
+  return ctx.service;
 }
 
 export function notFound(message: string): never {

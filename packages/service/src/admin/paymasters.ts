@@ -147,7 +147,7 @@ export interface SentChange {
   blockNumber: number;
 }
 
-async function send(label: string, action: string, pending: Promise<{ hash: string; wait(): Promise<{ status: number | null; blockNumber: number } | null> }>): Promise<SentChange> {
+export async function send(label: string, action: string, pending: Promise<{ hash: string; wait(): Promise<{ status: number | null; blockNumber: number } | null> }>): Promise<SentChange> {
   let tx;
   try {
     tx = await pending;

@@ -20,7 +20,8 @@ export interface SponsorshipQuery {
   limit?: string | number;
 }
 
-function time(value: string | undefined, field: string): number | undefined {
+/** Unix seconds or an ISO 8601 date/time as unix seconds (undefined stays undefined). */
+export function parseTime(value: string | undefined, field: string): number | undefined {
   if (value === undefined) return undefined;
   if (/^\d+$/.test(value)) return Number(value);
   const ms = Date.parse(value);
@@ -46,8 +47,8 @@ export async function listSponsorships(ctx: AdminContext, q: SponsorshipQuery) {
     if (!HASH_RE.test(q.userOpHash)) invalid("userOpHash: must be 32 bytes of 0x-hex");
     filter.userOpHash = q.userOpHash as Hex;
   }
-  const since = time(q.since, "since");
-  const until = time(q.until, "until");
+  const since = parseTime(q.since, "since");
+  const until = parseTime(q.until, "until");
   if (since !== undefined) filter.since = since;
   if (until !== undefined) filter.until = until;
   if (q.limit !== undefined) {
@@ -63,5 +64,8 @@ export async function showSponsorship(ctx: AdminContext, idOrHash: string) {
     ? await ctx.store.findSponsorshipByUserOpHash(idOrHash as Hex)
     : await ctx.store.getSponsorship(idOrHash);
   if (!record) notFound(`sponsorship ${JSON.stringify(idOrHash)} not found (give its id or userOpHash)`);
-  return sponsorshipView(record);
+  const t = await ctx.store.sponsorshipTimeline(record.id);
+  // Reserve and sign are one store transaction: both happen at createdAt.
+  const timeline = t && { reservedAt: t.createdAt, signedAt: t.createdAt, releasedAt: t.releasedAt, releaseReason: t.releaseReason, settledAt: t.settledAt };
+  return { ...sponsorshipView(record), timeline: timeline ?? null };
 }

@@ -1,9 +1,10 @@
 /** Strategies: create and update from a document, enable / disable, list, show, usage against every cap. */
 import { getAddress } from "viem";
 import type { Address } from "@paymaster/shared";
-import { capChecks, formatUsdMicros } from "../policy/rules.ts";
+import { capChecks, formatUsdMicros, utcDayKey } from "../policy/rules.ts";
+import { serializeRules } from "../policy/schema.ts";
 import type { Strategy } from "../store/types.ts";
-import { audit, guarded, invalid, notFound, validAddress, type AdminContext } from "./context.ts";
+import { AdminError, audit, guarded, invalid, invalidField, notFound, validAddress, type AdminContext } from "./context.ts";
 import { parseStrategyDocument } from "./strategyFile.ts";
 import { strategyView } from "./views.ts";
 
@@ -15,9 +16,12 @@ async function byCode(ctx: AdminContext, code: string): Promise<Strategy> {
 
 export async function createStrategy(ctx: AdminContext, data: unknown, where?: string) {
   const doc = parseStrategyDocument(ctx, data, where);
-  if (doc.project === undefined) invalid(`${where ?? "strategy"}: project: required to create a strategy (a project id)`);
-  if (!(await ctx.store.getProject(doc.project))) notFound(`${where ?? "strategy"}: project: project ${JSON.stringify(doc.project)} not found`);
-  if (await ctx.store.getStrategyByCode(doc.code)) invalid(`${where ?? "strategy"}: code: a strategy "${doc.code}" already exists (use update)`);
+  const at = where ?? "strategy";
+  if (doc.project === undefined) invalidField(at, "project", "required to create a strategy (a project id)");
+  if (!(await ctx.store.getProject(doc.project))) {
+    throw new AdminError("NOT_FOUND", `${at}: project: project ${JSON.stringify(doc.project)} not found`, [{ field: "project", message: `project ${JSON.stringify(doc.project)} not found` }]);
+  }
+  if (await ctx.store.getStrategyByCode(doc.code)) invalidField(at, "code", `a strategy "${doc.code}" already exists (use update)`);
   const strategy = await guarded(() =>
     ctx.store.createStrategy({
       projectId: doc.project!,
@@ -40,7 +44,7 @@ export async function updateStrategy(ctx: AdminContext, data: unknown, where?: s
   const doc = parseStrategyDocument(ctx, data, where);
   const current = await byCode(ctx, doc.code);
   if (doc.project !== undefined && doc.project !== current.projectId) {
-    invalid(`${where ?? "strategy"}: project: a strategy cannot move to another project`);
+    invalidField(where ?? "strategy", "project", "a strategy cannot move to another project");
   }
   const { code: _code, project: _project, ...patch } = doc;
   const updated = await guarded(() => ctx.store.updateStrategy(current.id, patch));
@@ -107,5 +111,52 @@ export async function strategyUsage(ctx: AdminContext, code: string, input: { se
       ops: global.ops,
     },
     caps,
+  };
+}
+
+export const USAGE_HISTORY_MAX_DAYS = 90;
+
+/**
+ * The strategy's usage per UTC day of the last `days` (default 14, at most USAGE_HISTORY_MAX_DAYS), today last:
+ * spent (what the chain charged for its settled ops) and reserved (the maximum cost its open signatures still
+ * hold), in wei and dollars, and ops counted (released ones do not count), by the day each op was reserved —
+ * how the daily cap counts them — with the daily cap itself, for a chart of spent vs reserved against it.
+ */
+export async function strategyUsageHistory(ctx: AdminContext, code: string, input: { days?: string | number } = {}) {
+  const strategy = await byCode(ctx, code);
+  const days = input.days === undefined ? 14 : Number(input.days);
+  if (!Number.isSafeInteger(days) || days < 1 || days > USAGE_HISTORY_MAX_DAYS) invalid(`days: an integer from 1 to ${USAGE_HISTORY_MAX_DAYS}`);
+  const now = (ctx.now ?? (() => Math.floor(Date.now() / 1000)))();
+  const today = now - (now % 86_400);
+  const since = today - (days - 1) * 86_400;
+  const { buckets, truncated } = await guarded(() => ctx.store.sponsorshipActivity({ since, until: today + 86_400, bucketSeconds: 86_400, strategyId: strategy.id }));
+  const rows = Array.from({ length: days }, (_, i) => ({ day: since + i * 86_400, spentWei: 0n, reservedWei: 0n, spentUsdMicros: 0n, reservedUsdMicros: 0n, ops: 0, released: 0 }));
+  for (const b of buckets) {
+    const row = rows[(b.bucket - since) / 86_400];
+    if (!row) continue;
+    if (b.status === "released") row.released += b.count;
+    else if (b.status === "settled") {
+      row.ops += b.count;
+      row.spentWei += b.actualCostWei;
+      row.spentUsdMicros += b.actualCostUsdMicros;
+    } else {
+      row.ops += b.count;
+      row.reservedWei += b.maxCostWei;
+      row.reservedUsdMicros += b.maxCostUsdMicros;
+    }
+  }
+  return {
+    code: strategy.code,
+    dailyCap: serializeRules(strategy.rules).caps?.daily ?? null,
+    days: rows.map((r) => ({
+      day: utcDayKey(r.day),
+      spentWei: r.spentWei.toString(),
+      reservedWei: r.reservedWei.toString(),
+      spentUsd: formatUsdMicros(r.spentUsdMicros),
+      reservedUsd: formatUsdMicros(r.reservedUsdMicros),
+      ops: r.ops,
+      released: r.released,
+    })),
+    truncated,
   };
 }

@@ -15,7 +15,7 @@
 import { parse as parseYaml } from "yaml";
 import { parseStrategyRules } from "../policy/schema.ts";
 import type { StrategyRules } from "../policy/types.ts";
-import { invalid, type AdminContext } from "./context.ts";
+import { invalid, invalidField, type AdminContext } from "./context.ts";
 
 export interface StrategyDocument {
   code: string;
@@ -40,53 +40,60 @@ export function parseDocumentText(text: string, file: string): unknown {
   }
 }
 
-function time(value: unknown, field: string): number | null | undefined {
+function time(value: unknown, where: string, field: string): number | null | undefined {
   if (value === undefined || value === null) return value as null | undefined;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) invalid(`${field}: must be unix seconds (a non-negative integer)`);
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) invalidField(where, field, "must be unix seconds (a non-negative integer)");
   return value;
 }
 
-/** A strategy document checked; `where` prefixes every error (e.g. the file name). */
+/** A strategy document checked; `where` prefixes every error (e.g. the file name). Errors carry the field(s). */
 export function parseStrategyDocument(ctx: AdminContext, data: unknown, where = "strategy"): StrategyDocument {
   if (typeof data !== "object" || data === null || Array.isArray(data)) invalid(`${where}: must be an object with code, name, rules, …`);
   const doc = data as Record<string, unknown>;
+  const bad = (field: string, problem: string): never => invalidField(where, field, problem);
   const unknown = Object.keys(doc).find((k) => !FIELDS.has(k));
-  if (unknown !== undefined) invalid(`${where}: ${unknown}: unknown field (known: ${[...FIELDS].join(", ")})`);
-  if (typeof doc.code !== "string" || !CODE_RE.test(doc.code)) invalid(`${where}: code: required, 1-64 letters, digits, '.', '_' or '-'`);
-  const out: StrategyDocument = { code: doc.code };
+  if (unknown !== undefined) bad(unknown, `unknown field (known: ${[...FIELDS].join(", ")})`);
+  if (typeof doc.code !== "string" || !CODE_RE.test(doc.code)) bad("code", "required, 1-64 letters, digits, '.', '_' or '-'");
+  const out: StrategyDocument = { code: doc.code as string };
   if (doc.name !== undefined) {
-    if (typeof doc.name !== "string" || doc.name.length > 200) invalid(`${where}: name: must be a string of at most 200 characters`);
-    out.name = doc.name;
+    if (typeof doc.name !== "string" || doc.name.length > 200) bad("name", "must be a string of at most 200 characters");
+    out.name = doc.name as string;
   }
   if (doc.project !== undefined) {
-    if (typeof doc.project !== "string" || doc.project === "") invalid(`${where}: project: must be a project id`);
-    out.project = doc.project;
+    if (typeof doc.project !== "string" || doc.project === "") bad("project", "must be a project id");
+    out.project = doc.project as string;
   }
   if (doc.status !== undefined) {
-    if (doc.status !== "enabled" && doc.status !== "disabled") invalid(`${where}: status: must be "enabled" or "disabled"`);
-    out.status = doc.status;
+    if (doc.status !== "enabled" && doc.status !== "disabled") bad("status", 'must be "enabled" or "disabled"');
+    out.status = doc.status as "enabled" | "disabled";
   }
   if (doc.networks !== undefined) {
     if (doc.networks !== null) {
-      if (!Array.isArray(doc.networks) || doc.networks.length === 0) invalid(`${where}: networks: must be a non-empty list of network names, or null for every network`);
-      for (const [i, n] of doc.networks.entries()) {
+      if (!Array.isArray(doc.networks) || doc.networks.length === 0) bad("networks", "must be a non-empty list of network names, or null for every network");
+      for (const [i, n] of (doc.networks as unknown[]).entries()) {
         if (typeof n !== "string" || !ctx.networks.includes(n)) {
-          invalid(`${where}: networks[${i}]: unknown network ${JSON.stringify(n)} (configured: ${ctx.networks.join(", ")})`);
+          bad(`networks[${i}]`, `unknown network ${JSON.stringify(n)} (configured: ${ctx.networks.join(", ")})`);
         }
       }
     }
     out.networks = doc.networks as string[] | null;
   }
-  const validFrom = time(doc.validFrom, `${where}: validFrom`);
-  const validUntil = time(doc.validUntil, `${where}: validUntil`);
+  const validFrom = time(doc.validFrom, where, "validFrom");
+  const validUntil = time(doc.validUntil, where, "validUntil");
   if (validFrom !== undefined) out.validFrom = validFrom;
   if (validUntil !== undefined) out.validUntil = validUntil;
-  if (typeof validFrom === "number" && typeof validUntil === "number" && validUntil <= validFrom) {
-    invalid(`${where}: validUntil: must be after validFrom`);
-  }
+  if (typeof validFrom === "number" && typeof validUntil === "number" && validUntil <= validFrom) bad("validUntil", "must be after validFrom");
   if (doc.rules !== undefined) {
     const parsed = parseStrategyRules(doc.rules);
-    if (!parsed.ok) invalid(`${where}: ${parsed.errors.map((e) => `rules.${e.replace(/^\(root\)/, "").replace(/^\./, "")}`.replace(/\.:/, ":")).join("; ")}`);
+    if (!parsed.ok) {
+      // "caps.daily.maxUsd: expected …" per issue ("(root): …" for the rules object itself).
+      const issues = parsed.errors.map((e) => {
+        const cut = e.indexOf(": ");
+        const path = e.slice(0, cut);
+        return { field: path === "(root)" ? "rules" : `rules${path.startsWith("[") ? "" : "."}${path}`, message: e.slice(cut + 2) };
+      });
+      invalid(`${where}: ${issues.map((i) => `${i.field}: ${i.message}`).join("; ")}`, issues);
+    }
     out.rules = parsed.rules;
   }
   return out;

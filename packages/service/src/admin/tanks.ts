@@ -1,6 +1,7 @@
-/** Gas tanks (User Sponsor mode): credit, debit, show. A reference makes a credit or debit idempotent. */
+/** Gas tanks (User Sponsor mode): list, show, ledger, credit, debit. A reference makes a credit or debit idempotent. */
 import { randomUUID } from "node:crypto";
 import { audit, guarded, invalid, knownNetwork, validAddress, validWei, type AdminContext } from "./context.ts";
+import type { TankLedgerEntry } from "../store/types.ts";
 import { tankView } from "./views.ts";
 
 interface TankInput {
@@ -39,4 +40,36 @@ export function creditTank(ctx: AdminContext, input: TankInput & { wei: unknown;
 /** Never beyond what is available (balance - reserved): the store refuses with CONFLICT. */
 export function debitTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
   return adjustTank(ctx, input, "debit");
+}
+
+function limitOf(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1 || n > 1000) invalid("limit: an integer from 1 to 1000");
+  return n;
+}
+
+/** Gas tanks, most recently changed first (of one network when given). */
+export async function listTanks(ctx: AdminContext, input: { network?: unknown; limit?: unknown }) {
+  const network = input.network === undefined ? undefined : knownNetwork(ctx, input.network);
+  const limit = limitOf(input.limit);
+  const tanks = await guarded(() => ctx.store.listGasTanks({ ...(network ? { network } : {}), ...(limit ? { limit } : {}) }));
+  return tanks.map((t) => ({ ...tankView(t), updatedAt: t.updatedAt }));
+}
+
+const entryView = (e: TankLedgerEntry) => ({
+  kind: e.kind,
+  at: e.at,
+  amountWei: e.amountWei.toString(),
+  reference: e.reference,
+  ...(e.kind === "spend" ? { userOpHash: e.userOpHash ?? null, txHash: e.txHash ?? null } : {}),
+});
+
+/** A tank with its movements, newest first: credits (deposits, by hand), debits by hand, and the settled ops it paid for. */
+export async function tankLedger(ctx: AdminContext, input: TankInput & { limit?: unknown }) {
+  const network = knownNetwork(ctx, input.network);
+  const sender = validAddress(input.sender, "sender");
+  const limit = limitOf(input.limit);
+  const [tank, entries] = await Promise.all([ctx.store.getGasTank(network, sender), guarded(() => ctx.store.gasTankLedger(network, sender, limit))]);
+  return { ...tankView(tank), entries: entries.slice(0, limit ?? 100).map(entryView) };
 }

@@ -4,8 +4,28 @@ import { ADMIN_ROUTES } from "./routes.ts";
 export const ADMIN_API_PREFIX = "/admin/v1";
 export const OPENAPI_PATH = `${ADMIN_API_PREFIX}/openapi.json`;
 
+/** The console's session routes (app.ts, session.ts). */
+export const SESSION_PATHS = {
+  signIn: `${ADMIN_API_PREFIX}/session`,
+  current: `${ADMIN_API_PREFIX}/session`,
+  signOut: `${ADMIN_API_PREFIX}/session/end`,
+} as const;
+
+const SESSION_OPERATIONS: { method: "get" | "post"; path: string; summary: string; body?: string; open?: boolean }[] = [
+  {
+    method: "post",
+    path: SESSION_PATHS.signIn,
+    summary: "Console sign-in: sets the session cookie (HttpOnly, SameSite=Strict); answers {name, expiresAt, csrf}",
+    body: "{token}",
+    open: true,
+  },
+  { method: "get", path: SESSION_PATHS.current, summary: "The signed-in session {name, expiresAt, csrf} (csrf: the X-Paymaster-CSRF value mutations must carry)" },
+  { method: "post", path: SESSION_PATHS.signOut, summary: "Console sign-out: clears the session cookie" },
+];
+
 const ERROR = {
-  description: "An error: {error: {code, message}} (code NOT_FOUND 404, INVALID_INPUT 400, CONFLICT 409, UNAUTHORIZED 401, BODY_TOO_LARGE 413, INTERNAL 500)",
+  description:
+    "An error: {error: {code, message, issues?}} (code NOT_FOUND 404, INVALID_INPUT 400, CONFLICT 409, UNAUTHORIZED 401, FORBIDDEN 403, BODY_TOO_LARGE 413, RATE_LIMITED 429, INTERNAL 500, UNAVAILABLE 503); issues: [{field, message}] per wrong field",
   content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
 };
 
@@ -24,17 +44,40 @@ export function openApiDocument(): Record<string, unknown> {
       responses: { [String(route.status ?? 200)]: { description: "OK", content: { "application/json": { schema: {} } } }, default: ERROR },
     };
   }
+  for (const op of SESSION_OPERATIONS) {
+    paths[op.path] ??= {};
+    paths[op.path]![op.method] = {
+      summary: op.summary,
+      operationId: op.method + op.path.replace(ADMIN_API_PREFIX, "").replace(/\/(\w)/g, (_, c: string) => c.toUpperCase()),
+      ...(op.open ? { security: [] } : {}),
+      ...(op.body ? { requestBody: { required: true, description: op.body, content: { "application/json": { schema: { type: "object" } } } } } : {}),
+      responses: { "200": { description: "OK", content: { "application/json": { schema: {} } } }, default: ERROR },
+    };
+  }
   return {
     openapi: "3.1.0",
     info: { title: "Paymaster admin API", version: "1", description: "Administration of projects, API keys, strategies, gas tanks and sponsorships. See docs/admin-api.md." },
-    security: [{ bearer: [] }],
+    security: [{ bearer: [] }, { consoleSession: [] }],
     components: {
-      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer" },
+        consoleSession: { type: "apiKey", in: "cookie", name: "pm_console", description: "The console's session (POST /admin/v1/session); mutations also need the X-Paymaster-CSRF header" },
+      },
       schemas: {
         Error: {
           type: "object",
           required: ["error"],
-          properties: { error: { type: "object", required: ["code", "message"], properties: { code: { type: "string" }, message: { type: "string" } } } },
+          properties: {
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              properties: {
+                code: { type: "string" },
+                message: { type: "string" },
+                issues: { type: "array", items: { type: "object", properties: { field: { type: "string" }, message: { type: "string" } } } },
+              },
+            },
+          },
         },
       },
     },

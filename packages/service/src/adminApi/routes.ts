@@ -10,8 +10,11 @@ import { listAudit } from "../admin/auditLog.ts";
 import { createKey, listKeys, revokeKey, rotateKey, setKeyAccess } from "../admin/keys.ts";
 import { createProject, listProjects, setProjectStatus, showProject } from "../admin/projects.ts";
 import { listSponsorships, showSponsorship } from "../admin/sponsorships.ts";
-import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, updateStrategy } from "../admin/strategies.ts";
-import { creditTank, debitTank, showTank } from "../admin/tanks.ts";
+import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, strategyUsageHistory, updateStrategy } from "../admin/strategies.ts";
+import { creditTank, debitTank, listTanks, showTank, tankLedger } from "../admin/tanks.ts";
+import { activity } from "../admin/activity.ts";
+import { networkStatus } from "../admin/networks.ts";
+import { checkStrategyPolicy } from "../admin/policyCheck.ts";
 import { createWebhook, listProjectWebhooks, removeWebhook, replayWebhook, webhookDeliveries } from "../admin/webhooks.ts";
 
 export interface AdminRequest {
@@ -44,6 +47,20 @@ const tankOf = (r: AdminRequest) => ({ network: r.params.network, sender: r.para
 const SPONSORSHIP_FILTERS = ["project", "strategy", "network", "sender", "status", "userOpHash", "since", "until", "limit"] as const;
 
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
+  { method: "get", path: "/info", summary: "The service's configured networks (what network fields accept)", handler: async (ctx) => ({ networks: ctx.networks }) },
+  {
+    method: "get",
+    path: "/networks",
+    summary: "Each network's state: paymaster deposits, stake and signers on chain, the settlement watcher's lag",
+    handler: (ctx) => networkStatus(ctx),
+  },
+  {
+    method: "get",
+    path: "/activity",
+    summary: "Requests (ok, refused by reason) and sponsorships (by status, with costs) per time bucket",
+    query: ["since", "until", "network", "bucket"],
+    handler: (ctx, r) => activity(ctx, r.query),
+  },
   { method: "get", path: "/projects/:id/webhooks", summary: "A project's webhook endpoints (never their secrets)", handler: (ctx, r) => listProjectWebhooks(ctx, r.params.id!) },
   {
     method: "post",
@@ -121,8 +138,30 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: "post", path: "/strategies/:code/enable", summary: "Enable a strategy", handler: (ctx, r) => setStrategyStatus(ctx, r.params.code!, "enabled") },
   { method: "post", path: "/strategies/:code/disable", summary: "Disable a strategy", handler: (ctx, r) => setStrategyStatus(ctx, r.params.code!, "disabled") },
   { method: "get", path: "/strategies/:code/usage", summary: "Spent, reserved and remaining against every cap", query: ["sender"], handler: (ctx, r) => strategyUsage(ctx, r.params.code!, { sender: r.query.sender }) },
+  {
+    method: "get",
+    path: "/strategies/:code/history",
+    summary: "Spent and reserved per UTC day of the last `days` (default 14), with the daily cap",
+    query: ["days"],
+    handler: (ctx, r) => strategyUsageHistory(ctx, r.params.code!, { ...(r.query.days === undefined ? {} : { days: r.query.days }) }),
+  },
+  {
+    method: "post",
+    path: "/strategies/:code/check",
+    summary: "Dry run (pm_checkPolicy): every rule's verdict on a user operation under this strategy; nothing reserved or signed",
+    body: "{userOp, network?, version?}",
+    handler: (ctx, r) => checkStrategyPolicy(ctx, r.params.code!, object(r.body)),
+  },
 
+  { method: "get", path: "/tanks", summary: "Gas tanks, most recently changed first", query: ["network", "limit"], handler: (ctx, r) => listTanks(ctx, r.query) },
   { method: "get", path: "/tanks/:network/:sender", summary: "A sender's gas tank", handler: (ctx, r) => showTank(ctx, tankOf(r)) },
+  {
+    method: "get",
+    path: "/tanks/:network/:sender/ledger",
+    summary: "A gas tank with its credits, debits and the settled ops it paid for, newest first",
+    query: ["limit"],
+    handler: (ctx, r) => tankLedger(ctx, { ...tankOf(r), limit: r.query.limit }),
+  },
   {
     method: "post",
     path: "/tanks/:network/:sender/credit",

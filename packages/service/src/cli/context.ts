@@ -27,7 +27,7 @@ export interface GlobalOptions {
 
 /** Opens the store for one command; `close` must be called. */
 export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv): Promise<{ ctx: AdminContext; close(): Promise<void> }> {
-  const config = await loadConfig({ argv: options.config === undefined ? [] : ["--config", options.config], env, signerKeys: "optional" });
+  const config = await loadConfig({ argv: options.config === undefined ? [] : ["--config", options.config], env, purpose: "admin" });
   let store;
   let networks: string[];
   if (config === undefined) {

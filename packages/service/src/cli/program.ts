@@ -10,6 +10,7 @@ import { AdminError, type AdminContext } from "../admin/context.ts";
 import { ConfigError } from "../config/errors.ts";
 import { openAdmin, UsageError, type GlobalOptions } from "./context.ts";
 import { printer, type Printer } from "./output.ts";
+import { registerActivity } from "./commands/activity.ts";
 import { registerApply } from "./commands/apply.ts";
 import { registerAudit } from "./commands/audit.ts";
 import { registerWebhook } from "./commands/webhook.ts";
@@ -19,6 +20,7 @@ import { registerSponsorship } from "./commands/sponsorship.ts";
 import { registerStrategy } from "./commands/strategy.ts";
 import { registerTank } from "./commands/tank.ts";
 import { confirmOnTerminal, registerChain, withChainTarget } from "./commands/chain.ts";
+import { registerDepositContract } from "./commands/depositContract.ts";
 import type { ChainTarget } from "../admin/chainTarget.ts";
 
 export interface Io {
@@ -69,7 +71,8 @@ export function buildProgram(io: Io): Command {
     );
   };
   registerChain(program, runChain);
-  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerApply, registerAudit, registerWebhook]) {
+  registerDepositContract(program, runChain);
+  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerActivity, registerApply, registerAudit, registerWebhook]) {
     register(program, run);
   }
   // Subcommands inherit the error handling and output of the root.

@@ -7,10 +7,10 @@ import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { privateKeyToAddress } from "viem/accounts";
-import { NETWORK_NAMES, isNetworkName, type Address, type NetworkName } from "@paymaster/shared";
+import { findNetwork, knownNetworkNames, type Address } from "@paymaster/shared";
 
 import { ConfigError } from "./errors.ts";
-import { deepFreeze, formatPath, parseServiceConfig, type ConfigIssue } from "./schema.ts";
+import { declaredNetworks, deepFreeze, formatPath, parseServiceConfig, type ConfigIssue, type ConfigPurpose } from "./schema.ts";
 import type { EntryPointConfig, GasCaps, NetworkConfig, ServiceConfig, TokenConfig } from "./types.ts";
 
 export { ConfigError } from "./errors.ts";
@@ -69,15 +69,16 @@ export function configFilePath(argv: readonly string[], env: NodeJS.ProcessEnv):
 export async function loadConfig({
   argv,
   env,
-  signerKeys = "required",
+  purpose = "service",
 }: {
   argv: string[];
   env: NodeJS.ProcessEnv;
   /**
-   * "optional" for administration (the operator CLI): it reads the same file and database but never signs, so
-   * it does not need the signer keys in its environment; networks without them get an empty list.
+   * "admin" for administration (the operator CLI): it reads the same file and database but never signs, so it
+   * does not need the signer keys in its environment (networks without them get an empty list), and the file
+   * may configure no network yet (an operator declares a custom network, then deploys to it).
    */
-  signerKeys?: "required" | "optional";
+  purpose?: ConfigPurpose;
 }): Promise<ServiceConfig | undefined> {
   const file = configFilePath(argv, env);
   if (file === undefined) return undefined;
@@ -93,7 +94,7 @@ export async function loadConfig({
   } catch (err) {
     throw new ConfigError([`the configuration file is not valid JSON: ${(err as Error).message}`], file);
   }
-  return buildConfig(json, env, file, { signerKeys });
+  return buildConfig(json, env, file, { purpose });
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -113,7 +114,7 @@ export function buildConfig(
   json: unknown,
   env: NodeJS.ProcessEnv,
   source?: string,
-  options: { signerKeys?: "required" | "optional" } = {},
+  { purpose = "service" }: { purpose?: ConfigPurpose } = {},
 ): ServiceConfig {
   if (!isRecord(json)) throw new ConfigError(["(config): must be a JSON object"], source);
   const issues: ConfigIssue[] = [];
@@ -144,6 +145,8 @@ export function buildConfig(
     origins.set("databaseUrl", DATABASE_URL_ENV);
   }
 
+  // The networks this document can name: the registry's and the custom ones it declares (well formed).
+  const { declared } = declaredNetworks(raw);
   if (Array.isArray(raw.networks)) {
     raw.networks.forEach((network: unknown, i) => {
       if (!isRecord(network)) return;
@@ -161,7 +164,7 @@ export function buildConfig(
         });
         delete network.signerKeys;
       }
-      if (!isNetworkName(name)) {
+      if (name === undefined || findNetwork(name, declared) === undefined) {
         network.signerKeys = []; // the name is reported; keys cannot be looked up without it
         return;
       }
@@ -206,7 +209,7 @@ export function buildConfig(
           });
         }
       }
-      if (signerKeys.length === 0 && options.signerKeys !== "optional" && !issues.some((x) => formatPath(x.path) === `${where}.signerKeys`)) {
+      if (signerKeys.length === 0 && purpose === "service" && !issues.some((x) => formatPath(x.path) === `${where}.signerKeys`)) {
         issues.push({
           path: ["networks", i, "signerKeys"],
           message: `no signer key: set ${keysVar} (comma-separated 0x keys) or ${fileVar} (one key per line)`,
@@ -218,7 +221,7 @@ export function buildConfig(
 
   // A PAYMASTER_NETWORK_… variable that names no known network (or no known setting) is a typo: say so.
   // Variables for known networks that this file does not configure are ignored.
-  const known = new Map(NETWORK_NAMES.map((n): [string, NetworkName] => [networkEnvName(n), n]));
+  const known = new Map(knownNetworkNames(declared).map((n): [string, string] => [networkEnvName(n), n]));
   for (const variable of Object.keys(env)) {
     if (!variable.startsWith(NETWORK_ENV_PREFIX)) continue;
     const rest = variable.slice(NETWORK_ENV_PREFIX.length);
@@ -231,7 +234,7 @@ export function buildConfig(
     }
   }
 
-  const parsed = parseServiceConfig(raw);
+  const parsed = parseServiceConfig(raw, purpose);
   if (!parsed.ok) issues.push(...parsed.issues);
   if (issues.length > 0 || !parsed.ok) {
     throw new ConfigError(
@@ -256,8 +259,9 @@ function describe(issue: ConfigIssue, origins: ReadonlyMap<string, string>, hint
 // ---- redaction
 
 export interface RedactedNetworkConfig {
-  name: NetworkName;
+  name: string;
   chainId: number;
+  gasKind: NetworkConfig["gasKind"];
   /** Scheme and host only: query, userinfo and path often carry a provider key. */
   rpcUrl: string;
   fallbackRpcUrls?: string[];
@@ -267,6 +271,8 @@ export interface RedactedNetworkConfig {
   entryPoints: NetworkConfig["entryPoints"];
   /** The signers' addresses (never the keys). */
   signerAddresses: Address[];
+  depositAddress?: Address;
+  depositContract?: Address;
   tokens: readonly TokenConfig[];
   nativeUsdPrice: NetworkConfig["nativeUsdPrice"];
   /** Gas amounts as decimal strings (JSON has no bigint). */
@@ -307,10 +313,12 @@ export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
     ...(config.watch === undefined ? {} : { watch: config.watch }),
     ...(config.leaderRetryMs === undefined ? {} : { leaderRetryMs: config.leaderRetryMs }),
     ...(config.alerts === undefined ? {} : { alerts: { ...config.alerts } }),
+    ...(config.customNetworks === undefined ? {} : { customNetworks: config.customNetworks.map((n) => ({ ...n })) }),
     networks: config.networks.map(
       (n): RedactedNetworkConfig => ({
         name: n.name,
         chainId: n.chainId,
+        gasKind: n.gasKind,
         rpcUrl: redactUrl(n.rpcUrl),
         ...(n.fallbackRpcUrls === undefined ? {} : { fallbackRpcUrls: n.fallbackRpcUrls.map(redactUrl) }),
         ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
@@ -320,6 +328,8 @@ export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
           Object.entries(n.entryPoints).map(([v, ep]) => [v, { ...(ep as EntryPointConfig) }]),
         ),
         signerAddresses: n.signerKeys.map((key) => privateKeyToAddress(key)),
+        ...(n.depositAddress === undefined ? {} : { depositAddress: n.depositAddress }),
+        ...(n.depositContract === undefined ? {} : { depositContract: n.depositContract }),
         tokens: n.tokens.map((t) => ({ ...t, priceSource: { ...t.priceSource } })),
         nativeUsdPrice: { ...n.nativeUsdPrice },
         caps: {

@@ -1,7 +1,7 @@
 /**
  * The network configuration of the embedded local chain, built from the deployment manifest (no file, no
  * environment): every EntryPoint version with its paymasters, the manifest's test tokens at fixed prices,
- * the default gas caps.
+ * the default gas caps, and the manifest's GasTankDeposit as the deposit contract.
  */
 import type { DeploymentManifest } from "@paymaster/contracts/manifest";
 import type { Hex } from "@paymaster/shared";
@@ -58,6 +58,7 @@ export function localNetworkConfig({ manifest, rpcUrl, signerKey }: LocalNetwork
       markupBps: LOCAL_TOKEN_MARKUP_BPS,
     })),
     nativeUsdPrice: { type: "fixed", usd: LOCAL_NATIVE_USD_PRICE },
+    depositContract: manifest.gasTankDeposit,
     caps: {
       maxVerificationGasLimit: DEFAULT_GAS_CAPS.maxVerificationGasLimit.toString(),
       maxCallGasLimit: DEFAULT_GAS_CAPS.maxCallGasLimit.toString(),

@@ -1,7 +1,8 @@
 /**
  * The configuration schema (zod): field by field shapes, ranges, normalisation (checksummed addresses, bigint
- * caps, defaults) and the cross-field checks (chain ids against the registry, duplicate networks, token symbols
- * and addresses). `parseServiceConfig` collects every issue; `load.ts` adds the environment and formats them.
+ * caps, defaults) and the cross-field checks (network names against the registry and the declared custom
+ * networks, chain ids, duplicate networks, token symbols and addresses). `parseServiceConfig` collects every
+ * issue and resolves each network's chain id and gas kind; `load.ts` adds the environment and formats them.
  */
 import { BlockList, isIPv4, isIPv6 } from "node:net";
 import { z } from "zod";
@@ -11,13 +12,16 @@ import {
   ENTRY_POINT_ADDRESSES,
   GAS_KINDS,
   NETWORK_NAMES,
+  NETWORK_NAME_MAX_LENGTH,
   NETWORKS,
+  findNetwork,
   isNetworkName,
+  isNetworkSlug,
   type Address,
   type EntryPointVersion,
   type GasKind,
   type Hex,
-  type NetworkName,
+  type NetworkDefinition,
 } from "@paymaster/shared";
 
 import type { PriceSource } from "../store/types.ts";
@@ -213,17 +217,40 @@ function isRpcUrl(value: string): boolean {
   }
 }
 
+const NETWORK_NAME_RULE = `must be a lowercase network name (a-z, 0-9 and single hyphens, at most ${NETWORK_NAME_MAX_LENGTH} characters, e.g. polygon-amoy): it goes into URL paths and environment variable names`;
+
+/** A network name: a lowercase slug (registry or custom; which one is checked in crossCheck). */
+const networkNameSchema = z.string({ error: expected("a network name") }).refine(isNetworkSlug, { error: NETWORK_NAME_RULE });
+
+/** A positive safe integer chain id. */
+const chainIdSchema = (required = "is required") =>
+  z
+    .number({ error: (issue) => (issue.input === undefined ? required : "must be a positive integer") })
+    .refine((v) => Number.isSafeInteger(v) && v > 0, { error: "must be a positive integer (at most 2^53 - 1)" });
+
+const gasKindSchema = z.enum(GAS_KINDS as [GasKind, ...GasKind[]], {
+  error: (issue) =>
+    issue.input === undefined
+      ? `is required for a custom network: how the chain charges for L1 data, one of ${GAS_KINDS.join(", ")}`
+      : `must be one of: ${GAS_KINDS.join(", ")}`,
+});
+
+/** A chain the registry does not list, declared by the configuration (name, chain id, gas kind: all required). */
+export const customNetworkSchema = z.strictObject(
+  { name: networkNameSchema, chainId: chainIdSchema("is required for a custom network: the chain id its RPC serves (eth_chainId)"), gasKind: gasKindSchema },
+  { error: expected('{"name", "chainId", "gasKind"}') },
+) satisfies z.ZodType<NetworkDefinition>;
+
+/** One network's settings as written; `resolveNetwork` adds the chain id and gas kind of its definition. */
 export const networkSchema = z
   .strictObject({
-    name: z.enum(NETWORK_NAMES as [NetworkName, ...NetworkName[]], {
-      error: `must be one of: ${NETWORK_NAMES.join(", ")}`,
-    }),
-    /** Optional: defaults to the registry's chain id, and must equal it when given (checked in crossCheck). */
-    chainId: z.number({ error: expected("an integer") }).int({ error: "must be an integer" }).positive().optional(),
+    name: networkNameSchema,
+    /** Optional: defaults to the definition's chain id, and must equal it when given (checked in crossCheck). */
+    chainId: chainIdSchema().optional(),
     rpcUrl: z
       .string({ error: expected("a URL") })
       .refine(isRpcUrl, { error: "must be an http(s):// or ws(s):// URL" }),
-    /** Optional: how the chain charges for L1 data; defaults to the registry's kind for the network. */
+    /** Optional: how the chain charges for L1 data; defaults to the definition's kind. */
     gasKind: z.enum(GAS_KINDS as [GasKind, ...GasKind[]], { error: `must be one of: ${GAS_KINDS.join(", ")}` }).optional(),
     fallbackRpcUrls: z
       .array(z.string({ error: expected("a URL") }).refine(isRpcUrl, { error: "must be an http(s):// or ws(s):// URL" }), {
@@ -248,16 +275,17 @@ export const networkSchema = z
     reorgDepth: integer("a number of blocks", REORG_DEPTH_RANGE.min, REORG_DEPTH_RANGE.max).optional(),
     expiryGraceSeconds: integer("a number of seconds", EXPIRY_GRACE_SECONDS_RANGE.min, EXPIRY_GRACE_SECONDS_RANGE.max).optional(),
     depositAddress: addressSchema.optional(),
+    depositContract: addressSchema.optional(),
     pollMs: integer("milliseconds", WATCHER_POLL_MS_RANGE.min, WATCHER_POLL_MS_RANGE.max).optional(),
     logBlockRange: integer("a number of blocks", LOG_BLOCK_RANGE_RANGE.min, LOG_BLOCK_RANGE_RANGE.max).optional(),
     skipFinalSimulation: z.boolean({ error: expected("true or false") }).optional(),
   })
   .transform(
-    (n): NetworkConfig => ({
+    (n): NetworkInput => ({
       name: n.name,
-      chainId: n.chainId ?? NETWORKS[n.name].chainId,
+      ...(n.chainId === undefined ? {} : { chainId: n.chainId }),
       rpcUrl: n.rpcUrl,
-      gasKind: n.gasKind ?? NETWORKS[n.name].gasKind,
+      ...(n.gasKind === undefined ? {} : { gasKind: n.gasKind }),
       ...(n.fallbackRpcUrls === undefined || n.fallbackRpcUrls.length === 0 ? {} : { fallbackRpcUrls: n.fallbackRpcUrls }),
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.rpcDeadlineMs === undefined ? {} : { rpcDeadlineMs: n.rpcDeadlineMs }),
@@ -273,10 +301,20 @@ export const networkSchema = z
       ...(n.reorgDepth === undefined ? {} : { reorgDepth: n.reorgDepth }),
       ...(n.expiryGraceSeconds === undefined ? {} : { expiryGraceSeconds: n.expiryGraceSeconds }),
       ...(n.depositAddress === undefined ? {} : { depositAddress: n.depositAddress }),
+      ...(n.depositContract === undefined ? {} : { depositContract: n.depositContract }),
       ...(n.pollMs === undefined ? {} : { pollMs: n.pollMs }),
       ...(n.logBlockRange === undefined ? {} : { logBlockRange: n.logBlockRange }),
     }),
   );
+
+/** A network as written: its chain id and gas kind may be left to its definition (the registry's or a declared one). */
+type NetworkInput = Omit<NetworkConfig, "chainId" | "gasKind"> & { chainId?: number; gasKind?: GasKind };
+
+/** The network with its definition's chain id and gas kind where the file leaves them out (crossCheck vouched for `definition`). */
+function resolveNetwork(n: NetworkInput, definition: NetworkDefinition): NetworkConfig {
+  const { chainId, gasKind, ...rest } = n;
+  return { ...rest, chainId: chainId ?? definition.chainId, gasKind: gasKind ?? definition.gasKind };
+}
 
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
@@ -387,13 +425,13 @@ export const serviceConfigSchema = z
         DEFAULT_SIGNATURE_TTL_SECONDS,
       ),
       logLevel: z.enum(LOG_LEVELS, { error: `must be one of: ${LOG_LEVELS.join(", ")}` }).default(DEFAULT_LOG_LEVEL),
-      networks: z
-        .array(networkSchema, { error: expected("an array of networks") })
-        .min(1, { error: "configure at least one network" }),
+      /** Chains the registry does not list (name, chainId, gasKind), usable in `networks` and by the CLI. */
+      customNetworks: z.array(customNetworkSchema, { error: expected("an array of custom networks") }).optional(),
+      /** At least one for the service (checked in crossCheck); administration may read a file with none yet. */
+      networks: z.array(networkSchema, { error: expected("an array of networks") }).default([]),
     },
     { error: "must be a JSON object" },
-  )
-  .transform((c): ServiceConfig => c);
+  );
 
 // ---- issues
 
@@ -408,32 +446,91 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Whether the configuration is read to serve (at least one network needed) or to administer (none yet is fine). */
+export type ConfigPurpose = "service" | "admin";
+
 /**
- * The checks that span fields, run on the raw input (so they report even when other fields are wrong):
- * each network's chainId equals the registry's, no network twice, token symbols (case-insensitive) and
- * addresses unique per network.
+ * The custom networks a raw document declares (each well formed and not shadowing the registry), with the
+ * issues of those that are not: a registry name, a name or chain id declared twice.
  */
-export function crossCheck(raw: unknown): ConfigIssue[] {
+export function declaredNetworks(raw: unknown): { declared: NetworkDefinition[]; issues: ConfigIssue[] } {
+  const declared: NetworkDefinition[] = [];
   const issues: ConfigIssue[] = [];
-  if (!isRecord(raw) || !Array.isArray(raw.networks)) return issues;
+  if (!isRecord(raw) || !Array.isArray(raw.customNetworks)) return { declared, issues };
+  raw.customNetworks.forEach((entry: unknown, i) => {
+    if (!isRecord(entry)) return;
+    const { name, chainId, gasKind } = entry;
+    if (isNetworkName(name)) {
+      issues.push({
+        path: ["customNetworks", i, "name"],
+        message: `"${name}" is a network of the registry (chain ${NETWORKS[name].chainId}): use it in networks without declaring it, or give the custom network another name`,
+      });
+      return;
+    }
+    const first = declared.findIndex((n) => n.name === name);
+    if (isNetworkSlug(name) && first !== -1) {
+      issues.push({ path: ["customNetworks", i, "name"], message: `"${name}" is already declared by customNetworks[${first}]` });
+      return;
+    }
+    const sameChain = declared.findIndex((n) => n.chainId === chainId);
+    if (typeof chainId === "number" && sameChain !== -1) {
+      issues.push({ path: ["customNetworks", i, "chainId"], message: `chain ${chainId} is already declared as "${declared[sameChain]!.name}" by customNetworks[${sameChain}]: one name per chain` });
+      return;
+    }
+    const parsed = customNetworkSchema.safeParse({ name, chainId, gasKind });
+    if (parsed.success) declared.push(parsed.data);
+  });
+  return { declared, issues };
+}
+
+/**
+ * The checks that span fields, run on the raw input (so they report even when other fields are wrong): the
+ * custom network declarations (declaredNetworks), each network's name known (the registry or declared) and its
+ * chainId equal to its definition's, no network (nor chain) twice, a deposit address that is not the deposit
+ * contract, token symbols (case-insensitive) and addresses unique per network; for the service, at least one
+ * network.
+ */
+export function crossCheck(raw: unknown, purpose: ConfigPurpose = "service"): ConfigIssue[] {
+  const { declared, issues } = declaredNetworks(raw);
+  if (!isRecord(raw)) return issues;
+  if (purpose === "service" && (raw.networks === undefined || (Array.isArray(raw.networks) && raw.networks.length === 0))) {
+    issues.push({ path: ["networks"], message: "configure at least one network" });
+  }
+  if (!Array.isArray(raw.networks)) return issues;
   const seenNetworks = new Map<string, number>();
+  const seenChains = new Map<number, number>();
   raw.networks.forEach((network: unknown, i) => {
     if (!isRecord(network)) return;
     const { name, chainId } = network;
-    if (isNetworkName(name)) {
-      const expectedId = NETWORKS[name].chainId;
-      if (typeof chainId === "number" && chainId !== expectedId) {
-        issues.push({
-          path: ["networks", i, "chainId"],
-          message: `must be ${expectedId} for ${name} (the network registry's chain id), not ${chainId}`,
-        });
+    const definition = typeof name === "string" ? findNetwork(name, declared) : undefined;
+    if (definition === undefined && isNetworkSlug(name)) {
+      const custom = declared.length === 0 ? "" : `; declared: ${declared.map((n) => n.name).join(", ")}`;
+      issues.push({
+        path: ["networks", i, "name"],
+        message: `"${name}" is not a network of the registry (${NETWORK_NAMES.join(", ")})${custom}: declare a chain the registry does not list in customNetworks ({name, chainId, gasKind})`,
+      });
+    }
+    if (definition !== undefined) {
+      const origin = isNetworkName(definition.name) ? "the network registry's chain id" : `as declared in customNetworks[${declared.indexOf(definition)}]`;
+      if (typeof chainId === "number" && chainId !== definition.chainId) {
+        issues.push({ path: ["networks", i, "chainId"], message: `must be ${definition.chainId} for ${definition.name} (${origin}), not ${chainId}` });
       }
-      const first = seenNetworks.get(name);
+      const first = seenNetworks.get(definition.name);
       if (first !== undefined) {
-        issues.push({ path: ["networks", i, "name"], message: `"${name}" is already configured by networks[${first}]` });
+        issues.push({ path: ["networks", i, "name"], message: `"${definition.name}" is already configured by networks[${first}]` });
       } else {
-        seenNetworks.set(name, i);
+        seenNetworks.set(definition.name, i);
+        const sameChain = seenChains.get(definition.chainId);
+        if (sameChain !== undefined) {
+          issues.push({ path: ["networks", i, "name"], message: `serves chain ${definition.chainId}, as networks[${sameChain}] does: one network per chain` });
+        } else seenChains.set(definition.chainId, i);
       }
+    }
+    if (typeof network.depositAddress === "string" && typeof network.depositContract === "string" && network.depositAddress.toLowerCase() === network.depositContract.toLowerCase()) {
+      issues.push({
+        path: ["networks", i, "depositAddress"],
+        message: "is the depositContract: a transfer to the contract already emits Deposited (it would be credited twice); leave depositAddress out or use another address",
+      });
     }
     if (!Array.isArray(network.tokens)) return;
     const symbols = new Map<string, number>();
@@ -478,23 +575,35 @@ function fromZod(issues: readonly z.core.$ZodIssue[]): ConfigIssue[] {
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; issues: ConfigIssue[] };
 
-/** Validates and normalises a whole configuration (secrets already merged in), collecting every issue. */
-export function parseServiceConfig(raw: unknown): ParseResult<ServiceConfig> {
+/**
+ * Validates and normalises a whole configuration (secrets already merged in), collecting every issue, and
+ * gives each network the chain id and gas kind of its definition where the file leaves them out.
+ */
+export function parseServiceConfig(raw: unknown, purpose: ConfigPurpose = "service"): ParseResult<ServiceConfig> {
   const result = serviceConfigSchema.safeParse(raw);
-  const issues = [...(result.success ? [] : fromZod(result.error.issues)), ...crossCheck(raw)];
+  const issues = [...(result.success ? [] : fromZod(result.error.issues)), ...crossCheck(raw, purpose)];
   if (issues.length > 0 || !result.success) return { ok: false, issues };
-  return { ok: true, value: result.data };
+  const { networks, customNetworks, ...rest } = result.data;
+  const declared = customNetworks ?? [];
+  return {
+    ok: true,
+    value: {
+      ...rest,
+      ...(customNetworks === undefined ? {} : { customNetworks }),
+      networks: networks.map((n) => resolveNetwork(n, findNetwork(n.name, declared)!)),
+    },
+  };
 }
 
-/** Validates and normalises one network's configuration (used for the embedded local network). */
+/** Validates and normalises one network of the registry (the embedded local network). */
 export function parseNetworkConfig(raw: unknown): ParseResult<NetworkConfig> {
   const result = networkSchema.safeParse(raw);
   const issues = [
     ...(result.success ? [] : fromZod(result.error.issues)),
-    ...crossCheck({ networks: [raw] }).map((issue) => ({ ...issue, path: issue.path.slice(2) })),
+    ...crossCheck({ networks: [raw] }, "admin").map((issue) => ({ ...issue, path: issue.path.slice(2) })),
   ];
   if (issues.length > 0 || !result.success) return { ok: false, issues };
-  return { ok: true, value: result.data };
+  return { ok: true, value: resolveNetwork(result.data, findNetwork(result.data.name)!) };
 }
 
 /** `networks[0].entryPoints["v0.6"].verifyingPaymaster` */

@@ -3,7 +3,7 @@
  * overrides, secrets only from the environment or files) or, with no configuration at all, by the embedded
  * local stack.
  */
-import type { Address, EntryPointVersion, GasKind, Hex, NetworkName } from "@paymaster/shared";
+import type { Address, EntryPointVersion, GasKind, Hex, NetworkDefinition } from "@paymaster/shared";
 import type { PriceSource } from "../store/types.ts";
 
 export interface EntryPointConfig {
@@ -33,7 +33,9 @@ export interface GasCaps {
 }
 
 export interface NetworkConfig {
-  name: NetworkName;
+  /** A network of the registry or one the configuration declares (customNetworks): a lowercase slug. */
+  name: string;
+  /** The chain id the RPC must serve (checked at start-up): the registry's or the declared one. */
   chainId: number;
   /** The primary RPC URL (secret-ish: providers put keys in it; logs show it redacted). */
   rpcUrl: string;
@@ -67,6 +69,11 @@ export interface NetworkConfig {
   expiryGraceSeconds?: number;
   /** ETH sent here in a top-level transaction is credited to the sending address's gas tank. */
   depositAddress?: Address;
+  /**
+   * The GasTankDeposit contract (deployed with the paymasters): each of its Deposited events, internal calls
+   * included, is credited to the event's sender's gas tank.
+   */
+  depositContract?: Address;
   /** The watcher's poll interval in milliseconds (default 5000). */
   pollMs?: number;
   /** Most blocks per eth_getLogs request (default 2000; some providers allow fewer). */
@@ -111,6 +118,8 @@ export interface ServiceConfig {
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** Chains the registry does not list, declared with their chain id and gas kind (usable in `networks`). */
+  customNetworks?: readonly NetworkDefinition[];
   networks: readonly NetworkConfig[];
 }
 

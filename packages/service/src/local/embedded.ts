@@ -15,6 +15,7 @@ import type { Store } from "../store/types.ts";
 import { DEFAULT_BODY_LIMIT_BYTES } from "../config/schema.ts";
 import { startService, type RunningService } from "../server.ts";
 import { SPONSOR_VERSIONS } from "../rpc/schemas.ts";
+import type { AdminApiOptions } from "../adminApi/options.ts";
 
 export interface EmbeddedOptions {
   chainPort?: number;
@@ -29,6 +30,8 @@ export interface EmbeddedOptions {
   chainType?: "l1" | "op";
   /** Serve /metrics, /health and /ready on this loopback port (0: any free port; absent: no metrics listener). */
   metricsPort?: number;
+  /** Serve the admin API and the console on their own listener (absent: off). */
+  admin?: AdminApiOptions;
 }
 
 /** The embedded watcher: 1 confirmation (automine puts each transaction in its own block), a 500 ms poll. */
@@ -137,6 +140,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
     running = await startService(options.metricsPort === undefined ? config : { ...config, metrics: { host: "127.0.0.1", port: options.metricsPort } }, {
       pollMs: options.pollMs ?? 250,
       watch: options.watch ?? true,
+      ...(options.admin ? { admin: options.admin } : {}),
     });
     const request: ChainRequest = (method, params) => stack.chain.provider.request({ method, params });
     const { apiKey, demoAccounts } = await seedDemo(running.service.store, request, stack.manifest, stack.owner.address, stack.chain.accounts[3]!.address);

@@ -72,6 +72,18 @@ export class ServiceMetrics {
     labelNames: ["network"] as const,
     registers: [this.registry],
   });
+  readonly gasTankDeposits = new Counter({
+    name: "paymaster_gas_tank_deposits_total",
+    help: "Deposits credited to gas tanks by this process's watcher, by network and source (transfer: to the deposit address; contract: a GasTankDeposit event)",
+    labelNames: ["network", "source"] as const,
+    registers: [this.registry],
+  });
+  readonly gasTankDepositsReverted = new Counter({
+    name: "paymaster_gas_tank_deposits_reverted_total",
+    help: "Gas-tank credits this process's watcher reverted because their block was reorganised away",
+    labelNames: ["network"] as const,
+    registers: [this.registry],
+  });
   readonly sponsorships = new Gauge({
     name: "paymaster_sponsorships",
     help: "Sponsorship records in the store, by network, mode, version and status (reserved, signed, settled, released)",

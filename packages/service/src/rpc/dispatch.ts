@@ -6,7 +6,7 @@
  * INTERNAL_ERROR).
  */
 import type { z } from "zod";
-import { isNetworkName } from "@paymaster/shared";
+import { findNetwork } from "@paymaster/shared";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
 import type { ApiKey } from "../store/types.ts";
 import { directLookups, type ConfigLookups } from "../store/configCache.ts";
@@ -103,7 +103,8 @@ export function resolveNetwork(service: ServiceContext, name: string): NetworkRu
   if (network !== undefined) return network;
   const supported = [...service.networks.keys()];
   const quoted = JSON.stringify(truncate(name, ECHO_MAX_CHARS));
-  const what = isNetworkName(name) ? `Network ${quoted} is not configured on this service` : `Unknown network ${quoted}`;
+  const known = findNetwork(name, service.config.customNetworks) !== undefined;
+  const what = known ? `Network ${quoted} is not configured on this service` : `Unknown network ${quoted}`;
   throw new RpcError("NETWORK_NOT_FOUND", `${what}; supported networks: ${supported.join(", ") || "none"}`, { supported });
 }
 

@@ -7,6 +7,7 @@
  *   <prefix>:<i>:tx     entry i's transaction hash, as a bigint
  *   <prefix>:<i>:block  its block number + 1; 0 once its credit was reverted (cursors are non-negative)
  *   <prefix>:<i>:hash   its block hash, as a bigint
+ *   <prefix>:<i>:log    a contract deposit's log index + 1 (absent or 0: a plain transfer, one per transaction)
  *
  * An entry is written (fields first, the count last) after its credit: a crash in between leaves an unread
  * slot that the next append overwrites, and the rescan credits idempotently and journals again. The same
@@ -24,6 +25,8 @@ import type { Store } from "../store/types.ts";
 export interface JournalEntry {
   index: bigint;
   txHash: Hex;
+  /** A GasTankDeposit event's log index; absent for a plain transfer. */
+  logIndex?: number;
   blockNumber: bigint;
   blockHash: Hex;
 }
@@ -31,7 +34,7 @@ export interface JournalEntry {
 const toHex32 = (value: bigint): Hex => `0x${value.toString(16).padStart(64, "0")}`;
 
 export function createDepositJournal(store: Store, prefix: string) {
-  const key = (i: bigint, field: "tx" | "block" | "hash") => `${prefix}:${i}:${field}`;
+  const key = (i: bigint, field: "tx" | "block" | "hash" | "log") => `${prefix}:${i}:${field}`;
   const count = async () => (await store.getCursor(prefix)) ?? 0n;
   const low = async () => (await store.getCursor(`${prefix}:low`)) ?? 0n;
 
@@ -41,6 +44,8 @@ export function createDepositJournal(store: Store, prefix: string) {
       await store.setCursor(key(n, "tx"), BigInt(entry.txHash));
       await store.setCursor(key(n, "block"), entry.blockNumber + 1n);
       await store.setCursor(key(n, "hash"), BigInt(entry.blockHash));
+      // Always written: the slot may hold a leftover of an append a crash cut short.
+      await store.setCursor(key(n, "log"), entry.logIndex === undefined ? 0n : BigInt(entry.logIndex) + 1n);
       await store.setCursor(prefix, n + 1n);
     },
 
@@ -54,7 +59,8 @@ export function createDepositJournal(store: Store, prefix: string) {
         const tx = await store.getCursor(key(i, "tx"));
         const hash = await store.getCursor(key(i, "hash"));
         if (tx === undefined || hash === undefined) continue;
-        entries.push({ index: i, txHash: toHex32(tx), blockNumber: stored - 1n, blockHash: toHex32(hash) });
+        const log = (await store.getCursor(key(i, "log"))) ?? 0n;
+        entries.push({ index: i, txHash: toHex32(tx), ...(log === 0n ? {} : { logIndex: Number(log - 1n) }), blockNumber: stored - 1n, blockHash: toHex32(hash) });
       }
       return entries;
     },

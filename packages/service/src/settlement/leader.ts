@@ -96,6 +96,9 @@ export function superviseSettlement(args: {
             metrics.watcherLastTick.set({ network: name }, Date.now() / 1000);
             if (r.settled > 0) metrics.sponsorshipsSettled.inc({ network: name }, r.settled);
             if (r.released > 0) metrics.sponsorshipsReleased.inc({ network: name }, r.released);
+            if (r.deposits > r.contractDeposits) metrics.gasTankDeposits.inc({ network: name, source: "transfer" }, r.deposits - r.contractDeposits);
+            if (r.contractDeposits > 0) metrics.gasTankDeposits.inc({ network: name, source: "contract" }, r.contractDeposits);
+            if (r.depositsReverted > 0) metrics.gasTankDepositsReverted.inc({ network: name }, r.depositsReverted);
           },
           failed: () => metrics?.watcherErrors.inc({ network: name }),
         },

@@ -1,10 +1,11 @@
 /**
- * What the settlement watcher reads from the chain: `eth_getLogs` of the EntryPoints' UserOperationEvent and
- * of the ERC-20 paymasters' TokenCharged / TokenChargeUnpaid, decoded with the contracts' ABIs, and blocks
- * (headers, or with full transactions for deposits). Raw node JSON in, bigints and checksummed addresses out.
+ * What the settlement watcher reads from the chain: `eth_getLogs` of the EntryPoints' UserOperationEvent, of
+ * the ERC-20 paymasters' TokenCharged / TokenChargeUnpaid and of GasTankDeposit's Deposited, decoded with the
+ * contracts' ABIs, and blocks (headers, or with full transactions for plain-transfer deposits). Raw node JSON
+ * in, bigints and checksummed addresses out.
  */
 import { decodeEventLog, getAddress, pad, toEventSelector, type Abi, type AbiEvent } from "viem";
-import { EntryPointV06Artifact, ERC20PaymasterV06Artifact } from "@paymaster/contracts/artifacts";
+import { EntryPointV06Artifact, ERC20PaymasterV06Artifact, GasTankDepositArtifact } from "@paymaster/contracts/artifacts";
 import type { Address, Hex } from "@paymaster/shared";
 import type { ChainRpc } from "../chain/rpc.ts";
 
@@ -12,6 +13,7 @@ import type { ChainRpc } from "../chain/rpc.ts";
 // both ERC-20 paymasters (TokenChargeBase).
 const entryPointAbi = EntryPointV06Artifact.abi as Abi;
 const erc20PaymasterAbi = ERC20PaymasterV06Artifact.abi as Abi;
+const gasTankDepositAbi = GasTankDepositArtifact.abi as Abi;
 
 function eventTopic(abi: Abi, name: string): Hex {
   const event = abi.find((item): item is AbiEvent => item.type === "event" && item.name === name);
@@ -22,6 +24,7 @@ function eventTopic(abi: Abi, name: string): Hex {
 export const USER_OPERATION_EVENT_TOPIC = eventTopic(entryPointAbi, "UserOperationEvent");
 export const TOKEN_CHARGED_TOPIC = eventTopic(erc20PaymasterAbi, "TokenCharged");
 export const TOKEN_CHARGE_UNPAID_TOPIC = eventTopic(erc20PaymasterAbi, "TokenChargeUnpaid");
+export const DEPOSITED_TOPIC = eventTopic(gasTankDepositAbi, "Deposited");
 
 /** A log as nodes return it. */
 export interface RpcLog {
@@ -141,6 +144,26 @@ export function decodeTokenCharge(log: RpcLog): TokenChargeLog {
     token: getAddress(args.token) as Address,
     paid: decoded.eventName === "TokenCharged",
     tokenAmount: args.tokenAmount,
+  };
+}
+
+/** GasTankDeposit's Deposited: `from` paid `amount` wei into the gas tank of `sender`. */
+export interface DepositedLog extends LogPosition {
+  contract: Address;
+  sender: Address;
+  from: Address;
+  amount: bigint;
+}
+
+export function decodeDeposited(log: RpcLog): DepositedLog {
+  const decoded = decodeEventLog({ abi: gasTankDepositAbi, eventName: "Deposited", data: log.data, topics: log.topics as [Hex, ...Hex[]] });
+  const args = decoded.args as unknown as { sender: Address; from: Address; amount: bigint };
+  return {
+    ...position(log),
+    contract: getAddress(log.address) as Address,
+    sender: getAddress(args.sender) as Address,
+    from: getAddress(args.from) as Address,
+    amount: args.amount,
   };
 }
 

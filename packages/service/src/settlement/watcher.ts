@@ -12,7 +12,9 @@
  *    UserOperationEvents whose paymaster is one of ours are matched to sponsorships by userOpHash and settled
  *    at their actualGasCost (USD at the current native price; ERC-20 mode: the paymaster's TokenCharged
  *    amount); with a deposit address, the range's transactions to it (value > 0, status 1) are credited to
- *    their sender's gas tank. The cursor moves to the end of a range only once the whole range is processed.
+ *    their sender's gas tank; with a deposit contract (GasTankDeposit), its Deposited events (eth_getLogs, so
+ *    internal calls count: a smart account funding its own tank) are credited to the event's sender. The
+ *    cursor moves to the end of a range only once the whole range is processed.
  *    Everything is idempotent (settling a settled sponsorship, crediting a known reference), so a crash
  *    anywhere at worst rescans a range.
  * 3. Expiry. Once caught up, reservations whose signature expired unused are released after a grace period.
@@ -32,6 +34,8 @@ import {
   TOKEN_CHARGE_UNPAID_TOPIC,
   USER_OPERATION_EVENT_TOPIC,
   addressTopic,
+  DEPOSITED_TOPIC,
+  decodeDeposited,
   decodeTokenCharge,
   decodeUserOperationEvent,
   getBlockHeader,
@@ -55,6 +59,8 @@ export interface WatcherOptions {
   expiryGraceSeconds: number;
   /** ETH sent here (top-level transactions) is credited to the sender's gas tank. */
   depositAddress?: Address;
+  /** GasTankDeposit: each Deposited event (internal calls included) is credited to the event's sender. */
+  depositContract?: Address;
   /** Poll interval (ms). */
   pollMs: number;
   /** Most blocks per eth_getLogs range. */
@@ -93,6 +99,7 @@ export function watcherOptions(config: NetworkConfig, overrides: Partial<Watcher
     reorgDepth: config.reorgDepth ?? WATCHER_DEFAULTS.reorgDepth,
     expiryGraceSeconds: config.expiryGraceSeconds ?? WATCHER_DEFAULTS.expiryGraceSeconds,
     ...(config.depositAddress === undefined ? {} : { depositAddress: config.depositAddress }),
+    ...(config.depositContract === undefined ? {} : { depositContract: config.depositContract }),
     pollMs: config.pollMs ?? WATCHER_DEFAULTS.pollMs,
     logBlockRange: config.logBlockRange ?? WATCHER_DEFAULTS.logBlockRange,
     ...overrides,
@@ -111,9 +118,12 @@ export function cursorNames(network: string) {
   };
 }
 
-/** The gas-tank credit reference of a deposit transaction. */
-export function depositReference(network: string, txHash: Hex): string {
-  return `deposit:${network}:${txHash.toLowerCase()}`;
+/**
+ * The gas-tank credit reference of a deposit: its transaction for a plain transfer (one per transaction), the
+ * transaction and log index for a GasTankDeposit event (one transaction may hold several).
+ */
+export function depositReference(network: string, txHash: Hex, logIndex?: number): string {
+  return `deposit:${network}:${txHash.toLowerCase()}${logIndex === undefined ? "" : `:${logIndex}`}`;
 }
 
 export interface TickResult {
@@ -134,8 +144,9 @@ export interface TickResult {
   unmatched: number;
   /** Settlements undone because their block was reorganised away. */
   unsettled: number;
-  /** Deposits newly credited (a rescanned deposit is not credited again) / credits reverted. */
+  /** Deposits newly credited (a rescanned deposit is not credited again), of them through the deposit contract, and credits reverted. */
   deposits: number;
+  contractDeposits: number;
   depositsReverted: number;
   /** Reservations released after expiry (every network's: the store's sweep is global). */
   released: number;
@@ -182,6 +193,8 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
   const journal = createDepositJournal(store, names.deposits);
   const now = options.now ?? (() => Math.floor(Date.now() / 1000));
   const depositAddress = options.depositAddress === undefined ? undefined : lower(options.depositAddress);
+  const depositContract = options.depositContract === undefined ? undefined : (getAddress(options.depositContract) as Address);
+  const watchesDeposits = depositAddress !== undefined || depositContract !== undefined;
 
   const entryPoints: Address[] = [];
   const paymasters: Address[] = [];
@@ -197,7 +210,7 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
   const erc20Set = new Set(erc20Paymasters.map(lower));
 
   function emptyResult(head: bigint, safe: bigint, cursor: bigint): TickResult {
-    return { head, safe, cursor, scanned: null, reorg: null, settled: 0, alreadySettled: 0, unmatched: 0, unsettled: 0, deposits: 0, depositsReverted: 0, released: 0 };
+    return { head, safe, cursor, scanned: null, reorg: null, settled: 0, alreadySettled: 0, unmatched: 0, unsettled: 0, deposits: 0, contractDeposits: 0, depositsReverted: 0, released: 0 };
   }
 
   /** Block headers fetched during one tick, by number. */
@@ -245,14 +258,14 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
         );
       }
     }
-    if (depositAddress !== undefined || reorg) {
+    if (watchesDeposits || reorg) {
       for (const entry of await journal.live()) {
         if (entry.blockNumber < checkFrom) continue;
         const block = await header(entry.blockNumber);
         if (block !== null && block.hash === lower(entry.blockHash)) continue;
-        if (await store.revertGasTankCredit(depositReference(name, entry.txHash))) {
+        if (await store.revertGasTankCredit(depositReference(name, entry.txHash, entry.logIndex))) {
           result.depositsReverted++;
-          logger.warn({ txHash: entry.txHash, block: entry.blockNumber.toString() }, "deposit reorganised away: credit reverted");
+          logger.warn({ txHash: entry.txHash, ...(entry.logIndex === undefined ? {} : { logIndex: entry.logIndex }), block: entry.blockNumber.toString() }, "deposit reorganised away: credit reverted");
         }
         await journal.tombstone(entry.index);
       }
@@ -318,10 +331,14 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
     }
     if (blocks.length > 0 && blocks[blocks.length - 1]!.hash !== endBefore.hash) throw new ChainMovedError(`block ${to} changed`);
 
+    const contractDeposits = depositContract === undefined
+      ? []
+      : (await getLogs(rpc, { address: [depositContract], topics: [DEPOSITED_TOPIC], fromBlock: from, toBlock: to })).map(decodeDeposited);
+
     const endAfter = await getBlockHeader(rpc, to);
     if (endAfter === null || endAfter.hash !== endBefore.hash) throw new ChainMovedError(`block ${to} changed during the scan`);
-    for (const event of events) {
-      if (event.blockNumber === to && event.blockHash !== endBefore.hash) throw new ChainMovedError(`logs of block ${to} are from another fork`);
+    for (const log of [...events, ...contractDeposits]) {
+      if (log.blockNumber === to && log.blockHash !== endBefore.hash) throw new ChainMovedError(`logs of block ${to} are from another fork`);
     }
 
     let price: UsdPrice | undefined;
@@ -342,18 +359,36 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
           continue;
         }
         const sender = getAddress(tx.from) as Address;
-        const before = await store.getGasTank(name, sender);
-        const after = await store.creditGasTank(name, sender, value, depositReference(name, tx.hash));
-        await journal.append({ txHash: tx.hash.toLowerCase() as Hex, blockNumber: block.number, blockHash: block.hash });
-        // creditGasTank is idempotent by reference: a rescanned deposit leaves the balance as it was.
-        if (after.balanceWei === before.balanceWei) continue;
-        result.deposits++;
-        logger.info({ sender, wei: value.toString(), txHash: tx.hash, block: block.number.toString() }, "deposit credited to the gas tank");
+        await credit({ sender, amount: value, txHash: tx.hash.toLowerCase() as Hex, blockNumber: block.number, blockHash: block.hash }, result);
       }
+    }
+    for (const deposit of contractDeposits) {
+      await credit({ sender: deposit.sender, from: deposit.from, amount: deposit.amount, txHash: deposit.txHash, logIndex: deposit.logIndex, blockNumber: deposit.blockNumber, blockHash: deposit.blockHash }, result);
     }
 
     await setCursor(to, endBefore.hash);
     return endBefore.hash;
+  }
+
+  /**
+   * Credits one confirmed deposit to `sender`'s tank and journals it (for a reorg to revert). creditGasTank is
+   * idempotent by reference, so a rescanned deposit leaves the balance as it was and counts nothing.
+   */
+  async function credit(
+    deposit: { sender: Address; from?: Address; amount: bigint; txHash: Hex; logIndex?: number; blockNumber: bigint; blockHash: Hex },
+    result: TickResult,
+  ): Promise<void> {
+    const { sender, amount, txHash, logIndex, blockNumber, blockHash } = deposit;
+    const before = await store.getGasTank(name, sender);
+    const after = await store.creditGasTank(name, sender, amount, depositReference(name, txHash, logIndex));
+    await journal.append({ txHash, ...(logIndex === undefined ? {} : { logIndex }), blockNumber, blockHash });
+    if (after.balanceWei === before.balanceWei) return;
+    result.deposits++;
+    if (logIndex !== undefined) result.contractDeposits++;
+    logger.info(
+      { sender, wei: amount.toString(), txHash, block: blockNumber.toString(), ...(logIndex === undefined ? { via: "transfer" } : { via: "contract", from: deposit.from, logIndex }) },
+      "deposit credited to the gas tank",
+    );
   }
 
   async function settle(event: UserOperationEventLog, charge: TokenChargeLog | undefined, price: UsdPrice, result: TickResult): Promise<void> {
@@ -440,7 +475,7 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
     }
     result.cursor = cursor;
     if (cursor >= firstScanned) result.scanned = { from: firstScanned, to: cursor };
-    if (depositAddress !== undefined) await journal.prune(cursor - BigInt(options.reorgDepth) + 1n);
+    if (watchesDeposits) await journal.prune(cursor - BigInt(options.reorgDepth) + 1n);
     if (complete && cursor >= safe) {
       // Caught up: every confirmed event has been settled, so a reservation still open after its validUntil
       // plus the grace period was not used in any confirmed block.

@@ -350,6 +350,8 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
       if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
     }
+    // EIP-7623's floor in preVerificationGas counts on the final call and postOp limits.
+    if (estimatePreVerificationGas && needsEstimate) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, stubData(chargeMode)));
     if (estimatePreVerificationGas && network.config.gasKind !== "l1") {
       // On a rollup the bundler pays for the bundle's L1 data and gets it back only through preVerificationGas.
       // Priced on the op with its final limits (their bytes are part of the data).

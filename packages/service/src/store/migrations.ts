@@ -516,6 +516,24 @@ export function sharedMigrations(d: Dialect): Migration[] {
     },
     {
       version: 9,
+      name: "request counts per minute",
+      sql: `
+        -- JSON-RPC calls answered, per minute (the minute's first unix second), network, method and outcome ('ok'
+        -- or the error reason): what the console's "over time" charts read. Each process adds what it counted
+        -- since its last flush (src/metrics/requestCounts.ts), so the rows are the sum over every replica and
+        -- survive restarts. Rows older than the retention are deleted by the flusher.
+        CREATE TABLE request_counts (
+          minute   ${t.time} NOT NULL,
+          network  TEXT NOT NULL,
+          method   TEXT NOT NULL,
+          outcome  TEXT NOT NULL,
+          count    ${t.time} NOT NULL CHECK (count >= 0),
+          PRIMARY KEY (minute, network, method, outcome)
+        )${d.tableSuffix};
+      `,
+    },
+    {
+      version: 10,
       name: "config version",
       // One counter that every change of a project, API key, strategy or webhook endpoint bumps, in the same
       // transaction, by trigger (whatever writes it: the service, the CLI, the admin API, SQL by hand). The service

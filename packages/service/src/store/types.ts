@@ -268,6 +268,77 @@ export interface Leadership {
 }
 
 
+// ---- the operator console's reads (src/store/consoleRows.ts)
+
+/** JSON-RPC calls one process answered in one minute (migration 9): what it adds at each flush. */
+export interface RequestCount {
+  /** The minute's first unix second. */
+  minute: number;
+  network: string;
+  method: string;
+  /** "ok" or the error reason. */
+  outcome: string;
+  count: number;
+}
+
+/** Request counts added up per time bucket (`bucket`: its first unix second). */
+export interface RequestCountBucket {
+  bucket: number;
+  network: string;
+  method: string;
+  outcome: string;
+  count: number;
+}
+
+/** Which sponsorships an activity series covers: created in [since, until), bucketed by `bucketSeconds`. */
+export interface ActivityFilter {
+  since: number;
+  until: number;
+  bucketSeconds: number;
+  network?: string;
+  projectId?: string;
+  strategyId?: string;
+}
+
+/** The sponsorships of one bucket (by creation time), network and status, with their costs added up. */
+export interface SponsorshipActivity {
+  bucket: number;
+  network: string;
+  status: SponsorshipStatus;
+  count: number;
+  maxCostWei: bigint;
+  maxCostUsdMicros: bigint;
+  /** Settled ones only (0 otherwise): what the chain charged. */
+  actualCostWei: bigint;
+  actualCostUsdMicros: bigint;
+}
+
+/** A gas tank as listed, with when it last changed. */
+export interface GasTankListing extends GasTank {
+  updatedAt: number;
+}
+
+/** One movement of a gas tank: a credit (deposit or by hand), a debit by hand, or a settled op it paid for. */
+export interface TankLedgerEntry {
+  kind: "credit" | "debit" | "spend";
+  at: number;
+  amountWei: bigint;
+  /** The credit's or debit's reference; a spend's sponsorship id. */
+  reference: string;
+  /** Spends: the op and the transaction it landed in. */
+  userOpHash?: Hex | null;
+  txHash?: Hex | null;
+}
+
+/** When a sponsorship changed state (reserve and sign are one step: both at createdAt). */
+export interface SponsorshipTimeline {
+  createdAt: number;
+  /** Set when released (expired, replaced or by hand) and not settled since; the reason stays once settled. */
+  releasedAt: number | null;
+  releaseReason: "released" | "replaced" | "expired" | null;
+  settledAt: number | null;
+}
+
 // ---- webhooks (src/webhooks, docs/webhooks.md)
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -535,6 +606,24 @@ export interface Store {
   replayWebhookDelivery(id: string, nowMs: number): Promise<boolean>;
   /** Deletes delivered events delivered before `beforeMs` (pending and dead ones stay); returns how many. */
   pruneWebhookDeliveries(beforeMs: number): Promise<number>;
+
+  // ---- the operator console's reads (and the per-minute request counts it charts)
+  /** Adds each row's count to its (minute, network, method, outcome) row, in one transaction. */
+  addRequestCounts(rows: readonly RequestCount[]): Promise<void>;
+  /** Request counts of minutes in [since, until), added up per bucket (a multiple of 60 s); oldest first. */
+  requestCounts(filter: { since: number; until: number; bucketSeconds: number; network?: string }): Promise<RequestCountBucket[]>;
+  /** Deletes the request counts of minutes before `beforeMinute`; returns how many rows. */
+  pruneRequestCounts(beforeMinute: number): Promise<number>;
+  /**
+   * Sponsorships created in [since, until) added up per bucket, network and status (costs summed exactly, as
+   * bigints). Reads at most ACTIVITY_ROW_LIMIT rows: `truncated` says the window held more.
+   */
+  sponsorshipActivity(filter: ActivityFilter): Promise<{ buckets: SponsorshipActivity[]; truncated: boolean }>;
+  /** Gas tanks, most recently changed first (of one network when given). */
+  listGasTanks(filter: { network?: string; limit?: number }): Promise<GasTankListing[]>;
+  /** A tank's credits, debits and the settled ops it paid for, newest first (at most `limit` of each kind). */
+  gasTankLedger(network: string, sender: Address, limit?: number): Promise<TankLedgerEntry[]>;
+  sponsorshipTimeline(id: string): Promise<SponsorshipTimeline | undefined>;
 
   close(): Promise<void>;
 }

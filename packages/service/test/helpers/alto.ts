@@ -24,8 +24,8 @@ export async function freeLoopbackPort(): Promise<number> {
   });
 }
 
-function altoEntry(): string {
-  // alto's exports hide package.json: find the package folder from its main entry.
+/** The installed @pimlico/alto package folder (its exports hide package.json: found from its main entry). */
+export function altoPackageDir(): string {
   const require = createRequire(import.meta.url);
   let dir = path.dirname(require.resolve("@pimlico/alto"));
   const isAlto = (d: string) => existsSync(path.join(d, "package.json")) && JSON.parse(readFileSync(path.join(d, "package.json"), "utf8")).name === "@pimlico/alto";
@@ -33,6 +33,11 @@ function altoEntry(): string {
     if (path.dirname(dir) === dir) throw new Error("@pimlico/alto's package folder not found");
     dir = path.dirname(dir);
   }
+  return dir;
+}
+
+function altoEntry(): string {
+  const dir = altoPackageDir();
   const pkg = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { bin: Record<string, string> };
   return path.join(dir, pkg.bin.alto!);
 }
@@ -74,6 +79,10 @@ export async function startAlto(options: { rpcUrl: string; entryPoints: string[]
     "--rpc-url", options.rpcUrl,
     "--port", String(port),
     "--safe-mode", "false",
+    // The API Pimlico serves (api.pimlico.io/v2/…): v1, alto's default, skips the preVerificationGas and gas price checks.
+    "--default-api-version", "v2",
+    // The local chains run Prague's rules or later (EIP-7623's calldata floor included).
+    "--supports-eip7623", "true",
     "--block-time", "250",
     "--min-bundle-interval", "100",
     "--max-bundle-interval", "250",

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DestinationStream } from "pino";
-import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, gasKindOf, type EntryPointVersion } from "@paymaster/shared";
+import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, gasKindOf, type EntryPointVersion, type NetworkName } from "@paymaster/shared";
 import { createApp, listen } from "../../src/app.ts";
 import { DEFAULT_GAS_CAPS, type NetworkConfig, type ServiceConfig } from "../../src/config/types.ts";
 import type { NetworkRuntime, ServiceContext } from "../../src/context.ts";
@@ -40,7 +40,7 @@ export const ADDRESSES = {
 
 const SIGNER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d" as const;
 
-function network(name: NetworkConfig["name"], chainId: number, entryPoints: NetworkConfig["entryPoints"]): NetworkConfig {
+function network(name: NetworkName, chainId: number, entryPoints: NetworkConfig["entryPoints"]): NetworkConfig {
   return {
     name,
     chainId,

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { DeploymentManifest } from "@paymaster/contracts/manifest";
 import { ENTRY_POINT_VERSIONS, type Hex } from "@paymaster/shared";
+import { networkEnvVar } from "../../src/config/load.ts";
 
 const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
 
@@ -53,12 +54,46 @@ export interface ServiceProcess {
   kill(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function spawnService(configPath: string, env: { signerKey: Hex; databaseUrl?: string }, args: string[] = []): Promise<ServiceProcess> {
+/** Spawns `node <args>` and resolves once a stdout line matches `ready`, with that line (a chain process, a service). */
+export function startProcess(args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; line: string; output: () => string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    const timer = setTimeout(() => reject(new Error(`not ready in 60 s: ${output.slice(-3000)}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const line = output.split("\n").find((l) => ready.test(l));
+      if (line) {
+        clearTimeout(timer);
+        resolve({ child, line, output: () => output });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before ready: ${output.slice(-3000)}`));
+    });
+  });
+}
+
+/** A chain in a process of its own (test/fixtures/chain.ts) with `chainId`, on a free loopback port: its URL. */
+export async function startChainProcess(chainId: number, port = 0): Promise<{ child: ChildProcess; url: string }> {
+  const chain = await startProcess([new URL("../fixtures/chain.ts", import.meta.url).pathname, String(chainId), String(port)], { ...process.env }, /^http:\/\/127\.0\.0\.1:\d+/);
+  return { child: chain.child, url: chain.line.trim() };
+}
+
+export async function spawnService(
+  configPath: string,
+  env: { signerKey: Hex; databaseUrl?: string; network?: string; extra?: Record<string, string> },
+  args: string[] = [],
+): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", MAIN, "--config", configPath, ...args], {
     env: {
       PATH: process.env.PATH,
-      PAYMASTER_NETWORK_LOCAL_SIGNER_KEYS: env.signerKey,
+      [networkEnvVar(env.network ?? "local", "SIGNER_KEYS")]: env.signerKey,
       ...(env.databaseUrl ? { DATABASE_URL: env.databaseUrl } : {}),
+      ...env.extra,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -3,7 +3,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { decodeEventLog, decodeErrorResult, encodeFunctionData, getAddress, type Abi } from "viem";
+import { decodeEventLog, decodeErrorResult, encodeFunctionData, getAddress, toHex, type Abi } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import {
   EntryPointV06Artifact,
@@ -14,20 +14,25 @@ import {
   TestTokenArtifact,
 } from "@paymaster/contracts/artifacts";
 import {
+  EIP7702_MARKER,
   STUB_SIGNATURE,
   getUserOpHash,
   packUserOpV07,
   type Address,
+  type Eip7702Authorization,
   type EntryPointVersion,
   type Hex,
   type UserOperationV06,
   type UserOperationV07,
+  type UserOperationV08,
 } from "@paymaster/shared";
 import { startEmbedded, type Embedded } from "../../src/local/embedded.ts";
+import type { AdminApiOptions } from "../../src/adminApi/options.ts";
 
 export type { Embedded };
 
-export async function startTestStack(options: { chainType?: "l1" | "op" } = {}): Promise<Embedded> {
+/** The embedded stack on free ports; `admin`: also the admin API and the console on their own listener. */
+export async function startTestStack(options: { chainType?: "l1" | "op"; admin?: AdminApiOptions } = {}): Promise<Embedded> {
   return startEmbedded({
     ...options,
     chainPort: 0,
@@ -66,8 +71,10 @@ export async function ethCall(embedded: Embedded, to: Address, abi: Abi, functio
   return decodeFunctionResult({ abi, functionName, data: await chainRequest<Hex>(embedded, "eth_call", [{ to, data }, "latest"]) });
 }
 
-export async function sendTx(embedded: Embedded, to: Address, data: Hex, from: Address = embedded.stack.owner.address) {
-  const hash = await chainRequest<Hex>(embedded, "eth_sendTransaction", [{ from, to, data, gas: "0x989680" }]);
+/** Sends a transaction from an unlocked dev account; with `authorizations`, a type-4 transaction carrying them. */
+export async function sendTx(embedded: Embedded, to: Address, data: Hex, from: Address = embedded.stack.owner.address, authorizations: Eip7702Authorization[] = []) {
+  const authorizationList = authorizations.map((a) => ({ chainId: toHex(a.chainId), address: a.address, nonce: toHex(a.nonce), yParity: toHex(a.yParity), r: a.r, s: a.s }));
+  const hash = await chainRequest<Hex>(embedded, "eth_sendTransaction", [{ from, to, data, gas: "0x989680", ...(authorizationList.length > 0 ? { authorizationList } : {}) }]);
   return chainRequest<{ status: Hex; logs: { address: Address; topics: Hex[]; data: Hex }[] }>(embedded, "eth_getTransactionReceipt", [hash]);
 }
 
@@ -76,6 +83,8 @@ export interface Wallet {
   version: EntryPointVersion;
   sender: Address;
   initCode: Hex;
+  /** An EIP-7702 wallet (v0.8): the owner EOA is the sender, and this authorization delegates it. */
+  authorization?: Eip7702Authorization;
 }
 
 /** A fresh owner and its counterfactual SimpleAccount (salt 0) for `version`. */
@@ -88,10 +97,29 @@ export async function newWallet(embedded: Embedded, version: EntryPointVersion):
   return { owner, version, sender, initCode: `${factory}${createAccount.slice(2)}` as Hex };
 }
 
-/** The wire userOp a wallet sends: hex fields, gas left for the service to fill, a stub signature. */
+/** A fresh EOA delegating (EIP-7702, v0.8) to the stack's Simple7702Account: its signed authorization (nonce 0). */
+export async function new7702Wallet(embedded: Embedded): Promise<Wallet> {
+  const owner = privateKeyToAccount(generatePrivateKey());
+  const chainId = embedded.stack.chain.chainId;
+  const delegate = embedded.stack.manifest.entryPoints["v0.8"].simple7702Account!;
+  const signed = await owner.signAuthorization({ address: delegate, chainId, nonce: 0 });
+  const authorization = { chainId: BigInt(chainId), address: delegate, nonce: 0n, r: signed.r, s: signed.s, yParity: signed.yParity ?? 0 };
+  return { owner, version: "v0.8", sender: owner.address, initCode: EIP7702_MARKER, authorization };
+}
+
+/** eip7702Auth as wallets send it (hex quantities). */
+export function eip7702AuthWire(auth: Eip7702Authorization) {
+  return { chainId: toHex(auth.chainId), address: auth.address, nonce: toHex(auth.nonce), r: auth.r, s: auth.s, yParity: toHex(auth.yParity) };
+}
+
+/**
+ * The wire userOp a wallet sends: hex fields, gas left for the service to fill, a stub signature. A 7702
+ * wallet's first op carries the marker (factory "0x7702") and its authorization.
+ */
 export function wireOp(wallet: Wallet, callData: Hex, { deploy = true, nonce = 0n, extra = {} }: { deploy?: boolean; nonce?: bigint; extra?: Record<string, string> } = {}) {
   const base = { sender: wallet.sender, nonce: `0x${nonce.toString(16)}`, callData, signature: STUB_SIGNATURE, ...extra };
   if (!deploy) return base;
+  if (wallet.authorization) return { ...base, factory: "0x7702", factoryData: "0x", eip7702Auth: eip7702AuthWire(wallet.authorization) };
   return wallet.version === "v0.6"
     ? { ...base, initCode: wallet.initCode }
     : { ...base, factory: `0x${wallet.initCode.slice(2, 42)}`, factoryData: `0x${wallet.initCode.slice(42)}` };
@@ -112,6 +140,7 @@ export function opFromResponse(
     maxPriorityFeePerGas: BigInt(r.maxPriorityFeePerGas),
   };
   const w = wire as Record<string, string>;
+  const factory = w.factory === "0x7702" ? EIP7702_MARKER : (w.factory as Address | undefined);
   if (wallet.version === "v0.6") {
     return {
       version: "v0.6",
@@ -124,7 +153,8 @@ export function opFromResponse(
     userOp: {
       sender: wallet.sender,
       nonce: BigInt(w.nonce!),
-      ...(w.factory ? { factory: w.factory as Address, factoryData: w.factoryData as Hex } : {}),
+      ...(factory ? { factory, factoryData: w.factoryData as Hex } : {}),
+      ...("eip7702Auth" in wire && wallet.authorization ? { eip7702Auth: wallet.authorization } : {}),
       callData: w.callData as Hex,
       ...gas,
       paymaster: `0x${pmd.slice(2, 42)}` as Address,
@@ -157,7 +187,7 @@ export interface HandleOpsOutcome {
   logs: { address: Address; topics: Hex[]; data: Hex }[];
 }
 
-/** Submits the op with handleOps from a dev account (the bundler). */
+/** Submits the op with handleOps from a dev account (the bundler), in a type-4 transaction when it carries an EIP-7702 authorization. */
 export async function handleOps(embedded: Embedded, op: ReturnType<typeof opFromResponse>): Promise<HandleOpsOutcome> {
   const { version } = op;
   const entryPoint = embedded.stack.manifest.entryPoints[version].entryPoint;
@@ -165,7 +195,8 @@ export async function handleOps(embedded: Embedded, op: ReturnType<typeof opFrom
   const beneficiary = embedded.stack.chain.accounts[9]!.address;
   const data = encodeFunctionData({ abi: entryPointAbi[version], functionName: "handleOps", args: [[chainOp], beneficiary] });
   try {
-    const receipt = await sendTx(embedded, entryPoint, data, embedded.stack.chain.accounts[8]!.address);
+    const authorization = version === "v0.8" ? (op.userOp as UserOperationV08).eip7702Auth : undefined;
+    const receipt = await sendTx(embedded, entryPoint, data, embedded.stack.chain.accounts[8]!.address, authorization ? [authorization] : []);
     for (const log of receipt.logs) {
       if (log.address.toLowerCase() !== entryPoint.toLowerCase()) continue;
       try {

@@ -1,6 +1,6 @@
 /**
  * paymaster deploy | status | deposit | withdraw | stake | unstake | signer list|add|remove
- * The paymasters on chain (src/admin/deploy.ts, src/admin/paymasters.ts). Keys come only from the environment
+ * The paymasters (and, deployed with them, the gas-tank deposit contract) on chain (src/admin/deploy.ts, src/admin/paymasters.ts). Keys come only from the environment
  * or key files (PAYMASTER_DEPLOYER_KEY[_FILE], PAYMASTER_OWNER_KEY[_FILE]); the RPC URL from the configuration
  * or PAYMASTER_NETWORK_<NAME>_RPC_URL. Withdrawing and unstaking ask for confirmation (--yes skips it).
  */
@@ -41,7 +41,7 @@ interface NetworkOpts {
   yes?: boolean;
 }
 
-const withNetwork = (cmd: Command) =>
+export const withNetwork = (cmd: Command) =>
   cmd
     .requiredOption("--network <name>", "the network (its RPC from the configuration or PAYMASTER_NETWORK_<NAME>_RPC_URL)")
     .option("--deployments <dir>", `where deployment manifests are (default ${DEFAULT_DEPLOYMENTS_DIR})`);
@@ -75,7 +75,7 @@ const sentText = (rows: object[]) => table(rows);
 
 export function registerChain(program: Command, runChain: RunChain): void {
   withNetwork(program.command("deploy"))
-    .description("deploy the paymasters (same address on every chain; resumable); --dry-run prints the plan")
+    .description("deploy the paymasters and the gas-tank deposit contract (same address on every chain; resumable); --dry-run prints the plan")
     .requiredOption("--treasury <address>", "receives the ERC-20 paymasters' fees")
     .requiredOption("--stake <amount>", "stake per paymaster, wei or e.g. 0.1eth (bundlers require a staked paymaster)")
     .option("--deposit <amount>", "EntryPoint deposit each paymaster is topped up to, wei or e.g. 0.5eth", "0")
@@ -105,6 +105,7 @@ export function registerChain(program: Command, runChain: RunChain): void {
           deployer: plan.deployer,
           dryRun: o.dryRun === true,
           paymasters: plan.paymasters.map((p) => ({ label: p.label, address: p.address, state: p.state })),
+          gasTankDeposit: { label: plan.gasTankDeposit.label, address: plan.gasTankDeposit.address, state: plan.gasTankDeposit.state },
           transactions: plan.txs.map((tx) => ({ step: tx.step, label: tx.label, to: tx.to, valueWei: tx.value.toString(), gas: tx.gas.toString(), gasIsEstimate: tx.gasIsEstimate, costWei: (tx.gas * plan.feePerGas).toString() })),
           feePerGas: plan.feePerGas.toString(),
           totalCostWei: plan.totalCostWei.toString(),
@@ -115,7 +116,7 @@ export function registerChain(program: Command, runChain: RunChain): void {
         out.print(summary, (s) =>
           [
             `${s.dryRun ? "Plan (dry run: nothing sent)" : "Deployment"} on ${s.network} (chain ${s.chainId}) by ${s.deployer}`,
-            table(s.paymasters),
+            table([...s.paymasters, s.gasTankDeposit]),
             s.transactions.length === 0 ? "Nothing to send: everything is deployed and at its targets." : table(s.transactions, ["step", "label", "to", "valueWei", "gas", "costWei"]),
             `Total: ${s.totalCostWei} wei at ${s.feePerGas} wei/gas (gas marked approximate where a step waits for an earlier one)`,
             ...(s.sent.length ? [table(s.sent)] : []),

@@ -1,7 +1,7 @@
-/** paymaster strategy create|update|enable|disable|list|show|usage */
+/** paymaster strategy create|update|enable|disable|list|show|usage|history */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, updateStrategy } from "../../admin/strategies.ts";
+import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, strategyUsageHistory, updateStrategy } from "../../admin/strategies.ts";
 import { parseDocumentText } from "../../admin/strategyFile.ts";
 import { UsageError } from "../context.ts";
 import { record, table } from "../output.ts";
@@ -71,6 +71,21 @@ export function registerStrategy(program: Command, run: Run): void {
           [
             `Strategy ${u.code}`,
             u.caps.length === 0 ? "(no caps)" : table(u.caps, ["cap", "key", "spentWei", "reservedWei", "spentUsd", "reservedUsd", "ops", "maxWei", "remainingWei", "maxUsd", "remainingUsd", "maxOps", "remainingOps"]),
+          ].join("\n"),
+        ),
+      ),
+    );
+  strategy
+    .command("history")
+    .description("spent and reserved per UTC day (by the day each op was reserved, as the daily cap counts), with the daily cap")
+    .argument("<code>", "the strategy's code")
+    .option("--days <n>", "how many days, today last (default 14, at most 90)")
+    .action((code: string, opts: { days?: string }) =>
+      run(async (ctx, out) =>
+        out.print(await strategyUsageHistory(ctx, code, opts), (h) =>
+          [
+            `Strategy ${h.code}${h.dailyCap ? `, daily cap ${JSON.stringify(h.dailyCap)}` : ""}${h.truncated ? " (window cut: too many sponsorships)" : ""}`,
+            table(h.days, ["day", "spentWei", "reservedWei", "spentUsd", "reservedUsd", "ops", "released"]),
           ].join("\n"),
         ),
       ),

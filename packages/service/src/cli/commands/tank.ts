@@ -1,7 +1,7 @@
-/** paymaster tank credit|debit|show (User Sponsor mode gas tanks; replaces the former `admin credit|tank`). */
+/** paymaster tank list|show|ledger|credit|debit (User Sponsor mode gas tanks; replaces the former `admin credit|tank`). */
 import type { Command } from "commander";
-import { creditTank, debitTank, showTank } from "../../admin/tanks.ts";
-import { record } from "../output.ts";
+import { creditTank, debitTank, listTanks, showTank, tankLedger } from "../../admin/tanks.ts";
+import { record, table } from "../output.ts";
 import type { Run } from "../program.ts";
 
 interface Opts {
@@ -15,6 +15,23 @@ export function registerTank(program: Command, run: Run): void {
   const tank = program.command("tank").description("Gas tanks of senders (User Sponsor mode)");
   const common = (cmd: Command) =>
     cmd.requiredOption("--network <name>", "a configured network").requiredOption("--sender <address>", "the smart account");
+  tank
+    .command("list")
+    .description("gas tanks, most recently changed first")
+    .option("--network <name>", "only this network's tanks")
+    .option("--limit <n>", "at most this many (default 100, at most 1000)")
+    .action((o: { network?: string; limit?: string }) =>
+      run(async (ctx, out) => out.print(await listTanks(ctx, o), (rows) => table(rows, ["network", "sender", "balanceWei", "reservedWei", "availableWei", "updatedAt"]))),
+    );
+  common(tank.command("ledger").description("a tank's credits, debits and the settled ops it paid for, newest first"))
+    .option("--limit <n>", "at most this many (default 100, at most 1000)")
+    .action((o: Opts & { limit?: string }) =>
+      run(async (ctx, out) =>
+        out.print(await tankLedger(ctx, o), (l) =>
+          [`balance ${l.balanceWei} wei, reserved ${l.reservedWei} wei, available ${l.availableWei} wei`, table(l.entries, ["at", "kind", "amountWei", "reference", "txHash"])].join("\n"),
+        ),
+      ),
+    );
   common(tank.command("show").description("a sender's tank: balance, reserved, available")).action((o: Opts) =>
     run(async (ctx, out) => out.print(await showTank(ctx, o), record)),
   );

@@ -1,0 +1,130 @@
+// The console's one door to the service: the admin API (/admin/v1, relative to /console/ so a proxy may mount
+// both under a prefix). The session cookie goes along by itself (same origin, HttpOnly: no script sees it);
+// every change also carries the session's CSRF value in X-Paymaster-CSRF.
+import { useEffect, useState } from "preact/hooks";
+
+const BASE = "../admin/v1";
+
+export interface FieldIssue {
+  field: string;
+  message: string;
+}
+
+/** A refusal of the admin API: its code, message (as the CLI prints it) and the fields it names. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly issues: readonly FieldIssue[];
+  constructor(status: number, code: string, message: string, issues: readonly FieldIssue[] = []) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.issues = issues;
+  }
+}
+
+export interface Session {
+  name: string;
+  expiresAt: number;
+  csrf: string;
+}
+
+// ---- the session, shared by every page
+
+let session: Session | null | undefined; // undefined: not known yet
+const listeners = new Set<() => void>();
+function setSession(next: Session | null): void {
+  session = next;
+  for (const l of listeners) l();
+}
+
+export function useSession(): Session | null | undefined {
+  const [, tick] = useState(0);
+  useEffect(() => {
+    const l = () => tick((n) => n + 1);
+    listeners.add(l);
+    return () => void listeners.delete(l);
+  }, []);
+  return session;
+}
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (method !== "GET" && session) headers["x-paymaster-csrf"] = session.csrf;
+  let response: Response;
+  try {
+    response = await fetch(`${BASE}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
+  } catch {
+    throw new ApiError(0, "NETWORK", "The service did not answer: check that it is running and reachable, then try again.");
+  }
+  const text = await response.text();
+  let json: any;
+  try {
+    json = text === "" ? undefined : JSON.parse(text);
+  } catch {
+    throw new ApiError(response.status, "BAD_ANSWER", `The service answered ${response.status} with something that is not JSON.`);
+  }
+  if (!response.ok) {
+    const e = json?.error ?? {};
+    // A session that ended (expired, token removed): back to the sign-in page.
+    if (response.status === 401 && path !== "/session") setSession(null);
+    throw new ApiError(response.status, e.code ?? "ERROR", e.message ?? `The service answered ${response.status}.`, e.issues ?? []);
+  }
+  return json as T;
+}
+
+export const api = {
+  get: <T = any>(path: string) => request<T>("GET", path),
+  post: <T = any>(path: string, body?: unknown) => request<T>("POST", path, body ?? {}),
+  patch: <T = any>(path: string, body: unknown) => request<T>("PATCH", path, body),
+};
+
+/** Asks who is signed in (the cookie decides); null when nobody. */
+export async function loadSession(): Promise<void> {
+  try {
+    const s = await request<Session & { csrf: string | null }>("GET", "/session");
+    setSession(s.csrf ? s : null);
+  } catch {
+    setSession(null);
+  }
+}
+
+export async function signIn(token: string): Promise<void> {
+  setSession(await request<Session>("POST", "/session", { token }));
+}
+
+export async function signOut(): Promise<void> {
+  try {
+    await request("POST", "/session/end", {});
+  } finally {
+    setSession(null);
+  }
+}
+
+/** Query text from an object, leaving out empty values. */
+export function query(params: Record<string, string | number | undefined | null>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+  const text = q.toString();
+  return text === "" ? "" : `?${text}`;
+}
+
+/** Loads `path` (again when `deps` change or `reload()` is called): {data, error, loading, reload}. */
+export function useApi<T = any>(path: string | null, deps: unknown[] = []) {
+  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: path !== null });
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    if (path === null) return;
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    api.get<T>(path).then(
+      (data) => live && setState({ data, loading: false }),
+      (error: ApiError) => live && setState({ error, loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [path, round, ...deps]);
+  return { ...state, reload: () => setRound((n) => n + 1) };
+}

@@ -1,0 +1,119 @@
+// Gas tanks (User Sponsor mode): the tanks, one tank's balance, what is reserved and available, its ledger of
+// credits, debits and the operations it paid for, and a credit by hand with a reference.
+import { useState } from "preact/hooks";
+import { api, query, useApi } from "../api.ts";
+import { formatEth, formatTime, parseEth, short } from "../../shared/format.ts";
+import { Empty, ErrorNotice, href, Loading, Notice, PageTitle, Select, seg, Stat, Table, TextInput, useAction } from "../../shared/ui.tsx";
+
+export function Tanks() {
+  const info = useApi<{ networks: string[] }>("/info");
+  const [network, setNetwork] = useState("");
+  const [lookup, setLookup] = useState({ network: "", sender: "" });
+  const list = useApi<any[]>(`/tanks${query({ network })}`);
+  const nets = info.data?.networks ?? [];
+  return (
+    <>
+      <PageTitle>Gas tanks</PageTitle>
+      <p class="muted">In User Sponsor mode a sender's own tank pays for its operations. Deposits to the network's deposit address are credited by the settlement watcher; you can credit by hand here.</p>
+      <form
+        class="panel row"
+        style="align-items:flex-end"
+        aria-label="Open a tank"
+        onSubmit={(e) => {
+          e.preventDefault();
+          location.hash = `/tanks/${seg(lookup.network || nets[0] || "")}/${lookup.sender.trim()}`;
+        }}
+      >
+        <div style="min-width:10rem"><Select label="Network" value={lookup.network || nets[0] || ""} onChange={(v) => setLookup((l) => ({ ...l, network: v }))} options={nets} /></div>
+        <div style="flex:1 1 20rem"><TextInput label="Sender (smart account)" name="tank-sender" value={lookup.sender} onInput={(v) => setLookup((l) => ({ ...l, sender: v }))} placeholder="0x…" /></div>
+        <button type="submit" class="primary" style="margin-bottom:0.85rem" disabled={lookup.sender.trim() === ""}>Open tank</button>
+      </form>
+      <div style="max-width:14rem"><Select label="Tanks of" value={network} onChange={setNetwork} options={[["", "All networks"], ...nets.map((n) => [n, n] as [string, string])]} /></div>
+      <ErrorNotice error={list.error} what="Could not load the tanks" />
+      {list.loading && !list.data && <Loading what="the tanks" />}
+      {list.data?.length === 0 && <Empty>No gas tank yet. A tank appears with its first credit (a deposit or a credit by hand).</Empty>}
+      {list.data && list.data.length > 0 && (
+        <Table caption="Gas tanks" head={["Sender", "Network", ["Balance (ETH)", "num"], ["Reserved", "num"], ["Available", "num"], "Changed"]}>
+          {list.data.map((t) => (
+            <tr key={`${t.network}:${t.sender}`}>
+              <th scope="row"><a href={href(`/tanks/${seg(t.network)}/${t.sender}`)}><code title={t.sender}>{short(t.sender)}</code></a></th>
+              <td>{t.network}</td>
+              <td class="num">{formatEth(t.balanceWei)}</td>
+              <td class="num">{formatEth(t.reservedWei)}</td>
+              <td class="num">{formatEth(t.availableWei)}</td>
+              <td>{formatTime(t.updatedAt)}</td>
+            </tr>
+          ))}
+        </Table>
+      )}
+    </>
+  );
+}
+
+export function Tank({ network, sender }: { network: string; sender: string }) {
+  const ledger = useApi<any>(`/tanks/${seg(network)}/${seg(sender)}/ledger`);
+  const [amount, setAmount] = useState("");
+  const [reference, setReference] = useState("");
+  const [done, setDone] = useState<string | null>(null);
+  const credit = useAction();
+  const t = ledger.data;
+  const wei = parseEth(amount);
+  return (
+    <>
+      <p><a href={href("/tanks")}>← Gas tanks</a></p>
+      <PageTitle>Gas tank <code>{short(sender)}</code> on {network}</PageTitle>
+      <ErrorNotice error={ledger.error} what="Could not load the tank" />
+      {!t && !ledger.error && <Loading what="the tank" />}
+      {t && (
+        <>
+          <p><code>{t.sender}</code></p>
+          <div class="stats">
+            <Stat label="Balance" value={`${formatEth(t.balanceWei)} ETH`} hint="credits minus what settled operations cost" />
+            <Stat label="Reserved" value={`${formatEth(t.reservedWei)} ETH`} hint="held by signed operations not landed yet" />
+            <Stat label="Available" value={`${formatEth(t.availableWei)} ETH`} hint="what new operations may use" />
+          </div>
+          {BigInt(t.balanceWei) < 0n && <Notice tone="warn">The balance is negative: operations cost more than was credited (a debt the sender's next deposit pays back).</Notice>}
+          <section class="panel" aria-labelledby="credit">
+            <h2 id="credit">Credit by hand</h2>
+            {done && <Notice tone="ok">{done}</Notice>}
+            <ErrorNotice error={credit.error} what="Not credited" />
+            <form
+              onSubmit={(e) => {
+                e.preventDefault();
+                void credit.run(async () => {
+                  if (wei === undefined || wei === 0n) throw new Error("Amount: give a positive amount of ETH, with at most 18 decimals (e.g. 0.05).");
+                  const r = await api.post(`/tanks/${seg(network)}/${seg(sender)}/credit`, { wei: wei.toString(), ...(reference.trim() ? { reference: reference.trim() } : {}) });
+                  setDone(`Credited ${formatEth(r.creditedWei)} ETH (reference ${r.reference}). Balance now ${formatEth(r.balanceWei)} ETH.`);
+                  setAmount("");
+                  setReference("");
+                  ledger.reload();
+                });
+              }}
+            >
+              <div class="inline-fields">
+                <TextInput label="Amount (ETH)" name="credit-amount" value={amount} onInput={setAmount} hint={wei !== undefined ? `${wei.toString()} wei` : "e.g. 0.05"} />
+                <TextInput label="Reference" name="credit-reference" value={reference} onInput={setReference} hint="e.g. an invoice or ticket number. The same reference twice credits once. Empty: a new one is made." />
+              </div>
+              <button type="submit" class="primary" disabled={credit.busy}>Credit the tank</button>
+            </form>
+          </section>
+          <h2>Ledger</h2>
+          {t.entries.length === 0 ? (
+            <Empty>No movement yet.</Empty>
+          ) : (
+            <Table caption="Credits, debits and operations paid" head={["Time", "What", ["Amount (ETH)", "num"], "Reference"]}>
+              {t.entries.map((e: any) => (
+                <tr key={`${e.kind}:${e.reference}`}>
+                  <td>{formatTime(e.at)}</td>
+                  <th scope="row">{e.kind === "credit" ? "Credit" : e.kind === "debit" ? "Debit by hand" : "Operation paid"}</th>
+                  <td class="num">{e.kind === "credit" ? "+" : "−"}{formatEth(e.amountWei)}</td>
+                  <td>{e.kind === "spend" ? <a href={href(`/sponsorships/${seg(e.reference)}`)}><code>{short(e.userOpHash ?? e.reference)}</code></a> : <code>{e.reference}</code>}</td>
+                </tr>
+              ))}
+            </Table>
+          )}
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,375 @@
+// The operator console in a real headless Chromium against the real service (embedded local chain, SQLite):
+// sign in (a wrong token refused), create a project and a key, approve an application a team made on the public
+// application page and claim its key there, create a strategy with a cap through the form (the service's
+// field-named error first), dry-run an operation, sponsor operations with the new key from Node (one lands and
+// settles), see them on the usage chart, in the sponsorship list and in a sponsorship's timeline, credit a gas
+// tank, revoke the key in the console and see the next request refused; a change without the CSRF header, or
+// from another origin, is refused; sign-out ends the session. Screenshots of each page at 1280 and 390 px go to
+// test-artifacts/.
+import { expect } from "chai";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { executeCallData } from "../../service/src/local/embedded.ts";
+import { call, chainRequest, handleOps, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "../../service/test/helpers/stack.ts";
+import { launchChromium, overflowsHorizontally, partScreenshot, screenshots } from "./helpers/browser.ts";
+import { serveFiles } from "./helpers/staticServer.ts";
+
+const TOKEN = "console-test-token-0123456789abcdef0123456789";
+
+describe("operator console (Chromium, real service)", function () {
+  this.bail(true); // one journey: a step that fails leaves the next ones nothing to stand on
+  let embedded: Embedded;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let admin: string;
+  let publicUrl: string;
+  /** The admin API with the bearer token (what the console must agree with). */
+  const bearer = async (method: string, route: string, body?: unknown) => {
+    const response = await fetch(`${admin}/admin/v1${route}`, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, json: (await response.json()) as any };
+  };
+  const state: { key?: string; projectId?: string; settledTx?: string; settledHash?: string } = {};
+
+  before(async () => {
+    [embedded, browser] = await Promise.all([startTestStack({ admin: { host: "127.0.0.1", port: 0, tokens: [{ name: "ops", token: TOKEN }] } }), launchChromium()]);
+    admin = embedded.running.adminUrl!;
+    publicUrl = embedded.running.url;
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(10_000);
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: admin });
+    page = await context.newPage();
+    page.on("dialog", (dialog) => void dialog.accept());
+  });
+  afterEach(async function () {
+    // What the page showed when a step failed.
+    if (this.currentTest?.state === "failed" && page) await screenshots(page, `failed-${this.currentTest.title.slice(0, 40).replace(/\W+/g, "-")}`);
+  });
+  after(async () => {
+    await browser?.close();
+    await embedded?.close();
+  });
+
+  it("refuses a wrong token, signs in with the right one (a session cookie, never the token)", async () => {
+    await page.goto(`${admin}/console/`);
+    await page.getByLabel("Admin token").fill("not-the-token-but-long-enough-0000000000");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("alert").filter({ hasText: "invalid admin token" }).waitFor();
+    await screenshots(page, "01-sign-in-refused");
+    // By keyboard alone: type the token, press Enter.
+    await page.getByLabel("Admin token").fill("");
+    await page.getByLabel("Admin token").focus();
+    await page.keyboard.type(TOKEN);
+    await page.keyboard.press("Enter");
+    await page.getByText("Signed in as").waitFor();
+    // Focus moves to the page's heading (screen readers announce the page); Tab goes on to its first control,
+    // drawn with a visible focus ring.
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).to.equal("Overview");
+    await page.keyboard.press("Tab");
+    const focused = await page.evaluate(() => {
+      const el = document.activeElement as HTMLElement;
+      const style = getComputedStyle(el);
+      return { label: (el as HTMLSelectElement).labels?.[0]?.textContent, outline: style.outlineStyle, width: style.outlineWidth };
+    });
+    expect(focused).to.deep.equal({ label: "Network", outline: "solid", width: "3px" });
+    const cookies = await context.cookies(`${admin}/admin/v1/`);
+    const session = cookies.find((c) => c.name === "pm_console")!;
+    expect(session, "the session cookie").to.not.equal(undefined);
+    expect(session).to.include({ httpOnly: true, sameSite: "Strict", path: "/admin/v1" });
+    expect(session.value).to.not.contain(TOKEN);
+    expect(await page.evaluate(() => document.cookie), "HttpOnly: no script sees it").to.equal("");
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    await page.getByText("Paymaster deposits in the EntryPoint").first().waitFor();
+    await screenshots(page, "02-overview");
+    expect(await overflowsHorizontally(page)).to.equal(false);
+  });
+
+  it("creates a project and an API key (plaintext once, copy button)", async () => {
+    await page.getByRole("link", { name: "Projects & keys" }).click();
+    await page.getByLabel("Project name").fill("Acme");
+    await page.getByRole("button", { name: "Create project" }).click();
+    await page.getByRole("heading", { name: "Acme" }).waitFor();
+    state.projectId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);
+    await page.getByLabel("Label (optional)").fill("web");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const secret = page.locator("input[data-secret]");
+    await secret.waitFor();
+    state.key = await secret.inputValue();
+    expect(state.key).to.match(/^pm_/);
+    await page.getByRole("button", { name: "Copy" }).click();
+    await page.getByText("Copied").waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(state.key);
+    // Rotate: a new plaintext shown once, the first key revoked at once.
+    const first = state.key;
+    await page.getByRole("button", { name: /^Rotate key/ }).click();
+    await page.locator("input[data-secret]").and(page.locator(`:not([value="${first}"])`)).waitFor();
+    state.key = await page.locator("input[data-secret]").inputValue();
+    expect(state.key).to.match(/^pm_/).and.not.equal(first);
+    expect((await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${first}`, "pm_supportEntrypoint")).status).to.equal(401);
+    expect((await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint")).status).to.equal(200);
+    // The store has hashes only: no listing shows a plaintext again.
+    const listed = await bearer("GET", `/keys?project=${state.projectId}`);
+    expect(listed.json.map((k: any) => k.status).sort()).to.deep.equal(["active", "revoked"]);
+    expect(JSON.stringify(listed.json)).to.not.contain(state.key).and.not.contain(first);
+    await screenshots(page, "03-project");
+  });
+
+  it("approves an application made on the public page, whose team then claims its key there", async () => {
+    const team = await context.newPage();
+    await team.goto(`${publicUrl}/apply/`);
+    await team.getByLabel("Contact").fill("dev@example.org");
+    await team.getByLabel("Project name").fill("Team Blue");
+    await team.getByLabel("local").check();
+    await team.getByLabel("What will the paymaster pay for?").fill("Gasless mints for our game, about 100 a day.");
+    await screenshots(team, "04-apply-form");
+    await team.getByRole("button", { name: "Send application" }).click();
+    await team.getByText("Application received.").waitFor();
+    await team.getByText("What happens next").waitFor();
+    await screenshots(team, "05-apply-confirmation");
+
+    await page.getByRole("link", { name: "Key applications" }).click();
+    await page.getByRole("heading", { name: "Team Blue" }).waitFor();
+    await screenshots(page, "06-applications");
+    await page.getByRole("button", { name: "Approve" }).click();
+    const claimToken = await page.locator("input[data-secret]").inputValue();
+    expect(claimToken).to.match(/^pmclaim_/);
+
+    await team.goto(`${publicUrl}/apply/#claim`);
+    await team.getByLabel("Claim token").fill(claimToken);
+    await team.getByRole("button", { name: "Claim the key" }).click();
+    const teamKey = await team.locator("input[data-secret]").inputValue();
+    expect(teamKey).to.match(/^pm_/);
+    await team.getByText(`/rpc/v1/local?apiKey=`).waitFor();
+    await screenshots(team, "07-apply-claimed");
+    // The claimed key is real: it answers on the public endpoint.
+    const support = await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${teamKey}`, "pm_supportEntrypoint");
+    expect(support.status).to.equal(200);
+    await team.close();
+  });
+
+  it("creates a strategy with a cap through the form: the service's field-named error first, then saved", async () => {
+    await page.getByRole("link", { name: "Strategies" }).click();
+    await page.getByRole("link", { name: "New strategy" }).click();
+    await page.getByLabel("Code").fill("acme-free");
+    await page.getByLabel("Name", { exact: true }).fill("Acme free mints");
+    await page.getByLabel("Project").selectOption(state.projectId!);
+    await page.getByRole("group", { name: "Networks" }).getByLabel("local").check();
+    const dailyUsd = page.getByRole("group", { name: "Daily cap" }).getByLabel("Max USD");
+    await dailyUsd.fill("lots");
+    await page.getByRole("button", { name: "Create strategy" }).click();
+    // The message the CLI and the admin API give for the same document, at the field.
+    const same = await bearer("POST", "/strategies", { code: "acme-free", project: state.projectId, rules: { caps: { daily: { maxUsd: "lots" } } } });
+    expect(same.status).to.equal(400);
+    const expected = same.json.error.issues.find((i: any) => i.field === "rules.caps.daily.maxUsd").message as string;
+    expect(expected).to.match(/USD decimal string/);
+    await page.locator(".field.invalid .error").filter({ hasText: expected }).waitFor();
+    expect(await dailyUsd.getAttribute("aria-invalid")).to.equal("true");
+    await screenshots(page, "08-strategy-form-error");
+
+    await dailyUsd.fill("50.00");
+    await page.getByRole("group", { name: "Per-operation cap" }).getByLabel("Max USD per operation").fill("5");
+    await page.getByRole("button", { name: "Create strategy" }).click();
+    await page.getByRole("heading", { name: "Strategy acme-free" }).waitFor();
+    const stored = await bearer("GET", "/strategies/acme-free");
+    expect(stored.json).to.deep.include({ code: "acme-free", name: "Acme free mints", projectId: state.projectId, networks: ["local"], status: "enabled" });
+    expect(stored.json.rules).to.deep.equal({ caps: { daily: { maxUsd: "50.00" }, perOp: { maxUsd: "5" } } });
+
+    // The JSON view is the same document.
+    await page.getByRole("tab", { name: "JSON" }).click();
+    const json = JSON.parse(await page.getByLabel("Strategy document (JSON)").inputValue());
+    expect(json.rules).to.deep.equal(stored.json.rules);
+    await page.getByRole("tab", { name: "Form" }).click();
+  });
+
+  it("dry-runs a pasted user operation: every rule's verdict, as pm_checkPolicy answers", async () => {
+    const wallet = await newWallet(embedded, "v0.7");
+    const op = wireOp(wallet, executeCallData(wallet.owner.address));
+    await page.getByLabel("User operation").fill(JSON.stringify(op, null, 2));
+    await page.getByRole("button", { name: "Check" }).click();
+    await page.getByText("Would sponsor.").waitFor();
+    const verdicts = page.getByRole("table", { name: "Verdict of each rule" });
+    await verdicts.getByText("caps.daily.maxUsd").waitFor();
+    // The same verdicts through the public method with the project's key.
+    const direct = await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_checkPolicy", [op, { strategy_code: "acme-free", version: "v0.7" }]);
+    expect(direct.status, JSON.stringify(direct.body)).to.equal(200);
+    const rules = (await verdicts.locator("tbody th").allTextContents()).map((t) => t.trim());
+    expect(rules).to.deep.equal(direct.body.data.verdicts.map((v: any) => v.rule));
+    await screenshots(page, "09-strategy-dry-run");
+  });
+
+  it("sponsored operations show on the usage chart, in the sponsorship list and in a timeline", async () => {
+    const endpoint = `${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`;
+    // One op lands (and settles), one is signed and never sent.
+    const landed = await newWallet(embedded, "v0.7");
+    const wire = wireOp(landed, executeCallData(landed.owner.address));
+    const answer = await call(endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: "acme-free", version: "v0.7" }]);
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    const outcome = await handleOps(embedded, await signAsOwner(embedded, landed, opFromResponse(landed, wire, answer.body.data)));
+    expect(outcome.reverted, outcome.failedOp).to.equal(false);
+    state.settledHash = outcome.event!.userOpHash;
+    const pending = await newWallet(embedded, "v0.7");
+    const second = await call(endpoint, "pm_sponsorUserOperation", [wireOp(pending, executeCallData(pending.owner.address)), { strategy_code: "acme-free", version: "v0.7" }]);
+    expect(second.status).to.equal(200);
+    await chainRequest(embedded, "evm_mine", []); // the confirmation the watcher waits for
+    for (let i = 0; i < 100; i++) {
+      const s = await bearer("GET", `/sponsorships/${state.settledHash}`);
+      if (s.json.status === "settled") {
+        state.settledTx = s.json.settlement.txHash;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(state.settledTx, "settled by the watcher").to.match(/^0x[0-9a-f]{64}$/);
+
+    await page.reload();
+    const chart = page.locator("figure", { hasText: "Spent and reserved per day (USD)" });
+    await chart.waitFor();
+    // The figure's frame comes before its data: wait for the bars, then count them.
+    await chart.locator("svg rect").nth(1).waitFor();
+    expect(await chart.locator("svg rect").count(), "a spent bar and a reserved bar today").to.equal(2);
+    await chart.getByText("Show the data").click();
+    const today = new Date().toISOString().slice(5, 10);
+    const row = chart.locator("tbody tr", { hasText: today });
+    const [spent, reserved] = (await row.locator("td").allTextContents()).map(Number);
+    expect(spent).to.be.greaterThan(0);
+    expect(reserved).to.be.greaterThan(0);
+    await page.getByRole("table", { name: "Remaining budget per cap" }).getByText("caps.daily").waitFor();
+    await screenshots(page, "10-strategy-usage");
+    await partScreenshot(page.locator("section", { has: page.getByRole("heading", { name: "Usage" }) }), "10-strategy-usage-chart");
+
+    // The overview charts the same activity once this process has written its request counts.
+    await embedded.running.requestCounts.flush();
+    await page.getByRole("link", { name: "Overview" }).click();
+    const requests = page.locator("figure", { hasText: "Requests over time" });
+    await requests.locator("svg rect").first().waitFor();
+    await page.locator("figure", { hasText: "Sponsorships over time" }).locator("svg rect").first().waitFor();
+    await screenshots(page, "16-overview-with-activity");
+
+    await page.getByRole("link", { name: "Sponsorships" }).click();
+    await page.getByRole("heading", { name: "Sponsorships", level: 1 }).waitFor();
+    await page.getByLabel("Strategy", { exact: true }).selectOption("acme-free");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.waitForURL(/strategy=acme-free/);
+    await page.getByText("2 found, newest first:").waitFor();
+    const table = page.getByRole("table", { name: "Sponsorships" });
+    // The search re-renders the page (the route changed) after the old list was on screen: wait for the
+    // filtered list's two rows rather than counting whatever is shown at one instant.
+    let rows = 0;
+    for (let i = 0; i < 50 && rows !== 2; i++) {
+      rows = await table.locator("tbody tr").count();
+      if (rows !== 2) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(rows, "the strategy's two sponsorships").to.equal(2);
+    await table.getByText("settled", { exact: true }).waitFor();
+    await table.getByText("signed", { exact: true }).waitFor();
+    await screenshots(page, "11-sponsorships");
+    await table.locator("tbody tr", { hasText: "settled" }).getByRole("link").click();
+    await page.getByRole("heading", { name: "Timeline" }).waitFor();
+    await page.locator(".timeline li", { hasText: "Settled" }).waitFor();
+    await page.getByText(state.settledTx!).waitFor();
+    await page.getByText(state.settledHash!).waitFor();
+    await screenshots(page, "12-sponsorship-detail");
+  });
+
+  it("credits a gas tank by hand with a reference; the ledger shows it", async () => {
+    const sender = embedded.demoAccounts[1]!.sender;
+    await page.getByRole("link", { name: "Gas tanks" }).click();
+    await page.getByRole("table", { name: "Gas tanks" }).waitFor();
+    await page.getByLabel("Sender (smart account)").fill(sender);
+    await page.getByRole("button", { name: "Open tank" }).click();
+    await page.getByRole("heading", { name: "Credit by hand" }).waitFor();
+    await page.getByLabel("Amount (ETH)").fill("0.25");
+    await page.getByLabel("Reference").fill("invoice-42");
+    await page.getByRole("button", { name: "Credit the tank" }).click();
+    await page.getByText("Credited 0.25 ETH (reference invoice-42)").waitFor();
+    await page.getByRole("table", { name: "Credits, debits and operations paid" }).getByText("invoice-42").waitFor();
+    const tank = await bearer("GET", `/tanks/local/${sender}`);
+    expect(tank.json.balanceWei).to.equal((10n ** 18n + 25n * 10n ** 16n).toString());
+    await screenshots(page, "13-gas-tank");
+    await page.getByRole("link", { name: "Webhooks" }).click();
+    await page.getByText("No endpoint").waitFor();
+    await page.getByLabel("Project").selectOption(state.projectId!);
+    await page.getByLabel("URL").fill("http://127.0.0.1:9/paymaster-hook");
+    await page.getByRole("button", { name: "Add endpoint" }).click();
+    const secret = await page.locator("input[data-secret]").inputValue();
+    expect(secret.length).to.be.greaterThan(20);
+    await page.getByRole("table", { name: "Endpoints" }).getByText("http://127.0.0.1:9/paymaster-hook").waitFor();
+    const hooks = await bearer("GET", `/projects/${state.projectId}/webhooks`);
+    expect(hooks.json.map((h: any) => h.url)).to.deep.equal(["http://127.0.0.1:9/paymaster-hook"]);
+    expect(JSON.stringify(hooks.json)).to.not.contain(secret);
+    await screenshots(page, "14-webhooks");
+    await page.getByRole("link", { name: "Audit log" }).click();
+    await page.getByRole("table", { name: "Audit log" }).getByText("tank.credit").waitFor();
+    await screenshots(page, "15-audit");
+  });
+
+  it("a change without the CSRF header, or from another origin, is refused and writes nothing", async () => {
+    const before = (await bearer("GET", "/projects")).json.length;
+    const refused = await page.evaluate(async () => {
+      const r = await fetch("../admin/v1/projects", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "no csrf" }) });
+      return { status: r.status, body: await r.json() };
+    });
+    expect(refused.status).to.equal(403);
+    expect(refused.body.error.message).to.match(/X-Paymaster-CSRF/i);
+    // The page's own mutations carry it: the same request with the session's value passes.
+    const allowed = await page.evaluate(async () => {
+      const s = await (await fetch("../admin/v1/session")).json();
+      const r = await fetch("../admin/v1/projects", { method: "POST", headers: { "content-type": "application/json", "x-paymaster-csrf": s.csrf }, body: JSON.stringify({ name: "with csrf" }) });
+      return r.status;
+    });
+    expect(allowed).to.equal(201);
+    // A page of another origin on the same host: same site, so the browser does send the SameSite=Strict cookie
+    // with its (CORS-simple) POST; the service refuses it (no CSRF value, a foreign origin).
+    const site = await serveFiles({ "/": { type: "text/html", body: "<!doctype html><title>elsewhere</title>" } });
+    try {
+      const other = await context.newPage();
+      await other.goto(site.origin);
+      const answered = other.waitForResponse((r) => r.url() === `${admin}/admin/v1/projects`);
+      await other.evaluate(async (url) => {
+        await fetch(`${url}/admin/v1/projects`, { method: "POST", mode: "no-cors", credentials: "include", headers: { "content-type": "text/plain" }, body: JSON.stringify({ name: "forged" }) }).catch(() => undefined);
+      }, admin);
+      const response = await answered;
+      // 403 (not 401 "missing Authorization"): the cookie did go along, and the CSRF check refused the change.
+      expect(response.status()).to.equal(403);
+      await other.close();
+    } finally {
+      await site.close();
+    }
+    const names = (await bearer("GET", "/projects")).json.map((p: any) => p.name);
+    expect(names).to.have.length(before + 1);
+    expect(names).to.include("with csrf").and.not.include("forged").and.not.include("no csrf");
+    const audit = await bearer("GET", "/audit?action=project.create");
+    expect(audit.json.find((e: any) => e.after.name === "with csrf").actor).to.equal("console:ops");
+  });
+
+  it("revokes the key in the console: its next request is refused", async () => {
+    await page.goto(`${admin}/console/#/projects/${encodeURIComponent(state.projectId!)}`);
+    await page.getByRole("button", { name: /^Revoke key/ }).click();
+    await page.getByRole("table", { name: "API keys" }).getByText("revoked").waitFor();
+    const refused = await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint");
+    expect(refused.status).to.equal(401);
+    expect((refused.body as any).data.reason).to.equal("API_KEY_REVOKED");
+  });
+
+  it("every page fits a phone-width screen; sign-out ends the session", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const route of ["/overview", "/projects", "/applications", "/strategies/acme-free", "/sponsorships", "/tanks", "/webhooks", "/audit"]) {
+      await page.goto(`${admin}/console/#${route}`);
+      await page.locator("main h1").waitFor();
+      await page.waitForLoadState("networkidle");
+      expect(await overflowsHorizontally(page), route).to.equal(false);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("Admin token").waitFor();
+    expect((await context.cookies(`${admin}/admin/v1/`)).find((c) => c.name === "pm_console")).to.equal(undefined);
+    const after = await page.evaluate(async () => (await fetch("../admin/v1/projects")).status);
+    expect(after).to.equal(401);
+    const audit = await bearer("GET", "/audit?action=session.end");
+    expect(audit.json[0].actor).to.equal("console:ops");
+  });
+});

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.23;
+
+import {Ownable, Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
+
+/// @title GasTankDeposit
+/// @notice Where anyone, a smart account included, funds a gas tank (User Sponsor mode): `depositFor(sender)`
+///         or a plain transfer (credited to the caller) emits `Deposited`, which the paymaster service's
+///         settlement watcher reads with eth_getLogs and credits to `sender`'s tank on this chain once the
+///         block is confirmed. Events are emitted by internal calls too, so a smart account can fund its own
+///         tank from a user operation, which a plain transfer to an EOA deposit address cannot be seen doing.
+/// @dev The ether stays here until the owner withdraws it (to the paymasters' EntryPoint deposits or a
+///      treasury). Holding rather than forwarding means a deposit can never fail because a recipient
+///      reverts or runs out of gas, and a deposit costs the depositor only the event. The owner is two-step
+///      (Ownable2Step) and cannot be renounced (ether would be locked for good). The contract keeps no
+///      per-sender balances: the service's ledger is the gas tank, this contract is the till.
+contract GasTankDeposit is Ownable2Step {
+    // ---------------------------------------------------------------- errors
+    /// @notice A deposit carried no ether.
+    error ZeroAmount();
+    /// @notice `depositFor` named the zero address as the tank to credit.
+    error ZeroSender();
+    /// @notice A withdrawal named the zero address as the recipient.
+    error ZeroRecipient();
+    /// @notice The withdrawal of `amount` wei to `to` failed (the recipient reverted, or the balance is short).
+    error WithdrawFailed(address to, uint256 amount);
+    /// @notice Renouncing ownership would lock the deposited ether for good.
+    error RenounceOwnershipDisabled();
+
+    // ---------------------------------------------------------------- events
+    /// @notice `from` paid `amount` wei into the gas tank of `sender` (the smart account whose User Sponsor
+    ///         mode operations it pays for). The service credits exactly this, once, after confirmation.
+    event Deposited(address indexed sender, address indexed from, uint256 amount);
+    /// @notice The owner moved `amount` wei of deposits to `to`.
+    event Withdrawn(address indexed to, uint256 amount);
+
+    // ---------------------------------------------------------------- constructor
+    /// @param owner_ The owner (withdraws the deposits). Deployed through PaymasterDeployer, it is the
+    ///        deployer contract first, which offers ownership to the real owner in the same transaction.
+    constructor(address owner_) Ownable(owner_) {}
+
+    // ---------------------------------------------------------------- deposits
+    /// @notice Credits the sent value to the gas tank of `sender` (any caller, any sender: paying for
+    ///         someone else's operations is allowed).
+    /// @param sender The smart account whose gas tank is credited.
+    function depositFor(address sender) external payable {
+        if (sender == address(0)) revert ZeroSender();
+        _deposit(sender);
+    }
+
+    /// @notice A plain transfer credits the caller's own gas tank.
+    receive() external payable {
+        _deposit(msg.sender);
+    }
+
+    // ---------------------------------------------------------------- owner
+    /// @notice Sends `amount` wei of the deposits to `to` (e.g. to top up the paymasters' EntryPoint deposits).
+    function withdraw(address payable to, uint256 amount) external onlyOwner {
+        if (to == address(0)) revert ZeroRecipient();
+        (bool ok,) = to.call{value: amount}("");
+        if (!ok) revert WithdrawFailed(to, amount);
+        emit Withdrawn(to, amount);
+    }
+
+    /// @notice Disabled: without an owner the deposited ether could never be withdrawn.
+    function renounceOwnership() public pure override {
+        revert RenounceOwnershipDisabled();
+    }
+
+    // ---------------------------------------------------------------- internal
+    function _deposit(address sender) private {
+        if (msg.value == 0) revert ZeroAmount();
+        emit Deposited(sender, msg.sender, msg.value);
+    }
+}

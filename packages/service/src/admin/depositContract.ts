@@ -1,0 +1,56 @@
+/**
+ * The gas-tank deposit contract (GasTankDeposit) of a network, as an operator manages it: what it holds, who
+ * owns it and whether the service watches it; withdrawing what users paid in (owner key), e.g. to top up the
+ * paymasters' EntryPoint deposits. The service's ledger is the gas tanks; this contract is only the till.
+ */
+import { Contract, Interface, type Wallet } from "ethers";
+import type { Address } from "@paymaster/shared";
+import { GAS_TANK_DEPOSIT_LABEL } from "@paymaster/contracts/deploy";
+import { AdminError } from "./context.ts";
+import type { ChainTarget } from "./chainTarget.ts";
+import { send, type SentChange } from "./paymasters.ts";
+
+const GAS_TANK_DEPOSIT = new Interface([
+  "function owner() view returns (address)",
+  "function pendingOwner() view returns (address)",
+  "function withdraw(address to, uint256 amount)",
+]);
+
+export interface DepositContractStatus {
+  address: Address;
+  /** Ether paid in and not withdrawn yet. */
+  balanceWei: string;
+  owner: Address;
+  pendingOwner: Address | null;
+  /** Whether the configuration names it (networks[].depositContract): only then does the service credit its deposits. */
+  watched: boolean;
+  warnings: string[];
+}
+
+const ZERO = "0x0000000000000000000000000000000000000000";
+
+/** The network's deposit contract (the configuration's, else the deployment manifest's), or NOT_FOUND. */
+function depositContractOf(target: ChainTarget): Address {
+  if (target.gasTankDeposit === undefined) {
+    throw new AdminError("NOT_FOUND", `no gas-tank deposit contract known for ${target.network}: set the network's depositContract or deploy first (paymaster deploy)`);
+  }
+  return target.gasTankDeposit;
+}
+
+export async function depositContractStatus(target: ChainTarget): Promise<DepositContractStatus> {
+  const address = depositContractOf(target);
+  if ((await target.provider.getCode(address)) === "0x") throw new AdminError("NOT_FOUND", `no contract at ${address} on ${target.network}: deploy it (paymaster deploy) or fix depositContract`);
+  const contract = new Contract(address, GAS_TANK_DEPOSIT, target.provider);
+  const [balance, owner, pendingOwner] = (await Promise.all([target.provider.getBalance(address), contract.getFunction("owner")(), contract.getFunction("pendingOwner")()])) as [bigint, Address, Address];
+  const watched = target.config?.depositContract === address;
+  const warnings: string[] = [];
+  if (!watched) warnings.push(`the configuration of ${target.network} does not name it as depositContract: the service does not credit its deposits`);
+  if (pendingOwner !== ZERO) warnings.push(`ownership offered to ${pendingOwner}, not yet accepted (acceptOwnership)`);
+  return { address, balanceWei: balance.toString(), owner, pendingOwner: pendingOwner === ZERO ? null : pendingOwner, watched, warnings };
+}
+
+/** Sends `amountWei` of what the contract holds to `to` (owner only). */
+export async function withdrawFromDepositContract(target: ChainTarget, owner: Wallet, options: { to: Address; amountWei: bigint }): Promise<SentChange> {
+  const contract = new Contract(depositContractOf(target), GAS_TANK_DEPOSIT, owner);
+  return send(GAS_TANK_DEPOSIT_LABEL, `withdraw ${options.amountWei} wei to ${options.to}`, contract.getFunction("withdraw")(options.to, options.amountWei));
+}
