@@ -464,7 +464,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   // a refused simulation withdraws the reservation (deleted, what it held freed: a refused op leaves no record)
   // and is the answer; a passed one makes the reservation "signed" (with its webhook event), and only then does
   // the signature leave.
-  const simulation: Promise<unknown> = simulate
+  const simulation: Promise<{ failed: unknown } | undefined> = simulate
     ? checkLanding(call.timing, chain, entry.entryPoint, request, landing, mode, token, true).then(
         () => undefined,
         (error: unknown) => ({ failed: error }),
@@ -494,13 +494,17 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     postOpCharge: mode.mode === "erc20" && chargeMode === ChargeMode.InPostOp,
     pending: simulate,
   }, caps, paymaster, market.blockNumber).then(
-    (reservation) => ({ reservation }),
-    (error: unknown) => ({ failed: error }),
+    (reservation): { reservation: ReserveResult } => ({ reservation }),
+    (error: unknown): { failed: unknown } => ({ failed: error }),
   );
   const [simulated, reserved] = await Promise.all([simulation, reserving]);
   if (simulated !== undefined) {
-    if ("reservation" in reserved && reserved.reservation.ok) await service.store.withdrawSponsorship(reserved.reservation.record.id);
-    throw (simulated as { failed: unknown }).failed;
+    if ("reservation" in reserved && reserved.reservation.ok) {
+      const id = reserved.reservation.record.id;
+      // Should the store fail here, the pending row holds its cost until the expiry releases it: the answer is still the refusal.
+      await service.store.withdrawSponsorship(id).catch((error: unknown) => service.logger.warn({ err: error, sponsorshipId: id }, "could not withdraw a refused reservation"));
+    }
+    throw simulated.failed;
   }
   if ("failed" in reserved) throw reserved.failed;
   const reservation = reserved.reservation;
