@@ -207,7 +207,7 @@ function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: nu
   console.log(`  client latency   ${fmt(percentile(col((s) => s.latencyMs), 50))} ${fmt(percentile(col((s) => s.latencyMs), 99))}`);
   console.log(`  server: chain    ${fmt(percentile(col((s) => s.chainMs), 50))} ${fmt(percentile(col((s) => s.chainMs), 99))}`);
   console.log(`  server: own      ${fmt(percentile(col((s) => s.ownMs), 50))} ${fmt(percentile(col((s) => s.ownMs), 99))}`);
-  console.log(`  CPU per request: service ${phase.serviceCpuMs.toFixed(3)} ms, chain ${phase.chainCpuMs.toFixed(3)} ms, client ${phase.clientCpuMs.toFixed(3)} ms (from /proc, 10 ms ticks)`);
+  console.log(`  CPU per request: service ${phase.serviceCpuMs.toFixed(3)} ms, chain ${phase.chainCpuMs.toFixed(3)} ms, client ${phase.clientCpuMs.toFixed(3)} ms (from /proc: every thread, in ns)`);
   console.log(`  chain calls per request: ${phase.calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(", ") || "none"}`);
   return { ownP50: percentile(col((s) => s.ownMs), 50), serviceCpuMs: phase.serviceCpuMs };
 }
