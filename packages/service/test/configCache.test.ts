@@ -11,9 +11,9 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { Store } from "../src/store/types.ts";
 import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
+import { sponsorshipInput } from "./helpers/sponsorships.ts";
 
 const SENDER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as Address;
-const EP = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
 
 /** `store` with a count of the lookups that reach it (the database behind it is real). */
 function counting(store: Store): { store: Store; reads: () => number } {
@@ -88,26 +88,9 @@ for (const backend of ["sqlite", "postgres"] as const) {
       expect(
         await bumps(async () => {
           await replicaB.creditGasTank("local", SENDER, 10n ** 18n, "test");
-          const reserved = await replicaB.reserveSponsorship({
-            network: "local",
-            entryPoint: EP,
-            version: "v0.7",
-            sender: SENDER,
-            nonce: 1n,
-            mode: "user",
-            projectId,
-            apiKeyId: key2.apiKey.id,
-            strategyId: null,
-            token: null,
-            exchangeRate: null,
-            maxTokenCost: null,
-            maxCostWei: 10n ** 15n,
-            maxCostUsdMicros: 3_000_000n,
-            validUntil: 2_000_000_000,
-            validAfter: 1_700_000_000,
-            userOpHash: `0x${"ab".repeat(32)}`,
-            paymasterAndData: `0x${"cd".repeat(60)}`,
-          });
+          const reserved = await replicaB.reserveSponsorship(
+            sponsorshipInput({ projectId, apiKeyId: key2.apiKey.id }, { sender: SENDER, nonce: 1n, mode: "user", strategyId: null, maxCostWei: 10n ** 15n }),
+          );
           expect(reserved.ok).to.equal(true);
           if (reserved.ok) await replicaB.releaseSponsorship(reserved.record.id);
         }),

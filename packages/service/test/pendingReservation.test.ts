@@ -11,9 +11,9 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { NewSponsorship, Store, Strategy } from "../src/store/types.ts";
 import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
+import { sponsorshipInput } from "./helpers/sponsorships.ts";
 
 const SENDER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as Address;
-const EP = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
 const NOW = Math.floor(Date.now() / 1000);
 
 for (const backend of ["sqlite", "postgres"] as const) {
@@ -45,27 +45,11 @@ for (const backend of ["sqlite", "postgres"] as const) {
     });
 
     const caps = () => capChecks(strategy.rules, { now: NOW, sender: SENDER });
-    const op = (nonce: bigint, mode: "sponsor" | "user", pending: boolean): NewSponsorship => ({
-      network: "local",
-      entryPoint: EP,
-      version: "v0.7",
-      sender: SENDER,
-      nonce,
-      mode,
-      projectId,
-      apiKeyId,
-      strategyId: mode === "sponsor" ? strategy.id : null,
-      token: null,
-      exchangeRate: null,
-      maxTokenCost: null,
-      maxCostWei: 10n ** 15n,
-      maxCostUsdMicros: 3_000_000n,
-      validUntil: NOW + 300,
-      validAfter: NOW - 60,
-      userOpHash: `0x${nonce.toString(16).padStart(64, "0")}`,
-      paymasterAndData: `0x${"cd".repeat(60)}`,
-      pending,
-    });
+    const op = (nonce: bigint, mode: "sponsor" | "user", pending: boolean): NewSponsorship =>
+      sponsorshipInput(
+        { projectId, apiKeyId },
+        { sender: SENDER, nonce, mode, strategyId: mode === "sponsor" ? strategy.id : null, maxCostWei: 10n ** 15n, maxCostUsdMicros: 3_000_000n, userOpHash: `0x${nonce.toString(16).padStart(64, "0")}`, pending },
+      );
     /** What the caps and the tank hold now. */
     const held = async () => {
       const [usage] = await Promise.all(caps().map((c) => store.getUsage(strategy.id, c.scope, c.key)));
