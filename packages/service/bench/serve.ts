@@ -3,7 +3,7 @@
  * (the embedded configuration against the bench's chain, a seeded demo key) or Pimlico's mock-paymaster.
  * Started by bench/erc7677.ts; everything from the environment (the chain's signer key is no argv matter):
  *   BENCH_SYSTEM=ours|peer  BENCH_CHAIN_URL  BENCH_MANIFEST  BENCH_SIGNER_KEY (ours)  BENCH_SKIP_FINAL=1 (ours)
- *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)
+ *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)  BENCH_DATABASE_URL (ours, optional: PostgreSQL)
  * Prints one line `READY {json}` (url: the standard dialect, context; ours also v1Url, metricsUrl, signer) and
  * serves until SIGINT/SIGTERM.
  */
@@ -30,7 +30,9 @@ const stops: (() => Promise<unknown>)[] = [];
 if (env("BENCH_SYSTEM") === "ours") {
   const manifest = await readManifest(env("BENCH_MANIFEST"));
   const network = localNetworkConfig({ manifest, rpcUrl: chainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex });
-  const config = embeddedConfig(process.env.BENCH_SKIP_FINAL === "1" ? { ...network, skipFinalSimulation: true } : network, env("BENCH_DATA_DIR"), 0, "silent");
+  const embedded = embeddedConfig(process.env.BENCH_SKIP_FINAL === "1" ? { ...network, skipFinalSimulation: true } : network, env("BENCH_DATA_DIR"), 0, "silent");
+  // BENCH_DATABASE_URL: the store on PostgreSQL instead of the SQLite file.
+  const config = process.env.BENCH_DATABASE_URL ? { ...embedded, databaseUrl: process.env.BENCH_DATABASE_URL } : embedded;
   // The metrics listener (its own loopback port): the benches read the chain calls per request from it.
   const running = await startService({ ...config, metrics: { host: "127.0.0.1", port: 0 } }, { pollMs: 1000 });
   stops.push(() => running.close());

@@ -2,7 +2,7 @@
  * The service's own work per request, against the local chain (everything on 127.0.0.1):
  *
  *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--method sponsor|data|stub]
- *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--cpu-prof DIR]
+ *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--postgres URL] [--cpu-prof DIR]
  *
  * Three processes: the local chain (the contracts package's start-local), our service (bench/serve.ts: the
  * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
@@ -16,7 +16,9 @@
  * Prints per phase (concurrency 1, then `--concurrency`): throughput; client latency and, from the
  * `Server-Timing` header, the server's time split into waiting on the chain (chain calls' encoding included)
  * and its own work, p50 and p99; the service process's CPU per request; the chain's; and the chain calls per
- * request by JSON-RPC method (from the service's /metrics). Bounded: at most 5000 requests per phase and
+ * request by JSON-RPC method (from the service's /metrics). `--postgres URL` (e.g.
+ * postgres://postgres@127.0.0.1:5432/test): the service's store on a throwaway database of that server, dropped
+ * at the end; SQLite otherwise. Bounded: at most 5000 requests per phase and
  * 120 s in all, then it stops by itself.
  */
 import { mkdtempSync } from "node:fs";
@@ -33,6 +35,7 @@ import { executeCallData } from "../src/local/embedded.ts";
 import { openStore } from "../src/store/index.ts";
 import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
 import { startSystemProcess } from "./systemProcess.ts";
+import { throwawayDatabase } from "./postgres.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -43,6 +46,7 @@ const { values } = parseArgs({
     mode: { type: "string", default: "sponsor" },
     version: { type: "string", default: "v0.7" },
     "cpu-prof": { type: "string" },
+    postgres: { type: "string" },
   },
 });
 const concurrency = Math.max(1, Math.min(64, Number(values.concurrency)));
@@ -56,11 +60,13 @@ const deadline = Date.now() + 120_000;
 const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
 const manifestPath = path.join(dataDir, "manifest.json");
 
+const postgres = values.postgres === undefined ? undefined : await throwawayDatabase(values.postgres);
+if (values.postgres !== undefined && !postgres) throw new Error("--postgres: the PostgreSQL server did not answer");
 const chainProcess = await startChainProcess(manifestPath);
 const service = await startSystemProcess("ours", {
   chainUrl: chainProcess.url,
   manifestPath,
-  env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir },
+  env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir, ...(postgres ? { BENCH_DATABASE_URL: postgres.url } : {}) },
   ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
 });
 const rpc = createChainRpc(chainProcess.url, { timeoutMs: 60_000 });
@@ -78,8 +84,8 @@ const senderWord = (await request("eth_call", [{ to: entry.simpleAccountFactory,
 const sender = `0x${senderWord.slice(-40)}` as Address;
 const callData: Hex = executeCallData(owner);
 if (mode === "user") {
-  // The service's SQLite file (several processes may share it): the sender's gas tank.
-  const store = await openStore({ databasePath: path.join(dataDir, "paymaster.sqlite") });
+  // The service's store (several processes may share it): the sender's gas tank.
+  const store = await openStore({ databasePath: path.join(dataDir, "paymaster.sqlite"), ...(postgres ? { databaseUrl: postgres.url } : {}) });
   await store.creditGasTank("local", sender, 10n ** 21n, "bench");
   await store.close();
 }
@@ -214,7 +220,7 @@ function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: nu
 
 try {
   const methodName = { sponsor: "pm_sponsorUserOperation (the service estimates gas)", data: "pm_getPaymasterData (client gas)", stub: "pm_getPaymasterStubData" }[method];
-  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}; service, chain and client in processes of their own`);
+  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}; service, chain and client in processes of their own`);
   await run(60, 4); // warm-up: JIT, connections, caches
   report("concurrency 1 (no queueing)", await run(Math.min(400, requests), 1));
   const loaded = report(`concurrency ${concurrency}`, await run(requests, concurrency));
@@ -222,4 +228,6 @@ try {
 } finally {
   service.stop();
   chainProcess.stop();
+  // The service closes its connections as it stops; the drop forces out any left.
+  await postgres?.drop();
 }
