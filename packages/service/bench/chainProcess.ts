@@ -3,7 +3,7 @@
  * lands in the bench process's CPU figures), with the whole stack deployed and the manifest written.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Hex } from "@paymaster/shared";
 
@@ -42,9 +42,20 @@ export async function startChainProcess(manifestPath: string): Promise<ChainProc
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
 
-/** CPU seconds a process has used so far (Linux /proc), or NaN elsewhere. */
+/**
+ * CPU seconds a process has used so far (Linux /proc), or NaN elsewhere: the sum of its threads' run time in
+ * nanoseconds (/proc/PID/task/TID/schedstat; V8's and libuv's helper threads included), else its user +
+ * system time in 10 ms ticks (/proc/PID/stat), too coarse for a few hundred requests.
+ */
 export function cpuSecondsOf(pid: number | undefined): number {
   if (pid === undefined || !existsSync(`/proc/${pid}/stat`)) return NaN;
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+    if (Number.isFinite(ns) && ns > 0) return ns / 1e9;
+  } catch {
+    // a thread ended while listed, or no schedstat: the ticks below
+  }
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }

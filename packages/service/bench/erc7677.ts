@@ -3,7 +3,7 @@
  * mock-paymaster on the same local chain (everything on 127.0.0.1).
  *
  *   pnpm --filter @paymaster/service bench -- [--peer] [--alto] [--rounds 2] [--ops 120] [--sequential 40]
- *       [--concurrency 8] [--land-every 10] [--skip-final]
+ *       [--concurrency 8] [--land-every 10] [--skip-final] [--cpu-prof DIR]
  *       [--url URL --context JSON --chain NODE_URL --manifest deployment.json [--chain-pid PID]]
  *
  * - starts the local chain in its own process (the contracts package's start-local) and our service in
@@ -27,7 +27,6 @@ import { readFileSync, existsSync, mkdtempSync } from "node:fs";
 import { createRequire } from "node:module";
 import { networkInterfaces, tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { encodeFunctionData, numberToHex, toHex, type Abi } from "viem";
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
@@ -37,6 +36,7 @@ import { STUB_SIGNATURE, getUserOpHash, packUserOpV07, type Address, type Hex, t
 import { NodeError, createChainRpc, type ChainRpc } from "../src/chain/rpc.ts";
 import { createSigner } from "../src/signer/signer.ts";
 import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
+import { startSystemProcess, type SystemProcess } from "./systemProcess.ts";
 import { executeCallData } from "../src/local/embedded.ts";
 
 const { values } = parseArgs({
@@ -55,6 +55,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "8" },
     "land-every": { type: "string", default: "10" },
     "skip-final": { type: "boolean", default: false },
+    "cpu-prof": { type: "string" },
   },
 });
 const rounds = Math.max(1, Math.min(5, Number(values.rounds)));
@@ -67,6 +68,8 @@ const deadline = Date.now() + 300_000;
 const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
 const manifestPath = values.manifest ?? path.join(dataDir, "manifest.json");
 const children: ChildProcess[] = [];
+/** How to stop the systems' processes (each also ends when this process exits). */
+const stops: (() => void)[] = [];
 // However the bench ends (a thrown error included), the processes it started end with it.
 process.once("exit", () => {
   for (const child of children) child.kill("SIGINT");
@@ -113,34 +116,17 @@ interface System {
 }
 const systems: System[] = [];
 
-/** Starts bench/serve.ts for `system` and waits for its READY line. */
-async function startSystemProcess(system: "ours" | "peer", extraEnv: Record<string, string>): Promise<{ url: string; context: unknown; pid: number | undefined }> {
-  const script = fileURLToPath(new URL("./serve.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", script], {
-    env: { ...process.env, BENCH_SYSTEM: system, BENCH_CHAIN_URL: chain.url, BENCH_MANIFEST: manifestPath, ...extraEnv },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  children.push(child);
-  let output = "";
-  const ready = await new Promise<{ url: string; context: unknown }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${system} did not start: ${output}`)), 90_000);
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-      const line = /READY (\{.*\})/.exec(output)?.[1];
-      if (line) {
-        clearTimeout(timer);
-        resolve(JSON.parse(line) as { url: string; context: unknown });
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`${system} exited (${code}): ${output}`)));
-  });
-  return { ...ready, pid: child.pid };
+/** Starts bench/serve.ts for `system` (`--cpu-prof DIR`: ours writes a V8 CPU profile there when it stops). */
+async function startSystem(system: "ours" | "peer", env: Record<string, string>): Promise<SystemProcess> {
+  const started = await startSystemProcess(system, { chainUrl: chain.url, manifestPath, env, ...(values["cpu-prof"] && system === "ours" ? { cpuProfDir: values["cpu-prof"] } : {}) });
+  stops.push(started.stop);
+  return started;
 }
 
 if (values.url) {
   systems.push({ name: "target", url: values.url, context: JSON.parse(values.context!), pid: undefined });
 } else {
-  const ours = await startSystemProcess("ours", {
+  const ours = await startSystem("ours", {
     BENCH_SIGNER_KEY: chain.signerKey ?? devKey(1),
     BENCH_DATA_DIR: dataDir,
     ...(values["skip-final"] ? { BENCH_SKIP_FINAL: "1" } : {}),
@@ -211,7 +197,7 @@ if (values.peer) {
       }
     }
   }
-  const peer = await startSystemProcess("peer", values.alto ? { BENCH_ALTO_URL: altoUrl } : {});
+  const peer = await startSystem("peer", values.alto ? { BENCH_ALTO_URL: altoUrl } : {});
   systems.push({
     name: "peer (mock-paymaster)",
     url: peer.url,
@@ -427,6 +413,41 @@ interface Row {
 }
 const rows: Row[] = [];
 
+/**
+ * Issue 13's goals, round by round, each with the figure it is judged on (ratios within one round: the machine
+ * may be shared, so absolute figures move between rounds more than ratios do).
+ */
+function printGoals(ours: string, peer: string | undefined): void {
+  const skip = values["skip-final"];
+  const row = (system: string, path: string, round: number) => rows.find((r) => r.system === system && r.path === path && r.round === round);
+  const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+  console.log(`\nissue 13 goals (each round; ${skip ? "ours with skipFinalSimulation" : "ours simulating the final op"}):`);
+  for (let round = 1; round <= rounds; round++) {
+    const erc = row(ours, "ERC-7677 stub + data", round);
+    const sponsor = row(ours, "pm_sponsorUserOperation", round);
+    const lines: string[] = [];
+    if (erc) {
+      const ratio = erc.dataP50 / erc.handleOpsP50;
+      if (!skip) lines.push(`pm_getPaymasterData seq p50 ${erc.dataP50.toFixed(2)} ms = x${ratio.toFixed(2)} one plain handleOps eth_call of the same op (${erc.handleOpsP50.toFixed(2)} ms; goal <= x1.5): ${verdict(ratio <= 1.5)}`);
+      lines.push(`ERC-7677 service CPU per sponsorship (stub + data) at ${concurrency} concurrent ${erc.systemCpuMsPerOp.toFixed(2)} ms (goal < 1.5): ${verdict(erc.systemCpuMsPerOp < 1.5)}`);
+    }
+    if (sponsor) lines.push(`pm_sponsorUserOperation service CPU per sponsorship at ${concurrency} concurrent ${sponsor.systemCpuMsPerOp.toFixed(2)} ms (goal < 1.5): ${verdict(sponsor.systemCpuMsPerOp < 1.5)}`);
+    const peerErc = peer ? row(peer, "ERC-7677 stub + data", round) : undefined;
+    if (erc && peerErc) {
+      const x = erc.opsPerSecond / peerErc.opsPerSecond;
+      const goal = skip ? 3 : 2;
+      lines.push(`ERC-7677 throughput x${x.toFixed(2)} the peer's (goal >= x${goal}): ${verdict(x >= goal)}`);
+      if (!skip) lines.push(`ERC-7677 seq p50 ${erc.seqP50.toFixed(1)} ms vs the peer's ${peerErc.seqP50.toFixed(1)} ms (goal <= the peer's): ${verdict(erc.seqP50 <= peerErc.seqP50)}`);
+    }
+    const peerSponsor = peer ? row(peer, "pm_sponsorUserOperation", round) : undefined;
+    if (sponsor && peerSponsor && !skip) {
+      const x = sponsor.opsPerSecond / peerSponsor.opsPerSecond;
+      lines.push(`pm_sponsorUserOperation throughput x${x.toFixed(2)} the peer's (goal >= x5): ${verdict(x >= 5)}`);
+    }
+    for (const line of lines) console.log(`  round ${round}: ${line}`);
+  }
+}
+
 try {
   const paths: { name: string; work: (s: System) => Promise<Sample>; applies: (s: System) => boolean }[] = [
     { name: "ERC-7677 stub + data", work: erc7677Op, applies: () => true },
@@ -470,8 +491,10 @@ try {
       if (other) console.log(`  round ${row.round} ${row.path.padEnd(24)} throughput x${(row.opsPerSecond / other.opsPerSecond).toFixed(2)}  seq p50 x${(row.seqP50 / other.seqP50).toFixed(2)}`);
     }
   }
+  if (ours) printGoals(ours.name, peer?.name);
   console.log(`\n${opCount} ops simulated through handleOps by the bench, ${refused} refused${refused ? ` (first: ${firstRefusal})` : ""}, ${landed} landed.`);
 } finally {
   for (const child of children) child.kill("SIGINT");
+  for (const stop of stops) stop();
   chain.stop();
 }

@@ -3,8 +3,9 @@
  * (the embedded configuration against the bench's chain, a seeded demo key) or Pimlico's mock-paymaster.
  * Started by bench/erc7677.ts; everything from the environment (the chain's signer key is no argv matter):
  *   BENCH_SYSTEM=ours|peer  BENCH_CHAIN_URL  BENCH_MANIFEST  BENCH_SIGNER_KEY (ours)  BENCH_SKIP_FINAL=1 (ours)
- *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)
- * Prints one line `READY {json}` (url, context) and serves until SIGINT/SIGTERM.
+ *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)  BENCH_DATABASE_URL (ours, optional: PostgreSQL)
+ * Prints one line `READY {json}` (url: the standard dialect, context; ours also v1Url, metricsUrl, signer) and
+ * serves until SIGINT/SIGTERM.
  */
 import { numberToHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -29,12 +30,23 @@ const stops: (() => Promise<unknown>)[] = [];
 if (env("BENCH_SYSTEM") === "ours") {
   const manifest = await readManifest(env("BENCH_MANIFEST"));
   const network = localNetworkConfig({ manifest, rpcUrl: chainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex });
-  const config = embeddedConfig(process.env.BENCH_SKIP_FINAL === "1" ? { ...network, skipFinalSimulation: true } : network, env("BENCH_DATA_DIR"), 0, "silent");
-  const running = await startService(config, { pollMs: 1000 });
+  const embedded = embeddedConfig(process.env.BENCH_SKIP_FINAL === "1" ? { ...network, skipFinalSimulation: true } : network, env("BENCH_DATA_DIR"), 0, "silent");
+  // BENCH_DATABASE_URL: the store on PostgreSQL instead of the SQLite file.
+  const config = process.env.BENCH_DATABASE_URL ? { ...embedded, databaseUrl: process.env.BENCH_DATABASE_URL } : embedded;
+  // The metrics listener (its own loopback port): the benches read the chain calls per request from it.
+  const running = await startService({ ...config, metrics: { host: "127.0.0.1", port: 0 } }, { pollMs: 1000 });
   stops.push(() => running.close());
+  await running.initialised;
   const accounts = (await request("eth_accounts", [])) as Address[];
   const demo = await seedDemo(running.service.store, request, manifest, accounts[0]!, accounts[3]!);
-  console.log(`READY ${JSON.stringify({ url: `${running.url}/rpc/v1/local?apiKey=${demo.apiKey}`, context: { strategy_code: demo.strategyCode } })}`);
+  const ready = {
+    url: `${running.url}/rpc/v1/local?apiKey=${demo.apiKey}`,
+    v1Url: `${running.url}/api/v1/paymaster/local?apiKey=${demo.apiKey}`,
+    metricsUrl: `${running.metricsUrl}/metrics`,
+    context: { strategy_code: demo.strategyCode },
+    signer: running.service.networks.get("local")!.chain!.signer.implementation,
+  };
+  console.log(`READY ${JSON.stringify(ready)}`);
 } else {
   const accounts = (await request("eth_accounts", [])) as Address[];
   // The peer's set-up wallet must hold 1000 ETH, else it calls anvil_setBalance (which Hardhat lacks).

@@ -23,11 +23,13 @@ import { encodeVerifyingPaymasterData, getUserOpHash, packUserOpV07, verifyingPa
 import { createChainRpc } from "../src/chain/rpc.ts";
 import { SIMULATOR_CODE_OVERRIDE, SIMULATOR_V08_CODE_OVERRIDE, findSimulatorV07, simulateOp, type SimulatorV07 } from "../src/chain/entryPoint.ts";
 import { executeCallData } from "../src/local/embedded.ts";
+import { encodeSimulateHandleOp } from "../src/chain/userOpAbi.ts";
 import { createSigner } from "../src/signer/signer.ts";
 import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
 
 const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== "--"), options: { calls: { type: "string", default: "200" } } });
 const calls = Math.max(20, Math.min(2000, Number(values.calls)));
+const ZERO = "0x0000000000000000000000000000000000000000" as Address;
 
 const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
 const chain = await startChainProcess(path.join(dataDir, "manifest.json"));
@@ -80,6 +82,8 @@ try {
     ["simulateHandleOp, 45-byte proxy override", simulate(proxy)],
     ["handleOps eth_call (signed op, no override)", () => rpc.request("eth_call", [{ from: accounts[9], to: entry.entryPoint, data: handleOps }, "latest"])],
     ["handleOps eth_call + 1-byte override", () => rpc.request("eth_call", [{ from: accounts[9], to: entry.entryPoint, data: handleOps }, "latest", { "0x000000000000000000000000000000000000dEaD": { code: "0x00" } }])],
+    // What the outcome hop costs: simulateHandleOp with no target call (the op's outcome is not learnt).
+    ["simulateHandleOp via proxy, no target call", () => rpc.request("eth_call", [{ to: entry.entryPoint, data: encodeSimulateHandleOp({ version: "v0.7", userOp: op }, ZERO, "0x") }, "latest", { [entry.entryPoint]: { code: proxy.code } }])],
   ];
   const latencies = options.map(() => [] as number[]);
   const cpu = options.map(() => 0);

@@ -1,81 +1,124 @@
 /**
- * Benchmark of pm_sponsorUserOperation against the embedded local chain (everything on 127.0.0.1).
+ * The service's own work per request, against the local chain (everything on 127.0.0.1):
  *
- *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--mode sponsor|erc20|user] [--version v0.6|v0.7]
+ *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--method sponsor|data|stub]
+ *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--postgres URL] [--cpu-prof DIR]
  *
- * The local chain runs in its own process (the contracts package's start-local), so its work never lands in
- * the service's figures; the service and this client share the bench process.
+ * Three processes: the local chain (the contracts package's start-local), our service (bench/serve.ts: the
+ * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
+ * and the client's work never lands in the service's figures (it shares no event loop with it).
  *
- * Prints throughput, client-side p50/p99 latency, and where the server's time goes per request, from the
- * `Server-Timing` header: time waiting on the chain versus the service's own work. The headline figure is the
- * service's own time per sponsorship at concurrency 1 (no queueing behind other requests). Bounded: at most
- * 5000 requests and 120 s, then it stops by itself.
+ * Methods: `sponsor` pm_sponsorUserOperation with the gas left to the service (an estimate and the final
+ * simulation); `data` pm_getPaymasterData with client-filled gas (the final simulation only); `stub`
+ * pm_getPaymasterStubData (no chain call). One deployed SimpleAccount; every request uses its own 2-D nonce key,
+ * so every op is valid and new.
+ *
+ * Prints per phase (concurrency 1, then `--concurrency`): throughput; client latency and, from the
+ * `Server-Timing` header, the server's time split into waiting on the chain (chain calls' encoding included)
+ * and its own work, p50 and p99; the service process's CPU per request; the chain's; and the chain calls per
+ * request by JSON-RPC method (from the service's /metrics). `--postgres URL` (e.g.
+ * postgres://postgres@127.0.0.1:5432/test): the service's store on a throwaway database of that server, dropped
+ * at the end; SQLite otherwise. Bounded: at most 5000 requests per phase and
+ * 120 s in all, then it stops by itself.
  */
 import { mkdtempSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { encodeFunctionData, maxUint256, type Abi } from "viem";
+import { encodeFunctionData, maxUint256, numberToHex, type Abi } from "viem";
 import { SimpleAccountFactoryV06Artifact, SimpleAccountV06Artifact, TestTokenArtifact } from "@paymaster/contracts/artifacts";
 import { readManifest } from "@paymaster/contracts/manifest";
 import { STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { createChainRpc } from "../src/chain/rpc.ts";
-import { localNetworkConfig } from "../src/config/local.ts";
-import { embeddedConfig, executeCallData, seedDemo } from "../src/local/embedded.ts";
-import { startService } from "../src/server.ts";
-import { startChainProcess } from "./chainProcess.ts";
+import { executeCallData } from "../src/local/embedded.ts";
+import { openStore } from "../src/store/index.ts";
+import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
+import { startSystemProcess } from "./systemProcess.ts";
+import { throwawayDatabase } from "./postgres.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
   options: {
     concurrency: { type: "string", default: "8" },
     requests: { type: "string", default: "400" },
+    method: { type: "string", default: "sponsor" },
     mode: { type: "string", default: "sponsor" },
     version: { type: "string", default: "v0.7" },
+    "cpu-prof": { type: "string" },
+    postgres: { type: "string" },
   },
 });
 const concurrency = Math.max(1, Math.min(64, Number(values.concurrency)));
 const requests = Math.max(10, Math.min(5000, Number(values.requests)));
+const method = values.method as "sponsor" | "data" | "stub";
 const mode = values.mode as "sponsor" | "erc20" | "user";
 const version = values.version as EntryPointVersion;
+if (!["sponsor", "data", "stub"].includes(method)) throw new Error(`--method must be sponsor, data or stub, got ${method}`);
 const deadline = Date.now() + 120_000;
 
 const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-bench-")), "data");
 const manifestPath = path.join(dataDir, "manifest.json");
 
+const postgres = values.postgres === undefined ? undefined : await throwawayDatabase(values.postgres);
+if (values.postgres !== undefined && !postgres) throw new Error("--postgres: the PostgreSQL server did not answer");
 const chainProcess = await startChainProcess(manifestPath);
-const rpc = createChainRpc(chainProcess.url);
-const request = (method: string, params: unknown[]) => rpc.request<unknown>(method, params);
+const service = await startSystemProcess("ours", {
+  chainUrl: chainProcess.url,
+  manifestPath,
+  env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir, ...(postgres ? { BENCH_DATABASE_URL: postgres.url } : {}) },
+  ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
+});
+const rpc = createChainRpc(chainProcess.url, { timeoutMs: 60_000 });
+const request = (name: string, params: unknown[]) => rpc.request<unknown>(name, params);
 const manifest = await readManifest(manifestPath);
-const running = await startService(embeddedConfig(localNetworkConfig({ manifest, rpcUrl: chainProcess.url, signerKey: chainProcess.signerKey }), dataDir, 0, "silent"), { pollMs: 1000 });
+const entry = manifest.entryPoints[version];
 const accounts = (await request("eth_accounts", [])) as Address[];
-const demo = await seedDemo(running.service.store, request, manifest, accounts[0]!, accounts[3]!);
-const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${demo.apiKey}`;
+const strategyCode = (service.context as { strategy_code: string }).strategy_code;
 
 // One deployed SimpleAccount (owner: dev account #4); every request uses its own 2-D nonce key, so all are valid.
 const owner = accounts[4]!;
-const factory = manifest.entryPoints[version].simpleAccountFactory;
 const factoryAbi = SimpleAccountFactoryV06Artifact.abi as Abi;
-await request("eth_sendTransaction", [{ from: owner, to: factory, data: encodeFunctionData({ abi: factoryAbi, functionName: "createAccount", args: [owner, 0n] }) }]);
-const senderWord = (await request("eth_call", [{ to: factory, data: encodeFunctionData({ abi: factoryAbi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"])) as Hex;
+await request("eth_sendTransaction", [{ from: owner, to: entry.simpleAccountFactory, data: encodeFunctionData({ abi: factoryAbi, functionName: "createAccount", args: [owner, 0n] }) }]);
+const senderWord = (await request("eth_call", [{ to: entry.simpleAccountFactory, data: encodeFunctionData({ abi: factoryAbi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"])) as Hex;
 const sender = `0x${senderWord.slice(-40)}` as Address;
-let callData: Hex = executeCallData(owner);
-const extra: Record<string, string> = version === "v0.6" ? {} : { version };
-if (mode === "sponsor") extra.strategy_code = demo.strategyCode;
-if (mode === "user") await running.service.store.creditGasTank("local", sender, 10n ** 21n, "bench");
-if (mode === "erc20") {
-  const usdc = manifest.tokens.find((t) => t.symbol === "USDC")!;
-  extra.token = "USDC";
-  await request("eth_sendTransaction", [{ from: owner, to: usdc.address, data: encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "mint", args: [sender, 10n ** 15n] }) }]);
-  const approve = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "approve", args: [manifest.entryPoints[version].erc20Paymaster, maxUint256] });
-  await request("eth_sendTransaction", [{ from: owner, to: sender, data: encodeFunctionData({ abi: SimpleAccountV06Artifact.abi as Abi, functionName: "execute", args: [usdc.address, 0n, approve] }) }]);
-  callData = executeCallData(owner);
+const callData: Hex = executeCallData(owner);
+if (mode === "user") {
+  // The service's store (several processes may share it): the sender's gas tank.
+  const store = await openStore({ databasePath: path.join(dataDir, "paymaster.sqlite"), ...(postgres ? { databaseUrl: postgres.url } : {}) });
+  await store.creditGasTank("local", sender, 10n ** 21n, "bench");
+  await store.close();
 }
+const usdc = manifest.tokens.find((t) => t.symbol === "USDC")!;
+if (mode === "erc20") {
+  await request("eth_sendTransaction", [{ from: owner, to: usdc.address, data: encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "mint", args: [sender, 10n ** 15n] }) }]);
+  const approve = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "approve", args: [entry.erc20Paymaster, maxUint256] });
+  await request("eth_sendTransaction", [{ from: owner, to: sender, data: encodeFunctionData({ abi: SimpleAccountV06Artifact.abi as Abi, functionName: "execute", args: [usdc.address, 0n, approve] }) }]);
+}
+const block = (await request("eth_getBlockByNumber", ["latest", false])) as { baseFeePerGas: string };
+// Client-filled gas (data, stub): generous for a deployed SimpleAccount's validation and a no-op call.
+const clientGas = {
+  callGasLimit: numberToHex(50_000),
+  verificationGasLimit: numberToHex(150_000),
+  preVerificationGas: numberToHex(60_000),
+  maxFeePerGas: numberToHex(BigInt(block.baseFeePerGas) * 3n + 10n ** 9n),
+  maxPriorityFeePerGas: numberToHex(10n ** 9n),
+};
+const extra: Record<string, string> = version === "v0.6" ? {} : { version };
+const context: Record<string, string> | null = mode === "sponsor" ? { strategy_code: strategyCode } : mode === "erc20" ? { token: "USDC" } : null;
+if (mode === "sponsor") extra.strategy_code = strategyCode;
+if (mode === "erc20") extra.token = "USDC";
 
 let nonceKey = 1n;
-function body(): string {
+/** The next request: [url, body]. */
+function next(): [string, string] {
   const nonce = `0x${(nonceKey++ << 64n).toString(16)}`;
-  return JSON.stringify({ id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [{ sender, nonce, callData, signature: STUB_SIGNATURE }, extra] });
+  const op = { sender, nonce, ...(version === "v0.6" ? { initCode: "0x" } : {}), callData, signature: STUB_SIGNATURE };
+  if (method === "sponsor") {
+    return [service.v1Url!, JSON.stringify({ id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [op, extra] })];
+  }
+  const name = method === "data" ? "pm_getPaymasterData" : "pm_getPaymasterStubData";
+  return [service.url, JSON.stringify({ id: 1, jsonrpc: "2.0", method: name, params: [{ ...op, ...clientGas }, entry.entryPoint, numberToHex(31337), context] })];
 }
 
 interface Sample {
@@ -84,22 +127,59 @@ interface Sample {
   ownMs: number;
 }
 
+/** Keep-alive node:http: the client's own cost stays small (it runs in a process of its own anyway). */
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+function post(url: string, body: string): Promise<{ status: number; text: string; timing: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), timing: String(res.headers["server-timing"] ?? "") }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
 async function one(): Promise<Sample> {
+  const [url, body] = next();
   const started = performance.now();
-  const response = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: body() });
-  const text = await response.text();
+  const { status, text, timing } = await post(url, body);
   const latencyMs = performance.now() - started;
-  if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${text.slice(0, 300)}`);
-  const timing = response.headers.get("server-timing") ?? "";
+  if (status !== 200 || text.includes('"error"') || text.includes('"reason"')) throw new Error(`HTTP ${status}: ${text.slice(0, 300)}`);
   const chainMs = Number(/chain;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN);
   const ownMs = Number(/own;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN);
   return { latencyMs, chainMs, ownMs };
 }
 
-async function run(count: number, parallel: number): Promise<{ samples: Sample[]; seconds: number; cpuMsPerRequest: number }> {
+/** The service's chain RPC attempts so far, by JSON-RPC method (paymaster_rpc_requests_total). */
+async function chainCalls(): Promise<Map<string, number>> {
+  const text = await (await fetch(service.metricsUrl!)).text();
+  const calls = new Map<string, number>();
+  for (const match of text.matchAll(/^paymaster_rpc_requests_total\{[^}]*method="([^"]+)"[^}]*\} (\d+)/gm)) {
+    calls.set(match[1]!, (calls.get(match[1]!) ?? 0) + Number(match[2]));
+  }
+  return calls;
+}
+
+interface Phase {
+  samples: Sample[];
+  seconds: number;
+  serviceCpuMs: number;
+  chainCpuMs: number;
+  clientCpuMs: number;
+  /** Chain calls per request, by method. */
+  calls: [string, number][];
+}
+
+async function run(count: number, parallel: number): Promise<Phase> {
   const samples: Sample[] = [];
   let issued = 0;
-  const cpuBefore = process.cpuUsage();
+  const callsBefore = await chainCalls();
+  const serviceCpu = cpuSecondsOf(service.pid);
+  const chainCpu = cpuSecondsOf(chainProcess.pid);
+  const clientCpu = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: parallel }, async () => {
@@ -109,8 +189,14 @@ async function run(count: number, parallel: number): Promise<{ samples: Sample[]
       }
     }),
   );
-  const cpu = process.cpuUsage(cpuBefore);
-  return { samples, seconds: (performance.now() - started) / 1000, cpuMsPerRequest: (cpu.user + cpu.system) / 1000 / samples.length };
+  const seconds = (performance.now() - started) / 1000;
+  const client = process.cpuUsage(clientCpu);
+  const serviceCpuMs = ((cpuSecondsOf(service.pid) - serviceCpu) * 1000) / samples.length;
+  const chainCpuMs = ((cpuSecondsOf(chainProcess.pid) - chainCpu) * 1000) / samples.length;
+  const callsAfter = await chainCalls();
+  // The poller's eth_blockNumber runs on a timer whatever the load: counted too, it is part of the cost.
+  const calls = [...callsAfter].map(([name, n]): [string, number] => [name, (n - (callsBefore.get(name) ?? 0)) / samples.length]).filter(([, n]) => n > 0);
+  return { samples, seconds, serviceCpuMs, chainCpuMs, clientCpuMs: (client.user + client.system) / 1000 / samples.length, calls };
 }
 
 function percentile(values: number[], p: number): number {
@@ -118,8 +204,8 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-function report(label: string, result: Awaited<ReturnType<typeof run>>) {
-  const { samples, seconds } = result;
+function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: number } {
+  const { samples, seconds } = phase;
   const col = (f: (s: Sample) => number) => samples.map(f);
   const fmt = (ms: number) => `${ms.toFixed(3)} ms`.padStart(11);
   console.log(`\n${label}: ${samples.length} requests in ${seconds.toFixed(2)} s = ${(samples.length / seconds).toFixed(1)} req/s`);
@@ -127,15 +213,21 @@ function report(label: string, result: Awaited<ReturnType<typeof run>>) {
   console.log(`  client latency   ${fmt(percentile(col((s) => s.latencyMs), 50))} ${fmt(percentile(col((s) => s.latencyMs), 99))}`);
   console.log(`  server: chain    ${fmt(percentile(col((s) => s.chainMs), 50))} ${fmt(percentile(col((s) => s.chainMs), 99))}`);
   console.log(`  server: own      ${fmt(percentile(col((s) => s.ownMs), 50))} ${fmt(percentile(col((s) => s.ownMs), 99))}`);
-  console.log(`  process CPU per request (service incl. chain-call encoding + client): ${result.cpuMsPerRequest.toFixed(3)} ms`);
+  console.log(`  CPU per request: service ${phase.serviceCpuMs.toFixed(3)} ms, chain ${phase.chainCpuMs.toFixed(3)} ms, client ${phase.clientCpuMs.toFixed(3)} ms (from /proc: every thread, in ns)`);
+  console.log(`  chain calls per request: ${phase.calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(", ") || "none"}`);
+  return { ownP50: percentile(col((s) => s.ownMs), 50), serviceCpuMs: phase.serviceCpuMs };
 }
 
 try {
-  console.log(`pm_sponsorUserOperation bench: mode ${mode}, EntryPoint ${version}, signer ${running.service.networks.get("local")!.chain!.signer.implementation}`);
-  await run(30, 4); // warm-up: JIT, connections, caches
-  report("concurrency 1 (the service's own time, no queueing)", await run(Math.min(200, requests), 1));
-  report(`concurrency ${concurrency}`, await run(requests, concurrency));
+  const methodName = { sponsor: "pm_sponsorUserOperation (the service estimates gas)", data: "pm_getPaymasterData (client gas)", stub: "pm_getPaymasterStubData" }[method];
+  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}; service, chain and client in processes of their own`);
+  await run(60, 4); // warm-up: JIT, connections, caches
+  report("concurrency 1 (no queueing)", await run(Math.min(400, requests), 1));
+  const loaded = report(`concurrency ${concurrency}`, await run(requests, concurrency));
+  console.log(`\nissue 13 goals at concurrency ${concurrency}: service own time p50 ${loaded.ownP50.toFixed(3)} ms (goal < 0.5 ms); service CPU per request ${loaded.serviceCpuMs.toFixed(3)} ms (goal < 1.5 ms per sponsorship)`);
 } finally {
-  await running.close();
+  service.stop();
   chainProcess.stop();
+  // The service closes its connections as it stops; the drop forces out any left.
+  await postgres?.drop();
 }

@@ -16,11 +16,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import pg from "pg";
 import type { Address, Hex } from "@paymaster/shared";
 import { capChecks } from "../src/policy/rules.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
+import { DEFAULT_POSTGRES_URL, throwawayDatabase } from "./postgres.ts";
 import type { NewSponsorship, Store } from "../src/store/types.ts";
 
 const { values } = parseArgs({
@@ -28,7 +28,7 @@ const { values } = parseArgs({
   options: {
     reservations: { type: "string", default: "2000" },
     concurrency: { type: "string", default: "8" },
-    postgres: { type: "string", default: "postgres://postgres@127.0.0.1:5432/test" },
+    postgres: { type: "string", default: DEFAULT_POSTGRES_URL },
   },
 });
 const reservations = Math.max(10, Math.min(20_000, Number(values.reservations)));
@@ -102,26 +102,17 @@ try {
     await sqlite.close();
   }
 
-  const admin = new pg.Client({ connectionString: values.postgres });
-  const connected = await admin.connect().then(
-    () => true,
-    (err: Error) => (console.log(`\nPostgreSQL skipped: ${err.message}`), false),
-  );
-  if (connected) {
-    const database = `paymaster_bench_${randomBytes(6).toString("hex")}`;
-    await admin.query(`CREATE DATABASE ${database}`);
+  const database = await throwawayDatabase(values.postgres);
+  if (database) {
     try {
-      const url = new URL(values.postgres);
-      url.pathname = `/${database}`;
-      const postgres = await openPostgresStore(url.href);
+      const postgres = await openPostgresStore(database.url);
       try {
         await bench("PostgreSQL", postgres);
       } finally {
         await postgres.close();
       }
     } finally {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
     }
   }
 } finally {

@@ -28,10 +28,13 @@ import { stringifyJson } from "./rpc/json.ts";
 import type { MethodDefinition } from "./rpc/method.ts";
 import { standardHandler } from "./rpc/standard.ts";
 import { sendV1Error, v1Handler, type V1State } from "./rpc/v1.ts";
-import { Timing, withTiming } from "./timing.ts";
+import { Timing } from "./timing.ts";
 import { healthBody } from "./health.ts";
 
 export type AppState = V1State;
+
+/** The JSON-RPC routes' plain form: the dialect's prefix and the network name. */
+const RPC_PATH = /^\/(rpc\/v1|api\/v1\/paymaster)\/([a-z0-9-]{1,64})$/;
 
 /** The service's Koa application. */
 export function createApp(service: ServiceContext, methods: readonly MethodDefinition<any>[]): Koa<AppState> {
@@ -54,8 +57,9 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
     ctx.set("X-Content-Type-Options", "nosniff");
     let reason: string | undefined;
     const timing = new Timing();
+    ctx.state.timing = timing;
     try {
-      await withTiming(timing, next);
+      await next();
     } catch (error) {
       const clientError = toClientError(error);
       reason = clientError.reason;
@@ -106,8 +110,22 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
     ctx.status = 204;
   });
 
+  // The two JSON-RPC routes in their plain form (POST /api/v1/paymaster/<name>, /rpc/v1/<name>, a name of
+  // lowercase letters, digits and dashes) go straight to their handlers: the router matches every route and
+  // composes a middleware chain per request, a cost on every sponsorship. Any other form goes through the
+  // router, to the same handlers.
+  const v1 = v1Handler(service, registry);
+  const standard = standardHandler(service, registry);
+  app.use((ctx, next) => {
+    const match = ctx.method === "POST" ? RPC_PATH.exec(ctx.path) : null;
+    if (!match) return next();
+    const routed = ctx as typeof ctx & { params: Record<string, string> };
+    routed.params = { network: match[2]! };
+    return match[1] === "rpc/v1" ? standard(routed) : v1(routed);
+  });
+
   const router = new Router<AppState>();
-  router.post("/api/v1/paymaster/:network", v1Handler(service, registry));
+  router.post("/api/v1/paymaster/:network", v1);
   const applications = applicationHandlers(service);
   router.post("/api/v1/applications", applications.submit);
   router.post("/api/v1/applications/claim", applications.claim);
@@ -115,7 +133,7 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
   // The router matches "/apply" with or without the slash; the page's relative links need it.
   router.get("/apply", (ctx) => (ctx.path === "/apply" ? ctx.redirect("/apply/") : sendSiteFile(ctx, "apply", "")));
   router.get("/apply/*file", (ctx) => sendSiteFile(ctx, "apply", (ctx.params as { file?: string }).file ?? ""));
-  router.post("/rpc/v1/:network", standardHandler(service, registry));
+  router.post("/rpc/v1/:network", standard);
   router.get("/health", (ctx) => {
     ctx.status = 200;
     ctx.type = "application/json";

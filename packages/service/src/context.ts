@@ -14,6 +14,7 @@ import type { PaymasterSigner } from "./signer/signer.ts";
 import type { DepositGuard } from "./sponsor/deposit.ts";
 import type { ServiceMetrics } from "./metrics/metrics.ts";
 import type { Simulators } from "./chain/entryPoint.ts";
+import type { ConfigCache } from "./store/configCache.ts";
 
 /** What sponsoring on a network needs from its chain, read or built once at start-up. */
 export interface NetworkChain {
@@ -60,4 +61,6 @@ export interface ServiceContext {
   readonly readiness?: () => Promise<import("./health.ts").ReadinessReport>;
   /** Prometheus metrics (absent in tests that do not look). */
   readonly metrics?: ServiceMetrics;
+  /** The per-request lookups kept per config version (absent: every lookup reads the store). */
+  readonly configCache?: ConfigCache;
 }

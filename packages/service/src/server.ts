@@ -17,6 +17,7 @@ import { startMetricsListener, type MetricsListener } from "./metrics/listener.t
 import { startAlertMonitor, type AlertMonitor } from "./monitor/alerts.ts";
 import { startNetwork, type StartedNetwork } from "./network.ts";
 import { openStore } from "./store/index.ts";
+import { createConfigCache } from "./store/configCache.ts";
 import { createRateLimiter, memoryBuckets, redisBuckets, type RateLimiter } from "./rpc/rateLimit.ts";
 import { superviseSettlement, type SettlementSupervisor } from "./settlement/leader.ts";
 import type { Watcher } from "./settlement/watcher.ts";
@@ -115,6 +116,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     now: options.now ?? (() => Math.floor(Date.now() / 1000)),
     rateLimiter,
     metrics,
+    configCache: createConfigCache(store),
     readiness: async () => {
       const report = await readiness(service, { networks: failingOf, shuttingDown: () => shuttingDown });
       for (const s of started) metrics.networkReady.set({ network: s.runtime.config.name }, s.ready() ? 1 : 0);

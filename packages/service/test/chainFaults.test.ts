@@ -163,6 +163,10 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
       // Refusing: the proxy also cuts the open keep-alive connections, so the first failure seen may be that cut.
       expect(downLines[0]!.cause).to.be.oneOf(fault === "hang" ? ["timeout"] : ["refused", "connection"]);
       expect(downLines[0]!.upstream).to.equal(`http://127.0.0.1:${p.port}/…`);
+      // The watcher sees the outage once its pass in flight fails: a call it began before the fault waits out its own
+      // timeout first (eth_getLogs: 10 s), so the outage lasts until then (at most 15 s here).
+      const watcherFailed = () => s.logs.some((l) => l.msg === "settlement pass failed: retrying every pollMs");
+      for (const since = Date.now(); !watcherFailed() && Date.now() - since < 15_000; ) await new Promise((resolve) => setTimeout(resolve, 50));
 
       await p.setMode("pass");
       const recoveredMs = await waitReady(s);

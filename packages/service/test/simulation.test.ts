@@ -162,6 +162,11 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
     expect(stub.body.result.isFinal).to.equal(false);
     const data = await post("pm_getPaymasterData");
     expect(data.body.error?.data?.reason, JSON.stringify(data.body)).to.equal("EXECUTION_REVERTED");
+    // Server-Timing counts the request's chain waits (the Timing travels with the call): the stub reads only
+    // cached per-block data (market, price), the data call also simulates.
+    const waits = (timing: string) => Number(/chain;dur=[\d.]+;desc="(\d+) waits"/.exec(timing)?.[1]);
+    expect(waits(stub.timing), stub.timing).to.be.within(1, 2);
+    expect(waits(data.timing), data.timing).to.be.greaterThan(waits(stub.timing));
   });
 
   it("skipFinalSimulation: the data call signs an op whose calls revert without simulating it (the operator's choice)", async () => {

@@ -222,7 +222,8 @@ for (const dialect of DIALECTS) {
       expect((await store.reserveSponsorship(withStrategy(5n), raised)).ok).to.equal(true);
       expect((await store.reserveSponsorship(withStrategy(6n), raised)).ok).to.equal(false);
       rows = await oldestFirst(ids.projectId);
-      expect(rows.map((d) => payload(d).data.limit)).to.deep.equal(["1", "2"]);
+      // Both may carry the same millisecond (the listing's order within one is arbitrary): compare as a set.
+      expect(rows.map((d) => payload(d).data.limit)).to.have.members(["1", "2"]);
     });
 
     it("deposit.low reaches every project's subscribers, once per paymaster and hour", async () => {

@@ -11,6 +11,7 @@ export {
   UINT128_MAX,
   UINT256_MAX,
 } from "./bytes.ts";
+export { checksumAddress } from "./address.ts";
 export * from "./userOperation.ts";
 export * from "./paymasterData.ts";
 export * from "./hash.ts";

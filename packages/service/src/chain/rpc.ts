@@ -19,12 +19,10 @@
  * - One log line per state change (down with its cause, up again), never a line per failed call; URLs in logs
  *   and metrics are redacted to scheme, host and port (providers put keys in paths and queries).
  */
-import { Agent as HttpAgent, request as httpRequest, type RequestOptions } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { urlToHttpOptions } from "node:url";
 import type { Logger } from "pino";
 import { RpcError } from "../rpc/errors.ts";
 import { redactUrl } from "../config/load.ts";
+import { createHttpPoster } from "./httpPost.ts";
 
 export interface JsonRpcErrorBody {
   code: number;
@@ -51,21 +49,6 @@ export class NodeError extends Error {
     }
     return undefined;
   }
-}
-
-/** Keep-alive connection pools for chain RPC, one per protocol, shared by every network's client. */
-const agents = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
-
-/** Request options of an http(s) URL, else undefined (the URL cannot be reached over HTTP). */
-function httpOptions(url: string): { protocol: "http:" | "https:"; options: RequestOptions } | undefined {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return undefined;
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return undefined;
-  return { protocol: parsed.protocol, options: urlToHttpOptions(parsed) };
 }
 
 /** Why an upstream gave no answer: a bounded set (it is a metric label). */
@@ -157,28 +140,21 @@ interface Upstream {
   /** When it last completed an exchange (performance.now()), whatever the answer. */
   lastAnswerAt: number;
   post(payload: string, timeoutMs: number): Promise<{ status: number; body: Buffer }>;
+  /** Closes its idle connections. */
+  closeIdle(): void;
 }
 
 /**
- * node:http rather than fetch: the service posts ~45 kB bodies (v0.7 simulations carry the simulation code
- * as a state override) several times per sponsorship, and fetch's request setup and web streams cost the
- * service several times more CPU than a plain http request on a keep-alive socket.
+ * POSTs on kept-alive connections of src/chain/httpPost.ts (a lean HTTP/1.1 client: node:http's request
+ * machinery cost more CPU per chain call than a sponsorship's own work). The status and body whatever the
+ * status; rejects on a transport failure or the timeout.
  */
-function createPoster(url: string, lastAnswerAt: () => number, hardMs: () => number): Upstream["post"] {
-  // Parsed once: given a URL object, http.request converts it to options on every call.
-  const target = httpOptions(url);
-  const send = target?.protocol === "https:" ? httpsRequest : httpRequest;
-  const agent = target?.protocol === "https:" ? agents["https:"] : agents["http:"];
-  /** POSTs `payload`; the status and body whatever the status; rejects on a transport failure or the timeout. */
-  return (payload, timeoutMs) =>
+function createPoster(url: string, lastAnswerAt: () => number, hardMs: () => number): Pick<Upstream, "post" | "closeIdle"> {
+  const poster = createHttpPoster(url);
+  const post: Upstream["post"] = (payload, timeoutMs) =>
     new Promise((resolve, reject) => {
-      if (!target) throw new UpstreamError("bad_url", "not an http(s) URL");
-      const req = send({
-        ...target.options,
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), accept: "application/json" },
-      });
+      if (!poster) throw new UpstreamError("bad_url", "not an http(s) URL");
+      const pending = poster.post(payload);
       // Timed out when the upstream has been silent (no answer to anyone) for timeoutMs since this attempt
       // began, or when the attempt has lasted hardMs (a busy upstream is waited for that long at most).
       const started = performance.now();
@@ -200,31 +176,24 @@ function createPoster(url: string, lastAnswerAt: () => number, hardMs: () => num
         }
         const silentFor = now - Math.max(started, lastAnswerAt());
         if (silentFor >= timeoutMs || now - started >= limit) {
-          req.destroy(new UpstreamError("timeout", `no answer within ${Math.round(now - started)} ms`));
+          pending.abort(new UpstreamError("timeout", `no answer within ${Math.round(now - started)} ms`));
           return;
         }
         arm(Math.min(timeoutMs - silentFor, limit - (now - started)));
       };
       arm(timeoutMs);
-      const fail = (error: unknown): void => {
-        clearTimeout(timer);
-        reject(classify(error));
-      };
-      req.on("error", fail);
-      req.on("response", (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("error", fail);
-        res.on("close", () => {
-          if (!res.complete) fail(new UpstreamError("connection", "the response broke off"));
-        });
-        res.on("end", () => {
+      pending.answer.then(
+        (answer) => {
           clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
-        });
-      });
-      req.end(payload);
+          resolve(answer);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(classify(error));
+        },
+      );
     });
+  return { post, closeIdle: () => poster?.close() };
 }
 
 /** The client of one network's upstreams, tried in the given order (the first is the primary). */
@@ -239,8 +208,10 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   const observer = options.observer;
   const labels = upstreamLabels(list);
   const upstreams: Upstream[] = list.map((url, i) => {
-    const u: Upstream = { url, label: labels[i]!, up: true, lastAnswerAt: 0, post: undefined as unknown as Upstream["post"] };
-    u.post = createPoster(url, () => u.lastAnswerAt, () => SLOW_ANSWER_MS);
+    const u: Upstream = { url, label: labels[i]!, up: true, lastAnswerAt: 0, post: undefined as unknown as Upstream["post"], closeIdle: () => undefined };
+    const poster = createPoster(url, () => u.lastAnswerAt, () => SLOW_ANSWER_MS);
+    u.post = poster.post;
+    u.closeIdle = poster.closeIdle;
     return u;
   });
   for (const u of upstreams) observer?.upstreamState(u.label, true);
@@ -390,6 +361,7 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
       closed = true;
       if (prober !== undefined) clearInterval(prober);
       prober = undefined;
+      for (const u of upstreams) u.closeIdle();
     },
   };
 }

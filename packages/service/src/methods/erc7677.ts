@@ -42,6 +42,9 @@ const contextSchema = z.unknown().transform((value, ctx): { strategy_code?: stri
   return z.NEVER;
 });
 
+const entryPointSchema = address();
+const chainIdSchema = hexQuantity();
+
 /** `[userOp, entryPoint, chainIdHex, context]`; context may be omitted or null. */
 export const erc7677ParamsSchema: z.ZodType<Erc7677Params> = z.unknown().transform((params, ctx): Erc7677Params => {
   if (!Array.isArray(params) || params.length < 3 || params.length > 4) {
@@ -52,8 +55,8 @@ export const erc7677ParamsSchema: z.ZodType<Erc7677Params> = z.unknown().transfo
     return z.NEVER;
   }
   const [userOp, rawEntryPoint, rawChainId, rawContext] = params as unknown[];
-  const entryPoint = address().safeParse(rawEntryPoint);
-  const chainId = hexQuantity().safeParse(rawChainId);
+  const entryPoint = entryPointSchema.safeParse(rawEntryPoint);
+  const chainId = chainIdSchema.safeParse(rawChainId);
   const context = contextSchema.safeParse(rawContext ?? null);
   for (const [index, parsed] of [[1, entryPoint], [2, chainId], [3, context]] as const) {
     if (!parsed.success) for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", path: [index, ...issue.path], message: issue.message });
@@ -81,7 +84,7 @@ export function versionOfEntryPoint(call: CallContext, entryPoint: Address): Ent
 }
 
 /** The sponsor pipeline's request for ERC-7677 params, checked against the network. */
-export async function erc7677Request(params: Erc7677Params, call: CallContext, method: string): Promise<SponsorRequest> {
+export function erc7677Request(params: Erc7677Params, call: CallContext, method: string): SponsorRequest {
   const expected = BigInt(call.network.config.chainId);
   if (params.chainId !== expected) {
     throw new RpcError("CHAIN_ID_MISMATCH", `Chain id ${numberToHex(params.chainId)} is not ${call.network.config.name}'s (${numberToHex(expected)})`, {
@@ -91,7 +94,7 @@ export async function erc7677Request(params: Erc7677Params, call: CallContext, m
   }
   const version = versionOfEntryPoint(call, params.entryPoint);
   const extra = { version, ...(params.strategyCode ? { strategy_code: params.strategyCode } : {}), ...(params.token ? { token: params.token } : {}) };
-  const parsed = await sponsorParamsSchema.safeParseAsync([params.userOp, extra]);
+  const parsed = sponsorParamsSchema.safeParse([params.userOp, extra]);
   if (parsed.success) return parsed.data;
   // Issues under the extra (index 1) are the context's (index 3).
   const issues = toParamsIssues(parsed.error.issues).map((issue) => (issue.path[0] === 1 ? { ...issue, path: [3, ...issue.path.slice(1)] } : issue));

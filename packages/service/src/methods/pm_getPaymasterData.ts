@@ -14,7 +14,7 @@ export const pm_getPaymasterData = defineMethod({
   name: "pm_getPaymasterData",
   params: erc7677ParamsSchema,
   async handler(params, call) {
-    const request = await erc7677Request(params, call, "pm_getPaymasterData");
+    const request = erc7677Request(params, call, "pm_getPaymasterData");
     const result = await runSponsorPipeline(request, call, { sign: true });
     return paymasterFields(result);
   },

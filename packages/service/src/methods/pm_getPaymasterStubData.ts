@@ -15,7 +15,7 @@ export const pm_getPaymasterStubData = defineMethod({
   name: "pm_getPaymasterStubData",
   params: erc7677ParamsSchema,
   async handler(params, call) {
-    const request = await erc7677Request(params, call, "pm_getPaymasterStubData");
+    const request = erc7677Request(params, call, "pm_getPaymasterStubData");
     const result = await runSponsorPipeline(request, call, { sign: false, stub: true });
     return { ...paymasterFields(result), sponsor: { ...SPONSOR_INFO }, isFinal: false };
   },

@@ -88,7 +88,7 @@ export const pm_getTokenQuotes = defineMethod({
     // The user operation, checked like pm_sponsorUserOperation's (issues reported under params[0].userOp).
     let request: SponsorRequest | undefined;
     if (params.userOp !== undefined) {
-      const parsed = await sponsorParamsSchema.safeParseAsync([params.userOp, { version: params.version }]);
+      const parsed = sponsorParamsSchema.safeParse([params.userOp, { version: params.version }]);
       if (!parsed.success) {
         const issues = toParamsIssues(parsed.error.issues).map((issue) => ({ ...issue, path: [0, "userOp", ...issue.path.slice(1)] }));
         throw new RpcError("INVALID_PARAMS", `Invalid params for pm_getTokenQuotes: ${formatParamsPath(issues[0]!.path)}: ${issues[0]!.message}`, { issues });
@@ -97,10 +97,10 @@ export const pm_getTokenQuotes = defineMethod({
     }
 
     const postOpGas = chain.erc20[params.version]?.postOpGas ?? 0n;
-    const nativeUsd = await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
+    const nativeUsd = await chainWait(call.timing, () => chain.prices.usd(network.config.nativeUsdPrice));
     const quotes = [];
     for (const token of tokens) {
-      const tokenUsd = await chainWait(() => chain.prices.usd(token.priceSource));
+      const tokenUsd = await chainWait(call.timing, () => chain.prices.usd(token.priceSource));
       const quote: Record<string, unknown> = {
         symbol: token.symbol,
         address: token.address,

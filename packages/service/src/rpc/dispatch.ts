@@ -8,10 +8,11 @@
 import type { z } from "zod";
 import { findNetwork } from "@paymaster/shared";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
-import type { ApiKey, Store } from "../store/types.ts";
+import type { ApiKey } from "../store/types.ts";
+import { directLookups, type ConfigLookups } from "../store/configCache.ts";
 import { accessRefusal } from "../access/keyAccess.ts";
 import { RpcError, toClientError } from "./errors.ts";
-import { currentTiming } from "../timing.ts";
+import type { Timing } from "../timing.ts";
 import type { MethodDefinition } from "./method.ts";
 import { truncate } from "./schemas.ts";
 import { SIGNING_METHODS } from "./rateLimit.ts";
@@ -43,6 +44,8 @@ export interface DispatchRequest {
   /** The request's Origin header (browsers), and the client's address: checked against the key's access lists. */
   origin?: string | undefined;
   clientIp?: string | undefined;
+  /** The HTTP request's Timing: chain waits are counted there (Server-Timing, metrics). */
+  timing?: Timing | undefined;
 }
 
 /** Longest API key looked up in the store; longer ones cannot be ours. */
@@ -55,7 +58,7 @@ const ECHO_MAX_CHARS = 64;
 export async function dispatch(service: ServiceContext, methods: MethodRegistry, request: DispatchRequest): Promise<unknown> {
   const metrics = service.metrics;
   if (!metrics) return dispatchCall(service, methods, request);
-  const timing = currentTiming();
+  const timing = request.timing;
   const chainBefore = timing?.chainNs ?? 0n;
   const started = process.hrtime.bigint();
   let outcome = "ok";
@@ -80,8 +83,9 @@ export async function dispatch(service: ServiceContext, methods: MethodRegistry,
 async function dispatchCall(service: ServiceContext, methods: MethodRegistry, request: DispatchRequest): Promise<unknown> {
   const network = resolveNetwork(service, request.network);
   const method = findMethod(methods, request.method);
-  const params = await parseParams(method, request.params);
-  const apiKey = await authenticate(service.store, request.apiKey);
+  const params = parseParams(method, request.params);
+  const lookups = service.configCache ? await service.configCache.current() : directLookups(service.store);
+  const apiKey = await authenticate(lookups, request.apiKey);
   const refusal = accessRefusal(apiKey, request);
   if (refusal) throw new RpcError(refusal.reason, refusal.message);
   const retryAfterSeconds = (await service.rateLimiter?.takeRequest(apiKey)) ?? 0;
@@ -90,7 +94,7 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
     const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
     if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
   }
-  return method.handler(params, { service, network, apiKey });
+  return method.handler(params, { service, network, apiKey, timing: request.timing, lookups });
 }
 
 /** The configured network named `name`, else NETWORK_NOT_FOUND listing the configured ones. */
@@ -139,10 +143,13 @@ export function toParamsIssues(issues: readonly z.core.$ZodIssue[]): ParamsIssue
   }));
 }
 
-/** The method's params, parsed by its schema; INVALID_PARAMS with `details.issues` when they do not fit. */
-export async function parseParams<P>(method: MethodDefinition<P>, params: unknown): Promise<P> {
+/**
+ * The method's params, parsed by its schema; INVALID_PARAMS with `details.issues` when they do not fit.
+ * Synchronously: no schema has an async step (zod's async parse costs a promise per node).
+ */
+export function parseParams<P>(method: MethodDefinition<P>, params: unknown): P {
   // RpcErrors thrown from inside a schema (UNSUPPORTED_ENTRYPOINT_VERSION, MODE_CONFLICT) propagate as is.
-  const parsed = await method.params.safeParseAsync(params);
+  const parsed = method.params.safeParse(params);
   if (parsed.success) return parsed.data;
   const issues = toParamsIssues(parsed.error.issues);
   const first = issues[0];
@@ -153,14 +160,15 @@ export async function parseParams<P>(method: MethodDefinition<P>, params: unknow
 
 /**
  * The active key behind the apiKey query value, else API_KEY_MISSING / API_KEY_INVALID / API_KEY_REVOKED (a
- * revoked key, or a key of a disabled project). Read from the store on every request, never cached: a key
- * revoked by any replica or by the operator's CLI is refused on its next request everywhere.
+ * revoked key, or a key of a disabled project). Looked up under the config version read for this request
+ * (src/store/configCache.ts): a key revoked by any replica or by the operator's CLI is refused on its next
+ * request everywhere.
  */
-export async function authenticate(store: Store, apiKey: string | readonly string[] | undefined): Promise<ApiKey> {
+export async function authenticate(lookups: ConfigLookups, apiKey: string | readonly string[] | undefined): Promise<ApiKey> {
   if (apiKey === undefined || apiKey === "") throw new RpcError("API_KEY_MISSING");
   if (typeof apiKey !== "string") throw new RpcError("API_KEY_INVALID", "Give the apiKey query parameter once");
   if (apiKey.length > API_KEY_MAX_CHARS) throw new RpcError("API_KEY_INVALID");
-  const found = await store.findApiKeyWithProject(apiKey);
+  const found = await lookups.apiKey(apiKey);
   if (found === undefined) throw new RpcError("API_KEY_INVALID");
   if (found.apiKey.status !== "active") throw new RpcError("API_KEY_REVOKED");
   if (found.projectStatus !== "active") throw new RpcError("API_KEY_REVOKED", "This API key's project is disabled");

@@ -5,12 +5,18 @@
 import type { z } from "zod";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
 import type { ApiKey } from "../store/types.ts";
+import type { Timing } from "../timing.ts";
+import type { ConfigLookups } from "../store/configCache.ts";
 
 export interface CallContext {
   readonly service: ServiceContext;
   readonly network: NetworkRuntime;
   /** The authenticated caller (active key). */
   readonly apiKey: ApiKey;
+  /** The request's Timing (absent outside HTTP): chain waits are counted there. */
+  readonly timing?: Timing | undefined;
+  /** The request's key, strategy and approval lookups, under one config version (absent: read from the store). */
+  readonly lookups?: ConfigLookups | undefined;
 }
 
 export interface MethodDefinition<P = unknown> {

@@ -7,8 +7,7 @@
  * client may send megabytes of input and the answer must stay small.
  */
 import { z } from "zod";
-import { getAddress } from "viem";
-import { EIP7702_MARKER, isEip7702UserOp, type Address, type Eip7702Authorization, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { EIP7702_MARKER, checksumAddress, isEip7702UserOp, type Address, type Eip7702Authorization, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { RpcError } from "./errors.ts";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -135,7 +134,7 @@ export function address() {
       return z.NEVER;
     }
     const digits = value.slice(2);
-    const checksummed = getAddress(`0x${digits.toLowerCase()}`);
+    const checksummed = checksumAddress(value);
     const mixedCase = digits !== digits.toLowerCase() && digits !== digits.toUpperCase();
     if (mixedCase && checksummed !== value) {
       ctx.addIssue({ code: "custom", message: "invalid EIP-55 checksum (send it all lowercase or correctly checksummed)" });
@@ -239,7 +238,9 @@ function userOpObjectError(version: EntryPointVersion) {
 
 /** Copies the defined optional fields (so outputs carry no `key: undefined`). */
 function definedOnly<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as T;
+  const out = {} as T;
+  for (const key in value) if (value[key] !== undefined) out[key] = value[key];
+  return out;
 }
 
 /**
@@ -345,7 +346,7 @@ export const userOpV07Schema = z
         return z.NEVER;
       }
       if (bytes >= 20) {
-        factory = getAddress(op.initCode.slice(0, 42));
+        factory = checksumAddress(op.initCode.slice(0, 42));
         factoryData = `0x${op.initCode.slice(42)}`;
       }
     } else if (op.factory !== undefined) {

@@ -127,6 +127,7 @@ export function standardHandler(service: ServiceContext, methods: MethodRegistry
           dialect: "standard",
           origin: ctx.get("origin") || undefined,
           clientIp: ctx.ip,
+          timing: state.timing,
         });
         return parsed.id === undefined ? undefined : { jsonrpc: "2.0", id: parsed.id, result: result === undefined ? null : result };
       } catch (error) {

@@ -13,6 +13,7 @@ import { dispatch, type MethodRegistry } from "./dispatch.ts";
 import { RpcError } from "./errors.ts";
 import { stringifyJson } from "./json.ts";
 import { jsonTypeOf, listNames, truncate } from "./schemas.ts";
+import type { Timing } from "../timing.ts";
 
 /** The response envelope. */
 export interface V1Response {
@@ -38,6 +39,8 @@ export interface V1State {
   requestId: string;
   /** The method name once the envelope parsed (for logs). */
   rpcMethod?: string;
+  /** Where the request's time goes (chain waits vs own work): the Server-Timing header. */
+  timing?: Timing;
 }
 
 const NS_PER_SECOND = 1_000_000_000n;
@@ -154,6 +157,7 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
       dialect: "v1",
       origin: ctx.get("origin") || undefined,
       clientIp: ctx.ip,
+      timing: (ctx.state as V1State).timing,
     });
     sendV1(ctx, 200, "", result === undefined ? null : result);
   };

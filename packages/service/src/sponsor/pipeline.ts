@@ -47,10 +47,12 @@ import { exchangeRate, type UsdPrice } from "./price.ts";
 import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
 import { capChecks, evaluateRules, formatUsdMicros, weiToUsdMicros } from "../policy/rules.ts";
 import type { RuleVerdict } from "../policy/types.ts";
-import { chainWait } from "../timing.ts";
+import { chainWait, type Timing } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
 import { askApproval } from "../webhooks/approval.ts";
-import type { ReserveResult } from "../store/types.ts";
+import type { NewSponsorship, ReserveResult } from "../store/types.ts";
+import type { CapCheck } from "../policy/types.ts";
+import { lookupsOf } from "../store/configCache.ts";
 
 export interface GasValues {
   callGasLimit: bigint;
@@ -252,7 +254,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const stub = options.stub === true;
 
   // ---- mode and policy (store only)
-  const market = await chainWait(() => chain.market.current());
+  const market = await chainWait(call.timing, () => chain.market.current());
   const now = Math.max(service.now(), market.timestamp);
   const mode = await resolveMode(call, request);
   const verdicts: RuleVerdict[] = [];
@@ -301,7 +303,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   let allowance = 0n;
   let nativeUsd: UsdPrice | undefined;
   if (mode.mode === "erc20") {
-    const [native, tokenUsd, held, allowed] = await chainWait(() =>
+    const [native, tokenUsd, held, allowed] = await chainWait(call.timing, () =>
       Promise.all([
         chain.prices.usd(network.config.nativeUsdPrice),
         chain.prices.usd(mode.token.priceSource),
@@ -339,11 +341,11 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
         paymasterVerificationGasLimit: request.version !== "v0.6" ? caps.maxPaymasterVerificationGasLimit : 0n,
       };
       const probe = buildOp(request, generous, paymaster, stubData(chargeMode));
-      const outcome = await chainWait(() => simulateOp(chain.rpc, chain.simulator, entry.entryPoint, probe));
+      const outcome = await chainWait(call.timing, () => simulateOp(chain.rpc, chain.simulator, entry.entryPoint, probe));
       if (!outcome.ok) throw simulationError(outcome.failure);
       // v0.7 tells whether the op's calls ran through: a revert is refused here already (with its revert data),
       // whether or not the final simulation runs.
-      if (outcome.result.opSucceeded === false) await refuseRevertingCalls(chain, entry.entryPoint, request, generous, paymaster, stubData(chargeMode));
+      if (outcome.result.opSucceeded === false) await refuseRevertingCalls(call.timing, chain, entry.entryPoint, request, generous, paymaster, stubData(chargeMode));
       const measured = limitsFromSimulation(probe, outcome.result, postOpGas, minPostOpGasLimit);
       if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
       if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
@@ -355,7 +357,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       // Priced on the op with its final limits (their bytes are part of the data).
       const op = buildOp(request, gas, paymaster, stubData(chargeMode));
       const input = { chainId: network.config.chainId, entryPoint: entry.entryPoint, op, l2GasPrice: l2GasPrice(gas, market.baseFeePerGas) };
-      gas.preVerificationGas += await chainWait(() => l1DataGas(chain.rpc, network.config.gasKind, input));
+      gas.preVerificationGas += await chainWait(call.timing, () => l1DataGas(chain.rpc, network.config.gasKind, input));
     }
     checkCaps(gas, call, market.maxFeePerGas);
   }
@@ -397,7 +399,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   const maxCostWei = maxGasCost(finalStub);
 
   // ---- the strategy's gas, fee and per-op rules, and its caps
-  nativeUsd ??= await chainWait(() => chain.prices.usd(network.config.nativeUsdPrice));
+  nativeUsd ??= await chainWait(call.timing, () => chain.prices.usd(network.config.nativeUsdPrice));
   const maxCostUsdMicros = weiToUsdMicros(maxCostWei, nativeUsd);
   const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now, sender: u.sender }) : [];
   if (mode.mode === "sponsor" && (!stub || clientGasComplete)) {
@@ -452,53 +454,95 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
 
   // ---- the final simulation: ONE run of that op (validation with the real limits, fees and paymaster data,
   // the op's calls, postOp), reading the paymaster's token balance right after it in ERC-20 mode
-  if (network.config.skipFinalSimulation !== true) await checkLanding(chain, entry.entryPoint, request, landing, mode, token, options.sign);
-  if (!options.sign) return result;
-
-  // ---- the paymaster's deposit must cover this op on top of every outstanding one (src/sponsor/deposit.ts)
-  await chainWait(() =>
-    chain.deposits.check({ entryPoint: entry.entryPoint, paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: market.blockNumber, maxCostWei }),
-  );
-
-  // ---- reserve and record the signature, in ONE store transaction, then answer (after the simulation: a refused
-  // op leaves no record). The signature leaves the service only once the reservation holds.
-  const { userOpHash, paymasterAndData } = landedFields(landing, entry.entryPoint, chainId);
-  let reservation: ReserveResult;
-  try {
-    reservation = await service.store.reserveSponsorship({
-      network: network.config.name,
-      entryPoint: entry.entryPoint,
-      version: request.version,
-      sender: u.sender,
-      nonce: u.nonce,
-      mode: mode.mode,
-      projectId: call.apiKey.projectId,
-      apiKeyId: call.apiKey.id,
-      strategyId: mode.mode === "sponsor" ? mode.strategy.id : null,
-      token: token?.address ?? null,
-      exchangeRate: token?.exchangeRate ?? null,
-      maxTokenCost: token?.maxTokenCost ?? null,
-      maxCostWei,
-      maxCostUsdMicros,
-      validUntil,
-      validAfter,
-      userOpHash,
-      paymasterAndData,
-      // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
-      postOpCharge: mode.mode === "erc20" && chargeMode === ChargeMode.InPostOp,
-    }, caps);
-  } catch (error) {
-    // PostgreSQL: concurrent requests for the same op (sender, nonce) kept replacing each other's view of it through
-    // every retry. One of them stands; this one's signature is never handed out, and the caps count the op once.
-    if (isStoreError(error, "CONFLICT")) throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });
-    throw error;
+  const simulate = network.config.skipFinalSimulation !== true;
+  if (!options.sign) {
+    if (simulate) await checkLanding(call.timing, chain, entry.entryPoint, request, landing, mode, token, false);
+    return result;
   }
+  // While it runs, the store work that does not depend on it: the deposit check and the reservation, recorded
+  // as pending (its signature is kept, not handed out). Then, in the order a sequential run would refuse in:
+  // a refused simulation withdraws the reservation (deleted, what it held freed: a refused op leaves no record)
+  // and is the answer; a passed one makes the reservation "signed" (with its webhook event), and only then does
+  // the signature leave.
+  const simulation: Promise<{ failed: unknown } | undefined> = simulate
+    ? checkLanding(call.timing, chain, entry.entryPoint, request, landing, mode, token, true).then(
+        () => undefined,
+        (error: unknown) => ({ failed: error }),
+      )
+    : Promise.resolve(undefined);
+  const { userOpHash, paymasterAndData } = landedFields(landing, entry.entryPoint, chainId);
+  const reserving = reserveLanding(call, {
+    network: network.config.name,
+    entryPoint: entry.entryPoint,
+    version: request.version,
+    sender: u.sender,
+    nonce: u.nonce,
+    mode: mode.mode,
+    projectId: call.apiKey.projectId,
+    apiKeyId: call.apiKey.id,
+    strategyId: mode.mode === "sponsor" ? mode.strategy.id : null,
+    token: token?.address ?? null,
+    exchangeRate: token?.exchangeRate ?? null,
+    maxTokenCost: token?.maxTokenCost ?? null,
+    maxCostWei,
+    maxCostUsdMicros,
+    validUntil,
+    validAfter,
+    userOpHash,
+    paymasterAndData,
+    // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
+    postOpCharge: mode.mode === "erc20" && chargeMode === ChargeMode.InPostOp,
+    pending: simulate,
+  }, caps, paymaster, market.blockNumber).then(
+    (reservation): { reservation: ReserveResult } => ({ reservation }),
+    (error: unknown): { failed: unknown } => ({ failed: error }),
+  );
+  const [simulated, reserved] = await Promise.all([simulation, reserving]);
+  if (simulated !== undefined) {
+    if ("reservation" in reserved && reserved.reservation.ok) {
+      const id = reserved.reservation.record.id;
+      // Should the store fail here, the pending row holds its cost until the expiry releases it: the answer is still the refusal.
+      await service.store.withdrawSponsorship(id).catch((error: unknown) => service.logger.warn({ err: error, sponsorshipId: id }, "could not withdraw a refused reservation"));
+    }
+    throw simulated.failed;
+  }
+  if ("failed" in reserved) throw reserved.failed;
+  const reservation = reserved.reservation;
   if (!reservation.ok) throw reservationRefusal(reservation, mode, token, paymaster);
+  if (simulate && !(await service.store.confirmSponsorship(reservation.record.id))) {
+    // Replaced by a concurrent request for the same op while the simulation ran: that one stands.
+    throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });
+  }
   result.paymasterAndData = paymasterAndData;
   result.userOpHash = userOpHash;
   result.sponsorshipId = reservation.record.id;
   service.metrics?.sponsorshipsSigned.inc({ network: network.config.name, mode: mode.mode, version: request.version });
   return result;
+}
+
+/**
+ * The paymaster's deposit must cover this op on top of every outstanding one (src/sponsor/deposit.ts); then the
+ * reservation and the record, in ONE store transaction.
+ */
+async function reserveLanding(
+  call: CallContext,
+  input: NewSponsorship,
+  caps: readonly CapCheck[],
+  paymaster: Address,
+  block: bigint,
+): Promise<ReserveResult> {
+  const chain = call.network.chain!;
+  await chainWait(call.timing, () =>
+    chain.deposits.check({ entryPoint: input.entryPoint, paymaster, kind: input.mode === "erc20" ? "erc20" : "verifying", block, maxCostWei: input.maxCostWei }),
+  );
+  try {
+    return await call.service.store.reserveSponsorship(input, caps);
+  } catch (error) {
+    // PostgreSQL: concurrent requests for the same op (sender, nonce) kept replacing each other's view of it through
+    // every retry. One of them stands; this one's signature is never handed out, and the caps count the op once.
+    if (isStoreError(error, "CONFLICT")) throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: input.sender, nonce: `0x${input.nonce.toString(16)}` });
+    throw error;
+  }
 }
 
 /** The answer to a reservation the store refused (nothing was written). */
@@ -527,7 +571,7 @@ function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>, mode:
 
 /** Asks the project's approval endpoint, if any; a refusal (or no answer under default-deny) is APPROVAL_DENIED. */
 async function requireApproval(call: CallContext, request: SponsorRequest, mode: ResolvedMode, maxCostWei: bigint, maxCostUsdMicros: bigint): Promise<void> {
-  const endpoint = await call.service.store.getApprovalEndpoint(call.apiKey.projectId);
+  const endpoint = await lookupsOf(call).approvalEndpoint(call.apiKey.projectId);
   if (!endpoint) return;
   const u = request.userOp;
   const decision = await askApproval(endpoint, {
@@ -552,9 +596,9 @@ async function requireApproval(call: CallContext, request: SponsorRequest, mode:
  * after validation (the op with empty callData, the calls as simulateHandleOp's target call). Returns when
  * the calls succeed.
  */
-async function refuseRevertingCalls(chain: NetworkChain, entryPoint: Address, request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): Promise<void> {
+async function refuseRevertingCalls(timing: Timing | undefined, chain: NetworkChain, entryPoint: Address, request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): Promise<void> {
   const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, paymasterData);
-  const calls = await chainWait(() => simulateCalls(chain.rpc, chain.simulator, entryPoint, withoutCalls, request.userOp.sender, request.userOp.callData));
+  const calls = await chainWait(timing, () => simulateCalls(chain.rpc, chain.simulator, entryPoint, withoutCalls, request.userOp.sender, request.userOp.callData));
   if (!calls.ok) throw simulationError(calls.failure);
   if (!calls.result.targetSuccess) {
     throw new RpcError("EXECUTION_REVERTED", undefined, { revertData: calls.result.targetResult.slice(0, 514) });
@@ -568,6 +612,7 @@ async function refuseRevertingCalls(chain: NetworkChain, entryPoint: Address, re
  * a failure; v0.6's EntryPoint has no such hook, so there the calls' run goes alongside (same latency).
  */
 async function checkLanding(
+  timing: Timing | undefined,
   chain: NetworkChain,
   entryPoint: Address,
   request: SponsorRequest,
@@ -583,12 +628,12 @@ async function checkLanding(
   // running for the others.
   const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [paymaster] }) } : undefined;
   const paymasterData = op.version === "v0.6" ? (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex) : op.userOp.paymasterData!;
-  const [landing, callsFirst, heldBefore] = await chainWait(() =>
+  const [landing, callsFirst, heldBefore] = await chainWait(timing, () =>
     Promise.all([
       simulateOp(chain.rpc, chain.simulator, entryPoint, op, read),
       // v0.6: the calls' own run alongside; its refusal is raised after the EntryPoint's (as one simulation would).
       op.version === "v0.6"
-        ? refuseRevertingCalls(chain, entryPoint, request, gas, paymaster, paymasterData).then(
+        ? refuseRevertingCalls(undefined, chain, entryPoint, request, gas, paymaster, paymasterData).then( // counted by the wait around it
             () => undefined,
             (error: unknown) => error,
           )
@@ -606,7 +651,7 @@ async function checkLanding(
     });
   }
   if (result.opSucceeded === false) {
-    await refuseRevertingCalls(chain, entryPoint, request, gas, paymaster, paymasterData);
+    await refuseRevertingCalls(timing, chain, entryPoint, request, gas, paymaster, paymasterData);
     if (mode.mode !== "erc20") throw new RpcError("EXECUTION_REVERTED", "The user operation's execution would fail", {});
   }
   if (mode.mode === "erc20") {

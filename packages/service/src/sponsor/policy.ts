@@ -8,6 +8,7 @@ import type { SponsorMode, Store, Strategy, Token } from "../store/types.ts";
 import type { CapCheck, RuleVerdict, StrategyRules } from "../policy/types.ts";
 import { formatUsdMicros } from "../policy/rules.ts";
 import type { Address } from "@paymaster/shared";
+import { lookupsOf } from "../store/configCache.ts";
 
 export type ResolvedMode =
   | { mode: "sponsor"; strategy: Strategy }
@@ -115,7 +116,7 @@ export async function resolveMode(
 ): Promise<ResolvedMode> {
   const store = call.service.store;
   if (request.strategyCode !== undefined) {
-    const strategy = await store.getStrategyByCode(request.strategyCode);
+    const strategy = await lookupsOf(call).strategyByCode(request.strategyCode);
     // Another project's strategy is reported as unknown: its existence is not the caller's business.
     if (!strategy || strategy.projectId !== call.apiKey.projectId) {
       throw new RpcError("STRATEGY_NOT_FOUND", `Unknown strategy ${JSON.stringify(request.strategyCode)} for this API key's project`);

@@ -390,7 +390,7 @@ export function newSponsorshipRecord(input: NewSponsorship, now: number): Sponso
     validAfter: unixSeconds(input.validAfter, "validAfter"),
     userOpHash,
     paymasterAndData,
-    status: "signed",
+    status: input.pending === true ? "reserved" : "signed",
     createdAt: now,
     settlement: null,
   };

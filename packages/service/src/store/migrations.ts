@@ -532,8 +532,43 @@ export function sharedMigrations(d: Dialect): Migration[] {
         )${d.tableSuffix};
       `,
     },
+    {
+      version: 10,
+      name: "config version",
+      // One counter that every change of a project, API key, strategy or webhook endpoint bumps, in the same
+      // transaction, by trigger (whatever writes it: the service, the CLI, the admin API, SQL by hand). The service
+      // reads it once per request and keeps what it looked up under the version it read (src/store/configCache.ts):
+      // a revoked key is still refused on its next request by every replica.
+      sql:
+        d.name === "sqlite"
+          ? `
+        CREATE TABLE config_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL) STRICT;
+        INSERT INTO config_version (id, version) VALUES (1, 0);
+        ${CONFIG_TABLES.flatMap((table) =>
+          ["INSERT", "UPDATE", "DELETE"].map(
+            (event) =>
+              `CREATE TRIGGER config_version_${table}_${event.toLowerCase()} AFTER ${event} ON ${table}
+          BEGIN UPDATE config_version SET version = version + 1 WHERE id = 1; END;`,
+          ),
+        ).join("\n        ")}
+      `
+          : `
+        CREATE TABLE config_version (id INTEGER PRIMARY KEY CHECK (id = 1), version BIGINT NOT NULL);
+        INSERT INTO config_version (id, version) VALUES (1, 0);
+        CREATE FUNCTION bump_config_version() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN UPDATE config_version SET version = version + 1 WHERE id = 1; RETURN NULL; END $$;
+        ${CONFIG_TABLES.map(
+          (table) =>
+            `CREATE TRIGGER config_version_${table} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${table}
+          FOR EACH STATEMENT EXECUTE FUNCTION bump_config_version();`,
+        ).join("\n        ")}
+      `,
+    },
   ];
 }
+
+/** The tables whose every change bumps config_version (what the service caches per version). */
+export const CONFIG_TABLES = ["projects", "api_keys", "strategies", "webhook_endpoints"] as const;
 
 /** Every migration of one database, in order. */
 export function migrationsFor(d: Dialect): readonly Migration[] {

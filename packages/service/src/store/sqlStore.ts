@@ -159,6 +159,7 @@ function queries(d: Dialect) {
         created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     selectStrategyByCode: `SELECT ${strategyColumns} FROM strategies WHERE code = ?`,
+    selectConfigVersion: "SELECT version FROM config_version WHERE id = 1",
     // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): these read the rows.
     countSponsorships: "SELECT network, mode, version, status, COUNT(*) AS count FROM sponsorships GROUP BY network, mode, version, status",
     selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
@@ -252,7 +253,12 @@ function queries(d: Dialect) {
     insertSponsorship: `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id,
         api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
         valid_after, user_op_hash, paymaster_and_data, status, created_at, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'signed', ?, ?)`,
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    deleteLinks: "DELETE FROM sponsorship_usage WHERE sponsorship_id = ?",
+    deleteChargeFlag: "DELETE FROM token_charge_flags WHERE sponsorship_id = ?",
+    deleteSponsorship: "DELETE FROM sponsorships WHERE id = ?",
+    confirmReserved: `UPDATE sponsorships SET status = 'signed', updated_at = ? WHERE id = ? AND status = 'reserved'
+      RETURNING project_id`,
     settle: `UPDATE sponsorships SET status = 'settled', actual_gas_cost_wei = ?, actual_cost_usd_micros = ?,
         actual_token_cost = ?, settled_success = ?, settled_tx_hash = ?, settled_block_number = ?,
         settled_block_hash = ?, settled_log_index = ?, settled_at = ?, updated_at = ?
@@ -379,6 +385,11 @@ export class SqlStore implements Store {
     if (hash === undefined) return undefined;
     const row = await this.#db.one<common.ApiKeyRow & { project_status: ProjectStatus }>(this.#q.selectApiKeyByHash, [hash]);
     return row && { apiKey: common.toApiKey(row), projectStatus: row.project_status };
+  }
+
+  async configVersion(): Promise<number> {
+    const row = await this.#db.one<{ version: number | string }>(this.#q.selectConfigVersion);
+    return Number(row?.version ?? 0);
   }
 
   // ---- strategies
@@ -656,7 +667,8 @@ export class SqlStore implements Store {
           tank = await this.#lockTank(tx, network, sender);
         }
         const totals = await this.#lockUsage(tx, [...capKeys, ...peekLinks], true);
-        const previous = await tx.one<ActiveRow>(q.lockActiveOp, opKey);
+        // SQLite: BEGIN IMMEDIATE holds the one write lock, so the locking read is the peek again (same SQL).
+        const previous = q.lockActiveOp === q.selectActiveOp ? peek : await tx.one<ActiveRow>(q.lockActiveOp, opKey);
         const previousLinks = !previous ? [] : previous.id === peek?.id ? peekLinks : await this.#links(tx, previous.id);
         if (previous?.mode === "user" && !tank) throw new LockOrderRetry();
         if (previousLinks.some((k) => !totals.has(common.usageId(k)))) throw new LockOrderRetry();
@@ -713,14 +725,16 @@ export class SqlStore implements Store {
           record.validAfter,
           record.userOpHash,
           record.paymasterAndData,
+          record.status,
           now,
           now,
         ]);
         if (postOpCharge) await tx.run(q.insertPostOpCharge, [record.id, network, sender, true, false, now]);
         await this.#writeUsage(tx, capPlan.writes, now);
         for (const k of capPlan.links) await tx.run(q.insertLink, [record.id, k.strategyId, k.scope, k.key]);
-        // The row is signed as it is inserted: its sponsorship.signed outbox rows commit with it.
-        await this.#sponsorshipEvent(tx, record.id, "sponsorship.signed", sponsorshipData);
+        // The row is signed as it is inserted: its sponsorship.signed outbox rows commit with it (a pending one's
+        // with confirmSponsorship).
+        if (record.status === "signed") await this.#sponsorshipEvent(tx, record.id, "sponsorship.signed", sponsorshipData, record.projectId);
         return { ok: true, record, replaced: previous?.id ?? null };
       }, this.#isActiveOpRace);
     } catch (err) {
@@ -776,6 +790,27 @@ export class SqlStore implements Store {
           }
         : null,
     );
+  }
+
+  async confirmSponsorship(id: string): Promise<boolean> {
+    // Only the row changes (what it holds stays): no usage or tank row to lock.
+    return this.#db.transaction(async (tx) => {
+      const row = await tx.one<{ project_id: string }>(this.#q.confirmReserved, [common.nowSeconds(), id]);
+      if (!row) return false;
+      await this.#sponsorshipEvent(tx, id, "sponsorship.signed", sponsorshipData, row.project_id);
+      return true;
+    });
+  }
+
+  async withdrawSponsorship(id: string): Promise<boolean> {
+    // Under the lock order of every transition (tank, usage rows, the row): the rows it was counted in give back
+    // exactly what it held, then it goes with its links and charge flag. A pending row has no webhook event.
+    return this.#transition(id, async (row, tx) => {
+      if (row.status !== "reserved") return null;
+      await tx.run(this.#q.deleteLinks, [id]);
+      await tx.run(this.#q.deleteChargeFlag, [id]);
+      return { delta: common.releaseDelta(common.rowCost(row)), sql: this.#q.deleteSponsorship, values: [id] };
+    });
   }
 
   /** Idempotent: releasing a released, settled or unknown sponsorship changes nothing. */
@@ -1013,12 +1048,25 @@ export class SqlStore implements Store {
 
   // ---- webhooks
 
-  /** Writes a sponsorship's event for its project's subscribers, from the record as the transaction left it. */
-  async #sponsorshipEvent(tx: Tx, id: string, type: WebhookEventType, data: (record: SponsorshipRecord) => Record<string, unknown>): Promise<void> {
-    const row = await tx.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
-    if (!row) return;
-    const record = common.toSponsorship(row);
-    await writeEvents(tx, { projectId: record.projectId, type, data: data(record), sponsorshipId: id }, nowMs());
+  /**
+   * Writes a sponsorship's event for its project's subscribers, from the record as the transaction left it.
+   * With the project known (`projectId`), the record is read only when some endpoint subscribes.
+   */
+  async #sponsorshipEvent(
+    tx: Tx,
+    id: string,
+    type: WebhookEventType,
+    data: (record: SponsorshipRecord) => Record<string, unknown>,
+    projectId?: string,
+  ): Promise<void> {
+    const read = async (): Promise<SponsorshipRecord | undefined> => {
+      const row = await tx.one<common.SponsorshipRow>(this.#q.selectSponsorship, [id]);
+      return row && common.toSponsorship(row);
+    };
+    const known = projectId === undefined ? await read() : undefined;
+    if (projectId === undefined && !known) return;
+    const record = async (): Promise<Record<string, unknown>> => data((known ?? (await read()))!);
+    await writeEvents(tx, { projectId: projectId ?? known!.projectId, type, data: record, sponsorshipId: id }, nowMs());
   }
 
   /** cap.reached for a refused reservation; returns how many outbox rows were written (0: already told, or none subscribed). */

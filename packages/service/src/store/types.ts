@@ -158,6 +158,12 @@ export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paym
    * not count.
    */
   postOpCharge?: boolean;
+  /**
+   * Recorded as "reserved" (the cost held, the signature kept) rather than "signed": the signature is handed out
+   * only once confirmSponsorship makes it "signed" (the pipeline reserves while the final simulation runs, and
+   * releases the reservation when the simulation refuses the op).
+   */
+  pending?: boolean;
 };
 
 export type ReserveResult =
@@ -430,10 +436,16 @@ export interface Store {
   /** Replaces the key's allowed origins and client IP ranges (validated by the caller: admin/keys.ts). */
   setApiKeyAccess(id: string, access: ApiKeyAccess): Promise<void>;
   /**
-   * The project's status for a presented key, read with it on every request (no cache: a revoked key or a
-   * disabled project is refused on the next request by every replica). Undefined when the key is unknown.
+   * The project's status for a presented key. Undefined when the key is unknown. The request path reads it
+   * through src/store/configCache.ts, under the config version (a revoked key or a disabled project is refused
+   * on the next request by every replica).
    */
   findApiKeyWithProject(plaintext: string): Promise<{ apiKey: ApiKey; projectStatus: ProjectStatus } | undefined>;
+  /**
+   * The config version: a counter that every change of a project, API key, strategy or webhook endpoint bumps in
+   * its own transaction (database triggers, whoever writes). Equal versions mean none of those rows changed.
+   */
+  configVersion(): Promise<number>;
 
   // ---- strategies
   createStrategy(input: NewStrategy): Promise<Strategy>;
@@ -477,6 +489,18 @@ export interface Store {
    * view of it (PostgreSQL, after its bounded retries): asking again is safe.
    */
   reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult>;
+  /**
+   * A pending reservation (input.pending) becomes "signed", with its sponsorship.signed event, in one
+   * transaction. False when it is no longer "reserved" (a concurrent request for the same op replaced it, or it
+   * was released): its signature must not be handed out.
+   */
+  confirmSponsorship(id: string): Promise<boolean>;
+  /**
+   * Undoes a pending reservation whose op the final simulation refused: it is deleted and what it held is freed,
+   * in one transaction, so a refused op leaves no record (nothing was signed for anyone). False when it is no
+   * longer "reserved" (then nothing changes).
+   */
+  withdrawSponsorship(id: string): Promise<boolean>;
   /** Frees a reservation (signing failed, or it expired unused). */
   releaseSponsorship(id: string): Promise<void>;
   /**

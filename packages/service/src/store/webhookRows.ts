@@ -132,7 +132,14 @@ export function validEndpoint(input: NewWebhookEndpoint): { events: string | nul
  */
 export async function writeEvents(
   tx: Queryer,
-  event: { projectId: string | null; type: WebhookEventType; data: Record<string, unknown>; sponsorshipId?: string; dedupeKey?: string },
+  event: {
+    projectId: string | null;
+    type: WebhookEventType;
+    /** The payload's data, or how to read it (only when some endpoint subscribes: most events have none). */
+    data: Record<string, unknown> | (() => Promise<Record<string, unknown>>);
+    sponsorshipId?: string;
+    dedupeKey?: string;
+  },
   nowMs: number,
 ): Promise<number> {
   const endpoints = await tx.all<{ id: string; project_id: string; events: string | null }>(WEBHOOK_QUERIES.selectSubscribers, [
@@ -140,15 +147,17 @@ export async function writeEvents(
     event.projectId,
   ]);
   let written = 0;
+  let data: Record<string, unknown> | undefined;
   for (const endpoint of endpoints) {
     if (!subscribes(JSON.parse(endpoint.events ?? "[]") as string[], event.type)) continue;
+    data ??= typeof event.data === "function" ? await event.data() : event.data;
     let seq = 0;
     if (event.sponsorshipId !== undefined) {
       const last = await tx.one<{ seq: number | null }>(WEBHOOK_QUERIES.lastSeq, [endpoint.id, event.sponsorshipId]);
       seq = Number(last?.seq ?? 0) + 1;
     }
     const id = newEventId();
-    const payload = eventBody(id, event.type, endpoint.project_id, Math.floor(nowMs / 1000), event.data);
+    const payload = eventBody(id, event.type, endpoint.project_id, Math.floor(nowMs / 1000), data);
     written += await tx.run(WEBHOOK_QUERIES.insertEvent, [
       id,
       endpoint.id,
