@@ -347,9 +347,18 @@ describe("operator console (Chromium, real service)", function () {
   });
 
   it("revokes the key in the console: its next request is refused", async () => {
+    const active = (await bearer("GET", `/keys?project=${state.projectId}`)).json.filter((k: any) => k.status === "active");
+    expect(active, "one active key: the rotated one").to.have.length(1);
+    const key = active[0];
+    expect(state.key!.startsWith(key.prefix)).to.equal(true);
     await page.goto(`${admin}/console/#/projects/${encodeURIComponent(state.projectId!)}`);
-    await page.getByRole("button", { name: /^Revoke key/ }).click();
-    await page.getByRole("table", { name: "API keys" }).getByText("revoked").waitFor();
+    // The key's own row: the table also lists the key rotated earlier, already revoked.
+    const row = page.getByRole("table", { name: "API keys" }).getByRole("row").filter({ has: page.getByRole("rowheader", { name: `${key.prefix}…`, exact: true }) });
+    await row.getByText("active", { exact: true }).waitFor();
+    const revoke = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith(`/admin/v1/keys/${encodeURIComponent(key.id)}/revoke`));
+    await row.getByRole("button", { name: `Revoke key ${key.prefix}` }).click();
+    expect((await revoke).status()).to.equal(200);
+    await row.getByText("revoked", { exact: true }).waitFor();
     const refused = await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint");
     expect(refused.status).to.equal(401);
     expect((refused.body as any).data.reason).to.equal("API_KEY_REVOKED");
