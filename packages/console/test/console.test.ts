@@ -105,10 +105,14 @@ describe("operator console (Chromium, real service)", function () {
     expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(state.key);
     // Rotate: a new plaintext shown once, the first key revoked at once.
     const first = state.key;
+    // The new key's box replaces the first one's once the rotate is answered (its value is a DOM property,
+    // not an attribute: no CSS selector can tell the two apart), so wait for that answer and the box it brings.
+    const rotate = page.waitForResponse((r) => r.request().method() === "POST" && /\/admin\/v1\/keys\/[^/]+\/rotate$/.test(r.url()));
     await page.getByRole("button", { name: /^Rotate key/ }).click();
-    await page.locator("input[data-secret]").and(page.locator(`:not([value="${first}"])`)).waitFor();
-    state.key = await page.locator("input[data-secret]").inputValue();
+    const rotated = await (await rotate).json();
+    state.key = await page.getByLabel(`API key ${rotated.prefix}… (the old key is revoked)`, { exact: true }).inputValue();
     expect(state.key).to.match(/^pm_/).and.not.equal(first);
+    expect(state.key, "the page shows the key the service made").to.equal(rotated.key);
     expect((await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${first}`, "pm_supportEntrypoint")).status).to.equal(401);
     expect((await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint")).status).to.equal(200);
     // The store has hashes only: no listing shows a plaintext again.
