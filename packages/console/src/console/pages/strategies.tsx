@@ -2,7 +2,7 @@
 // by the service with the CLI's schema and messages, shown at each field; enable/disable; usage per day against
 // the daily cap with what each cap has left; and a dry run of a pasted user operation (pm_checkPolicy).
 import type { ComponentChildren } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useState } from "preact/hooks";
 import { api, ApiError, useApi } from "../api.ts";
 import { BarChart, Meter } from "../charts.tsx";
 import { formatEth } from "../../shared/format.ts";
@@ -57,8 +57,11 @@ export function StrategyPage({ code }: { code: string | null }) {
   useEffect(() => {
     if (strategy.data) setForm(fromDocument(strategy.data));
   }, [strategy.data]);
-  useEffect(() => {
-    if (isNew && !form.project && projects.data?.[0]) setForm((f) => ({ ...f, project: projects.data![0].id }));
+  useLayoutEffect(() => {
+    // The first project as the default, unless one is chosen already: this runs after the projects arrive, and
+    // the operator may have picked one in between (the form then keeps that choice).
+    const first = projects.data?.[0]?.id;
+    if (isNew && first) setForm((f) => (f.project ? f : { ...f, project: first }));
   }, [projects.data]);
 
   const issues = save.error instanceof ApiError ? save.error.issues : [];
