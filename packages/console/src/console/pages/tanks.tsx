@@ -11,6 +11,8 @@ export function Tanks() {
   const [lookup, setLookup] = useState({ network: "", sender: "" });
   const list = useApi<any[]>(`/tanks${query({ network })}`);
   const nets = info.data?.networks ?? [];
+  // Until the networks are known there is no tank to open (an empty network would make the route the list again).
+  const lookupNetwork = lookup.network || nets[0] || "";
   return (
     <>
       <PageTitle>Gas tanks</PageTitle>
@@ -21,12 +23,12 @@ export function Tanks() {
         aria-label="Open a tank"
         onSubmit={(e) => {
           e.preventDefault();
-          location.hash = `/tanks/${seg(lookup.network || nets[0] || "")}/${lookup.sender.trim()}`;
+          if (lookupNetwork && lookup.sender.trim()) location.hash = `/tanks/${seg(lookupNetwork)}/${lookup.sender.trim()}`;
         }}
       >
-        <div style="min-width:10rem"><Select label="Network" value={lookup.network || nets[0] || ""} onChange={(v) => setLookup((l) => ({ ...l, network: v }))} options={nets} /></div>
+        <div style="min-width:10rem"><Select label="Network" value={lookupNetwork} onChange={(v) => setLookup((l) => ({ ...l, network: v }))} options={nets} /></div>
         <div style="flex:1 1 20rem"><TextInput label="Sender (smart account)" name="tank-sender" value={lookup.sender} onInput={(v) => setLookup((l) => ({ ...l, sender: v }))} placeholder="0x…" /></div>
-        <button type="submit" class="primary" style="margin-bottom:0.85rem" disabled={lookup.sender.trim() === ""}>Open tank</button>
+        <button type="submit" class="primary" style="margin-bottom:0.85rem" disabled={lookup.sender.trim() === "" || lookupNetwork === ""}>Open tank</button>
       </form>
       <div style="max-width:14rem"><Select label="Tanks of" value={network} onChange={setNetwork} options={[["", "All networks"], ...nets.map((n) => [n, n] as [string, string])]} /></div>
       <ErrorNotice error={list.error} what="Could not load the tanks" />
