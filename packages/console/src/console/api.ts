@@ -110,21 +110,36 @@ export function query(params: Record<string, string | number | undefined | null>
   return text === "" ? "" : `?${text}`;
 }
 
-/** Loads `path` (again when `deps` change or `reload()` is called): {data, error, loading, reload}. */
+/**
+ * Loads `path` (again when `deps` change or `reload()` is called): {data, error, loading, reload}. A reload keeps
+ * the data on screen until the new answer; a new path or new deps do not (the old answer is another project's,
+ * another tab's, another period's: showing it while the new one loads would be wrong).
+ */
 export function useApi<T = any>(path: string | null, deps: unknown[] = []) {
-  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: path !== null });
+  const key = JSON.stringify([path, ...deps]);
   const [round, setRound] = useState(0);
+  const [answer, setAnswer] = useState<{ key: string; round: number; data?: T; error?: ApiError } | null>(null);
   useEffect(() => {
     if (path === null) return;
     let live = true;
-    setState((s) => ({ ...s, loading: true }));
+    const done = (a: { key: string; round: number; data?: T; error?: ApiError }) => {
+      if (!live) return;
+      setAnswer(a);
+    };
     api.get<T>(path).then(
-      (data) => live && setState({ data, loading: false }),
-      (error: ApiError) => live && setState({ error, loading: false }),
+      (data) => done({ key, round, data }),
+      (error: ApiError) => done({ key, round, error }),
     );
     return () => {
       live = false;
     };
-  }, [path, round, ...deps]);
-  return { ...state, reload: () => setRound((n) => n + 1) };
+  }, [key, round]);
+  const fresh = answer?.key === key; // an answer for this path (perhaps of an earlier round: a reload keeps it shown)
+  const loading = path !== null && !(fresh && answer!.round === round);
+  return {
+    data: fresh ? answer!.data : undefined,
+    error: fresh ? answer!.error : undefined,
+    loading,
+    reload: () => setRound((n) => n + 1),
+  };
 }
