@@ -99,7 +99,7 @@ export function StrategyPage({ code }: { code: string | null }) {
         setForm(fromDocument(updated));
         if (tab === "json") setJson(JSON.stringify(toDocument(fromDocument(updated), false), null, 2));
         setSaved("Saved.");
-        strategy.reload();
+        await strategy.reload();
       }
     });
   const set = (patch: Partial<StrategyForm>) => setForm((f) => ({ ...f, ...patch }));
@@ -121,7 +121,7 @@ export function StrategyPage({ code }: { code: string | null }) {
             disabled={status.busy}
             onClick={() => void status.run(async () => {
               await api.post(`/strategies/${seg(s.code)}/${s.status === "enabled" ? "disable" : "enable"}`);
-              strategy.reload();
+              await strategy.reload(); // busy until the status shown is the new one
             })}
           >
             {s.status === "enabled" ? "Disable strategy" : "Enable strategy"}

@@ -85,10 +85,11 @@ export function Tank({ network, sender }: { network: string; sender: string }) {
                 void credit.run(async () => {
                   if (wei === undefined || wei === 0n) throw new Error("Amount: give a positive amount of ETH, with at most 18 decimals (e.g. 0.05).");
                   const r = await api.post(`/tanks/${seg(network)}/${seg(sender)}/credit`, { wei: wei.toString(), ...(reference.trim() ? { reference: reference.trim() } : {}) });
-                  setDone(`Credited ${formatEth(r.creditedWei)} ETH (reference ${r.reference}). Balance now ${formatEth(r.balanceWei)} ETH.`);
                   setAmount("");
                   setReference("");
-                  ledger.reload();
+                  // The message with the ledger it describes: not "balance now X" above the old balance.
+                  await ledger.reload();
+                  setDone(`Credited ${formatEth(r.creditedWei)} ETH (reference ${r.reference}). Balance now ${formatEth(r.balanceWei)} ETH.`);
                 });
               }}
             >

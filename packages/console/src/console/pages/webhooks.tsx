@@ -29,8 +29,7 @@ export function Webhooks() {
     action.run(async () => {
       setDone(null);
       await fn();
-      endpoints.reload();
-      deliveries.reload();
+      await Promise.all([endpoints.reload(), deliveries.reload()]);
     });
   return (
     <>
