@@ -2,7 +2,7 @@
 // by the service with the CLI's schema and messages, shown at each field; enable/disable; usage per day against
 // the daily cap with what each cap has left; and a dry run of a pasted user operation (pm_checkPolicy).
 import type { ComponentChildren } from "preact";
-import { useEffect, useLayoutEffect, useState } from "preact/hooks";
+import { useLayoutEffect, useState } from "preact/hooks";
 import { api, ApiError, useApi } from "../api.ts";
 import { BarChart, Meter } from "../charts.tsx";
 import { formatEth } from "../../shared/format.ts";
@@ -54,7 +54,9 @@ export function StrategyPage({ code }: { code: string | null }) {
   const save = useAction();
   const status = useAction();
 
-  useEffect(() => {
+  // The stored strategy fills the form in the render that shows it (never a frame with the empty form, whose
+  // JSON view or save would be the empty document).
+  useLayoutEffect(() => {
     if (strategy.data) setForm(fromDocument(strategy.data));
   }, [strategy.data]);
   useLayoutEffect(() => {
