@@ -370,10 +370,21 @@ describe("operator console (Chromium, real service)", function () {
 
   it("every page fits a phone-width screen; sign-out ends the session", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const route of ["/overview", "/projects", "/applications", "/strategies/acme-free", "/sponsorships", "/tanks", "/webhooks", "/audit"]) {
+    const pages: [string, string][] = [
+      ["/overview", "Overview"],
+      ["/projects", "Projects and API keys"],
+      ["/applications", "Key applications"],
+      ["/strategies/acme-free", "Strategy acme-free"],
+      ["/sponsorships", "Sponsorships"],
+      ["/tanks", "Gas tanks"],
+      ["/webhooks", "Webhooks"],
+      ["/audit", "Audit log"],
+    ];
+    for (const [route, heading] of pages) {
       await page.goto(`${admin}/console/#${route}`);
-      await page.locator("main h1").waitFor();
-      await page.waitForLoadState("networkidle");
+      // This page's own heading (not the previous page's), then its data on screen: <main> no longer busy.
+      await page.getByRole("heading", { level: 1, name: heading, exact: true }).waitFor();
+      await page.locator('main[aria-busy="false"]').waitFor();
       expect(await overflowsHorizontally(page), route).to.equal(false);
     }
     await page.setViewportSize({ width: 1280, height: 900 });

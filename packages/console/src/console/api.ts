@@ -1,7 +1,7 @@
 // The console's one door to the service: the admin API (/admin/v1, relative to /console/ so a proxy may mount
 // both under a prefix). The session cookie goes along by itself (same origin, HttpOnly: no script sees it);
 // every change also carries the session's CSRF value in X-Paymaster-CSRF.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 const BASE = "../admin/v1";
 
@@ -110,6 +110,16 @@ export function query(params: Record<string, string | number | undefined | null>
   return text === "" ? "" : `?${text}`;
 }
 
+// ---- whether the page's data is still loading: <main aria-busy> (assistive technology waits for it, and so
+// do the browser tests). Set from layout effects, in the same task as the render that starts or ends a load.
+
+const loadingNow = new Set<object>();
+function markLoading(who: object, loading: boolean): void {
+  if (loading) loadingNow.add(who);
+  else loadingNow.delete(who);
+  document.getElementById("main")?.setAttribute("aria-busy", String(loadingNow.size > 0));
+}
+
 /**
  * Loads `path` (again when `deps` change or `reload()` is called): {data, error, loading, reload}. A reload keeps
  * the data on screen until the new answer; a new path or new deps do not (the old answer is another project's,
@@ -143,6 +153,9 @@ export function useApi<T = any>(path: string | null, deps: unknown[] = []) {
   useEffect(() => settleReloads, []); // unmounted: nothing left to wait for
   const fresh = answer?.key === key; // an answer for this path (perhaps of an earlier round: a reload keeps it shown)
   const loading = path !== null && !(fresh && answer!.round === round);
+  const self = useRef({}).current;
+  useLayoutEffect(() => markLoading(self, loading), [loading]);
+  useLayoutEffect(() => () => markLoading(self, false), []);
   return {
     data: fresh ? answer!.data : undefined,
     error: fresh ? answer!.error : undefined,
