@@ -256,18 +256,16 @@ describe("operator console (Chromium, real service)", function () {
     await page.getByRole("link", { name: "Sponsorships" }).click();
     await page.getByRole("heading", { name: "Sponsorships", level: 1 }).waitFor();
     await page.getByLabel("Strategy", { exact: true }).selectOption("acme-free");
+    // The unfiltered list is on screen until the search's own request is answered (the route changes, the page
+    // is made again and asks for the filtered list): wait for that answer, then for the list it brings.
+    const searched = page.waitForResponse((r) => r.request().method() === "GET" && new URL(r.url()).pathname.endsWith("/admin/v1/sponsorships") && new URL(r.url()).searchParams.get("strategy") === "acme-free");
     await page.getByRole("button", { name: "Search" }).click();
+    expect((await searched).status()).to.equal(200);
     await page.waitForURL(/strategy=acme-free/);
     await page.getByText("2 found, newest first:").waitFor();
     const table = page.getByRole("table", { name: "Sponsorships" });
-    // The search re-renders the page (the route changed) after the old list was on screen: wait for the
-    // filtered list's two rows rather than counting whatever is shown at one instant.
-    let rows = 0;
-    for (let i = 0; i < 50 && rows !== 2; i++) {
-      rows = await table.locator("tbody tr").count();
-      if (rows !== 2) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(rows, "the strategy's two sponsorships").to.equal(2);
+    expect(await table.locator("tbody tr").count(), "the strategy's two sponsorships").to.equal(2);
+    expect((await table.locator("tbody tr td:nth-of-type(3)").allTextContents()).map((t) => t.trim()), "each under acme-free").to.deep.equal(["acme-free", "acme-free"]);
     await table.getByText("settled", { exact: true }).waitFor();
     await table.getByText("signed", { exact: true }).waitFor();
     await screenshots(page, "11-sponsorships");
