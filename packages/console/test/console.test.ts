@@ -84,6 +84,7 @@ describe("operator console (Chromium, real service)", function () {
     expect(await page.evaluate(() => document.cookie), "HttpOnly: no script sees it").to.equal("");
     await page.getByRole("heading", { name: "Overview" }).waitFor();
     await page.getByText("Paymaster deposits in the EntryPoint").first().waitFor();
+    await page.locator('main[aria-busy="false"]').waitFor(); // every panel loaded before the width is measured
     await screenshots(page, "02-overview");
     expect(await overflowsHorizontally(page)).to.equal(false);
   });
@@ -366,6 +367,28 @@ describe("operator console (Chromium, real service)", function () {
     const refused = await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint");
     expect(refused.status).to.equal(401);
     expect((refused.body as any).data.reason).to.equal("API_KEY_REVOKED");
+  });
+
+  it("a page says it is busy while its data loads (main aria-busy), and no longer once it is on screen", async () => {
+    // Hold the overview's chain read: until it is let through, the page must say it is still loading.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route("**/admin/v1/networks", async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      await page.goto(`${admin}/console/#/overview`);
+      await page.getByRole("heading", { level: 1, name: "Overview", exact: true }).waitFor();
+      await page.getByText("Loading the networks' state from the chain").waitFor();
+      expect(await page.locator("main").getAttribute("aria-busy")).to.equal("true");
+      release();
+      await page.getByText("Paymaster deposits in the EntryPoint").first().waitFor();
+      await page.locator('main[aria-busy="false"]').waitFor();
+    } finally {
+      release();
+      await page.unroute("**/admin/v1/networks");
+    }
   });
 
   it("every page fits a phone-width screen; sign-out ends the session", async () => {
