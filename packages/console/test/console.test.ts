@@ -7,7 +7,7 @@
 // from another origin, is refused; sign-out ends the session. Screenshots of each page at 1280 and 390 px go to
 // test-artifacts/.
 import { expect } from "chai";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page, Route } from "playwright-core";
 import { executeCallData } from "../../service/src/local/embedded.ts";
 import { call, chainRequest, handleOps, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "../../service/test/helpers/stack.ts";
 import { launchChromium, overflowsHorizontally, partScreenshot, screenshots } from "./helpers/browser.ts";
@@ -33,6 +33,20 @@ describe("operator console (Chromium, real service)", function () {
     return { status: response.status, json: (await response.json()) as any };
   };
   const state: { key?: string; projectId?: string; settledTx?: string; settledHash?: string } = {};
+  /** Holds the page's requests matching `which` until release(); `asked` resolves when the first one arrives. */
+  const hold = async (which: (url: URL) => boolean) => {
+    let release!: () => void;
+    let arrived!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const asked = new Promise<void>((resolve) => (arrived = resolve));
+    const handler = async (route: Route) => {
+      arrived();
+      await held;
+      await route.continue();
+    };
+    await page.route(which, handler);
+    return { asked, release, end: async () => (release(), await page.unroute(which, handler)) };
+  };
 
   before(async () => {
     [embedded, browser] = await Promise.all([startTestStack({ admin: { host: "127.0.0.1", port: 0, tokens: [{ name: "ops", token: TOKEN }] } }), launchChromium()]);
@@ -361,8 +375,17 @@ describe("operator console (Chromium, real service)", function () {
     const row = page.getByRole("table", { name: "API keys" }).getByRole("row").filter({ has: page.getByRole("rowheader", { name: `${key.prefix}…`, exact: true }) });
     await row.getByText("active", { exact: true }).waitFor();
     const revoke = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith(`/admin/v1/keys/${encodeURIComponent(key.id)}/revoke`));
-    await row.getByRole("button", { name: `Revoke key ${key.prefix}` }).click();
-    expect((await revoke).status()).to.equal(200);
+    // Until the page has read the keys again, the row still shows the key active: the action must stay busy
+    // (no second click on a row that no longer holds). Hold that read to look.
+    const reread = await hold((url) => url.pathname.endsWith(`/admin/v1/projects/${encodeURIComponent(state.projectId!)}`));
+    try {
+      await row.getByRole("button", { name: `Revoke key ${key.prefix}` }).click();
+      expect((await revoke).status()).to.equal(200);
+      await reread.asked;
+      expect(await row.getByRole("button", { name: `Revoke key ${key.prefix}` }).isDisabled(), "busy until the keys are read again").to.equal(true);
+    } finally {
+      await reread.end();
+    }
     await row.getByText("revoked", { exact: true }).waitFor();
     const refused = await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint");
     expect(refused.status).to.equal(401);
@@ -371,23 +394,34 @@ describe("operator console (Chromium, real service)", function () {
 
   it("a page says it is busy while its data loads (main aria-busy), and no longer once it is on screen", async () => {
     // Hold the overview's chain read: until it is let through, the page must say it is still loading.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    await page.route("**/admin/v1/networks", async (route) => {
-      await held;
-      await route.continue();
-    });
+    const networks = await hold((url) => url.pathname.endsWith("/admin/v1/networks"));
     try {
       await page.goto(`${admin}/console/#/overview`);
       await page.getByRole("heading", { level: 1, name: "Overview", exact: true }).waitFor();
       await page.getByText("Loading the networks' state from the chain").waitFor();
       expect(await page.locator("main").getAttribute("aria-busy")).to.equal("true");
-      release();
+      networks.release();
       await page.getByText("Paymaster deposits in the EntryPoint").first().waitFor();
       await page.locator('main[aria-busy="false"]').waitFor();
     } finally {
-      release();
-      await page.unroute("**/admin/v1/networks");
+      await networks.end();
+    }
+  });
+
+  it("another list never shows the previous one's answer while it loads (applications by status)", async () => {
+    await page.goto(`${admin}/console/#/applications`);
+    await page.getByText("No application is waiting.").waitFor();
+    const claimed = await hold((url) => url.pathname.endsWith("/admin/v1/applications") && url.searchParams.get("status") === "claimed");
+    try {
+      await page.getByRole("tab", { name: "Claimed" }).click();
+      await claimed.asked;
+      // The pending tab's answer (none) must not stand for the claimed one meanwhile.
+      await page.getByText("Loading the applications…").waitFor();
+      expect(await page.getByText("No claimed application.").count()).to.equal(0);
+      claimed.release();
+      await page.getByRole("heading", { name: "Team Blue" }).waitFor();
+    } finally {
+      await claimed.end();
     }
   });
 
