@@ -296,9 +296,17 @@ describe("operator console (Chromium, real service)", function () {
 
   it("credits a gas tank by hand with a reference; the ledger shows it", async () => {
     const sender = embedded.demoAccounts[1]!.sender;
-    await page.getByRole("link", { name: "Gas tanks" }).click();
-    await page.getByRole("table", { name: "Gas tanks" }).waitFor();
-    await page.getByLabel("Sender (smart account)").fill(sender);
+    // Until the networks are known there is no tank to open: hold /info and look at the button.
+    const info = await hold((url) => url.pathname.endsWith("/admin/v1/info"));
+    try {
+      await page.getByRole("link", { name: "Gas tanks" }).click();
+      await page.getByRole("table", { name: "Gas tanks" }).waitFor();
+      await page.getByLabel("Sender (smart account)").fill(sender);
+      await info.asked;
+      expect(await page.getByRole("button", { name: "Open tank" }).isDisabled(), "no network known yet").to.equal(true);
+    } finally {
+      await info.end();
+    }
     await page.getByRole("button", { name: "Open tank" }).click();
     await page.getByRole("heading", { name: "Credit by hand" }).waitFor();
     await page.getByLabel("Amount (ETH)").fill("0.25");
