@@ -280,6 +280,8 @@ describe("operator console (Chromium, real service)", function () {
     expect((await searched).status()).to.equal(200);
     await page.waitForURL(/strategy=acme-free/);
     await page.getByText("2 found, newest first:").waitFor();
+    // The list can come before the strategies' codes (a row shows the strategy's id until then).
+    await page.locator('main[aria-busy="false"]').waitFor();
     const table = page.getByRole("table", { name: "Sponsorships" });
     expect(await table.locator("tbody tr").count(), "the strategy's two sponsorships").to.equal(2);
     expect((await table.locator("tbody tr td:nth-of-type(3)").allTextContents()).map((t) => t.trim()), "each under acme-free").to.deep.equal(["acme-free", "acme-free"]);
