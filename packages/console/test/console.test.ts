@@ -7,7 +7,7 @@
 // from another origin, is refused; sign-out ends the session. Screenshots of each page at 1280 and 390 px go to
 // test-artifacts/.
 import { expect } from "chai";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page, Route } from "playwright-core";
 import { executeCallData } from "../../service/src/local/embedded.ts";
 import { call, chainRequest, handleOps, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "../../service/test/helpers/stack.ts";
 import { launchChromium, overflowsHorizontally, partScreenshot, screenshots } from "./helpers/browser.ts";
@@ -33,6 +33,20 @@ describe("operator console (Chromium, real service)", function () {
     return { status: response.status, json: (await response.json()) as any };
   };
   const state: { key?: string; projectId?: string; settledTx?: string; settledHash?: string } = {};
+  /** Holds the page's requests matching `which` until release(); `asked` resolves when the first one arrives. */
+  const hold = async (which: (url: URL) => boolean) => {
+    let release!: () => void;
+    let arrived!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const asked = new Promise<void>((resolve) => (arrived = resolve));
+    const handler = async (route: Route) => {
+      arrived();
+      await held;
+      await route.continue();
+    };
+    await page.route(which, handler);
+    return { asked, release, end: async () => (release(), await page.unroute(which, handler)) };
+  };
 
   before(async () => {
     [embedded, browser] = await Promise.all([startTestStack({ admin: { host: "127.0.0.1", port: 0, tokens: [{ name: "ops", token: TOKEN }] } }), launchChromium()]);
@@ -84,6 +98,7 @@ describe("operator console (Chromium, real service)", function () {
     expect(await page.evaluate(() => document.cookie), "HttpOnly: no script sees it").to.equal("");
     await page.getByRole("heading", { name: "Overview" }).waitFor();
     await page.getByText("Paymaster deposits in the EntryPoint").first().waitFor();
+    await page.locator('main[aria-busy="false"]').waitFor(); // every panel loaded before the width is measured
     await screenshots(page, "02-overview");
     expect(await overflowsHorizontally(page)).to.equal(false);
   });
@@ -105,10 +120,14 @@ describe("operator console (Chromium, real service)", function () {
     expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(state.key);
     // Rotate: a new plaintext shown once, the first key revoked at once.
     const first = state.key;
+    // The new key's box replaces the first one's once the rotate is answered (its value is a DOM property,
+    // not an attribute: no CSS selector can tell the two apart), so wait for that answer and the box it brings.
+    const rotate = page.waitForResponse((r) => r.request().method() === "POST" && /\/admin\/v1\/keys\/[^/]+\/rotate$/.test(r.url()));
     await page.getByRole("button", { name: /^Rotate key/ }).click();
-    await page.locator("input[data-secret]").and(page.locator(`:not([value="${first}"])`)).waitFor();
-    state.key = await page.locator("input[data-secret]").inputValue();
+    const rotated = await (await rotate).json();
+    state.key = await page.getByLabel(`API key ${rotated.prefix}… (the old key is revoked)`, { exact: true }).inputValue();
     expect(state.key).to.match(/^pm_/).and.not.equal(first);
+    expect(state.key, "the page shows the key the service made").to.equal(rotated.key);
     expect((await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${first}`, "pm_supportEntrypoint")).status).to.equal(401);
     expect((await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint")).status).to.equal(200);
     // The store has hashes only: no listing shows a plaintext again.
@@ -230,11 +249,13 @@ describe("operator console (Chromium, real service)", function () {
     await chart.waitFor();
     // The figure's frame comes before its data: wait for the bars, then count them.
     await chart.locator("svg rect").nth(1).waitFor();
-    expect(await chart.locator("svg rect").count(), "a spent bar and a reserved bar today").to.equal(2);
+    expect(await chart.locator("svg rect").count(), "a spent bar and a reserved bar").to.equal(2);
     await chart.getByText("Show the data").click();
-    const today = new Date().toISOString().slice(5, 10);
-    const row = chart.locator("tbody tr", { hasText: today });
-    const [spent, reserved] = (await row.locator("td").allTextContents()).map(Number);
+    // Summed over the days, not read from the row of the test's own "today": the service buckets by the UTC
+    // day each was signed, which is yesterday for a run that crosses midnight.
+    const days = await chart.locator("tbody tr").evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => Number(td.textContent))));
+    const spent = days.reduce((sum, [day]) => sum + day!, 0);
+    const reserved = days.reduce((sum, [, day]) => sum + day!, 0);
     expect(spent).to.be.greaterThan(0);
     expect(reserved).to.be.greaterThan(0);
     await page.getByRole("table", { name: "Remaining budget per cap" }).getByText("caps.daily").waitFor();
@@ -252,18 +273,18 @@ describe("operator console (Chromium, real service)", function () {
     await page.getByRole("link", { name: "Sponsorships" }).click();
     await page.getByRole("heading", { name: "Sponsorships", level: 1 }).waitFor();
     await page.getByLabel("Strategy", { exact: true }).selectOption("acme-free");
+    // The unfiltered list is on screen until the search's own request is answered (the route changes, the page
+    // is made again and asks for the filtered list): wait for that answer, then for the list it brings.
+    const searched = page.waitForResponse((r) => r.request().method() === "GET" && new URL(r.url()).pathname.endsWith("/admin/v1/sponsorships") && new URL(r.url()).searchParams.get("strategy") === "acme-free");
     await page.getByRole("button", { name: "Search" }).click();
+    expect((await searched).status()).to.equal(200);
     await page.waitForURL(/strategy=acme-free/);
     await page.getByText("2 found, newest first:").waitFor();
+    // The list can come before the strategies' codes (a row shows the strategy's id until then).
+    await page.locator('main[aria-busy="false"]').waitFor();
     const table = page.getByRole("table", { name: "Sponsorships" });
-    // The search re-renders the page (the route changed) after the old list was on screen: wait for the
-    // filtered list's two rows rather than counting whatever is shown at one instant.
-    let rows = 0;
-    for (let i = 0; i < 50 && rows !== 2; i++) {
-      rows = await table.locator("tbody tr").count();
-      if (rows !== 2) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(rows, "the strategy's two sponsorships").to.equal(2);
+    expect(await table.locator("tbody tr").count(), "the strategy's two sponsorships").to.equal(2);
+    expect((await table.locator("tbody tr td:nth-of-type(3)").allTextContents()).map((t) => t.trim()), "each under acme-free").to.deep.equal(["acme-free", "acme-free"]);
     await table.getByText("settled", { exact: true }).waitFor();
     await table.getByText("signed", { exact: true }).waitFor();
     await screenshots(page, "11-sponsorships");
@@ -277,9 +298,17 @@ describe("operator console (Chromium, real service)", function () {
 
   it("credits a gas tank by hand with a reference; the ledger shows it", async () => {
     const sender = embedded.demoAccounts[1]!.sender;
-    await page.getByRole("link", { name: "Gas tanks" }).click();
-    await page.getByRole("table", { name: "Gas tanks" }).waitFor();
-    await page.getByLabel("Sender (smart account)").fill(sender);
+    // Until the networks are known there is no tank to open: hold /info and look at the button.
+    const info = await hold((url) => url.pathname.endsWith("/admin/v1/info"));
+    try {
+      await page.getByRole("link", { name: "Gas tanks" }).click();
+      await page.getByRole("table", { name: "Gas tanks" }).waitFor();
+      await page.getByLabel("Sender (smart account)").fill(sender);
+      await info.asked;
+      expect(await page.getByRole("button", { name: "Open tank" }).isDisabled(), "no network known yet").to.equal(true);
+    } finally {
+      await info.end();
+    }
     await page.getByRole("button", { name: "Open tank" }).click();
     await page.getByRole("heading", { name: "Credit by hand" }).waitFor();
     await page.getByLabel("Amount (ETH)").fill("0.25");
@@ -347,20 +376,82 @@ describe("operator console (Chromium, real service)", function () {
   });
 
   it("revokes the key in the console: its next request is refused", async () => {
+    const active = (await bearer("GET", `/keys?project=${state.projectId}`)).json.filter((k: any) => k.status === "active");
+    expect(active, "one active key: the rotated one").to.have.length(1);
+    const key = active[0];
+    expect(state.key!.startsWith(key.prefix)).to.equal(true);
     await page.goto(`${admin}/console/#/projects/${encodeURIComponent(state.projectId!)}`);
-    await page.getByRole("button", { name: /^Revoke key/ }).click();
-    await page.getByRole("table", { name: "API keys" }).getByText("revoked").waitFor();
+    // The key's own row: the table also lists the key rotated earlier, already revoked.
+    const row = page.getByRole("table", { name: "API keys" }).getByRole("row").filter({ has: page.getByRole("rowheader", { name: `${key.prefix}…`, exact: true }) });
+    await row.getByText("active", { exact: true }).waitFor();
+    const revoke = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith(`/admin/v1/keys/${encodeURIComponent(key.id)}/revoke`));
+    // Until the page has read the keys again, the row still shows the key active: the action must stay busy
+    // (no second click on a row that no longer holds). Hold that read to look.
+    const reread = await hold((url) => url.pathname.endsWith(`/admin/v1/projects/${encodeURIComponent(state.projectId!)}`));
+    try {
+      await row.getByRole("button", { name: `Revoke key ${key.prefix}` }).click();
+      expect((await revoke).status()).to.equal(200);
+      await reread.asked;
+      expect(await row.getByRole("button", { name: `Revoke key ${key.prefix}` }).isDisabled(), "busy until the keys are read again").to.equal(true);
+    } finally {
+      await reread.end();
+    }
+    await row.getByText("revoked", { exact: true }).waitFor();
     const refused = await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`, "pm_supportEntrypoint");
     expect(refused.status).to.equal(401);
     expect((refused.body as any).data.reason).to.equal("API_KEY_REVOKED");
   });
 
+  it("a page says it is busy while its data loads (main aria-busy), and no longer once it is on screen", async () => {
+    // Hold the overview's chain read: until it is let through, the page must say it is still loading.
+    const networks = await hold((url) => url.pathname.endsWith("/admin/v1/networks"));
+    try {
+      await page.goto(`${admin}/console/#/overview`);
+      await page.getByRole("heading", { level: 1, name: "Overview", exact: true }).waitFor();
+      await page.getByText("Loading the networks' state from the chain").waitFor();
+      expect(await page.locator("main").getAttribute("aria-busy")).to.equal("true");
+      networks.release();
+      await page.getByText("Paymaster deposits in the EntryPoint").first().waitFor();
+      await page.locator('main[aria-busy="false"]').waitFor();
+    } finally {
+      await networks.end();
+    }
+  });
+
+  it("another list never shows the previous one's answer while it loads (applications by status)", async () => {
+    await page.goto(`${admin}/console/#/applications`);
+    await page.getByText("No application is waiting.").waitFor();
+    const claimed = await hold((url) => url.pathname.endsWith("/admin/v1/applications") && url.searchParams.get("status") === "claimed");
+    try {
+      await page.getByRole("tab", { name: "Claimed" }).click();
+      await claimed.asked;
+      // The pending tab's answer (none) must not stand for the claimed one meanwhile.
+      await page.getByText("Loading the applications…").waitFor();
+      expect(await page.getByText("No claimed application.").count()).to.equal(0);
+      claimed.release();
+      await page.getByRole("heading", { name: "Team Blue" }).waitFor();
+    } finally {
+      await claimed.end();
+    }
+  });
+
   it("every page fits a phone-width screen; sign-out ends the session", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const route of ["/overview", "/projects", "/applications", "/strategies/acme-free", "/sponsorships", "/tanks", "/webhooks", "/audit"]) {
+    const pages: [string, string][] = [
+      ["/overview", "Overview"],
+      ["/projects", "Projects and API keys"],
+      ["/applications", "Key applications"],
+      ["/strategies/acme-free", "Strategy acme-free"],
+      ["/sponsorships", "Sponsorships"],
+      ["/tanks", "Gas tanks"],
+      ["/webhooks", "Webhooks"],
+      ["/audit", "Audit log"],
+    ];
+    for (const [route, heading] of pages) {
       await page.goto(`${admin}/console/#${route}`);
-      await page.locator("main h1").waitFor();
-      await page.waitForLoadState("networkidle");
+      // This page's own heading (not the previous page's), then its data on screen: <main> no longer busy.
+      await page.getByRole("heading", { level: 1, name: heading, exact: true }).waitFor();
+      await page.locator('main[aria-busy="false"]').waitFor();
       expect(await overflowsHorizontally(page), route).to.equal(false);
     }
     await page.setViewportSize({ width: 1280, height: 900 });

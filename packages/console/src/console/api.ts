@@ -1,7 +1,7 @@
 // The console's one door to the service: the admin API (/admin/v1, relative to /console/ so a proxy may mount
 // both under a prefix). The session cookie goes along by itself (same origin, HttpOnly: no script sees it);
 // every change also carries the session's CSRF value in X-Paymaster-CSRF.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 const BASE = "../admin/v1";
 
@@ -110,21 +110,60 @@ export function query(params: Record<string, string | number | undefined | null>
   return text === "" ? "" : `?${text}`;
 }
 
-/** Loads `path` (again when `deps` change or `reload()` is called): {data, error, loading, reload}. */
+// ---- whether the page's data is still loading: <main aria-busy> (assistive technology waits for it, and so
+// do the browser tests). Set from layout effects, in the same task as the render that starts or ends a load.
+
+const loadingNow = new Set<object>();
+function markLoading(who: object, loading: boolean): void {
+  if (loading) loadingNow.add(who);
+  else loadingNow.delete(who);
+  document.getElementById("main")?.setAttribute("aria-busy", String(loadingNow.size > 0));
+}
+
+/**
+ * Loads `path` (again when `deps` change or `reload()` is called): {data, error, loading, reload}. A reload keeps
+ * the data on screen until the new answer; a new path or new deps do not (the old answer is another project's,
+ * another tab's, another period's: showing it while the new one loads would be wrong). `reload()` resolves once
+ * the new answer is in place, so an action can stay busy until the page shows its effect.
+ */
 export function useApi<T = any>(path: string | null, deps: unknown[] = []) {
-  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({ loading: path !== null });
+  const key = JSON.stringify([path, ...deps]);
   const [round, setRound] = useState(0);
+  const [answer, setAnswer] = useState<{ key: string; round: number; data?: T; error?: ApiError } | null>(null);
+  const reloads = useRef<(() => void)[]>([]);
+  const settleReloads = () => {
+    for (const done of reloads.current.splice(0)) done();
+  };
   useEffect(() => {
-    if (path === null) return;
+    if (path === null) return settleReloads();
     let live = true;
-    setState((s) => ({ ...s, loading: true }));
+    const done = (a: { key: string; round: number; data?: T; error?: ApiError }) => {
+      if (!live) return;
+      setAnswer(a);
+      settleReloads();
+    };
     api.get<T>(path).then(
-      (data) => live && setState({ data, loading: false }),
-      (error: ApiError) => live && setState({ error, loading: false }),
+      (data) => done({ key, round, data }),
+      (error: ApiError) => done({ key, round, error }),
     );
     return () => {
       live = false;
     };
-  }, [path, round, ...deps]);
-  return { ...state, reload: () => setRound((n) => n + 1) };
+  }, [key, round]);
+  useEffect(() => settleReloads, []); // unmounted: nothing left to wait for
+  const fresh = answer?.key === key; // an answer for this path (perhaps of an earlier round: a reload keeps it shown)
+  const loading = path !== null && !(fresh && answer!.round === round);
+  const self = useRef({}).current;
+  useLayoutEffect(() => markLoading(self, loading), [loading]);
+  useLayoutEffect(() => () => markLoading(self, false), []);
+  return {
+    data: fresh ? answer!.data : undefined,
+    error: fresh ? answer!.error : undefined,
+    loading,
+    reload: () =>
+      new Promise<void>((resolve) => {
+        reloads.current.push(resolve);
+        setRound((n) => n + 1);
+      }),
+  };
 }

@@ -1,7 +1,7 @@
 // Building blocks of the console's pages and the application page: routing (hash based: the server serves one page), fields with
 // their errors, notices, badges, the one-time secret with its copy button, tables and key/value lists.
 import type { ComponentChildren, JSX } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 /** A refusal with the fields it names (the admin API's and the public endpoints' errors). */
 export interface IssueError extends Error {
@@ -292,10 +292,13 @@ export function Stat({ label, value, hint }: { label: string; value: ComponentCh
   );
 }
 
-/** Moves focus to the page's heading when the page changes (screen readers announce it). */
+/**
+ * Moves focus to the page's heading when the page changes (screen readers announce it), in the render that
+ * shows it: a key pressed right after the page appears already starts from the heading.
+ */
 export function PageTitle({ children }: { children: ComponentChildren }) {
   const ref = useRef<HTMLHeadingElement>(null);
-  useEffect(() => {
+  useLayoutEffect(() => {
     ref.current?.focus();
   }, []);
   return (

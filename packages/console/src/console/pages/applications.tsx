@@ -41,9 +41,9 @@ export function Applications() {
         <ApplicationCard
           key={a.id}
           a={a}
-          onDone={(r) => {
+          onDone={async (r) => {
             if (r?.claimToken) setApproved({ contact: a.contact, project: a.projectName, projectId: r.projectId, claimToken: r.claimToken });
-            list.reload();
+            await list.reload();
           }}
         />
       ))}
@@ -51,7 +51,7 @@ export function Applications() {
   );
 }
 
-function ApplicationCard({ a, onDone }: { a: any; onDone: (result: any) => void }) {
+function ApplicationCard({ a, onDone }: { a: any; onDone: (result: any) => Promise<void> }) {
   const [rejecting, setRejecting] = useState(false);
   const [reason, setReason] = useState("");
   const action = useAction();
@@ -73,7 +73,7 @@ function ApplicationCard({ a, onDone }: { a: any; onDone: (result: any) => void 
       <ErrorNotice error={action.error} what="Not done" />
       {a.status === "pending" && !rejecting && (
         <div class="row" style="margin-top:0.75rem">
-          <button type="button" class="primary" disabled={action.busy} onClick={() => void action.run(async () => onDone(await api.post(`/applications/${seg(a.id)}/approve`)))}>
+          <button type="button" class="primary" disabled={action.busy} onClick={() => void action.run(async () => await onDone(await api.post(`/applications/${seg(a.id)}/approve`)))}>
             Approve
           </button>
           <button type="button" class="danger" onClick={() => setRejecting(true)}>Reject…</button>
@@ -84,7 +84,7 @@ function ApplicationCard({ a, onDone }: { a: any; onDone: (result: any) => void 
           style="margin-top:0.75rem"
           onSubmit={(e) => {
             e.preventDefault();
-            void action.run(async () => onDone(await api.post(`/applications/${seg(a.id)}/reject`, { reason })));
+            void action.run(async () => await onDone(await api.post(`/applications/${seg(a.id)}/reject`, { reason })));
           }}
         >
           <TextArea label="Reason" value={reason} onInput={setReason} hint="Required, at most 500 characters. Kept with the application and in the audit log; tell the applicant yourself." />

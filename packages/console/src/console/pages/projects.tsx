@@ -78,7 +78,7 @@ export function ProjectPage({ id }: { id: string }) {
     action.run(async () => {
       const r = await fn();
       if (r?.key) setSecret({ label: `API key ${r.prefix}…${r.revoked ? " (the old key is revoked)" : ""}`, value: r.key });
-      project.reload();
+      await project.reload(); // busy until the list shows the change: no second click on a stale row
     });
   return (
     <>

@@ -2,7 +2,7 @@
 // by the service with the CLI's schema and messages, shown at each field; enable/disable; usage per day against
 // the daily cap with what each cap has left; and a dry run of a pasted user operation (pm_checkPolicy).
 import type { ComponentChildren } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useLayoutEffect, useState } from "preact/hooks";
 import { api, ApiError, useApi } from "../api.ts";
 import { BarChart, Meter } from "../charts.tsx";
 import { formatEth } from "../../shared/format.ts";
@@ -54,11 +54,16 @@ export function StrategyPage({ code }: { code: string | null }) {
   const save = useAction();
   const status = useAction();
 
-  useEffect(() => {
+  // The stored strategy fills the form in the render that shows it (never a frame with the empty form, whose
+  // JSON view or save would be the empty document).
+  useLayoutEffect(() => {
     if (strategy.data) setForm(fromDocument(strategy.data));
   }, [strategy.data]);
-  useEffect(() => {
-    if (isNew && !form.project && projects.data?.[0]) setForm((f) => ({ ...f, project: projects.data![0].id }));
+  useLayoutEffect(() => {
+    // The first project as the default, unless one is chosen already: this runs after the projects arrive, and
+    // the operator may have picked one in between (the form then keeps that choice).
+    const first = projects.data?.[0]?.id;
+    if (isNew && first) setForm((f) => (f.project ? f : { ...f, project: first }));
   }, [projects.data]);
 
   const issues = save.error instanceof ApiError ? save.error.issues : [];
@@ -96,7 +101,7 @@ export function StrategyPage({ code }: { code: string | null }) {
         setForm(fromDocument(updated));
         if (tab === "json") setJson(JSON.stringify(toDocument(fromDocument(updated), false), null, 2));
         setSaved("Saved.");
-        strategy.reload();
+        await strategy.reload();
       }
     });
   const set = (patch: Partial<StrategyForm>) => setForm((f) => ({ ...f, ...patch }));
@@ -118,7 +123,7 @@ export function StrategyPage({ code }: { code: string | null }) {
             disabled={status.busy}
             onClick={() => void status.run(async () => {
               await api.post(`/strategies/${seg(s.code)}/${s.status === "enabled" ? "disable" : "enable"}`);
-              strategy.reload();
+              await strategy.reload(); // busy until the status shown is the new one
             })}
           >
             {s.status === "enabled" ? "Disable strategy" : "Enable strategy"}

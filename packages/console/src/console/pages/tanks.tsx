@@ -11,6 +11,8 @@ export function Tanks() {
   const [lookup, setLookup] = useState({ network: "", sender: "" });
   const list = useApi<any[]>(`/tanks${query({ network })}`);
   const nets = info.data?.networks ?? [];
+  // Until the networks are known there is no tank to open (an empty network would make the route the list again).
+  const lookupNetwork = lookup.network || nets[0] || "";
   return (
     <>
       <PageTitle>Gas tanks</PageTitle>
@@ -21,12 +23,12 @@ export function Tanks() {
         aria-label="Open a tank"
         onSubmit={(e) => {
           e.preventDefault();
-          location.hash = `/tanks/${seg(lookup.network || nets[0] || "")}/${lookup.sender.trim()}`;
+          if (lookupNetwork && lookup.sender.trim()) location.hash = `/tanks/${seg(lookupNetwork)}/${lookup.sender.trim()}`;
         }}
       >
-        <div style="min-width:10rem"><Select label="Network" value={lookup.network || nets[0] || ""} onChange={(v) => setLookup((l) => ({ ...l, network: v }))} options={nets} /></div>
+        <div style="min-width:10rem"><Select label="Network" value={lookupNetwork} onChange={(v) => setLookup((l) => ({ ...l, network: v }))} options={nets} /></div>
         <div style="flex:1 1 20rem"><TextInput label="Sender (smart account)" name="tank-sender" value={lookup.sender} onInput={(v) => setLookup((l) => ({ ...l, sender: v }))} placeholder="0x…" /></div>
-        <button type="submit" class="primary" style="margin-bottom:0.85rem" disabled={lookup.sender.trim() === ""}>Open tank</button>
+        <button type="submit" class="primary" style="margin-bottom:0.85rem" disabled={lookup.sender.trim() === "" || lookupNetwork === ""}>Open tank</button>
       </form>
       <div style="max-width:14rem"><Select label="Tanks of" value={network} onChange={setNetwork} options={[["", "All networks"], ...nets.map((n) => [n, n] as [string, string])]} /></div>
       <ErrorNotice error={list.error} what="Could not load the tanks" />
@@ -83,10 +85,11 @@ export function Tank({ network, sender }: { network: string; sender: string }) {
                 void credit.run(async () => {
                   if (wei === undefined || wei === 0n) throw new Error("Amount: give a positive amount of ETH, with at most 18 decimals (e.g. 0.05).");
                   const r = await api.post(`/tanks/${seg(network)}/${seg(sender)}/credit`, { wei: wei.toString(), ...(reference.trim() ? { reference: reference.trim() } : {}) });
-                  setDone(`Credited ${formatEth(r.creditedWei)} ETH (reference ${r.reference}). Balance now ${formatEth(r.balanceWei)} ETH.`);
                   setAmount("");
                   setReference("");
-                  ledger.reload();
+                  // The message with the ledger it describes: not "balance now X" above the old balance.
+                  await ledger.reload();
+                  setDone(`Credited ${formatEth(r.creditedWei)} ETH (reference ${r.reference}). Balance now ${formatEth(r.balanceWei)} ETH.`);
                 });
               }}
             >

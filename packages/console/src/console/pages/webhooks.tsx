@@ -1,6 +1,6 @@
 // Webhooks of a project: its endpoints (add one: the signing secret is shown once; remove), and the events sent
 // to them — delivered, pending, and the dead letters (attempts used up) — each of which can be sent again.
-import { useEffect, useState } from "preact/hooks";
+import { useLayoutEffect, useState } from "preact/hooks";
 import { api, query, useApi } from "../api.ts";
 import { formatTime, short } from "../../shared/format.ts";
 import { Empty, ErrorNotice, Loading, Notice, PageTitle, routeQuery, SecretOnce, Select, seg, StatusBadge, Table, TextInput, useAction, useRoute } from "../../shared/ui.tsx";
@@ -11,8 +11,10 @@ export function Webhooks() {
   const path = useRoute();
   const projects = useApi<any[]>("/projects");
   const [project, setProject] = useState(routeQuery(path).get("project") ?? "");
-  useEffect(() => {
-    if (!project && projects.data?.[0]) setProject(projects.data[0].id);
+  useLayoutEffect(() => {
+    // The first project by default, unless one was chosen while the list loaded.
+    const first = projects.data?.[0]?.id;
+    if (first) setProject((p) => p || first);
   }, [projects.data]);
   const endpoints = useApi<any[]>(project ? `/projects/${seg(project)}/webhooks` : null, [project]);
   const [status, setStatus] = useState("");
@@ -27,8 +29,7 @@ export function Webhooks() {
     action.run(async () => {
       setDone(null);
       await fn();
-      endpoints.reload();
-      deliveries.reload();
+      await Promise.all([endpoints.reload(), deliveries.reload()]);
     });
   return (
     <>
