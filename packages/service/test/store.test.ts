@@ -24,6 +24,7 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { CapCheck } from "../src/policy/types.ts";
 import type { NewSponsorship, ReserveResult, Settlement, SponsorshipRecord, Store } from "../src/store/types.ts";
+import { sponsorshipInput } from "./helpers/sponsorships.ts";
 
 const NET = "base-sepolia";
 const EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as Address;
@@ -267,27 +268,16 @@ for (const backend of BACKENDS) {
     }
 
     function op(ids: { projectId: string; apiKeyId: string }, over: Partial<NewSponsorship> = {}): NewSponsorship {
-      return {
+      return sponsorshipInput(ids, {
         network: NET,
         entryPoint: EP,
         version: "v0.6",
         sender: SENDER,
-        nonce: 0n,
         mode: "user",
-        projectId: ids.projectId,
-        apiKeyId: ids.apiKeyId,
-        strategyId: null,
-        token: null,
-        exchangeRate: null,
-        maxTokenCost: null,
-        maxCostWei: 100n,
-        maxCostUsdMicros: 0n,
-        validUntil: 2_000_000_000,
-        validAfter: 1_700_000_000,
         userOpHash: `0x${randomBytes(32).toString("hex")}`,
         paymasterAndData: "0x01",
         ...over,
-      };
+      });
     }
 
     /**

@@ -25,6 +25,7 @@ import { verifySignature } from "../src/webhooks/signature.ts";
 import { emitDepositLow } from "../src/webhooks/systemEvents.ts";
 import { backoffMs, startWebhookWorker, type DeliverySettings, type WebhookWorker } from "../src/webhooks/worker.ts";
 import { createTestDatabase } from "./helpers/postgres.ts";
+import { sponsorshipInput } from "./helpers/sponsorships.ts";
 import { startTcpProxy } from "./helpers/tcpProxy.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "./helpers/webhookReceiver.ts";
 
@@ -107,27 +108,16 @@ for (const dialect of DIALECTS) {
     }
 
     function op(ids: { projectId: string; apiKeyId: string }, nonce: bigint, over: Partial<NewSponsorship> = {}): NewSponsorship {
-      return {
+      return sponsorshipInput(ids, {
         network: NET,
         entryPoint: EP,
-        version: "v0.7",
         sender: SENDER,
         nonce,
-        mode: "sponsor",
-        projectId: ids.projectId,
-        apiKeyId: ids.apiKeyId,
-        strategyId: null,
-        token: null,
-        exchangeRate: null,
-        maxTokenCost: null,
         maxCostWei: 1_000n,
         maxCostUsdMicros: 10n,
-        validUntil: 2_000_000_000,
-        validAfter: 1_700_000_000,
         userOpHash: HASH(Number(nonce) + 1),
-        paymasterAndData: "0x1234",
         ...over,
-      };
+      });
     }
 
     async function signed(ids: { projectId: string; apiKeyId: string }, nonce: bigint, over: Partial<NewSponsorship> = {}): Promise<string> {
