@@ -9,12 +9,13 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(prefix = "paymaster_ops"): Promise<TestDatabase> {
+/** A new database on the server of `adminUrl`; `drop()` removes it (and ends the admin connection). */
+export async function createTestDatabase(prefix = "paymaster_ops", adminUrl = POSTGRES_ADMIN_URL): Promise<TestDatabase> {
   const name = `${prefix}_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(POSTGRES_ADMIN_URL);
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.href,
