@@ -140,7 +140,13 @@ describe("operator console (Chromium, real service)", function () {
   it("approves an application made on the public page, whose team then claims its key there", async () => {
     const team = await context.newPage();
     await team.goto(`${publicUrl}/apply/`);
-    await team.getByLabel("Contact").fill("dev@example.org");
+    // Sent empty: the service's refusal names its field, and the page shows it at that field.
+    await team.getByRole("button", { name: "Send application" }).click();
+    const contact = team.getByLabel("Contact");
+    await team.locator('input[aria-invalid="true"]').waitFor();
+    expect(await contact.getAttribute("aria-invalid")).to.equal("true");
+    expect(await team.locator(".field.invalid .error").first().textContent()).to.equal("required, at most 200 characters");
+    await contact.fill("dev@example.org");
     await team.getByLabel("Project name").fill("Team Blue");
     await team.getByLabel("local").check();
     await team.getByLabel("What will the paymaster pay for?").fill("Gasless mints for our game, about 100 a day.");

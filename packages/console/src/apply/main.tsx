@@ -5,33 +5,24 @@
 import "../shared/styles.css";
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { ErrorNotice, Field, Notice, SecretOnce, TextArea, TextInput, useAction, type IssueError } from "../shared/ui.tsx";
+import { ErrorNotice, Field, Notice, SecretOnce, TextArea, TextInput, useAction } from "../shared/ui.tsx";
+import { ApiError, callJson } from "../shared/http.ts";
 
 /** The public endpoints, relative to /apply/ (a proxy may mount the service under a prefix). */
 const BASE = "..";
 
-class PublicError extends Error implements IssueError {
-  code: string;
-  issues: { field: string; message: string }[];
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
-    // "contact: required, …" names its field: shown at the field too.
-    const m = /^([a-z]+)(?:\[\d+\])?: (.*)$/.exec(message);
-    this.issues = m ? [{ field: m[1]!, message: m[2]! }] : [];
-  }
-}
-
+/**
+ * POSTs to a public endpoint. Its refusals name their field at the start of the message ("contact: required"):
+ * that field is given as the error's issue, so the form shows the message at the field too.
+ */
 async function post<T>(path: string, body: unknown): Promise<T> {
-  let response: Response;
   try {
-    response = await fetch(`${BASE}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  } catch {
-    throw new PublicError("NETWORK", "The service did not answer. Check your connection and try again.");
+    return await callJson<T>(`${BASE}${path}`, { method: "POST", body, unreachable: "The service did not answer. Check your connection and try again." });
+  } catch (error) {
+    const m = error instanceof ApiError && error.issues.length === 0 ? /^([a-z]+)(?:\[\d+\])?: (.*)$/.exec(error.message) : null;
+    if (m) throw new ApiError((error as ApiError).status, (error as ApiError).code, (error as ApiError).message, [{ field: m[1]!, message: m[2]! }]);
+    throw error;
   }
-  const json = await response.json().catch(() => undefined);
-  if (!response.ok) throw new PublicError(json?.error?.code ?? "ERROR", json?.error?.message ?? `The service answered ${response.status}.`);
-  return json as T;
 }
 
 function Apply({ networks }: { networks: string[] }) {
@@ -41,7 +32,7 @@ function Apply({ networks }: { networks: string[] }) {
   const [use, setUse] = useState("");
   const [sent, setSent] = useState<{ id: string } | null>(null);
   const action = useAction();
-  const fieldError = (f: string) => (action.error as PublicError | null)?.issues?.find((i) => i.field === f)?.message;
+  const fieldError = (f: string) => action.error?.issues?.find((i) => i.field === f)?.message;
   if (sent) {
     return (
       <section aria-labelledby="thanks">

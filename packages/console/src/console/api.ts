@@ -2,26 +2,11 @@
 // both under a prefix). The session cookie goes along by itself (same origin, HttpOnly: no script sees it);
 // every change also carries the session's CSRF value in X-Paymaster-CSRF.
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { ApiError, callJson } from "../shared/http.ts";
+
+export { ApiError } from "../shared/http.ts";
 
 const BASE = "../admin/v1";
-
-export interface FieldIssue {
-  field: string;
-  message: string;
-}
-
-/** A refusal of the admin API: its code, message (as the CLI prints it) and the fields it names. */
-export class ApiError extends Error {
-  readonly status: number;
-  readonly code: string;
-  readonly issues: readonly FieldIssue[];
-  constructor(status: number, code: string, message: string, issues: readonly FieldIssue[] = []) {
-    super(message);
-    this.status = status;
-    this.code = code;
-    this.issues = issues;
-  }
-}
 
 export interface Session {
   name: string;
@@ -49,29 +34,15 @@ export function useSession(): Session | null | undefined {
 }
 
 async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { accept: "application/json" };
-  if (body !== undefined) headers["content-type"] = "application/json";
+  const headers: Record<string, string> = {};
   if (method !== "GET" && session) headers["x-paymaster-csrf"] = session.csrf;
-  let response: Response;
   try {
-    response = await fetch(`${BASE}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
-  } catch {
-    throw new ApiError(0, "NETWORK", "The service did not answer: check that it is running and reachable, then try again.");
-  }
-  const text = await response.text();
-  let json: any;
-  try {
-    json = text === "" ? undefined : JSON.parse(text);
-  } catch {
-    throw new ApiError(response.status, "BAD_ANSWER", `The service answered ${response.status} with something that is not JSON.`);
-  }
-  if (!response.ok) {
-    const e = json?.error ?? {};
+    return await callJson<T>(`${BASE}${path}`, { method, headers, body, unreachable: "The service did not answer: check that it is running and reachable, then try again." });
+  } catch (error) {
     // A session that ended (expired, token removed): back to the sign-in page.
-    if (response.status === 401 && path !== "/session") setSession(null);
-    throw new ApiError(response.status, e.code ?? "ERROR", e.message ?? `The service answered ${response.status}.`, e.issues ?? []);
+    if (error instanceof ApiError && error.status === 401 && path !== "/session") setSession(null);
+    throw error;
   }
-  return json as T;
 }
 
 export const api = {
