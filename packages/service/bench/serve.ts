@@ -4,7 +4,8 @@
  * Started by bench/erc7677.ts; everything from the environment (the chain's signer key is no argv matter):
  *   BENCH_SYSTEM=ours|peer  BENCH_CHAIN_URL  BENCH_MANIFEST  BENCH_SIGNER_KEY (ours)  BENCH_SKIP_FINAL=1 (ours)
  *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)  BENCH_DATABASE_URL (ours, optional: PostgreSQL)
- * Prints one line `READY {json}` (url: the standard dialect, context; ours also v1Url, metricsUrl, signer) and
+ * Prints one line `READY {json}` (url: the standard dialect, context; ours also v1Url, metricsUrl, signer and
+ * forwarderUrl: a bare forwarder to the chain in this process, bench/forwarder.ts) and
  * serves until SIGINT/SIGTERM.
  */
 import { numberToHex } from "viem";
@@ -16,6 +17,7 @@ import { createChainRpc } from "../src/chain/rpc.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { embeddedConfig, seedDemo } from "../src/local/embedded.ts";
 import { startService } from "../src/server.ts";
+import { startForwarder } from "./forwarder.ts";
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -39,8 +41,12 @@ if (env("BENCH_SYSTEM") === "ours") {
   await running.initialised;
   const accounts = (await request("eth_accounts", [])) as Address[];
   const demo = await seedDemo(running.service.store, request, manifest, accounts[0]!, accounts[3]!);
+  // The floor the bench compares against: the same eth_call through a bare forwarder in this process.
+  const forwarder = await startForwarder(chainUrl);
+  stops.push(() => forwarder.close());
   const ready = {
     url: `${running.url}/rpc/v1/local?apiKey=${demo.apiKey}`,
+    forwarderUrl: forwarder.url,
     v1Url: `${running.url}/api/v1/paymaster/local?apiKey=${demo.apiKey}`,
     metricsUrl: `${running.metricsUrl}/metrics`,
     context: { strategy_code: demo.strategyCode },

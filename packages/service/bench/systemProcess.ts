@@ -15,6 +15,8 @@ export interface SystemReady {
   v1Url?: string;
   metricsUrl?: string;
   signer?: string;
+  /** Ours: a bare forwarder to the chain in the same process (bench/forwarder.ts), the floor of a second hop. */
+  forwarderUrl?: string;
 }
 
 export interface SystemProcess extends SystemReady {
