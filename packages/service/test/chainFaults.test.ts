@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import type { Hex } from "@paymaster/shared";
+import { networkStatus } from "../src/admin/networks.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import type { NetworkConfig } from "../src/config/types.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
@@ -209,5 +210,28 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     const line = s.logs.find((l) => l.msg === "chain RPC upstream down: failing over");
     expect(line?.upstream).to.equal(`http://127.0.0.1:${primary.port}/…`);
     expectNoSecret(s.logs);
+  });
+
+  it("the console's network status reads the chain through the service's client: it fails over with it and is counted", async () => {
+    const primary = await proxy("pass");
+    const fallback = await proxy("pass");
+    const s = await start({ rpcUrl: `${primary.url}/a/${SECRET}`, fallbackRpcUrls: [`${fallback.url}/b/${SECRET}`] });
+    await waitReady(s);
+    await primary.setMode("refuse");
+    const [local] = await networkStatus({ store: s.running.service.store, networks: ["local"], actor: "test", service: s.running.service });
+    expect(local!.error, "read from the fallback, not an error of the primary").to.equal(null);
+    expect(local!.paymasters).to.have.length(6);
+    for (const p of local!.paymasters) expect(BigInt(p.depositWei) > 0n, p.label).to.equal(true);
+    expect(Number(local!.watcher.headBlock)).to.be.greaterThan(0);
+    const metrics = await (await fetch(`${s.running.metricsUrl}/metrics`)).text();
+    expect(metrics).to.match(new RegExp(`paymaster_rpc_requests_total\\{network="local",upstream="http://127.0.0.1:${fallback.port}/…",method="eth_getCode",outcome="ok"\\} [1-9]`));
+    expect(JSON.stringify(local)).to.not.contain(SECRET);
+
+    // No upstream left: the answer names the problem (the redacted URL, no secret), the rest of it still stands.
+    await fallback.setMode("refuse");
+    const [down] = await networkStatus({ store: s.running.service.store, networks: ["local"], actor: "test", service: s.running.service });
+    expect(down!.error).to.match(/could not be read: .*CHAIN_UNAVAILABLE|could not be read: No RPC endpoint of network local answered/);
+    expect(down!.error).to.not.contain(SECRET);
+    expect(down!.network).to.equal("local");
   });
 });

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { FetchRequest, JsonRpcProvider, Wallet, getAddress, isAddress } from "ethers";
+import { FetchRequest, JsonRpcProvider, Wallet, getAddress, isAddress, type JsonRpcApiProvider } from "ethers";
 import { privateKeyToAddress } from "viem/accounts";
 import { findNetwork, knownNetworkNames, type Address, type EntryPointVersion } from "@paymaster/shared";
 import { paymasterLabel, readNetworkManifest, type NetworkManifest } from "@paymaster/contracts/deploy";
@@ -29,7 +29,7 @@ export interface PaymasterRef {
 export interface ChainTarget {
   network: string;
   chainId: number;
-  provider: JsonRpcProvider;
+  provider: JsonRpcApiProvider;
   /** The paymasters known for the network (configuration first, else the manifest); empty before a deployment. */
   paymasters: PaymasterRef[];
   /** The GasTankDeposit contract (the configuration's depositContract, else the manifest's), if any. */
@@ -104,7 +104,7 @@ export async function chainTarget(
   };
 }
 
-/** How long a read of the running service's chain target may wait for its RPC (the console's status page). */
+/** How long a read through primaryProvider may wait for the RPC (a service context without a chain client of its own). */
 export const SERVICE_TARGET_TIMEOUT_MS = 10_000;
 
 /**
@@ -112,10 +112,7 @@ export const SERVICE_TARGET_TIMEOUT_MS = 10_000;
  * RPC (the primary), paymasters and signer keys, as `chainTarget` reads them from a configuration file. The
  * service's pre-flight has already checked the chain id.
  */
-export function serviceChainTarget(config: NetworkConfig): ChainTarget {
-  const request = new FetchRequest(config.rpcUrl);
-  request.timeout = SERVICE_TARGET_TIMEOUT_MS;
-  const provider = new JsonRpcProvider(request, config.chainId, { staticNetwork: true, cacheTimeout: -1 });
+export function serviceChainTarget(config: NetworkConfig, provider: JsonRpcApiProvider = primaryProvider(config)): ChainTarget {
   return {
     network: config.name,
     chainId: config.chainId,
@@ -125,6 +122,13 @@ export function serviceChainTarget(config: NetworkConfig): ChainTarget {
     config,
     close: () => provider.destroy(),
   };
+}
+
+/** A provider of its own on the network's primary RPC URL (for when no chain client of the service is at hand). */
+function primaryProvider(config: NetworkConfig): JsonRpcProvider {
+  const request = new FetchRequest(config.rpcUrl);
+  request.timeout = SERVICE_TARGET_TIMEOUT_MS;
+  return new JsonRpcProvider(request, config.chainId, { staticNetwork: true, cacheTimeout: -1 });
 }
 
 /** Without a configuration: the network's signer keys from PAYMASTER_NETWORK_<NAME>_SIGNER_KEYS, as the service reads them. */

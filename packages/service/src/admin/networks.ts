@@ -1,11 +1,13 @@
 /**
  * The state of each network the running service serves, for the console's overview: the paymasters on chain
  * (deposit against the network's depositAlertWei, stake and unstake delay, signers and whether the service's
- * signer is one of them: `paymasterStatus`, the same reads as `paymaster status`), the settlement watcher's
+ * signer is one of them: `paymasterStatus`, the same reads as `paymaster status`, made through the service's own
+ * chain client so that they fail over and are counted like its other calls), the settlement watcher's
  * cursor against the chain head, and whether the network is ready. A network whose RPC does not answer is
  * reported with its problem, never as a failure of the whole answer. RPC URLs (they may carry API keys) are
  * never part of it.
  */
+import { ChainRpcProvider } from "../chain/ethersProvider.ts";
 import { redactUrl } from "../config/load.ts";
 import { DEFAULT_WATCHER_LAG_BLOCKS } from "../settlement/leader.ts";
 import { cursorNames, WATCHER_DEFAULTS } from "../settlement/watcher.ts";
@@ -36,7 +38,9 @@ export async function networkStatus(ctx: AdminContext): Promise<NetworkStatus[]>
     [...service.networks.values()].map(async (runtime): Promise<NetworkStatus> => {
       const config = runtime.config;
       const cursor = await ctx.store.getCursor(cursorNames(config.name).block);
-      const target = serviceChainTarget(config);
+      // Through the service's own chain client (failover, timeouts, RPC metrics), the one its sponsorships use.
+      const rpc = runtime.chain?.rpc ?? runtime.rpc;
+      const target = serviceChainTarget(config, rpc ? new ChainRpcProvider(rpc, config.chainId) : undefined);
       const status: NetworkStatus = {
         network: config.name,
         chainId: config.chainId,
