@@ -11,14 +11,14 @@
  * the limit is 413. `error.code` is REASONS[reason].jsonRpcCode. Calls go through the same `dispatch` as
  * v1. Every error is rendered here, never by the app's v1 error middleware.
  */
-import type { Context } from "koa";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
 import { dispatch, type MethodRegistry } from "./dispatch.ts";
 import { RpcError, toClientError } from "./errors.ts";
 import { stringifyJson } from "./json.ts";
 import { jsonTypeOf, truncate } from "./schemas.ts";
-import { parseJsonBody, type V1State } from "./v1.ts";
+import { parseJsonBody } from "./v1.ts";
+import type { RpcExchange } from "./exchange.ts";
 
 /** Most requests in one batch. */
 export const STANDARD_BATCH_MAX = 100;
@@ -85,10 +85,10 @@ function parseRequest(value: unknown): ParsedCall | { id: JsonRpcId; error: RpcE
   return { id: hasId ? id : undefined, method, params };
 }
 
-/** Koa middleware for POST /rpc/v1/:network. Renders every outcome itself. */
+/** The handler of POST /rpc/v1/:network. Renders every outcome itself. */
 export function standardHandler(service: ServiceContext, methods: MethodRegistry) {
-  return async (ctx: Context & { params: Record<string, string> }): Promise<void> => {
-    const state = ctx.state as V1State;
+  return async (ctx: RpcExchange): Promise<void> => {
+    const state = ctx.state;
     const network = ctx.params["network"] ?? "";
     const apiKey = ctx.query["apiKey"];
     const log = (error: unknown): RpcError => {

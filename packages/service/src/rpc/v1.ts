@@ -6,7 +6,6 @@
  *
  * This file only does the envelope; the call itself goes through `dispatch`.
  */
-import type { Context } from "koa";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
 import { dispatch, type MethodRegistry } from "./dispatch.ts";
@@ -14,6 +13,7 @@ import { RpcError } from "./errors.ts";
 import { stringifyJson } from "./json.ts";
 import { jsonTypeOf, listNames, truncate } from "./schemas.ts";
 import type { Timing } from "../timing.ts";
+import type { RpcExchange } from "./exchange.ts";
 
 /** The response envelope. */
 export interface V1Response {
@@ -118,8 +118,8 @@ export function parseV1Envelope(body: unknown): V1Request {
 }
 
 /** Writes a v1 envelope as the response; HTTP status = code. */
-export function sendV1(ctx: Context, code: number, message: string, data: unknown): void {
-  const startedAt = (ctx.state as Partial<V1State>).startedAt;
+export function sendV1(ctx: RpcExchange, code: number, message: string, data: unknown): void {
+  const startedAt = ctx.state.startedAt;
   const cost = formatCost(startedAt === undefined ? 0n : process.hrtime.bigint() - startedAt);
   const envelope: V1Response = { code, message, data, cost };
   const json = stringifyJson(envelope);
@@ -130,25 +130,25 @@ export function sendV1(ctx: Context, code: number, message: string, data: unknow
 }
 
 /** Writes an RpcError as a v1 envelope: data = {reason, ...details}. */
-export function sendV1Error(ctx: Context, error: RpcError): void {
+export function sendV1Error(ctx: RpcExchange, error: RpcError): void {
   const { reason: _ignored, ...details } = error.details as Record<string, unknown>;
   sendV1(ctx, error.status, error.message, { reason: error.reason, ...details });
 }
 
 /** The apiKey query value(s) as received. */
-function apiKeyOf(ctx: Context): string | readonly string[] | undefined {
+function apiKeyOf(ctx: RpcExchange): string | readonly string[] | undefined {
   return ctx.query["apiKey"];
 }
 
 /**
- * Koa middleware for POST /api/v1/paymaster/:network. Errors are thrown (RpcError or not) for the app's
- * error middleware to render, so there is one place deciding what clients see.
+ * The handler of POST /api/v1/paymaster/:network. Errors are thrown (RpcError or not) for the app's request
+ * wrapper to render, so there is one place deciding what clients see.
  */
 export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
-  return async (ctx: Context & { params: Record<string, string> }): Promise<void> => {
+  return async (ctx: RpcExchange): Promise<void> => {
     const body = await readBody(ctx.req, { limitBytes: service.config.bodyLimitBytes });
     const envelope = parseV1Envelope(parseJsonBody(body));
-    (ctx.state as V1State).rpcMethod = truncate(envelope.method, 64);
+    ctx.state.rpcMethod = truncate(envelope.method, 64);
     const result = await dispatch(service, methods, {
       network: ctx.params["network"] ?? "",
       apiKey: apiKeyOf(ctx),
@@ -157,7 +157,7 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
       dialect: "v1",
       origin: ctx.get("origin") || undefined,
       clientIp: ctx.ip,
-      timing: (ctx.state as V1State).timing,
+      timing: ctx.state.timing,
     });
     sendV1(ctx, 200, "", result === undefined ? null : result);
   };
