@@ -61,6 +61,17 @@ for (const backend of backends) {
 
     const op = (over: Partial<NewSponsorship>): NewSponsorship => sponsorshipInput(ids, { entryPoint: EP, sender: SENDER, ...over });
 
+    it("adds up outstanding maximum costs exactly across the 9-digit parts the database sums", async () => {
+      // SQLite's integers are 64-bit: the database sums 9-digit parts; values on every part boundary.
+      const edges = [1n, 999_999_999n, 10n ** 9n, 10n ** 18n - 1n, 10n ** 18n, 123_456_789_012_345_678_901_234_567n];
+      for (const [i, maxCostWei] of edges.entries()) {
+        const edge = await store.reserveSponsorship(op({ nonce: 100n + BigInt(i), mode: "erc20", maxCostWei }));
+        if (!edge.ok) throw new Error("reservation refused");
+      }
+      expect(await store.outstandingMaxCost("local", EP, ["erc20"])).to.equal(edges.reduce((a, b) => a + b, 0n));
+      expect(await store.outstandingMaxCost("local", EP, ["sponsor"])).to.equal(0n);
+    });
+
     it("lists strategies, counts sponsorships by status, adds up gas tanks and outstanding maximum costs", async () => {
       await store.createStrategy({ projectId: ids.projectId, code: "A", name: "a" });
       await store.createStrategy({ projectId: ids.projectId, code: "B", name: "b", rules: { caps: { daily: { maxOps: 3 } } } });

@@ -172,7 +172,11 @@ function queries(d: Dialect) {
       VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT (sponsorship_id) DO UPDATE SET unpaid = excluded.unpaid, updated_at = excluded.updated_at`,
     selectUnpaid: "SELECT 1 AS one FROM token_charge_flags WHERE network = ? AND sender = ? AND unpaid = ? LIMIT 1",
-    selectOutstanding: "SELECT mode, max_cost_wei FROM sponsorships WHERE network = ? AND entry_point = ? AND status IN ('reserved', 'signed')",
+    // Summed by the database (one row per mode), not row by row here: the deposit check reads it every block.
+    selectOutstanding: `SELECT mode, ${d
+      .amountParts("max_cost_wei")
+      .map((part, i) => `CAST(SUM(${part}) AS TEXT) AS ${["low", "mid", "high"][i]}`)
+      .join(", ")} FROM sponsorships WHERE network = ? AND entry_point = ? AND status IN ('reserved', 'signed') GROUP BY mode`,
     updateStrategyStatus: "UPDATE strategies SET status = ? WHERE id = ?",
     updateStrategyRules: "UPDATE strategies SET rules = ? WHERE id = ?",
     selectStrategy: `SELECT ${strategyColumns} FROM strategies WHERE id = ?`,
@@ -932,8 +936,8 @@ export class SqlStore implements Store {
   async outstandingMaxCost(network: string, entryPoint: Address, modes: readonly SponsorMode[]): Promise<bigint> {
     const wanted = new Set<string>(modes);
     let total = 0n;
-    for (const row of await this.#db.all<{ mode: string; max_cost_wei: string | bigint }>(this.#q.selectOutstanding, [network, common.address(entryPoint, "entryPoint")])) {
-      if (wanted.has(row.mode)) total += BigInt(row.max_cost_wei);
+    for (const row of await this.#db.all<{ mode: string; low: string; mid: string; high: string }>(this.#q.selectOutstanding, [network, common.address(entryPoint, "entryPoint")])) {
+      if (wanted.has(row.mode)) total += BigInt(row.high) * 10n ** 18n + BigInt(row.mid) * 10n ** 9n + BigInt(row.low);
     }
     return total;
   }

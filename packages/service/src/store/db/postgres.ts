@@ -48,6 +48,8 @@ export const POSTGRES_DIALECT: Dialect = Object.freeze({
   types: Object.freeze({ amount: "NUMERIC(78, 0)", time: "BIGINT", json: "JSONB", bool: "BOOLEAN", int: "INTEGER" }),
   tableSuffix: "",
   keyLock: "SELECT pg_advisory_xact_lock(hashtext(?))",
+  // NUMERIC sums exactly: the whole amount is the low part.
+  amountParts: (c: string) => [c, "0", "0"] as const,
 });
 
 function sqlState(err: unknown): string | undefined {

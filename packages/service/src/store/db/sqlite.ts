@@ -49,6 +49,13 @@ export const SQLITE_DIALECT: Dialect = Object.freeze({
   types: Object.freeze({ amount: "TEXT", time: "INTEGER", json: "TEXT", bool: "INTEGER", int: "INTEGER" }),
   tableSuffix: " STRICT",
   keyLock: undefined,
+  // substr counts from the right with a negative start; a start before the first digit gives the digits there are.
+  amountParts: (c: string) =>
+    [
+      `CAST(substr(${c}, -9) AS INTEGER)`,
+      `CAST(substr(${c}, -18, 9) AS INTEGER)`,
+      `CASE WHEN length(${c}) > 18 THEN CAST(substr(${c}, 1, length(${c}) - 18) AS INTEGER) ELSE 0 END`,
+    ] as const,
 });
 
 /** Amounts are bound as decimal text, booleans as 1/0. */

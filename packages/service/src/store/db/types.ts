@@ -50,6 +50,13 @@ export interface Dialect {
    * transaction's write lock already serialises them.
    */
   readonly keyLock: string | undefined;
+  /**
+   * SQL expressions splitting an amount column into its 9-digit parts (low: the last 9 decimal digits, mid: the
+   * 9 before them, high: the rest), each small enough for the database's SUM to add up exactly (SQLite keeps
+   * amounts as decimal TEXT and its integers are 64-bit); the exact total, high·10^18 + mid·10^9 + low, is put
+   * back together in JS. A database whose SUM is exact on the column itself returns it as the low part.
+   */
+  amountParts(column: string): readonly [low: string, mid: string, high: string];
 }
 
 /** A constraint or range violation, classified the same way for both drivers. */
