@@ -3,11 +3,10 @@
  * the project's approval endpoint — kept per config version (Store.configVersion: a counter that database
  * triggers bump in the transaction of every change to projects, API keys, strategies and webhook endpoints).
  *
- * Each request reads the version (one small query, where the three lookups were three queries; requests that
- * arrive in the same turn of the event loop share it) and uses what was looked up under that same version; a
- * different version drops everything. So a key revoked, a project disabled or a strategy paused by any
- * replica, the CLI or the admin API is seen on the next request by every replica, as when every lookup read
- * the database. Unknown keys and codes are kept too (creating one
+ * Each request reads the version once (one small query, where the three lookups were three queries) and uses
+ * what was looked up under that same version; a different version drops everything. So a key revoked, a
+ * project disabled or a strategy paused by any replica, the CLI or the admin API is seen on the next request
+ * by every replica, as when every lookup read the database. Unknown keys and codes are kept too (creating one
  * bumps the version). Cached values are frozen: no request can change what another one reads.
  */
 import { apiKeyLookupHash } from "./common.ts";
@@ -47,23 +46,11 @@ export function directLookups(store: Store): ConfigLookups {
 
 export function createConfigCache(store: Store, maxEntries = MAX_ENTRIES): ConfigCache {
   let cached: { version: number; lookups: ConfigLookups } | undefined;
-  /** The read the requests of this turn of the event loop wait for (it has not started yet). */
-  let batch: Promise<ConfigLookups> | undefined;
-  const read = async (): Promise<ConfigLookups> => {
-    const version = await store.configVersion();
-    if (cached?.version !== version) cached = { version, lookups: memoized(directLookups(store), maxEntries) };
-    return cached.lookups;
-  };
   return {
-    // The requests that ask during one turn of the event loop share one read, made right after that turn (in
-    // setImmediate's phase), so after every one of them arrived: each still sees every change committed before
-    // it came. A request that asks while a read is under way (PostgreSQL) waits for the next one.
-    current() {
-      batch ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        batch = undefined;
-        return read();
-      });
-      return batch;
+    async current() {
+      const version = await store.configVersion();
+      if (cached?.version !== version) cached = { version, lookups: memoized(directLookups(store), maxEntries) };
+      return cached.lookups;
     },
   };
 }
