@@ -191,11 +191,17 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     });
   }
 
-  it("fails over from a hanging primary to a fallback URL, and reports it", async () => {
+  /** A ready service whose RPC is a primary and a fallback, each through a proxy of its own. */
+  async function startWithFallback() {
     const primary = await proxy("pass");
     const fallback = await proxy("pass");
     const s = await start({ rpcUrl: `${primary.url}/a/${SECRET}`, fallbackRpcUrls: [`${fallback.url}/b/${SECRET}`] });
     await waitReady(s);
+    return { primary, fallback, s };
+  }
+
+  it("fails over from a hanging primary to a fallback URL, and reports it", async () => {
+    const { primary, s } = await startWithFallback();
     await primary.setMode("hang");
     const first = await sponsorBoth(s);
     // The first call after the primary hangs pays one attempt timeout, then moves on.
@@ -213,12 +219,10 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
   });
 
   it("the console's network status reads the chain through the service's client: it fails over with it and is counted", async () => {
-    const primary = await proxy("pass");
-    const fallback = await proxy("pass");
-    const s = await start({ rpcUrl: `${primary.url}/a/${SECRET}`, fallbackRpcUrls: [`${fallback.url}/b/${SECRET}`] });
-    await waitReady(s);
+    const { primary, fallback, s } = await startWithFallback();
+    const status = async () => (await networkStatus({ store: s.running.service.store, networks: ["local"], actor: "test", service: s.running.service }))[0];
     await primary.setMode("refuse");
-    const [local] = await networkStatus({ store: s.running.service.store, networks: ["local"], actor: "test", service: s.running.service });
+    const local = await status();
     expect(local!.error, "read from the fallback, not an error of the primary").to.equal(null);
     expect(local!.paymasters).to.have.length(6);
     for (const p of local!.paymasters) expect(BigInt(p.depositWei) > 0n, p.label).to.equal(true);
@@ -229,7 +233,7 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
 
     // No upstream left: the answer names the problem (the redacted URL, no secret), the rest of it still stands.
     await fallback.setMode("refuse");
-    const [down] = await networkStatus({ store: s.running.service.store, networks: ["local"], actor: "test", service: s.running.service });
+    const down = await status();
     expect(down!.error).to.match(/could not be read: .*CHAIN_UNAVAILABLE|could not be read: No RPC endpoint of network local answered/);
     expect(down!.error).to.not.contain(SECRET);
     expect(down!.network).to.equal("local");
