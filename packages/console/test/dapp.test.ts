@@ -46,7 +46,7 @@ describe("a dapp's page with viem's paymaster client (Chromium, another origin)"
     ]);
     // A key for browsers of the allowed origin only, made through the admin API.
     const admin = async (route: string, body: unknown) =>
-      (await (await fetch(`${embedded.running.adminUrl}/admin/v1${route}`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) })).json()) as any;
+      (await (await fetch(`${embedded.running.adminUrl}/admin/v1${route}`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify(body) })).json()) as any;
     const project = await admin("/projects", { name: "Dapp" });
     await admin("/strategies", { code: "dapp-free", project: project.id, networks: ["local"] });
     key = (await admin("/keys", { projectId: project.id, label: "browser", origins: [allowed.origin] })).key;

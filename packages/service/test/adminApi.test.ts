@@ -183,7 +183,7 @@ describe("admin API settings and the public port", () => {
       const admin = adminApiOptionsFromEnv({ PAYMASTER_ADMIN_TOKENS: `ops=${TOKEN}`, PAYMASTER_ADMIN_PORT: "0" })!;
       const running = await startService(embeddedConfig(network, dataDir, 0, "silent"), { admin, watch: false });
       expect(running.adminUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+$/).and.not.equal(running.url);
-      const created = await fetch(`${running.adminUrl}/admin/v1/projects`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ name: "via service" }) });
+      const created = await fetch(`${running.adminUrl}/admin/v1/projects`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ name: "via service" }) });
       expect(created.status).to.equal(201);
       const { id } = (await created.json()) as { id: string };
       expect((await running.service.store.getProject(id))?.name).to.equal("via service");

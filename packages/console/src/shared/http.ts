@@ -25,7 +25,8 @@ export class ApiError extends Error {
  */
 export async function callJson<T>(url: string, init: { method: string; headers?: Record<string, string>; body?: unknown; unreachable: string }): Promise<T> {
   const headers: Record<string, string> = { accept: "application/json", ...init.headers };
-  if (init.body !== undefined) headers["content-type"] = "application/json";
+  // Every write is JSON, with or without a body: the admin listener refuses other writes (415).
+  if (init.body !== undefined || (init.method !== "GET" && init.method !== "HEAD")) headers["content-type"] = "application/json";
   let response: Response;
   try {
     response = await fetch(url, { method: init.method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body), credentials: "same-origin" });

@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "../store/common.ts";
 import type { KeyApplication, KeyApplicationStatus } from "../store/types.ts";
-import { AdminError, audit, guarded, invalid, notFound, type AdminContext } from "./context.ts";
+import { AdminError, audit, guarded, invalid, notFound, type AdminContext, mutation } from "./context.ts";
 
 /** Bounds of an application (the endpoint is public). */
 export const APPLICATION_LIMITS = Object.freeze({ contact: 200, projectName: 100, intendedUse: 2000, networks: 20, pending: 1000 });
@@ -49,30 +49,30 @@ export async function listApplications(ctx: AdminContext, input: { status?: stri
 }
 
 /** Approves: the project is created; the answer's claimToken (shown this once) is for the applicant. */
-export async function approveApplication(ctx: AdminContext, id: string) {
+export const approveApplication = mutation(async function approveApplication(ctx: AdminContext, id: string) {
   const before = await ctx.store.getKeyApplication(id);
   if (!before) notFound(`application ${JSON.stringify(id)} not found`);
   const claimToken = CLAIM_TOKEN_PREFIX + randomBytes(32).toString("base64url");
   const after = await guarded(() => ctx.store.approveKeyApplication(id, { decidedBy: ctx.actor, claimTokenHash: sha256Hex(claimToken) }));
   await audit(ctx, "application.approve", id, before, after);
   return { ...after, claimToken };
-}
+});
 
-export async function rejectApplication(ctx: AdminContext, id: string, reason: unknown) {
+export const rejectApplication = mutation(async function rejectApplication(ctx: AdminContext, id: string, reason: unknown) {
   const why = text(reason, "reason", 500);
   const before = await ctx.store.getKeyApplication(id);
   if (!before) notFound(`application ${JSON.stringify(id)} not found`);
   const after = await guarded(() => ctx.store.rejectKeyApplication(id, { decidedBy: ctx.actor, reason: why }));
   await audit(ctx, "application.reject", id, before, after);
   return after;
-}
+});
 
 /** The applicant's claim: the key, exactly once; a used, unknown or rejected token gets NOT_FOUND. */
-export async function claimApplication(ctx: AdminContext, body: unknown) {
+export const claimApplication = mutation(async function claimApplication(ctx: AdminContext, body: unknown) {
   const token = (body as { claimToken?: unknown } | null)?.claimToken;
   if (typeof token !== "string" || !token.startsWith(CLAIM_TOKEN_PREFIX) || token.length > 200) invalid("claimToken: required (pmclaim_…)");
   const claimed = await ctx.store.claimKeyApplication(sha256Hex(token));
   if (!claimed) notFound("this claim token is unknown or has been used already");
   await audit(ctx, "application.claim", claimed.application.id, null, { projectId: claimed.apiKey.projectId, apiKeyId: claimed.apiKey.id });
   return { projectId: claimed.apiKey.projectId, apiKeyId: claimed.apiKey.id, apiKey: claimed.plaintext, networks: claimed.application.networks };
-}
+});

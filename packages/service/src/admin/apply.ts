@@ -15,7 +15,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import type { Token } from "../store/types.ts";
-import { audit, guarded, invalid, knownNetwork, validAddress, type AdminContext } from "./context.ts";
+import { audit, guarded, invalid, knownNetwork, validAddress, type AdminContext, mutation } from "./context.ts";
 import { createProject, setProjectStatus } from "./projects.ts";
 import { createStrategy, updateStrategy } from "./strategies.ts";
 import { parseStrategyDocument } from "./strategyFile.ts";
@@ -80,7 +80,7 @@ function token(ctx: AdminContext, value: unknown, where: string): Token {
   };
 }
 
-export async function apply(ctx: AdminContext, data: unknown, file = "document"): Promise<ApplyChange[]> {
+export const apply = mutation(async function apply(ctx: AdminContext, data: unknown, file: string = "document"): Promise<ApplyChange[]> {
   const doc = object(data, file);
   onlyFields(doc, ["projects", "tokens"], file);
   // 1. Check everything.
@@ -167,4 +167,4 @@ export async function apply(ctx: AdminContext, data: unknown, file = "document")
     changes.push({ kind: "token", name, action: current ? "updated" : "created" });
   }
   return changes;
-}
+});

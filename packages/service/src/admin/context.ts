@@ -1,9 +1,11 @@
 /**
  * Administration operations: what the operator's CLI (src/cli) and the admin HTTP API (src/adminApi) both call.
  * Each operation is one function of this folder taking an `AdminContext`; the doors only parse their input and
- * render the answer. Every mutating operation writes one audit log row (who, when, what, before/after) after
- * the change; secrets (key plaintexts) never go into it.
+ * render the answer. Every mutating operation is declared with `mutation()`: it is refused before anything is
+ * written unless the context names who acts, and the change and its one audit log row (who, when, what,
+ * before/after) commit as one transaction, whichever door called it. Secrets (key plaintexts) never go into it.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { getAddress, isAddress } from "viem";
 import type { Address } from "@paymaster/shared";
 import type { ServiceContext } from "../context.ts";
@@ -24,7 +26,7 @@ export interface AdminContext {
   service?: ServiceContext;
 }
 
-export type AdminErrorCode = "NOT_FOUND" | "INVALID_INPUT" | "CONFLICT" | "UNAVAILABLE";
+export type AdminErrorCode = "NOT_FOUND" | "INVALID_INPUT" | "CONFLICT" | "UNAVAILABLE" | "UNAUTHORIZED";
 
 /** One field of the input that is wrong: its path ("rules.caps.daily.maxUsd") and what is wrong with it. */
 export interface FieldIssue {
@@ -101,6 +103,31 @@ export function validWei(value: unknown, what: string): bigint {
   return BigInt(text);
 }
 
+/** Who may act: "cli:<os user>", "api:<token name>", "console:<token name>", "public:<client address>". */
+const ACTOR = /^(?:cli|api|console|public):[\x21-\x7e]{1,200}$/;
+
+/** Set while a mutation runs: audit() outside one is a programming error (its change would not be atomic). */
+const insideMutation = new AsyncLocalStorage<true>();
+
+/** Refuses (before anything is read or written) a context that does not name who acts. */
+export function requireActor(actor: unknown): string {
+  if (typeof actor !== "string" || !ACTOR.test(actor)) throw new AdminError("UNAUTHORIZED", "no authenticated actor: the change is refused");
+  return actor;
+}
+
+/**
+ * Declares a mutating operation: refused unless `ctx.actor` names who acts, and run with its audit row as one
+ * transaction (a failed audit write undoes the change). Nested mutations (apply creating projects) join the
+ * outer one.
+ */
+export function mutation<A extends unknown[], R>(operation: (ctx: AdminContext, ...args: A) => Promise<R>): (ctx: AdminContext, ...args: A) => Promise<R> {
+  return async (ctx, ...args) => {
+    requireActor(ctx.actor);
+    return ctx.store.atomically(() => insideMutation.run(true, () => operation(ctx, ...args)));
+  };
+}
+
 export async function audit(ctx: AdminContext, action: string, target: string | null, before: unknown, after: unknown): Promise<void> {
-  await ctx.store.appendAudit({ actor: ctx.actor, action, target, before: before ?? null, after: after ?? null });
+  if (!insideMutation.getStore()) throw new Error(`audit(${action}) outside a mutation: declare the operation with mutation()`);
+  await ctx.store.appendAudit({ actor: requireActor(ctx.actor), action, target, before: before ?? null, after: after ?? null });
 }

@@ -5,7 +5,7 @@
  */
 import { validIpRange, validOrigin } from "../access/keyAccess.ts";
 import type { ApiKeyAccess } from "../store/types.ts";
-import { audit, guarded, notFound, invalid, type AdminContext } from "./context.ts";
+import { audit, guarded, notFound, invalid, type AdminContext, mutation } from "./context.ts";
 import { keyView } from "./views.ts";
 
 const LABEL_MAX = 100;
@@ -48,7 +48,7 @@ function access(current: ApiKeyAccess, input: AccessInput): ApiKeyAccess {
   };
 }
 
-export async function createKey(ctx: AdminContext, input: { projectId: string; label?: unknown } & AccessInput) {
+export const createKey = mutation(async function createKey(ctx: AdminContext, input: { projectId: string; label?: unknown } & AccessInput) {
   const project = await ctx.store.getProject(input.projectId);
   if (!project) notFound(`project ${JSON.stringify(input.projectId)} not found`);
   const wanted = access({ allowedOrigins: null, allowedIps: null }, input); // checked before anything is written
@@ -57,10 +57,10 @@ export async function createKey(ctx: AdminContext, input: { projectId: string; l
   const apiKey = { ...created.apiKey, ...wanted };
   await audit(ctx, "key.create", apiKey.id, null, keyView(apiKey));
   return { ...keyView(apiKey), key: created.plaintext };
-}
+});
 
 /** Sets a key's allowed origins and/or IP ranges (what the input leaves out stays). */
-export async function setKeyAccess(ctx: AdminContext, id: string, input: AccessInput) {
+export const setKeyAccess = mutation(async function setKeyAccess(ctx: AdminContext, id: string, input: AccessInput) {
   const before = await ctx.store.getApiKey(id);
   if (!before) notFound(`API key ${JSON.stringify(id)} not found`);
   const next = access(before, input);
@@ -68,26 +68,26 @@ export async function setKeyAccess(ctx: AdminContext, id: string, input: AccessI
   const after = keyView({ ...before, ...next });
   await audit(ctx, "key.access", id, keyView(before), after);
   return after;
-}
+});
 
 export async function listKeys(ctx: AdminContext, input: { projectId?: string }) {
   return (await ctx.store.listApiKeys(input.projectId)).map(keyView);
 }
 
-export async function revokeKey(ctx: AdminContext, id: string) {
+export const revokeKey = mutation(async function revokeKey(ctx: AdminContext, id: string) {
   const before = await ctx.store.getApiKey(id);
   if (!before) notFound(`API key ${JSON.stringify(id)} not found`);
   await guarded(() => ctx.store.revokeApiKey(id));
   const after = keyView((await ctx.store.getApiKey(id))!);
   await audit(ctx, "key.revoke", id, keyView(before), after);
   return after;
-}
+});
 
 /**
  * A new key for the same project and label, and the old one revoked at once. (For an overlap, create a second
  * key, move the clients, then revoke the first.)
  */
-export async function rotateKey(ctx: AdminContext, id: string) {
+export const rotateKey = mutation(async function rotateKey(ctx: AdminContext, id: string) {
   const old = await ctx.store.getApiKey(id);
   if (!old) notFound(`API key ${JSON.stringify(id)} not found`);
   if (old.status !== "active") invalid(`API key ${id} is already revoked: create a new key instead`);
@@ -99,4 +99,4 @@ export async function rotateKey(ctx: AdminContext, id: string) {
   await guarded(() => ctx.store.revokeApiKey(id));
   await audit(ctx, "key.rotate", id, keyView(old), { revoked: id, created: keyView(apiKey) });
   return { ...keyView(apiKey), key: plaintext, revoked: id };
-}
+});

@@ -1,13 +1,13 @@
 /** Projects: create, list, show (with keys and strategies), disable / enable. */
-import { audit, guarded, invalid, notFound, type AdminContext } from "./context.ts";
+import { audit, guarded, invalid, notFound, type AdminContext, mutation } from "./context.ts";
 import { keyView, projectView, strategyView } from "./views.ts";
 
-export async function createProject(ctx: AdminContext, input: { name: unknown }) {
+export const createProject = mutation(async function createProject(ctx: AdminContext, input: { name: unknown }) {
   if (typeof input.name !== "string" || input.name.trim() === "") invalid("name: a project needs a non-empty name");
   const project = projectView(await guarded(() => ctx.store.createProject(input.name as string)));
   await audit(ctx, "project.create", project.id, null, project);
   return project;
-}
+});
 
 export async function listProjects(ctx: AdminContext) {
   return (await ctx.store.listProjects()).map(projectView);
@@ -23,11 +23,11 @@ export async function showProject(ctx: AdminContext, id: string) {
   };
 }
 
-export async function setProjectStatus(ctx: AdminContext, id: string, status: "active" | "disabled") {
+export const setProjectStatus = mutation(async function setProjectStatus(ctx: AdminContext, id: string, status: "active" | "disabled") {
   const before = await ctx.store.getProject(id);
   if (!before) notFound(`project ${JSON.stringify(id)} not found`);
   await guarded(() => ctx.store.setProjectStatus(id, status));
   const after = { ...projectView(before), status };
   await audit(ctx, status === "disabled" ? "project.disable" : "project.enable", id, projectView(before), after);
   return after;
-}
+});

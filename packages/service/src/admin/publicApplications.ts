@@ -19,7 +19,7 @@ export const APPLICATION_BODY_LIMIT_BYTES = 8 * 1024;
 /** Per client address: 5 at once, then one every 12 s. */
 export const APPLICATION_RATE = Object.freeze({ rate: 1 / 12, capacity: 5 });
 
-const STATUS = { INVALID_INPUT: 400, NOT_FOUND: 404, CONFLICT: 409, UNAVAILABLE: 503 } as const;
+const STATUS = { INVALID_INPUT: 400, UNAUTHORIZED: 401, NOT_FOUND: 404, CONFLICT: 409, UNAVAILABLE: 503 } as const;
 
 export function applicationHandlers(service: ServiceContext) {
   // Per process: applications are rare, and a replica allowing its own 5 at once is still a bound.

@@ -4,7 +4,7 @@ import type { Address } from "@paymaster/shared";
 import { capChecks, formatUsdMicros, utcDayKey } from "../policy/rules.ts";
 import { serializeRules } from "../policy/schema.ts";
 import type { Strategy } from "../store/types.ts";
-import { AdminError, audit, guarded, invalid, invalidField, notFound, validAddress, type AdminContext } from "./context.ts";
+import { AdminError, audit, guarded, invalid, invalidField, notFound, validAddress, type AdminContext, mutation } from "./context.ts";
 import { parseStrategyDocument } from "./strategyFile.ts";
 import { strategyView } from "./views.ts";
 
@@ -14,7 +14,7 @@ async function byCode(ctx: AdminContext, code: string): Promise<Strategy> {
   return strategy;
 }
 
-export async function createStrategy(ctx: AdminContext, data: unknown, where?: string) {
+export const createStrategy = mutation(async function createStrategy(ctx: AdminContext, data: unknown, where?: string) {
   const doc = parseStrategyDocument(ctx, data, where);
   const at = where ?? "strategy";
   if (doc.project === undefined) invalidField(at, "project", "required to create a strategy (a project id)");
@@ -37,10 +37,10 @@ export async function createStrategy(ctx: AdminContext, data: unknown, where?: s
   const view = strategyView(strategy);
   await audit(ctx, "strategy.create", strategy.code, null, view);
   return view;
-}
+});
 
 /** Changes the fields the document gives (its code names the strategy; a project, if given, must be its own). */
-export async function updateStrategy(ctx: AdminContext, data: unknown, where?: string) {
+export const updateStrategy = mutation(async function updateStrategy(ctx: AdminContext, data: unknown, where?: string) {
   const doc = parseStrategyDocument(ctx, data, where);
   const current = await byCode(ctx, doc.code);
   if (doc.project !== undefined && doc.project !== current.projectId) {
@@ -51,15 +51,15 @@ export async function updateStrategy(ctx: AdminContext, data: unknown, where?: s
   const view = strategyView(updated);
   await audit(ctx, "strategy.update", current.code, strategyView(current), view);
   return view;
-}
+});
 
-export async function setStrategyStatus(ctx: AdminContext, code: string, status: "enabled" | "disabled") {
+export const setStrategyStatus = mutation(async function setStrategyStatus(ctx: AdminContext, code: string, status: "enabled" | "disabled") {
   const current = await byCode(ctx, code);
   const updated = await guarded(() => ctx.store.updateStrategy(current.id, { status }));
   const view = strategyView(updated);
   await audit(ctx, status === "enabled" ? "strategy.enable" : "strategy.disable", code, strategyView(current), view);
   return view;
-}
+});
 
 export async function listStrategies(ctx: AdminContext, input: { projectId?: string }) {
   return (await ctx.store.listStrategies(input.projectId)).map(strategyView);

@@ -1,6 +1,6 @@
 /** Gas tanks (User Sponsor mode): list, show, ledger, credit, debit. A reference makes a credit or debit idempotent. */
 import { randomUUID } from "node:crypto";
-import { audit, guarded, invalid, knownNetwork, validAddress, validWei, type AdminContext } from "./context.ts";
+import { audit, guarded, invalid, knownNetwork, validAddress, validWei, type AdminContext, mutation } from "./context.ts";
 import type { TankLedgerEntry } from "../store/types.ts";
 import { tankView } from "./views.ts";
 
@@ -21,7 +21,7 @@ export async function showTank(ctx: AdminContext, input: TankInput) {
 }
 
 /** A credit or a debit by hand: the tank before and after go to the audit log. */
-async function adjustTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }, kind: "credit" | "debit") {
+const adjustTank = mutation(async function adjustTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }, kind: "credit" | "debit") {
   const network = knownNetwork(ctx, input.network);
   const sender = validAddress(input.sender, "sender");
   const wei = validWei(input.wei, "wei");
@@ -31,7 +31,7 @@ async function adjustTank(ctx: AdminContext, input: TankInput & { wei: unknown; 
   const after = { ...tankView(await guarded(() => change(network, sender, wei, ref))), [`${kind}edWei`]: wei.toString(), reference: ref };
   await audit(ctx, `tank.${kind}`, `${network}:${sender}`, before, after);
   return after;
-}
+});
 
 export function creditTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
   return adjustTank(ctx, input, "credit");

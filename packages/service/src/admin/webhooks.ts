@@ -5,7 +5,7 @@
  */
 import { createApprovalWebhook, createEventWebhook, deleteWebhook, listDeliveries, listWebhooks, replayDelivery } from "../webhooks/admin.ts";
 import type { ApprovalDefault, WebhookDelivery, WebhookEndpoint } from "../store/types.ts";
-import { audit, guarded, type AdminContext } from "./context.ts";
+import { audit, guarded, type AdminContext, mutation } from "./context.ts";
 
 /** An endpoint as listed and audited: never its secret. */
 function view(endpoint: WebhookEndpoint): Omit<WebhookEndpoint, "secret"> {
@@ -13,7 +13,7 @@ function view(endpoint: WebhookEndpoint): Omit<WebhookEndpoint, "secret"> {
   return rest;
 }
 
-export async function createWebhook(
+export const createWebhook = mutation(async function createWebhook(
   ctx: AdminContext,
   input: { projectId: string; url: string; kind?: "events" | "approval"; events?: readonly string[]; timeoutMs?: number; defaultDecision?: ApprovalDefault },
 ): Promise<{ endpoint: Omit<WebhookEndpoint, "secret">; secret: string }> {
@@ -29,25 +29,25 @@ export async function createWebhook(
   );
   await audit(ctx, "webhook.create", created.endpoint.id, null, view(created.endpoint));
   return { endpoint: view(created.endpoint), secret: created.secret };
-}
+});
 
 export async function listProjectWebhooks(ctx: AdminContext, projectId: string): Promise<Omit<WebhookEndpoint, "secret">[]> {
   return (await guarded(() => listWebhooks(ctx.store, projectId))).map(view);
 }
 
-export async function removeWebhook(ctx: AdminContext, endpointId: string): Promise<{ deleted: string }> {
+export const removeWebhook = mutation(async function removeWebhook(ctx: AdminContext, endpointId: string): Promise<{ deleted: string }> {
   await guarded(() => deleteWebhook(ctx.store, endpointId));
   await audit(ctx, "webhook.delete", endpointId, null, null);
   return { deleted: endpointId };
-}
+});
 
 /** Deliveries, newest first; `status: "dead"` is the dead-letter list. */
 export function webhookDeliveries(ctx: AdminContext, filter: { projectId?: string; status?: string; limit?: number }): Promise<WebhookDelivery[]> {
   return guarded(() => listDeliveries(ctx.store, filter));
 }
 
-export async function replayWebhook(ctx: AdminContext, eventId: string): Promise<{ replayed: string }> {
+export const replayWebhook = mutation(async function replayWebhook(ctx: AdminContext, eventId: string): Promise<{ replayed: string }> {
   await guarded(() => replayDelivery(ctx.store, eventId));
   await audit(ctx, "webhook.replay", eventId, null, null);
   return { replayed: eventId };
-}
+});

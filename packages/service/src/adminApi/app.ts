@@ -8,16 +8,17 @@
  *   POST /admin/v1/session/end       sign out (clears the cookie)
  *   /admin/v1/…                      the routes of routes.ts, JSON in and out
  *
- * Every route but the OpenAPI document, the console's files and sign-in needs `Authorization: Bearer <token>`
- * (compared in constant time against every configured token; the audit log's actor is "api:<name>") or the
- * console's session cookie (actor "console:<name>"; a mutation must also pass the CSRF check). The routes call
- * src/admin — the CLI's functions — so every mutating call lands in the audit log.
+ * Deny by default (gate.ts): every request passes the Host, canonical-path and JSON-write checks, then either the
+ * public router (its short list: the console's files, the OpenAPI document, sign-in) matches it exactly, or it
+ * needs a principal — `Authorization: Bearer <token>` (compared in constant time against every configured token;
+ * the audit log's actor is "api:<name>") or the console's session cookie (actor "console:<name>"; a mutation must
+ * also pass the CSRF check) — before the admin router sees it. Both routers are case-sensitive and strict. The
+ * routes call src/admin — the CLI's functions — whose mutations commit with their audit row as one transaction.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import Koa, { type Context } from "koa";
 import { Router } from "@koa/router";
 import type { Logger } from "pino";
-import { AdminError, type FieldIssue } from "../admin/context.ts";
+import { AdminError, requireActor, type FieldIssue } from "../admin/context.ts";
 import { listen, type RunningServer } from "../app.ts";
 import { sendSiteFile } from "../console/static.ts";
 import type { ServiceContext } from "../context.ts";
@@ -25,10 +26,13 @@ import { readBody } from "../rpc/body.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { memoryBuckets } from "../rpc/rateLimit.ts";
 import type { Store } from "../store/types.ts";
+import { browserOrigin, GateError, matchAdminToken, overHttps, requestShape, requirePrincipal, ROUTER_OPTIONS } from "./gate.ts";
 import { ADMIN_API_PREFIX, OPENAPI_PATH, SESSION_PATHS, openApiDocument } from "./openapi.ts";
-import type { AdminApiOptions, AdminToken } from "./options.ts";
+import type { AdminApiOptions } from "./options.ts";
 import { ADMIN_ROUTES } from "./routes.ts";
-import { CSRF_HEADER, crossSiteProblem, issueSession, sameSecret, sessionCookieHeader, sessionCookieValue, verifySession, type Session } from "./session.ts";
+import { crossSiteProblem, issueSession, sessionCookieHeader, type Session } from "./session.ts";
+
+export { matchAdminToken, matchToken } from "./gate.ts";
 
 /** Largest admin request body (an apply document with long sender lists fits). */
 export const ADMIN_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
@@ -38,10 +42,13 @@ export const SIGN_IN_RATE = Object.freeze({ rate: 1 / 6, capacity: 10 });
 const STATUS = {
   NOT_FOUND: 404,
   INVALID_INPUT: 400,
+  INVALID_PATH: 400,
   CONFLICT: 409,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   BODY_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  MISDIRECTED: 421,
   RATE_LIMITED: 429,
   INTERNAL: 500,
   UNAVAILABLE: 503,
@@ -54,24 +61,6 @@ class HttpError extends Error {
     super(message);
     this.code = code;
   }
-}
-
-const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8").digest();
-
-/**
- * The token presented, else undefined. Both sides are hashed to equal lengths and every configured token is
- * compared (no early exit), so the time taken says nothing about any token.
- */
-export function matchAdminToken(tokens: readonly AdminToken[], presented: string): AdminToken | undefined {
-  const p = digest(presented);
-  let found: AdminToken | undefined;
-  for (const t of tokens) if (timingSafeEqual(p, digest(t.token)) && found === undefined) found = t;
-  return found;
-}
-
-/** The name of the token presented, else undefined (see matchAdminToken). */
-export function matchToken(tokens: readonly AdminToken[], presented: string): string | undefined {
-  return matchAdminToken(tokens, presented)?.name;
 }
 
 export interface AdminApiDeps {
@@ -94,14 +83,10 @@ async function jsonBody(ctx: Context): Promise<unknown> {
   }
 }
 
-/** Whether the request came over HTTPS to the proxy in front (only ever adds Secure to the cookie). */
-const overHttps = (ctx: Context) => ctx.protocol === "https" || ctx.get("x-forwarded-proto").split(",")[0]?.trim() === "https";
+/** The admin application, with its two routers (tests walk every route they register). */
+export type AdminApp = Koa & { readonly routers: { readonly public: Router; readonly protected: Router } };
 
-function browserOrigin(ctx: Context) {
-  return { origin: ctx.get("origin") || undefined, host: ctx.get("host") || undefined, secFetchSite: ctx.get("sec-fetch-site") || undefined };
-}
-
-export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Koa {
+export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): AdminApp {
   const app = new Koa();
   app.silent = true;
   app.on("error", (error: unknown) => deps.logger.error({ err: error }, "admin API: unhandled error"));
@@ -119,7 +104,7 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ko
       let message: string;
       let issues: readonly FieldIssue[] | undefined;
       if (err instanceof AdminError) [code, message, issues] = [err.code, err.message, err.issues];
-      else if (err instanceof HttpError) [code, message] = [err.code, err.message];
+      else if (err instanceof HttpError || err instanceof GateError) [code, message] = [err.code, err.message];
       else if (err instanceof RpcError && err.reason === "BODY_TOO_LARGE") [code, message] = ["BODY_TOO_LARGE", err.message];
       else {
         deps.logger.error({ err, path: ctx.path }, "admin API: internal error");
@@ -130,26 +115,24 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ko
       ctx.body = { error: { code, message, ...(issues ? { issues } : {}) } };
     }
   });
+  app.use(requestShape(options));
 
-  const router = new Router();
+  // The public list: every other request needs a principal (gate.ts).
+  const publicRouter = new Router(ROUTER_OPTIONS);
   const document = openApiDocument();
-  router.get(OPENAPI_PATH, (ctx) => {
+  publicRouter.get(OPENAPI_PATH, (ctx) => {
     ctx.body = document;
   });
-
   // The console's files: a page without data until the operator signs in.
-  // Exact paths (the router matches with or without a trailing slash): "/" and "/console" to "/console/".
-  app.use(async (ctx, next) => {
-    if (ctx.method === "GET" && (ctx.path === "/" || ctx.path === "/console")) return ctx.redirect("/console/");
-    return next();
-  });
-  router.get("/console/*file", (ctx) => sendSiteFile(ctx, "console", (ctx.params as { file?: string }).file ?? ""));
-  router.get("/console/", (ctx) => sendSiteFile(ctx, "console", ""));
+  publicRouter.get("/", (ctx) => ctx.redirect("/console/"));
+  publicRouter.get("/console", (ctx) => ctx.redirect("/console/"));
+  publicRouter.get("/console/", (ctx) => sendSiteFile(ctx, "console", ""));
+  publicRouter.get("/console/*file", (ctx) => sendSiteFile(ctx, "console", (ctx.params as { file?: string }).file ?? ""));
 
   const audit = (actor: string, action: string) => deps.store.appendAudit({ actor, action, target: null, before: null, after: null });
   const sessionAnswer = (s: Session) => ({ name: s.name, expiresAt: s.expiresAt, csrf: s.csrf });
 
-  router.post(SESSION_PATHS.signIn, async (ctx) => {
+  publicRouter.post(SESSION_PATHS.signIn, async (ctx) => {
     const problem = crossSiteProblem(browserOrigin(ctx));
     if (problem) throw new HttpError("FORBIDDEN", problem);
     const wait = await signIns.take(ctx.ip, SIGN_IN_RATE);
@@ -171,41 +154,12 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ko
     ctx.body = sessionAnswer(session);
   });
 
-  // Everything else: a bearer token, or the console's session cookie (with the CSRF check on mutations).
-  app.use(async (ctx, next) => {
-    const signingIn = ctx.method === "POST" && ctx.path === SESSION_PATHS.signIn;
-    if (ctx.path === OPENAPI_PATH || signingIn || !ctx.path.startsWith(`${ADMIN_API_PREFIX}/`)) return next();
-    const header = ctx.get("authorization");
-    if (header !== "") {
-      const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
-      const name = match ? matchToken(options.tokens, match[1]!) : undefined;
-      if (name === undefined) throw new HttpError("UNAUTHORIZED", "invalid admin token");
-      ctx.state.actor = `api:${name}`;
-      ctx.state.session = undefined;
-      return next();
-    }
-    const cookie = sessionCookieValue(ctx.get("cookie"));
-    const session = cookie === undefined ? undefined : verifySession(options.tokens, cookie, now());
-    if (!session) {
-      if (cookie !== undefined) ctx.append("Set-Cookie", sessionCookieHeader("", 0, overHttps(ctx)));
-      throw new HttpError(
-        "UNAUTHORIZED",
-        cookie === undefined ? "missing Authorization: Bearer <admin token> (or sign in to the console)" : "the console session has expired or its token was removed: sign in again",
-      );
-    }
-    if (ctx.method !== "GET" && ctx.method !== "HEAD") {
-      const problem = crossSiteProblem(browserOrigin(ctx));
-      if (problem) throw new HttpError("FORBIDDEN", problem);
-      const csrf = ctx.get(CSRF_HEADER);
-      if (csrf === "" || !sameSecret(csrf, session.csrf)) {
-        throw new HttpError("FORBIDDEN", `missing or wrong ${CSRF_HEADER} header: a change made with the console's session must carry the value GET ${SESSION_PATHS.current} answers`);
-      }
-    }
-    ctx.state.actor = `console:${session.name}`;
-    ctx.state.session = session;
-    return next();
-  });
+  const publicRoutes = publicRouter.routes();
+  app.use((ctx, next) => (publicRouter.match(ctx.path, ctx.method).route ? publicRoutes(ctx as Parameters<typeof publicRoutes>[0], next) : next()));
+  app.use(requirePrincipal(options.tokens, now));
 
+  // Everything below has a principal (ctx.state.actor).
+  const router = new Router(ROUTER_OPTIONS);
   router.get(SESSION_PATHS.current, (ctx) => {
     const session = ctx.state.session as Session | undefined;
     const actor = ctx.state.actor as string;
@@ -220,13 +174,14 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ko
 
   for (const route of ADMIN_ROUTES) {
     router[route.method](ADMIN_API_PREFIX + route.path, async (ctx) => {
+      const actor = requireActor(ctx.state.actor);
       const body = route.method === "get" ? undefined : await jsonBody(ctx);
       const query: Record<string, string | undefined> = {};
       for (const [k, v] of Object.entries(ctx.query)) {
         if (typeof v !== "string") throw new HttpError("INVALID_INPUT", `query parameter ${k} is given more than once`);
         query[k] = v;
       }
-      const admin = { store: deps.store, networks: deps.networks, actor: ctx.state.actor as string, ...(deps.service ? { service: deps.service } : {}) };
+      const admin = { store: deps.store, networks: deps.networks, actor, ...(deps.service ? { service: deps.service } : {}) };
       const result = await route.handler(admin, { params: ctx.params as Record<string, string>, query, body });
       ctx.status = route.status ?? 200;
       ctx.body = result;
@@ -234,7 +189,7 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ko
   }
   app.use(router.routes());
   app.use(router.allowedMethods());
-  return app;
+  return Object.assign(app, { routers: { public: publicRouter, protected: router } });
 }
 
 /** Serves the admin API and the console on their own loopback listener. */

@@ -5,6 +5,9 @@
  *                           is off. The name is what the audit log records ("api:<name>").
  *   PAYMASTER_ADMIN_PORT    the admin listener's port (default 3001; 0 picks a free one)
  *   PAYMASTER_ADMIN_HOST    its host: a loopback address (default 127.0.0.1), like the public listener
+ *   PAYMASTER_ADMIN_ALLOWED_HOSTS  comma-separated host names the listener also answers to in the Host header
+ *                           (a proxy in front that passes its own name, e.g. admin.example.com); by default only
+ *                           localhost, 127.0.0.1, [::1] and PAYMASTER_ADMIN_HOST (gate.ts: DNS rebinding)
  */
 import { ConfigError } from "../config/errors.ts";
 
@@ -17,11 +20,16 @@ export interface AdminApiOptions {
   host: string;
   port: number;
   tokens: readonly AdminToken[];
+  /** Host names accepted in the Host header beyond the listener's own (gate.ts). */
+  allowedHosts?: readonly string[];
 }
 
 export const ADMIN_TOKENS_ENV = "PAYMASTER_ADMIN_TOKENS";
 export const ADMIN_TOKEN_MIN_CHARS = 32;
 export const DEFAULT_ADMIN_PORT = 3001;
+export const ADMIN_ALLOWED_HOSTS_ENV = "PAYMASTER_ADMIN_ALLOWED_HOSTS";
+/** A DNS name, an IPv4 address, or an IPv6 address (bare or in brackets). */
+const HOST_NAME = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*|\[?[0-9A-Fa-f:.]+\]?)$/;
 
 /** The admin API's options, or undefined when no token is configured (the API is off). */
 export function adminApiOptionsFromEnv(env: NodeJS.ProcessEnv): AdminApiOptions | undefined {
@@ -42,6 +50,10 @@ export function adminApiOptionsFromEnv(env: NodeJS.ProcessEnv): AdminApiOptions 
   const portText = env.PAYMASTER_ADMIN_PORT?.trim();
   const port = portText ? Number(portText) : DEFAULT_ADMIN_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65_535) issues.push(`PAYMASTER_ADMIN_PORT: must be a port number (0-65535)`);
+  const allowedHosts = (env[ADMIN_ALLOWED_HOSTS_ENV] ?? "").split(",").map((h) => h.trim()).filter((h) => h !== "");
+  for (const h of allowedHosts) {
+    if (!HOST_NAME.test(h)) issues.push(`${ADMIN_ALLOWED_HOSTS_ENV}: ${JSON.stringify(h.slice(0, 100))} is not a host name or address (no scheme, port or path)`);
+  }
   if (issues.length > 0) throw new ConfigError(issues);
-  return { host: env.PAYMASTER_ADMIN_HOST?.trim() || "127.0.0.1", port, tokens };
+  return { host: env.PAYMASTER_ADMIN_HOST?.trim() || "127.0.0.1", port, tokens, ...(allowedHosts.length > 0 ? { allowedHosts } : {}) };
 }

@@ -1032,6 +1032,10 @@ export class SqlStore implements Store {
 
   // ---- audit log
 
+  atomically<T>(operation: () => Promise<T>): Promise<T> {
+    return this.#db.atomic(operation);
+  }
+
   async appendAudit(entry: Omit<AuditEntry, "id" | "at">): Promise<AuditEntry> {
     const row: AuditEntry = { id: randomUUID(), at: common.nowSeconds(), ...entry, target: entry.target ?? null };
     const json = (v: unknown) => (v === undefined || v === null ? null : common.toJsonText(v));

@@ -420,6 +420,12 @@ export interface NewWebhookEvent {
 }
 
 export interface Store {
+  /**
+   * Runs `operation` (written against this store's ordinary methods) as one transaction: every write it makes
+   * commits together or not at all. The admin operations run each change and its audit row this way.
+   */
+  atomically<T>(operation: () => Promise<T>): Promise<T>;
+
   // ---- projects and API keys
   createProject(name: string): Promise<Project>;
   getProject(id: string): Promise<Project | undefined>;

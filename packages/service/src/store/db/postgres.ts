@@ -18,7 +18,7 @@ import type { PoolClient } from "pg";
 import { StoreError } from "../errors.ts";
 import type { Migration } from "../migrations.ts";
 import type { Leadership } from "../types.ts";
-import type { Db, Dialect, Param, Tx, Violation } from "./types.ts";
+import { AmbientTx, type Db, type Dialect, type Param, type Tx, type Violation } from "./types.ts";
 
 /** A transaction that hit a transient conflict is tried again, at most this many times in all. */
 const MAX_ATTEMPTS = 10;
@@ -107,6 +107,8 @@ class PostgresDb implements Db {
   readonly #outside: ReturnType<typeof queryer>;
   readonly #url: string;
   #closed = false;
+  /** An `atomic` operation's transaction: the queries made inside it run on its connection. */
+  readonly #ambient = new AmbientTx();
 
   constructor(pool: pg.Pool, url: string) {
     this.#pool = pool;
@@ -151,18 +153,26 @@ class PostgresDb implements Db {
   }
 
   all<R>(sql: string, params: readonly Param[] = []): Promise<R[]> {
-    return this.#outside.all<R>(sql, params);
+    return (this.#ambient.current() ?? this.#outside).all<R>(sql, params);
   }
 
   one<R>(sql: string, params: readonly Param[] = []): Promise<R | undefined> {
-    return this.#outside.one<R>(sql, params);
+    return (this.#ambient.current() ?? this.#outside).one<R>(sql, params);
   }
 
   run(sql: string, params: readonly Param[] = []): Promise<number> {
-    return this.#outside.run(sql, params);
+    return (this.#ambient.current() ?? this.#outside).run(sql, params);
+  }
+
+  /** Inside `atomic`, a transaction joins it (a transient conflict then retries the whole atomic operation). */
+  async atomic<T>(body: () => Promise<T>): Promise<T> {
+    if (this.#ambient.current()) return body();
+    return this.transaction((tx) => this.#ambient.run(tx, body));
   }
 
   async transaction<T>(body: (tx: Tx) => Promise<T>, retryable: (err: unknown) => boolean = isTransient): Promise<T> {
+    const ambient = this.#ambient.current();
+    if (ambient) return body(ambient);
     for (let attempt = 1; ; attempt++) {
       const client = await this.#pool.connect();
       let broken = false;

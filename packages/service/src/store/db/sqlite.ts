@@ -23,7 +23,7 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlit
 import { StoreError } from "../errors.ts";
 import type { Migration } from "../migrations.ts";
 import type { Leadership } from "../types.ts";
-import type { Db, Dialect, Param, Queryer, Tx, Violation } from "./types.ts";
+import { AmbientTx, type Db, type Dialect, type Param, type Queryer, type Tx, type Violation } from "./types.ts";
 
 const BUSY_TIMEOUT_MS = 5000;
 /**
@@ -83,6 +83,8 @@ class SqliteDb implements Db {
   #locked = false;
   #unlocked: Promise<void> = Promise.resolve();
   #closed = false;
+  /** An `atomic` operation's transaction: its queries hold the mutex already. */
+  readonly #ambient = new AmbientTx();
   /** The queries a transaction body runs: no mutex (it holds it). */
   readonly #inside: Queryer = {
     all: async <R>(sql: string, params: readonly Param[] = []) => this.#all<R>(sql, params),
@@ -119,16 +121,19 @@ class SqliteDb implements Db {
   // query (or taking the lock) happen in one synchronous step: nothing can start in between.
 
   async all<R>(sql: string, params: readonly Param[] = []): Promise<R[]> {
+    if (this.#ambient.current()) return this.#all<R>(sql, params);
     while (this.#locked) await this.#unlocked;
     return this.#all<R>(sql, params);
   }
 
   async one<R>(sql: string, params: readonly Param[] = []): Promise<R | undefined> {
+    if (this.#ambient.current()) return this.#one<R>(sql, params);
     while (this.#locked) await this.#unlocked;
     return this.#one<R>(sql, params);
   }
 
   async run(sql: string, params: readonly Param[] = []): Promise<number> {
+    if (this.#ambient.current()) return this.#run(sql, params);
     while (this.#locked) await this.#unlocked;
     return this.#run(sql, params);
   }
@@ -140,6 +145,8 @@ class SqliteDb implements Db {
 
   /** BEGIN IMMEDIATE … COMMIT under the mutex. No retry: the write lock leaves no transient conflict to retry. */
   async transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
+    const ambient = this.#ambient.current();
+    if (ambient) return body(ambient);
     while (this.#locked) await this.#unlocked;
     this.#locked = true;
     let release!: () => void;
@@ -157,6 +164,12 @@ class SqliteDb implements Db {
       this.#locked = false;
       release();
     }
+  }
+
+  atomic<T>(body: () => Promise<T>): Promise<T> {
+    const ambient = this.#ambient.current();
+    if (ambient) return body();
+    return this.transaction((tx) => this.#ambient.run(tx, body));
   }
 
   /** SQLite serves one process's work (docs/configuration.md): that process always leads. */
@@ -226,6 +239,7 @@ function handle(db: SqliteDb): Db {
     one: (sql, params) => db.one(sql, params),
     run: (sql, params) => db.run(sql, params),
     transaction: (body) => db.transaction(body),
+    atomic: (body) => db.atomic(body),
     violation: (err) => db.violation(err),
     tryLeadership: (name) => db.tryLeadership(name),
     close: async () => {

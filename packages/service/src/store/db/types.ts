@@ -10,6 +10,7 @@
  * one writer lock — is a transaction policy, not SQL syntax. A dozen dialect words cover every syntax difference.
  */
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Leadership } from "../types.ts";
 
 /** Values a query binds: bigints are amounts (decimal TEXT in SQLite, NUMERIC in PostgreSQL), booleans 1/0 in SQLite. */
@@ -75,6 +76,13 @@ export interface Db extends Queryer {
    * failures and deadlocks) run the whole body again, a bounded number of times.
    */
   transaction<T>(body: (tx: Tx) => Promise<T>, retryable?: (err: unknown) => boolean): Promise<T>;
+  /**
+   * Runs `body` as one transaction that every query and `transaction` of this connection made from inside it
+   * joins (the async context tells them apart from other requests' work): a whole operation written against
+   * the store's ordinary methods commits or rolls back as one. A nested transaction's rollbackOnly rolls the
+   * whole of it back. Once `body` has ended, work it left running no longer joins.
+   */
+  atomic<T>(body: () => Promise<T>): Promise<T>;
   /** The violation a driver error is, if it is one. */
   violation(err: unknown): Violation | undefined;
   close(): Promise<void>;
@@ -83,4 +91,31 @@ export interface Db extends Queryer {
 /** SQLite's NOCASE folds ASCII only; the PostgreSQL schema's `symbol_key` is the same fold. */
 export function asciiLower(text: string): string {
   return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
+/** The transaction `atomic` opened, while its body runs (open turns false when it ends). */
+export interface Ambient {
+  readonly tx: Tx;
+  open: boolean;
+}
+
+/** The ambient transaction of one connection (or pool): set by `atomic`, read by every query of that connection. */
+export class AmbientTx {
+  readonly #storage = new AsyncLocalStorage<Ambient>();
+
+  /** The open transaction the current async context runs inside, if any. */
+  current(): Tx | undefined {
+    const ambient = this.#storage.getStore();
+    return ambient?.open ? ambient.tx : undefined;
+  }
+
+  /** Runs `body` inside `tx`; afterwards, whatever it left running runs outside again. */
+  async run<T>(tx: Tx, body: () => Promise<T>): Promise<T> {
+    const ambient: Ambient = { tx, open: true };
+    try {
+      return await this.#storage.run(ambient, body);
+    } finally {
+      ambient.open = false;
+    }
+  }
 }
