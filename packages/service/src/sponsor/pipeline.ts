@@ -24,6 +24,7 @@ import { tokenPrice, type TokenPrice } from "./steps/tokenPrice.ts";
 import { clientGas } from "./steps/clientGas.ts";
 import { checkCaps } from "./steps/caps.ts";
 import { estimateGas } from "./steps/estimate.ts";
+import { capCallGas } from "./steps/callGasCap.ts";
 import { quoteToken, type TokenQuote } from "./steps/tokenQuote.ts";
 import { chargeToken } from "./steps/tokenCharge.ts";
 import { maxCost, type MaxCost } from "./steps/maxCost.ts";
@@ -116,6 +117,7 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   const estimateData = stubPaymasterData(target, price, price?.estimateChargeMode);
   const gas = await estimateGas({ target, gas: client.gas, paymasterData: estimateData });
   checkCaps({ target, gas });
+  await capCallGas({ target, given: client.gas, gas, paymasterData: estimateData });
   const token = price && (await chargeToken({ target, gas, price, paymasterData: estimateData }));
   const cost = await maxCost({ target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
