@@ -17,6 +17,7 @@ import type { ReserveResult } from "../../store/types.ts";
 import type { MaxCost } from "./maxCost.ts";
 import type { Target } from "./target.ts";
 import type { TokenQuote } from "./tokenQuote.ts";
+import { postOpChargeRisk } from "../postOpRisk.ts";
 
 export interface ReserveInput {
   target: Target;
@@ -36,6 +37,7 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
     chain.deposits.check({ entryPoint: entry.entryPoint, paymaster: target.paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: target.market.blockNumber, maxCostWei: cost.maxCostWei }),
   );
   const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now: target.now, sender: u.sender }) : [];
+  const postOpCharge = token?.chargeMode === ChargeMode.InPostOp;
   try {
     return await call.service.store.reserveSponsorship(
       {
@@ -57,8 +59,10 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
         validAfter: target.window.validAfter,
         userOpHash,
         paymasterAndData,
-        // At most one outstanding postOp-charge sponsorship per sender: what one unpaid op can cost is bounded.
-        postOpCharge: token?.chargeMode === ChargeMode.InPostOp,
+        // At most one outstanding postOp-charge sponsorship per sender, and a bound per project and key on what
+        // such sponsorships put at risk (fresh senders each leaving a charge unpaid).
+        postOpCharge,
+        ...(postOpCharge ? { postOpChargeRisk: postOpChargeRisk(call.service.config, target.now) } : {}),
         pending,
       },
       caps,
@@ -74,6 +78,7 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
 /**
  * The answer to a reservation the store refused (nothing was written): STRATEGY_NOT_ALLOWED (a running cap
  * would be exceeded), POSTOP_CHARGE_PENDING (ERC-20: the sender has a postOp charge outstanding),
+ * POSTOP_CHARGE_AT_RISK (ERC-20: the project's or key's postOp-charge risk budget would be exceeded),
  * GAS_TANK_INSUFFICIENT (User Sponsor mode).
  */
 export function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>, target: Target, token: TokenQuote | null): RpcError {
@@ -90,6 +95,14 @@ export function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>
       limit,
       value,
     });
+  }
+  if (refused.reason === "POSTOP_CHARGE_AT_RISK") {
+    const dollars = (micros: string) => formatUsdMicros(BigInt(micros));
+    return new RpcError(
+      "POSTOP_CHARGE_AT_RISK",
+      `Charging in postOp is paused for this ${refused.scope === "project" ? "project" : "API key"}: $${dollars(refused.value)} would be at risk against a limit of $${dollars(refused.limit)}; approve the paymaster for the maximum token cost (${token!.maxTokenCost} ${token!.symbol} base units) to be charged up front`,
+      { scope: refused.scope, limit: dollars(refused.limit), value: dollars(refused.value), token: token!.symbol, paymaster: target.paymaster, required: token!.maxTokenCost.toString() },
+    );
   }
   if (refused.reason === "POSTOP_CHARGE_PENDING") {
     return new RpcError("POSTOP_CHARGE_PENDING", undefined, { token: token!.symbol, paymaster: target.paymaster, required: token!.maxTokenCost.toString() });

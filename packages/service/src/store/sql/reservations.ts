@@ -6,7 +6,7 @@
  */
 import type { CapCheck } from "../../policy/types.ts";
 import * as common from "../common.ts";
-import type { Param } from "../db/types.ts";
+import type { Dialect, Param } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
 import { releasedData, sponsorshipData } from "../../webhooks/events.ts";
 import { writeEvents } from "../webhookRows.ts";
@@ -34,6 +34,26 @@ const RESERVATION_QUERIES = {
   selectOtherPostOpCharge: `SELECT 1 AS one FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
     WHERE f.network = ? AND f.sender = ? AND f.postop_charge = ? AND s.status IN ('reserved', 'signed') AND s.id <> ? LIMIT 1`,
 } as const;
+
+/**
+ * What a project's postOp-charge sponsorships put at risk, and its key's part: outstanding ones' maximum cost and
+ * those whose charge went unpaid since a time, in USD micros (summed by the database in exact parts). The op's
+ * own sponsorship being replaced (bound second) does not count.
+ */
+function atRiskQuery(d: Dialect): string {
+  const parts = d.amountParts("s.max_cost_usd_micros");
+  const sums = parts.map((part, i) => {
+    const name = ["low", "mid", "high"][i];
+    return `CAST(SUM(${part}) AS TEXT) AS project_${name}, CAST(SUM(CASE WHEN s.api_key_id = ? THEN ${part} ELSE 0 END) AS TEXT) AS key_${name}`;
+  });
+  return `SELECT ${sums.join(", ")} FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
+    WHERE s.project_id = ? AND s.id <> ?
+      AND ((f.postop_charge = ? AND s.status IN ('reserved', 'signed')) OR (f.unpaid = ? AND f.updated_at >= ?))`;
+}
+
+type PartsRow = Record<`${"project" | "key"}_${"low" | "mid" | "high"}`, string | null>;
+const joined = (row: PartsRow | undefined, scope: "project" | "key"): bigint =>
+  BigInt(row?.[`${scope}_high`] ?? 0) * 10n ** 18n + BigInt(row?.[`${scope}_mid`] ?? 0) * 10n ** 9n + BigInt(row?.[`${scope}_low`] ?? 0);
 
 /** cap.reached for a refused reservation; returns how many outbox rows were written (0: already told, or none subscribed). */
 async function capReached(
@@ -67,7 +87,7 @@ async function capReached(
 
 export function reservationStore(s: SqlShared) {
   const { db } = s;
-  const q = { ...s.q, ...RESERVATION_QUERIES };
+  const q = { ...s.q, ...RESERVATION_QUERIES, selectAtRisk: atRiskQuery(db.dialect) };
   const activeOpRace = (err: unknown): boolean => isActiveOpRace(s, err);
   return {
     /**
@@ -152,6 +172,29 @@ export function reservationStore(s: SqlShared) {
             if ((await tx.one(q.selectOtherPostOpCharge, [network, sender, true, previous?.id ?? ""])) !== undefined) {
               tx.rollbackOnly();
               return { ok: false, reason: "POSTOP_CHARGE_PENDING" };
+            }
+            const risk = input.postOpChargeRisk;
+            if (risk) {
+              // One project's postOp-charge reservations queue here (PostgreSQL), so the total below stays true.
+              if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`postop-risk:${record.projectId}`]);
+              const row = await tx.one<PartsRow>(q.selectAtRisk, [
+                ...Array(3).fill(record.apiKeyId),
+                record.projectId,
+                previous?.id ?? "",
+                true,
+                true,
+                risk.sinceSeconds,
+              ]);
+              const over = (
+                [
+                  ["project", joined(row, "project"), risk.maxUsdMicrosPerProject],
+                  ["apiKey", joined(row, "key"), risk.maxUsdMicrosPerKey],
+                ] as const
+              ).find(([, total, limit]) => total + record.maxCostUsdMicros > limit);
+              if (over) {
+                tx.rollbackOnly();
+                return { ok: false, reason: "POSTOP_CHARGE_AT_RISK", scope: over[0], limit: over[2].toString(), value: (over[1] + record.maxCostUsdMicros).toString() };
+              }
             }
           }
 
