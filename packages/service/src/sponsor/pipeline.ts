@@ -20,6 +20,7 @@ import type { FailingVerdicts, ResolvedMode } from "./policy.ts";
 import { paymasterAndDataOf, paymasterDataFor, type GasValues } from "./op.ts";
 import { resolveTarget, type Target } from "./steps/target.ts";
 import { cheapPolicy } from "./steps/cheapPolicy.ts";
+import { detectDelegate } from "./steps/delegate.ts";
 import { tokenPrice, type TokenPrice } from "./steps/tokenPrice.ts";
 import { clientGas } from "./steps/clientGas.ts";
 import { checkCaps } from "./steps/caps.ts";
@@ -60,7 +61,7 @@ export interface PipelineResult {
 
 /** pm_getPaymasterStubData. */
 export async function stubPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
-  const target = await resolveTarget({ request, call });
+  const target = await detectDelegate(await resolveTarget({ request, call }));
   const verdicts = cheapPolicy({ target, failing: "refuse" });
   const price = await tokenPrice({ target, holdings: false });
   const { gas, complete } = clientGas(target);
@@ -109,7 +110,7 @@ interface Quoted {
 
 /** The steps up to the maximum cost and the gas rules, shared by the dry run, the estimate and sponsoring. */
 async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts): Promise<Quoted> {
-  const target = await resolveTarget({ request, call });
+  const target = await detectDelegate(await resolveTarget({ request, call }));
   const verdicts = cheapPolicy({ target, failing });
   const price = await tokenPrice({ target, holdings: true });
   const client = clientGas(target);

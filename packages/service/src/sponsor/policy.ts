@@ -70,9 +70,8 @@ export function applyVerdicts(strategy: Strategy, verdicts: RuleVerdict[], faili
 }
 
 /** The parts of a rule input that need no gas figures (gas rules are not configured in the cheap pass). */
-export function ruleInput(request: SponsorRequest) {
+export function ruleInput(request: SponsorRequest, eip7702Delegate: Address | undefined) {
   const { sender, callData } = request.userOp;
-  const eip7702Delegate = request.version === "v0.6" ? undefined : request.userOp.eip7702Auth?.address;
   return { sender, callData, entryPointVersion: request.version, ...(eip7702Delegate ? { eip7702Delegate } : {}), gas: { callGasLimit: 0n, verificationGasLimit: 0n, preVerificationGas: 0n, maxFeePerGas: 0n }, marketMaxFeePerGas: 0n, maxCostWei: 0n, maxCostUsdMicros: 0n };
 }
 

@@ -19,7 +19,7 @@ export function cheapPolicy({ target, failing }: CheapPolicyInput): RuleVerdict[
   if (mode.mode !== "sponsor") return [];
   const verdicts = [
     ...strategyVerdicts(mode.strategy, target.call.network.config.name, target.now),
-    ...evaluateRules(splitRules(mode.strategy.rules).call, ruleInput(target.request)),
+    ...evaluateRules(splitRules(mode.strategy.rules).call, ruleInput(target.request, target.eip7702Delegate)),
   ];
   return applyVerdicts(mode.strategy, verdicts, failing);
 }

@@ -21,7 +21,7 @@ export function gasPolicy({ target, gas, cost, failing }: GasPolicyInput): RuleV
   const { mode } = target;
   if (mode.mode !== "sponsor") return [];
   const verdicts = evaluateRules(splitRules(mode.strategy.rules).rest, {
-    ...ruleInput(target.request),
+    ...ruleInput(target.request, target.eip7702Delegate),
     gas,
     marketMaxFeePerGas: target.market.maxFeePerGas,
     maxCostWei: cost.maxCostWei,

@@ -33,6 +33,8 @@ export interface Target {
   /** ERC-20 mode: the paymaster's postOpGas (charged) and the lowest postOp gas limit it accepts (0 otherwise). */
   readonly postOpGas: bigint;
   readonly minPostOpGasLimit: bigint;
+  /** The EIP-7702 delegate the sender runs, where known (the delegate step: its authorization, or its code). */
+  readonly eip7702Delegate?: Address;
 }
 
 export interface TargetInput {
