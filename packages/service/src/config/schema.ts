@@ -424,6 +424,16 @@ export const serviceConfigSchema = z
           { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, retentionDays}" },
         )
         .optional(),
+      /** Bounds on open reservations per sender and per browser key's client address (src/sponsor/outstanding.ts). */
+      reservations: z
+        .strictObject(
+          {
+            maxOutstandingPerSender: integer("a number of sponsorships", 1, 1000).optional(),
+            maxOutstandingPerClientIp: integer("a number of sponsorships", 1, 100_000).optional(),
+          },
+          { error: "must be {maxOutstandingPerSender?, maxOutstandingPerClientIp?}" },
+        )
+        .optional(),
       /** ERC-20 postOp-charge mode: the USD at risk per project and per API key (src/sponsor/postOpRisk.ts). */
       postOpChargeRisk: z
         .strictObject(

@@ -18,6 +18,7 @@ import type { MaxCost } from "./maxCost.ts";
 import type { Target } from "./target.ts";
 import type { TokenQuote } from "./tokenQuote.ts";
 import { postOpChargeRisk } from "../postOpRisk.ts";
+import { outstandingBounds } from "../outstanding.ts";
 
 export interface ReserveInput {
   target: Target;
@@ -63,6 +64,9 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
         // such sponsorships put at risk (fresh senders each leaving a charge unpaid).
         postOpCharge,
         ...(postOpCharge ? { postOpChargeRisk: postOpChargeRisk(call.service.config, target.now) } : {}),
+        // Open reservations per sender and per browser key's client address: no one holds others' money with
+        // ops nobody signs.
+        ...outstandingBounds(call.service.config, call.apiKey, call.clientIp),
         pending,
       },
       caps,
@@ -94,6 +98,14 @@ export function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>
       rule: refused.rule,
       limit,
       value,
+    });
+  }
+  if (refused.reason === "TOO_MANY_OUTSTANDING") {
+    const whose = refused.scope === "sender" ? `sender ${target.request.userOp.sender}` : "this API key from this client address";
+    return new RpcError("TOO_MANY_OUTSTANDING", `${whose} already has ${refused.limit} open sponsorships (signed, not yet included or expired): send those ops, or wait until their signatures expire`, {
+      scope: refused.scope,
+      limit: refused.limit,
+      retryAfterSeconds: target.call.service.config.signatureTtlSeconds,
     });
   }
   if (refused.reason === "POSTOP_CHARGE_AT_RISK") {

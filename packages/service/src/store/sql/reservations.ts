@@ -6,7 +6,7 @@
  */
 import type { CapCheck } from "../../policy/types.ts";
 import * as common from "../common.ts";
-import type { Dialect, Param } from "../db/types.ts";
+import type { Dialect, Param, Tx } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
 import { releasedData, sponsorshipData } from "../../webhooks/events.ts";
 import { writeEvents } from "../webhookRows.ts";
@@ -25,12 +25,18 @@ interface ActiveRow {
 const RESERVATION_QUERIES = {
   insertSponsorship: `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id,
       api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
-      valid_after, user_op_hash, paymaster_and_data, status, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      valid_after, user_op_hash, paymaster_and_data, status, created_at, updated_at, client_ip, parallel_nonce)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertLink: "INSERT INTO sponsorship_usage (sponsorship_id, strategy_id, scope, key) VALUES (?, ?, ?, ?)",
   insertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
     VALUES (?, ?, ?, ?, ?, ?)`,
   // The op's own sponsorship being replaced (bound second; '' when none) does not count.
+  // Open sponsorships of the sender (this network and EntryPoint, any nonce) and of a key's client address; the
+  // op's own one being replaced (bound last) does not count. Served by the open-only partial indexes.
+  countOpenOfSender: `SELECT COUNT(*) AS n FROM sponsorships
+    WHERE network = ? AND entry_point = ? AND sender = ? AND status IN ('reserved', 'signed') AND parallel_nonce = ? AND id <> ?`,
+  countOpenOfClient: `SELECT COUNT(*) AS n FROM sponsorships
+    WHERE api_key_id = ? AND client_ip = ? AND status IN ('reserved', 'signed') AND id <> ?`,
   selectOtherPostOpCharge: `SELECT 1 AS one FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
     WHERE f.network = ? AND f.sender = ? AND f.postop_charge = ? AND s.status IN ('reserved', 'signed') AND s.id <> ? LIMIT 1`,
 } as const;
@@ -50,6 +56,9 @@ function atRiskQuery(d: Dialect): string {
     WHERE s.project_id = ? AND s.id <> ?
       AND ((f.postop_charge = ? AND s.status IN ('reserved', 'signed')) OR (f.unpaid = ? AND f.updated_at >= ?))`;
 }
+
+/** A nonce whose key (its upper 192 bits) is not 0: a 2-D nonce. */
+const parallelNonce = (nonce: bigint): boolean => nonce >> 64n !== 0n;
 
 type PartsRow = Record<`${"project" | "key"}_${"low" | "mid" | "high"}`, string | null>;
 const joined = (row: PartsRow | undefined, scope: "project" | "key"): bigint =>
@@ -89,6 +98,26 @@ export function reservationStore(s: SqlShared) {
   const { db } = s;
   const q = { ...s.q, ...RESERVATION_QUERIES, selectAtRisk: atRiskQuery(db.dialect) };
   const activeOpRace = (err: unknown): boolean => isActiveOpRace(s, err);
+
+  /**
+   * The bounds on open sponsorships (input.outstanding), under key locks of the sender and of the (key, client
+   * address) so that, in PostgreSQL, concurrent reservations count one after the other; undefined when they hold.
+   */
+  async function outstandingRefusal(tx: Tx, input: NewSponsorship, record: SponsorshipRecord, replacing: string): Promise<ReserveResult | undefined> {
+    const bounds = input.outstanding;
+    if (!bounds) return undefined;
+    const { network, entryPoint, sender } = record;
+    if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`open-sender:${network}:${entryPoint}:${sender}`]);
+    // The default nonce key (0) holds one valid nonce at a time, which the sender's own request replaces: only
+    // 2-D nonces (any number of fresh keys) are counted and refused.
+    const bySender = parallelNonce(record.nonce) ? await tx.one<{ n: number | string }>(q.countOpenOfSender, [network, entryPoint, sender, true, replacing]) : undefined;
+    if (bySender !== undefined && Number(bySender.n ?? 0) + 1 > bounds.maxPerSender) return { ok: false, reason: "TOO_MANY_OUTSTANDING", scope: "sender", limit: bounds.maxPerSender };
+    if (bounds.maxPerClientIp === undefined || input.clientIp === undefined) return undefined;
+    if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`open-client:${record.apiKeyId}:${input.clientIp}`]);
+    const byClient = await tx.one<{ n: number | string }>(q.countOpenOfClient, [record.apiKeyId, input.clientIp, replacing]);
+    if (Number(byClient?.n ?? 0) + 1 > bounds.maxPerClientIp) return { ok: false, reason: "TOO_MANY_OUTSTANDING", scope: "clientIp", limit: bounds.maxPerClientIp };
+    return undefined;
+  }
   return {
     /**
      * One transaction with row locks in the lock order (see the module comment):
@@ -167,6 +196,11 @@ export function reservationStore(s: SqlShared) {
             if ((await capReached(tx, record, checks, capPlan)) === 0) tx.rollbackOnly();
             return capPlan;
           }
+          const crowded = await outstandingRefusal(tx, input, record, previous?.id ?? "");
+          if (crowded) {
+            tx.rollbackOnly();
+            return crowded;
+          }
           if (postOpCharge) {
             if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`token-charge:${network}:${sender}`]);
             if ((await tx.one(q.selectOtherPostOpCharge, [network, sender, true, previous?.id ?? ""])) !== undefined) {
@@ -227,6 +261,8 @@ export function reservationStore(s: SqlShared) {
             record.status,
             now,
             now,
+            input.clientIp ?? null,
+            parallelNonce(record.nonce),
           ]);
           if (postOpCharge) await tx.run(q.insertPostOpCharge, [record.id, network, sender, true, false, now]);
           await writeUsage(s, tx, capPlan.writes, now);
