@@ -218,7 +218,11 @@ describe("strategy policies and budgets", function () {
       this.timeout(120_000);
       const sender = await account("v0.7");
       const code = await strategy({ caps: { global: { maxOps: K } } });
+      // One sender on 100 nonce keys is this test's way to make 100 valid ops at once: the per-sender bound on
+      // open reservations (4 by default) is lifted so that only the cap decides.
+      (embedded.running.service.config as { reservations?: object }).reservations = { maxOutstandingPerSender: 1000 };
       const { ok, refused, other } = await burst([apiKeyEndpoint], code, sender, 1000n);
+      delete (embedded.running.service.config as { reservations?: object }).reservations;
       expect(other, JSON.stringify(other[0])).to.deep.equal([]);
       expect(ok).to.equal(K);
       expect(refused).to.equal(100 - K);
@@ -238,7 +242,7 @@ describe("strategy policies and budgets", function () {
           const network = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
           const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-pg-")), "data");
           for (let i = 0; i < replicas; i++) {
-            services.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: `postgres://postgres@127.0.0.1:5432/${database}` }, { pollMs: 100 }));
+            services.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: `postgres://postgres@127.0.0.1:5432/${database}`, reservations: { maxOutstandingPerSender: 1000 } }, { pollMs: 100 }));
           }
           const pgStore = services[0]!.service.store;
           const project = await pgStore.createProject("pg");

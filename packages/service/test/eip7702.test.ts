@@ -97,6 +97,43 @@ describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function ()
     expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
   });
 
+  it("an already-delegated EOA's op without the marker is judged by its code's delegate (audit N-5)", async () => {
+    const v08 = embedded.stack.manifest.entryPoints["v0.8"];
+    // Delegate a fresh EOA on chain: its first op carries the authorization and lands.
+    const wallet = await new7702Wallet(embedded);
+    const first = wireOp(wallet, executeCallData(wallet.sender));
+    const answer = await call(embedded.endpoint, "pm_sponsorUserOperation", [first, { strategy_code: embedded.strategyCode, version: "v0.8" }]);
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    expect((await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, first, answer.body.data)))).reverted).to.equal(false);
+    expect(await chainRequest(embedded, "eth_getCode", [wallet.sender, "latest"])).to.equal(eip7702DelegationCode(v08.simple7702Account!));
+
+    const store = embedded.running.service.store;
+    const project = await store.createProject("eip7702-code");
+    const { plaintext } = await store.createApiKey(project.id, "eip7702-code");
+    const endpoint = `${embedded.running.url}/api/v1/paymaster/local?apiKey=${plaintext}`;
+    const strategies: Record<string, StrategyRules["eip7702"]> = {
+      CODEDENY: { allow: false },
+      CODEOTHER: { allow: true, delegates: ["0x7777777777777777777777777777777777777777"] },
+      CODEOURS: { allow: true, delegates: [v08.simple7702Account!] },
+    };
+    for (const [code, eip7702] of Object.entries(strategies)) {
+      await store.createStrategy({ projectId: project.id, code, name: code, networks: ["local"], rules: { eip7702 } });
+    }
+    // The next op: no factory, no eip7702Auth — the sender's code says what it runs.
+    const next = wireOp(wallet, executeCallData(wallet.sender), { deploy: false, nonce: 1n });
+    const ask = (code: string) => call(endpoint, "pm_sponsorUserOperation", [next, { strategy_code: code, version: "v0.8" }]);
+    const denied = await ask("CODEDENY");
+    expect(denied.status, JSON.stringify(denied.body)).to.equal(403);
+    expect(denied.body.data.rule).to.equal("eip7702.allow");
+    const other = await ask("CODEOTHER");
+    expect(other.status).to.equal(403);
+    expect(other.body.data).to.include({ rule: "eip7702.delegates", value: v08.simple7702Account });
+    const ours = await ask("CODEOURS");
+    expect(ours.status, JSON.stringify(ours.body)).to.equal(200);
+    // A strategy without 7702 rules does not read the code (nothing to judge): sponsored as before.
+    expect((await call(embedded.endpoint, "pm_sponsorUserOperation", [next, { strategy_code: embedded.strategyCode, version: "v0.8" }])).status).to.equal(200);
+  });
+
   it("refuses a marker op without eip7702Auth, and eip7702Auth on v0.7, naming the field", async () => {
     const eoa = privateKeyToAccount(generatePrivateKey());
     const wire = { sender: eoa.address, nonce: "0x0", factory: "0x7702", callData: executeCallData(eoa.address), signature: STUB_SIGNATURE };

@@ -273,6 +273,23 @@ describe("sponsor pipeline refusals (embedded local chain, real HTTP)", function
         expect(charged <= BigInt(data.Erc20TokenCost.maxTokenCost)).to.equal(true);
       });
     }
+    it("v0.7: a callGasLimit far above the op's estimate is GAS_LIMIT_TOO_HIGH (v0.7's unused-gas penalty is the paymaster's); the estimate x 1.25 is signed and lands", async () => {
+      const wallet = await newWallet(embedded, "v0.7");
+      await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+      const wire = wireOp(wallet, approveCallData(token("USDC").address, entryPoints("v0.7").erc20Paymaster));
+      const greedy = { ...wire, callGasLimit: hex(5_000_000n) };
+      const data = expectRefusal(await sponsor(greedy, withVersion("v0.7", { token: "USDC" })), 400, "GAS_LIMIT_TOO_HIGH");
+      expect(data.rule).to.equal("callGasLimit");
+      expect(data.value).to.equal("5000000");
+      const limit = BigInt(data.limit);
+      expect(limit > 0n && limit < 1_000_000n, `the accepted limit ${limit}`).to.equal(true);
+      await expectNothingRecorded(wallet.sender);
+      // The same op at the accepted limit is signed with it and lands.
+      const fair = { ...wire, callGasLimit: hex(limit) };
+      const signed = expectOk(await sponsor(fair, withVersion("v0.7", { token: "USDC" })));
+      expect(BigInt(signed.userOpResponse.callGasLimit)).to.equal(limit);
+      await submitSigned(wallet, fair, signed);
+    });
   });
 
   // ---------------------------------------------------------------------------------------------------

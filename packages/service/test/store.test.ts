@@ -740,6 +740,34 @@ for (const backend of BACKENDS) {
         await store.setTokenChargeUnpaid("missing", true); // ignored
       });
 
+      it("postOp-charge risk per project and per key: outstanding maxima + unpaid within the window, summed exactly", async () => {
+        const ids = await owner();
+        const other = (await store.createApiKey(ids.projectId, "other")).apiKey.id;
+        const risk = { maxUsdMicrosPerProject: 3_000_000_000_000_000_001n, maxUsdMicrosPerKey: 2_000_000_000_000_000_000n, sinceSeconds: 1_000 };
+        let n = 0;
+        const erc20 = (apiKeyId: string, usdMicros: bigint, postOpCharge = true) => {
+          n++;
+          const sender = `0x${n.toString(16).padStart(40, "7")}` as Address;
+          return op({ ...ids, apiKeyId }, { mode: "erc20", nonce: BigInt(n), sender, token: USDC, exchangeRate: 1n, maxTokenCost: 1n, maxCostUsdMicros: usdMicros, postOpCharge, postOpChargeRisk: risk });
+        };
+        // Amounts across the 9-digit parts: the sums must be exact, not floating.
+        const a = await store.reserveSponsorship(erc20(ids.apiKeyId, 1_000_000_000_000_000_000n));
+        if (!a.ok) throw new Error("expected ok");
+        expect((await store.reserveSponsorship(erc20(ids.apiKeyId, 1_000_000_000_000_000_000n))).ok, "the key's budget exactly").to.equal(true);
+        expect(await store.reserveSponsorship(erc20(ids.apiKeyId, 1n))).to.deep.equal({ ok: false, reason: "POSTOP_CHARGE_AT_RISK", scope: "apiKey", limit: "2000000000000000000", value: "2000000000000000001" });
+        expect((await store.reserveSponsorship(erc20(ids.apiKeyId, 5n, false))).ok, "pre-charge is not counted or limited").to.equal(true);
+        expect((await store.reserveSponsorship(erc20(other, 1_000_000_000_000_000_001n))).ok, "the project's budget exactly").to.equal(true);
+        expect(await store.reserveSponsorship(erc20(other, 1n))).to.deep.include({ reason: "POSTOP_CHARGE_AT_RISK", scope: "project", value: "3000000000000000002" });
+        // Released: no longer at risk; found unpaid (within the window): at risk again; outside the window: not.
+        await store.releaseSponsorship(a.record.id);
+        expect((await store.reserveSponsorship(erc20(other, 1n))).ok).to.equal(true);
+        await store.setTokenChargeUnpaid(a.record.id, true);
+        expect(await store.reserveSponsorship(erc20(other, 1n))).to.deep.include({ reason: "POSTOP_CHARGE_AT_RISK", scope: "project" });
+        const later = { ...risk, sinceSeconds: Math.floor(Date.now() / 1000) + 60 };
+        const beyond = await store.reserveSponsorship({ ...erc20(other, 1n), postOpChargeRisk: later });
+        expect(beyond.ok, "an unpaid charge older than the window no longer counts").to.equal(true);
+      });
+
       it("postOp-charge reservations of one sender racing on two store instances: exactly one holds", async () => {
         const ids = await owner();
         const second = await open();

@@ -313,6 +313,8 @@ export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
     ...(config.watch === undefined ? {} : { watch: config.watch }),
     ...(config.leaderRetryMs === undefined ? {} : { leaderRetryMs: config.leaderRetryMs }),
     ...(config.alerts === undefined ? {} : { alerts: { ...config.alerts } }),
+    ...(config.postOpChargeRisk === undefined ? {} : { postOpChargeRisk: { ...config.postOpChargeRisk } }),
+    ...(config.reservations === undefined ? {} : { reservations: { ...config.reservations } }),
     ...(config.customNetworks === undefined ? {} : { customNetworks: config.customNetworks.map((n) => ({ ...n })) }),
     networks: config.networks.map(
       (n): RedactedNetworkConfig => ({

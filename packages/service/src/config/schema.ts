@@ -55,6 +55,9 @@ export const RPC_FALLBACKS_MAX = 8;
 export const CAP_WARN_PERCENT_RANGE = { min: 1, max: 100 } as const;
 export const LEADER_RETRY_MS_RANGE = { min: 100, max: 600_000 } as const;
 /** Webhook delivery settings (src/webhooks/worker.ts; docs/webhooks.md). */
+/** A USD amount as a decimal string: "25", "0.50" (at most 6 decimals). */
+const usdAmount = z.string({ error: 'must be a USD amount as a decimal string, e.g. "25.50"' }).regex(/^\d{1,12}(\.\d{1,6})?$/, { error: 'must be a USD amount as a decimal string, e.g. "25.50"' });
+
 export const WEBHOOK_RANGES = {
   maxAttempts: { min: 1, max: 50 },
   baseDelayMs: { min: 10, max: 3_600_000 },
@@ -419,6 +422,27 @@ export const serviceConfigSchema = z
             retentionDays: integer("a number of days", WEBHOOK_RANGES.retentionDays.min, WEBHOOK_RANGES.retentionDays.max).optional(),
           },
           { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, retentionDays}" },
+        )
+        .optional(),
+      /** Bounds on open reservations per sender and per browser key's client address (src/sponsor/outstanding.ts). */
+      reservations: z
+        .strictObject(
+          {
+            maxOutstandingPerSender: integer("a number of sponsorships", 1, 1000).optional(),
+            maxOutstandingPerClientIp: integer("a number of sponsorships", 1, 100_000).optional(),
+          },
+          { error: "must be {maxOutstandingPerSender?, maxOutstandingPerClientIp?}" },
+        )
+        .optional(),
+      /** ERC-20 postOp-charge mode: the USD at risk per project and per API key (src/sponsor/postOpRisk.ts). */
+      postOpChargeRisk: z
+        .strictObject(
+          {
+            maxUsdPerProject: usdAmount.optional(),
+            maxUsdPerKey: usdAmount.optional(),
+            windowSeconds: integer("a number of seconds", 60, 30 * 86_400).optional(),
+          },
+          { error: "must be {maxUsdPerProject?, maxUsdPerKey?, windowSeconds?}" },
         )
         .optional(),
       signatureTtlSeconds: integer("a number of seconds", SIGNATURE_TTL_RANGE.min, SIGNATURE_TTL_RANGE.max).default(

@@ -115,6 +115,10 @@ export interface ServiceConfig {
     concurrency?: number;
     retentionDays?: number;
   };
+  /** Open reservations per sender and per browser key's client address (defaults: src/sponsor/outstanding.ts). */
+  reservations?: { maxOutstandingPerSender?: number; maxOutstandingPerClientIp?: number };
+  /** ERC-20 postOp-charge mode's USD at risk per project and per key (defaults: src/sponsor/postOpRisk.ts). */
+  postOpChargeRisk?: { maxUsdPerProject?: string; maxUsdPerKey?: string; windowSeconds?: number };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";

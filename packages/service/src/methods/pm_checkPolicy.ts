@@ -8,7 +8,7 @@
  */
 import { defineMethod } from "../rpc/method.ts";
 import { sponsorParamsSchema } from "../rpc/schemas.ts";
-import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import { dryRunPipeline } from "../sponsor/pipeline.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import { formatUsdMicros } from "../policy/rules.ts";
 
@@ -16,7 +16,7 @@ export const pm_checkPolicy = defineMethod({
   name: "pm_checkPolicy",
   params: sponsorParamsSchema,
   async handler(request, call) {
-    const result = await runSponsorPipeline(request, call, { sign: false, dryRun: true });
+    const result = await dryRunPipeline(request, call);
     const verdicts: RuleVerdict[] = [...result.verdicts];
     if (result.mode.mode === "user") {
       const store = call.service.store;

@@ -5,14 +5,14 @@
  */
 import { defineMethod } from "../rpc/method.ts";
 import { sponsorParamsSchema } from "../rpc/schemas.ts";
-import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import { estimatePipeline } from "../sponsor/pipeline.ts";
 import { sponsorResult } from "../sponsor/response.ts";
 
 export const pm_estimateUserOperationGas = defineMethod({
   name: "pm_estimateUserOperationGas",
   params: sponsorParamsSchema,
   async handler(request, call) {
-    const result = await runSponsorPipeline(request, call, { sign: false });
+    const result = await estimatePipeline(request, call);
     return { ...sponsorResult(result, call.network.config.name), maxCostWei: result.maxCostWei.toString() };
   },
 });

@@ -7,7 +7,7 @@
  * paymasterPostOpGasLimit}` (the limits the signature covers; they override the client's).
  */
 import { defineMethod } from "../rpc/method.ts";
-import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import { sponsorPipeline } from "../sponsor/pipeline.ts";
 import { erc7677ParamsSchema, erc7677Request, paymasterFields } from "./erc7677.ts";
 
 export const pm_getPaymasterData = defineMethod({
@@ -15,7 +15,7 @@ export const pm_getPaymasterData = defineMethod({
   params: erc7677ParamsSchema,
   async handler(params, call) {
     const request = erc7677Request(params, call, "pm_getPaymasterData");
-    const result = await runSponsorPipeline(request, call, { sign: true });
+    const result = await sponsorPipeline(request, call);
     return paymasterFields(result);
   },
 });

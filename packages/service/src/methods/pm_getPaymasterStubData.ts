@@ -8,7 +8,7 @@
  * `isFinal: false` (the client then calls pm_getPaymasterData).
  */
 import { defineMethod } from "../rpc/method.ts";
-import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import { stubPipeline } from "../sponsor/pipeline.ts";
 import { SPONSOR_INFO, erc7677ParamsSchema, erc7677Request, paymasterFields } from "./erc7677.ts";
 
 export const pm_getPaymasterStubData = defineMethod({
@@ -16,7 +16,7 @@ export const pm_getPaymasterStubData = defineMethod({
   params: erc7677ParamsSchema,
   async handler(params, call) {
     const request = erc7677Request(params, call, "pm_getPaymasterStubData");
-    const result = await runSponsorPipeline(request, call, { sign: false, stub: true });
+    const result = await stubPipeline(request, call);
     return { ...paymasterFields(result), sponsor: { ...SPONSOR_INFO }, isFinal: false };
   },
 });

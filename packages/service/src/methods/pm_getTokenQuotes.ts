@@ -15,11 +15,11 @@
  */
 import { z } from "zod";
 import type { EntryPointVersion } from "@paymaster/shared";
-import { defineMethod } from "../rpc/method.ts";
+import { defineMethod, type CallContext } from "../rpc/method.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { formatParamsPath, toParamsIssues } from "../rpc/dispatch.ts";
 import { EXTRA_STRING_MAX_CHARS, jsonTypeOf, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
-import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import { dryRunPipeline } from "../sponsor/pipeline.ts";
 import { exchangeRate } from "../sponsor/price.ts";
 import { chainWait } from "../timing.ts";
 import type { Token } from "../store/types.ts";
@@ -121,10 +121,10 @@ export const pm_getTokenQuotes = defineMethod({
  * reserved or signed). A sender whose balance is short still gets the figure: it is the `required` of the
  * pipeline's TOKEN_BALANCE_INSUFFICIENT refusal.
  */
-async function maxTokenCostFor(request: SponsorRequest, token: Token, call: Parameters<typeof runSponsorPipeline>[1]): Promise<bigint> {
+async function maxTokenCostFor(request: SponsorRequest, token: Token, call: CallContext): Promise<bigint> {
   const { strategyCode: _s, ...rest } = request;
   try {
-    const result = await runSponsorPipeline({ ...rest, token: token.address } as SponsorRequest, call, { sign: false, dryRun: true });
+    const result = await dryRunPipeline({ ...rest, token: token.address } as SponsorRequest, call);
     return result.token!.maxTokenCost;
   } catch (error) {
     if (error instanceof RpcError && error.reason === "TOKEN_BALANCE_INSUFFICIENT" && typeof error.details["required"] === "string") {

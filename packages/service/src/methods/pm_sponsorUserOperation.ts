@@ -4,14 +4,14 @@
  */
 import { defineMethod } from "../rpc/method.ts";
 import { sponsorParamsSchema } from "../rpc/schemas.ts";
-import { runSponsorPipeline } from "../sponsor/pipeline.ts";
+import { sponsorPipeline } from "../sponsor/pipeline.ts";
 import { sponsorResult } from "../sponsor/response.ts";
 
 export const pm_sponsorUserOperation = defineMethod({
   name: "pm_sponsorUserOperation",
   params: sponsorParamsSchema,
   async handler(request, call) {
-    const result = await runSponsorPipeline(request, call, { sign: true });
+    const result = await sponsorPipeline(request, call);
     return sponsorResult(result, call.network.config.name);
   },
 });

@@ -94,7 +94,7 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
     const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
     if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
   }
-  return method.handler(params, { service, network, apiKey, timing: request.timing, lookups });
+  return method.handler(params, { service, network, apiKey, clientIp: request.clientIp, timing: request.timing, lookups });
 }
 
 /** The configured network named `name`, else NETWORK_NOT_FOUND listing the configured ones. */

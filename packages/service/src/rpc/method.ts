@@ -13,6 +13,8 @@ export interface CallContext {
   readonly network: NetworkRuntime;
   /** The authenticated caller (active key). */
   readonly apiKey: ApiKey;
+  /** The requester's address, as keys' IP allowlists judge it (absent outside HTTP). */
+  readonly clientIp?: string | undefined;
   /** The request's Timing (absent outside HTTP): chain waits are counted there. */
   readonly timing?: Timing | undefined;
   /** The request's key, strategy and approval lookups, under one config version (absent: read from the store). */

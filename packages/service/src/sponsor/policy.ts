@@ -3,6 +3,7 @@
  * limit and the value that broke it.
  */
 import type { CallContext } from "../rpc/method.ts";
+import type { SponsorRequest } from "../rpc/schemas.ts";
 import { RpcError } from "../rpc/errors.ts";
 import type { SponsorMode, Store, Strategy, Token } from "../store/types.ts";
 import type { CapCheck, RuleVerdict, StrategyRules } from "../policy/types.ts";
@@ -54,6 +55,24 @@ export function splitRules(rules: StrategyRules): { call: StrategyRules; rest: S
     ...(targets ? { targets } : {}),
   };
   return { call, rest };
+}
+
+/**
+ * How a policy step treats a failing verdict: "refuse" raises STRATEGY_NOT_ALLOWED on the first one (every
+ * real request); "collect" keeps them all for the answer (the dry run, pm_checkPolicy).
+ */
+export type FailingVerdicts = "refuse" | "collect";
+
+/** The verdicts, after refusing on the first failing one unless they are collected. */
+export function applyVerdicts(strategy: Strategy, verdicts: RuleVerdict[], failing: FailingVerdicts): RuleVerdict[] {
+  if (failing === "refuse") refuseOnFirstFailure(strategy, verdicts);
+  return verdicts;
+}
+
+/** The parts of a rule input that need no gas figures (gas rules are not configured in the cheap pass). */
+export function ruleInput(request: SponsorRequest, eip7702Delegate: Address | undefined) {
+  const { sender, callData } = request.userOp;
+  return { sender, callData, entryPointVersion: request.version, ...(eip7702Delegate ? { eip7702Delegate } : {}), gas: { callGasLimit: 0n, verificationGasLimit: 0n, preVerificationGas: 0n, maxFeePerGas: 0n }, marketMaxFeePerGas: 0n, maxCostWei: 0n, maxCostUsdMicros: 0n };
 }
 
 /** Throws STRATEGY_NOT_ALLOWED naming the first failing verdict's rule, limit and value. */

@@ -1,6 +1,6 @@
 /**
  * The operator console's reads (the admin API serves them; src/admin/activity.ts and tanks.ts shape them), used
- * by sqlStore.ts: per-minute request counts (migration 9), sponsorship activity per time bucket, gas tank
+ * by sql/console.ts: per-minute request counts (migration 9), sponsorship activity per time bucket, gas tank
  * listings and ledgers, and a sponsorship's timeline. None of them runs on the sponsoring path. Amounts are read
  * as rows and added up here as bigints (SQLite keeps them as TEXT); counts are summed in SQL.
  */

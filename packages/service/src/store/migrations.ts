@@ -564,6 +564,20 @@ export function sharedMigrations(d: Dialect): Migration[] {
         ).join("\n        ")}
       `,
     },
+    {
+      version: 11,
+      name: "outstanding reservations per sender and per client address",
+      // client_ip: the requester's address (the one keys' IP allowlists judge), for the per-client bound on
+      // outstanding reservations of browser keys. Both indexes hold open sponsorships only (a set bounded by the
+      // signature lifetime), so counting them stays cheap however long the history grows.
+      // parallel_nonce: the op's nonce key is not 0 (a 2-D nonce): what the per-sender bound counts.
+      sql: `
+        ALTER TABLE sponsorships ADD COLUMN client_ip TEXT;
+        ALTER TABLE sponsorships ADD COLUMN parallel_nonce ${t.bool} NOT NULL DEFAULT ${d.name === "sqlite" ? "0" : "FALSE"};
+        CREATE INDEX sponsorships_open_sender ON sponsorships(network, entry_point, sender) WHERE status IN ('reserved', 'signed') AND parallel_nonce = ${d.name === "sqlite" ? "1" : "TRUE"};
+        CREATE INDEX sponsorships_open_client ON sponsorships(api_key_id, client_ip) WHERE status IN ('reserved', 'signed') AND client_ip IS NOT NULL;
+      `,
+    },
   ];
 }
 

@@ -6,12 +6,12 @@
 import * as common from "./common.ts";
 import { openPostgresDb, POSTGRES_DIALECT } from "./db/postgres.ts";
 import { migrationsFor } from "./migrations.ts";
-import { SqlStore } from "./sqlStore.ts";
+import { sqlStore } from "./sqlStore.ts";
 import type { Store } from "./types.ts";
 
 export { POSTGRES_MIGRATIONS } from "./migrations.ts";
 
 /** Opens the PostgreSQL store at `url` (postgres://user:password@host:port/database?…), applying any pending migration. */
 export async function openPostgresStore(url: string): Promise<Store> {
-  return new SqlStore(await openPostgresDb(url, migrationsFor(POSTGRES_DIALECT), common.nowSeconds()));
+  return sqlStore(await openPostgresDb(url, migrationsFor(POSTGRES_DIALECT), common.nowSeconds()));
 }

@@ -159,6 +159,21 @@ export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paym
    */
   postOpCharge?: boolean;
   /**
+   * With postOpCharge: the USD the paymaster may have at risk in postOp-charge mode (outstanding postOp-charge
+   * sponsorships' maximum costs + charges that went unpaid since `sinceSeconds`), per project and per API key,
+   * this op counted (THREAT_MODEL.md, N-4: fresh senders each leaving one charge unpaid).
+   */
+  postOpChargeRisk?: { maxUsdMicrosPerProject: bigint; maxUsdMicrosPerKey: bigint; sinceSeconds: number };
+  /** The requester's address (recorded; what the per-client bound counts). */
+  clientIp?: string;
+  /**
+   * Bounds on open (reserved or signed) sponsorships, this op counted and the op's own earlier one (replaced
+   * here) not: per sender on this network and EntryPoint across nonces, and per (API key, client address)
+   * when `maxPerClientIp` is given (browser keys). Reservations are made before the account signs, so
+   * without them anyone with any key could hold other people's money with ops nobody will sign.
+   */
+  outstanding?: { maxPerSender: number; maxPerClientIp?: number };
+  /**
    * Recorded as "reserved" (the cost held, the signature kept) rather than "signed": the signature is handed out
    * only once confirmSponsorship makes it "signed" (the pipeline reserves while the final simulation runs, and
    * releases the reservation when the simulation refuses the op).
@@ -175,7 +190,11 @@ export type ReserveResult =
    */
   | { ok: false; reason: "CAP_EXCEEDED"; rule: string; limit: string; value: string }
   /** input.postOpCharge, and the sender already has an outstanding postOp-charge sponsorship on the network. */
-  | { ok: false; reason: "POSTOP_CHARGE_PENDING" };
+  | { ok: false; reason: "POSTOP_CHARGE_PENDING" }
+  /** input.postOpChargeRisk would be exceeded for the project or the key: the scope, its limit and the total it would reach (USD micros). */
+  | { ok: false; reason: "POSTOP_CHARGE_AT_RISK"; scope: "project" | "apiKey"; limit: string; value: string }
+  /** input.outstanding would be exceeded: by the sender's or by the (key, client address)'s open sponsorships. */
+  | { ok: false; reason: "TOO_MANY_OUTSTANDING"; scope: "sender" | "clientIp"; limit: number };
 
 export type KeyApplicationStatus = "pending" | "approved" | "rejected" | "claimed";
 

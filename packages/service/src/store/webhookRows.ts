@@ -1,5 +1,5 @@
 /**
- * The webhook tables' statements and row conversion (migration 4), used by sqlStore.ts: endpoints, and the
+ * The webhook tables' statements and row conversion (migration 4), used by sql/webhooks.ts and sql/shared.ts: endpoints, and the
  * outbox rows the store writes in the same transaction as the change that causes each event.
  */
 import { checkEventTypes } from "../webhooks/admin.ts";

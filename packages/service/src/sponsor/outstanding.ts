@@ -1,0 +1,28 @@
+/**
+ * Bounds on open reservations (THREAT_MODEL.md; issue 20's finding 2). The service reserves an op's maximum cost
+ * before the account signs, one reservation per (sender, nonce); 2-D nonces make fresh nonces free. So:
+ * - per sender (network, EntryPoint), across nonces: at most `maxOutstandingPerSender` open sponsorships
+ *   (default 4, what ERC-7562's mempool rules let an unstaked sender have pending in a bundler at once);
+ * - per (API key, client address) for browser keys (keys with an origins list: their users call from
+ *   browsers, one wallet each; a server-side key is one trusted backend for many users and is not bounded
+ *   here): at most `maxOutstandingPerClientIp` (default 8).
+ * The store counts them inside the reservation's transaction (TOO_MANY_OUTSTANDING).
+ */
+import type { ServiceConfig } from "../config/types.ts";
+import type { ApiKey } from "../store/types.ts";
+
+export const DEFAULT_RESERVATION_BOUNDS = Object.freeze({ maxOutstandingPerSender: 4, maxOutstandingPerClientIp: 8 });
+
+/** A key used from browsers: it names the origins it serves. */
+export function browserKey(key: Pick<ApiKey, "allowedOrigins">): boolean {
+  return key.allowedOrigins !== null && key.allowedOrigins.length > 0;
+}
+
+/** The store's bounds for a reservation requested with `key` from `clientIp`. */
+export function outstandingBounds(config: Pick<ServiceConfig, "reservations">, key: Pick<ApiKey, "allowedOrigins">, clientIp: string | undefined) {
+  const c = { ...DEFAULT_RESERVATION_BOUNDS, ...config.reservations };
+  return {
+    ...(clientIp === undefined ? {} : { clientIp }),
+    outstanding: { maxPerSender: c.maxOutstandingPerSender, ...(browserKey(key) && clientIp !== undefined ? { maxPerClientIp: c.maxOutstandingPerClientIp } : {}) },
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * Chain reads the steps share: an ERC-20 read, the EntryPoint's refusal as our error, and the run of an op's
+ * calls alone (to explain a revert with its revert data).
+ */
+import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
+import type { Address, Hex } from "@paymaster/shared";
+import type { NetworkChain } from "../context.ts";
+import type { SponsorRequest } from "../rpc/schemas.ts";
+import { RpcError } from "../rpc/errors.ts";
+import { simulateCalls, type SimulationFailure } from "../chain/entryPoint.ts";
+import { chainWait, type Timing } from "../timing.ts";
+import { buildOp, type GasValues } from "./op.ts";
+
+export function simulationError(failure: SimulationFailure): RpcError {
+  const details = { aaCode: failure.aaCode, entryPointReason: failure.reason, ...(failure.inner ? { revertData: failure.inner.slice(0, 514) } : {}) };
+  if (failure.aaCode === "AA31") return new RpcError("PAYMASTER_DEPOSIT_LOW", undefined, details);
+  return new RpcError("SIMULATION_FAILED", `The EntryPoint would reject this user operation: ${failure.reason}`, details);
+}
+
+export async function tokenRead(chain: NetworkChain, token: Address, functionName: "balanceOf" | "allowance", args: Address[]): Promise<bigint> {
+  const data = encodeFunctionData({ abi: erc20Abi as Abi, functionName, args });
+  const output = await chain.rpc.request<Hex>("eth_call", [{ to: token, data }, "latest"]);
+  return decodeFunctionResult({ abi: erc20Abi as Abi, functionName, data: output }) as bigint;
+}
+
+/**
+ * Refuses an op whose calls revert (EXECUTION_REVERTED with their revert data): the calls run alone, from the
+ * EntryPoint right after validation (the op with empty callData, the calls as simulateHandleOp's target call).
+ * Returns when the calls succeed.
+ */
+export async function refuseRevertingCalls(timing: Timing | undefined, chain: NetworkChain, entryPoint: Address, request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): Promise<void> {
+  const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, paymasterData);
+  const calls = await chainWait(timing, () => simulateCalls(chain.rpc, chain.simulator, entryPoint, withoutCalls, request.userOp.sender, request.userOp.callData));
+  if (!calls.ok) throw simulationError(calls.failure);
+  if (!calls.result.targetSuccess) {
+    throw new RpcError("EXECUTION_REVERTED", undefined, { revertData: calls.result.targetResult.slice(0, 514) });
+  }
+}

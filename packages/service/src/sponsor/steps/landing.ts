@@ -1,0 +1,73 @@
+/**
+ * Step: the final check of the op as it will land, in ONE simulation (validation with the real limits, fees
+ * and paymaster data, the op's calls, postOp): the EntryPoint accepts it, our signature verifies (v0.7+ report
+ * it), its calls do not revert, and in ERC-20 mode the paymaster's token balance grew (the fee stays in the
+ * paymaster until swept, so the charge shows there). v0.7's simulator reports the execution outcome, so the
+ * calls run again alone only to explain a failure; v0.6's EntryPoint has no such hook, so there the calls'
+ * run goes alongside (same latency).
+ * Raises SIMULATION_FAILED (AAxx; AA34 when signed and our signature does not verify), PAYMASTER_DEPOSIT_LOW
+ * (AA31), EXECUTION_REVERTED and TOKEN_ALLOWANCE_INSUFFICIENT (ERC-20: the paymaster could not charge).
+ */
+import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
+import { simulateOp, type ExecutionResult, type SimulatedOp } from "../../chain/entryPoint.ts";
+import { RpcError } from "../../rpc/errors.ts";
+import { chainWait } from "../../timing.ts";
+import { gasOf, paymasterOf } from "../op.ts";
+import { refuseRevertingCalls, simulationError, tokenRead } from "../simulation.ts";
+import type { Target } from "./target.ts";
+import type { TokenQuote } from "./tokenQuote.ts";
+
+export interface LandingInput {
+  target: Target;
+  /** The op as it will land: signed (and packed once), or with stub paymaster data (the estimate). */
+  op: SimulatedOp;
+  token: TokenQuote | null;
+  /** The op carries our real signature: a signature the paymaster refuses is an error then. */
+  signed: boolean;
+}
+
+export async function checkLanding({ target, op, token, signed }: LandingInput): Promise<void> {
+  const { call, chain, request, mode } = target;
+  const entryPoint = target.entry.entryPoint;
+  const timing = call.timing;
+  const gas = gasOf(op);
+  const { paymaster, paymasterData } = paymasterOf(op);
+  // Only ERC-20 mode reads the paymaster's balance: viem's generic encoder is not worth running for the others.
+  const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [paymaster] }) } : undefined;
+  const [landing, callsFirst, heldBefore] = await chainWait(timing, () =>
+    Promise.all([
+      simulateOp(chain.rpc, chain.simulator, entryPoint, op, read),
+      // v0.6: the calls' own run alongside; its refusal is raised after the EntryPoint's (as one simulation would).
+      op.version === "v0.6"
+        ? refuseRevertingCalls(undefined, chain, entryPoint, request, gas, paymaster, paymasterData).then( // counted by the wait around it
+            () => undefined,
+            (error: unknown) => error,
+          )
+        : undefined,
+      mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [paymaster]) : Promise.resolve(0n),
+    ]),
+  );
+  if (!landing.ok) throw simulationError(landing.failure);
+  if (callsFirst !== undefined) throw callsFirst;
+  const result: ExecutionResult = landing.result;
+  if (signed && result.paymasterSigFailed) {
+    throw new RpcError("SIMULATION_FAILED", "The EntryPoint would reject this user operation: AA34 signature error (the paymaster does not accept this service's signer)", {
+      aaCode: "AA34",
+      entryPointReason: "AA34 signature error",
+    });
+  }
+  if (result.opSucceeded === false) {
+    await refuseRevertingCalls(timing, chain, entryPoint, request, gas, paymaster, paymasterData);
+    if (mode.mode !== "erc20") throw new RpcError("EXECUTION_REVERTED", "The user operation's execution would fail", {});
+  }
+  if (mode.mode === "erc20") {
+    const after = result.targetSuccess ? (decodeFunctionResult({ abi: erc20Abi as Abi, functionName: "balanceOf", data: result.targetResult }) as bigint) : 0n;
+    if (after <= heldBefore) {
+      throw new RpcError("TOKEN_ALLOWANCE_INSUFFICIENT", "The paymaster could not charge the token: approve the paymaster first, or in this op's own calls", {
+        token: mode.token.symbol,
+        paymaster,
+        required: token!.maxTokenCost.toString(),
+      });
+    }
+  }
+}

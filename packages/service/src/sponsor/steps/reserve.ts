@@ -1,0 +1,126 @@
+/**
+ * Step (signing methods only): reserve the maximum cost and record the signed sponsorship. Decides whether the
+ * money is there: the paymaster's deposit covers this op on top of every outstanding one
+ * (src/sponsor/deposit.ts), then, in ONE store transaction, the strategy's running caps (Sponsor mode), the
+ * sender's gas tank (User Sponsor mode) or its one outstanding postOp charge (ERC-20 mode) hold with this op
+ * counted, and the record is written (`pending` while the final simulation runs: its signature is not handed
+ * out until confirmed). Returns the store's answer; `reservationRefusal` turns a refusal into the error.
+ * Raises the deposit check's PAYMASTER_DEPOSIT_LOW and SPONSORSHIP_CONFLICT (PostgreSQL: concurrent requests
+ * for the same op kept replacing each other).
+ */
+import { ChargeMode, type Hex } from "@paymaster/shared";
+import { RpcError } from "../../rpc/errors.ts";
+import { capChecks, formatUsdMicros } from "../../policy/rules.ts";
+import { chainWait } from "../../timing.ts";
+import { isStoreError } from "../../store/errors.ts";
+import type { ReserveResult } from "../../store/types.ts";
+import type { MaxCost } from "./maxCost.ts";
+import type { Target } from "./target.ts";
+import type { TokenQuote } from "./tokenQuote.ts";
+import { postOpChargeRisk } from "../postOpRisk.ts";
+import { outstandingBounds } from "../outstanding.ts";
+
+export interface ReserveInput {
+  target: Target;
+  cost: MaxCost;
+  token: TokenQuote | null;
+  /** The landing op's fields, as recorded and later answered. */
+  userOpHash: Hex;
+  paymasterAndData: Hex;
+  /** Recorded as pending until the final simulation passed (confirmSponsorship). */
+  pending: boolean;
+}
+
+export async function reserve({ target, cost, token, userOpHash, paymasterAndData, pending }: ReserveInput): Promise<ReserveResult> {
+  const { call, chain, request, mode, entry } = target;
+  const u = request.userOp;
+  await chainWait(call.timing, () =>
+    chain.deposits.check({ entryPoint: entry.entryPoint, paymaster: target.paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: target.market.blockNumber, maxCostWei: cost.maxCostWei }),
+  );
+  const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now: target.now, sender: u.sender }) : [];
+  const postOpCharge = token?.chargeMode === ChargeMode.InPostOp;
+  try {
+    return await call.service.store.reserveSponsorship(
+      {
+        network: call.network.config.name,
+        entryPoint: entry.entryPoint,
+        version: request.version,
+        sender: u.sender,
+        nonce: u.nonce,
+        mode: mode.mode,
+        projectId: call.apiKey.projectId,
+        apiKeyId: call.apiKey.id,
+        strategyId: mode.mode === "sponsor" ? mode.strategy.id : null,
+        token: token?.address ?? null,
+        exchangeRate: token?.exchangeRate ?? null,
+        maxTokenCost: token?.maxTokenCost ?? null,
+        maxCostWei: cost.maxCostWei,
+        maxCostUsdMicros: cost.maxCostUsdMicros,
+        validUntil: target.window.validUntil,
+        validAfter: target.window.validAfter,
+        userOpHash,
+        paymasterAndData,
+        // At most one outstanding postOp-charge sponsorship per sender, and a bound per project and key on what
+        // such sponsorships put at risk (fresh senders each leaving a charge unpaid).
+        postOpCharge,
+        ...(postOpCharge ? { postOpChargeRisk: postOpChargeRisk(call.service.config, target.now) } : {}),
+        // Open reservations per sender and per browser key's client address: no one holds others' money with
+        // ops nobody signs.
+        ...outstandingBounds(call.service.config, call.apiKey, call.clientIp),
+        pending,
+      },
+      caps,
+    );
+  } catch (error) {
+    // PostgreSQL: concurrent requests for the same op (sender, nonce) kept replacing each other's view of it through
+    // every retry. One of them stands; this one's signature is never handed out, and the caps count the op once.
+    if (isStoreError(error, "CONFLICT")) throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });
+    throw error;
+  }
+}
+
+/**
+ * The answer to a reservation the store refused (nothing was written): STRATEGY_NOT_ALLOWED (a running cap
+ * would be exceeded), POSTOP_CHARGE_PENDING (ERC-20: the sender has a postOp charge outstanding),
+ * POSTOP_CHARGE_AT_RISK (ERC-20: the project's or key's postOp-charge risk budget would be exceeded),
+ * GAS_TANK_INSUFFICIENT (User Sponsor mode).
+ */
+export function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>, target: Target, token: TokenQuote | null): RpcError {
+  const { mode } = target;
+  if (refused.reason === "CAP_EXCEEDED") {
+    // The store counts USD in micro-units; clients read dollars ("25.50"), as the per-op USD cap reports them.
+    const usd = refused.rule.endsWith(".maxUsd");
+    const dollars = (micros: string) => formatUsdMicros(BigInt(micros));
+    const limit = usd ? dollars(refused.limit) : refused.limit;
+    const value = usd ? dollars(refused.value) : refused.value;
+    const what = usd ? `$${value} against a limit of $${limit}` : `${value} against a limit of ${limit}`;
+    return new RpcError("STRATEGY_NOT_ALLOWED", `Strategy ${mode.mode === "sponsor" ? mode.strategy.code : ""} refuses this request: ${refused.rule} would be exceeded (${what})`, {
+      rule: refused.rule,
+      limit,
+      value,
+    });
+  }
+  if (refused.reason === "TOO_MANY_OUTSTANDING") {
+    const whose = refused.scope === "sender" ? `sender ${target.request.userOp.sender}` : "this API key from this client address";
+    return new RpcError("TOO_MANY_OUTSTANDING", `${whose} already has ${refused.limit} open sponsorships (signed, not yet included or expired): send those ops, or wait until their signatures expire`, {
+      scope: refused.scope,
+      limit: refused.limit,
+      retryAfterSeconds: target.call.service.config.signatureTtlSeconds,
+    });
+  }
+  if (refused.reason === "POSTOP_CHARGE_AT_RISK") {
+    const dollars = (micros: string) => formatUsdMicros(BigInt(micros));
+    return new RpcError(
+      "POSTOP_CHARGE_AT_RISK",
+      `Charging in postOp is paused for this ${refused.scope === "project" ? "project" : "API key"}: $${dollars(refused.value)} would be at risk against a limit of $${dollars(refused.limit)}; approve the paymaster for the maximum token cost (${token!.maxTokenCost} ${token!.symbol} base units) to be charged up front`,
+      { scope: refused.scope, limit: dollars(refused.limit), value: dollars(refused.value), token: token!.symbol, paymaster: target.paymaster, required: token!.maxTokenCost.toString() },
+    );
+  }
+  if (refused.reason === "POSTOP_CHARGE_PENDING") {
+    return new RpcError("POSTOP_CHARGE_PENDING", undefined, { token: token!.symbol, paymaster: target.paymaster, required: token!.maxTokenCost.toString() });
+  }
+  return new RpcError("GAS_TANK_INSUFFICIENT", undefined, {
+    requiredWei: refused.requiredWei.toString(),
+    availableWei: refused.availableWei.toString(),
+  });
+}

@@ -1,0 +1,43 @@
+/**
+ * Step: ERC-20 mode's charge. Decides how the token is charged: pre-charge when the sender's allowance covers
+ * the maximum token cost, otherwise in postOp (which the final simulation must then show succeeding: the op's
+ * own calls may approve the paymaster). Raises TOKEN_BALANCE_INSUFFICIENT (the balance is below the maximum
+ * token cost) and TOKEN_CHARGE_UNPAID (postOp charging for a sender whose postOp charge went unpaid before).
+ */
+import { ChargeMode, type Hex } from "@paymaster/shared";
+import { RpcError } from "../../rpc/errors.ts";
+import type { GasValues } from "../op.ts";
+import type { Target } from "./target.ts";
+import type { TokenPrice } from "./tokenPrice.ts";
+import { quoteToken, type TokenQuote } from "./tokenQuote.ts";
+
+export interface TokenChargeInput {
+  target: Target;
+  /** The final gas values. */
+  gas: GasValues;
+  price: TokenPrice;
+  /** Stub paymaster data of the final length. */
+  paymasterData: Hex;
+}
+
+export async function chargeToken({ target, gas, price, paymasterData }: TokenChargeInput): Promise<TokenQuote> {
+  if (target.mode.mode !== "erc20") throw new TypeError("chargeToken outside ERC-20 mode");
+  const token = target.mode.token;
+  const quote = quoteToken({ target, gas, price, chargeMode: price.estimateChargeMode, paymasterData });
+  if (price.balance < quote.maxTokenCost) {
+    throw new RpcError("TOKEN_BALANCE_INSUFFICIENT", undefined, {
+      token: token.symbol,
+      required: quote.maxTokenCost.toString(),
+      balance: price.balance.toString(),
+    });
+  }
+  const { maxTokenCost } = quote;
+  const chargeMode = price.allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
+  // Charging in postOp trusts the op's own calls to leave the allowance in place, which a sender can defeat
+  // for free (THREAT_MODEL.md, item 3): one whose postOp charge went unpaid gets pre-charge only.
+  const { call, request } = target;
+  if (chargeMode === ChargeMode.InPostOp && (await call.service.store.hasUnpaidTokenCharge(call.network.config.name, request.userOp.sender))) {
+    throw new RpcError("TOKEN_CHARGE_UNPAID", undefined, { token: token.symbol, paymaster: target.paymaster, required: maxTokenCost.toString() });
+  }
+  return { ...quote, chargeMode };
+}

@@ -1,0 +1,44 @@
+/** The store's part for the audit log: every operator change, who made it, and the record before and after (with the change, atomically). */
+import { randomUUID } from "node:crypto";
+import * as common from "../common.ts";
+import type { Dialect } from "../db/types.ts";
+import type { AuditEntry, Store } from "../types.ts";
+import type { SqlShared } from "./shared.ts";
+
+function auditQueries(d: Dialect) {
+  return {
+    insertAudit: `INSERT INTO audit_log (id, at, actor, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    selectAudit: `SELECT id, at, actor, action, target, ${d.json("before")}, ${d.json("after")} FROM audit_log
+      WHERE (CAST(? AS TEXT) IS NULL OR action = ?) AND (CAST(? AS TEXT) IS NULL OR target = ?)
+      ORDER BY at DESC, id DESC LIMIT ?`,
+  };
+}
+
+export function auditStore(s: SqlShared) {
+  const { db } = s;
+  const q = auditQueries(db.dialect);
+  return {
+    /** An operation of the store's own methods as one transaction (the admin mutations: a change with its audit row). */
+    atomically<T>(operation: () => Promise<T>): Promise<T> {
+      return db.atomic(operation);
+    },
+
+    async appendAudit(entry: Omit<AuditEntry, "id" | "at">): Promise<AuditEntry> {
+      const row: AuditEntry = { id: randomUUID(), at: common.nowSeconds(), ...entry, target: entry.target ?? null };
+      const json = (v: unknown) => (v === undefined || v === null ? null : common.toJsonText(v));
+      await db.run(q.insertAudit, [row.id, row.at, row.actor, row.action, row.target, json(row.before), json(row.after)]);
+      return row;
+    },
+
+    async listAudit(filter: { action?: string; target?: string; limit?: number } = {}): Promise<AuditEntry[]> {
+      const action = filter.action ?? null;
+      const target = filter.target ?? null;
+      const limit = common.listLimit(filter.limit);
+      const rows = await db.all<{ id: string; at: number; actor: string; action: string; target: string | null; before: string | null; after: string | null }>(
+        q.selectAudit,
+        [action, action, target, target, limit],
+      );
+      return rows.map((r) => ({ ...r, before: r.before === null ? null : JSON.parse(r.before), after: r.after === null ? null : JSON.parse(r.after) }));
+    },
+  } satisfies Partial<Store>;
+}

@@ -1,0 +1,88 @@
+/** The store's part for the operator console's reads: request counts, activity, tanks and their ledger, a sponsorship's timeline. Statements and row conversion: ../consoleRows.ts. */
+import type { Address } from "@paymaster/shared";
+import * as common from "../common.ts";
+import type { Param } from "../db/types.ts";
+import {
+  ACTIVITY_ROW_LIMIT,
+  CONSOLE_QUERIES as C,
+  aggregateActivity,
+  mergeLedger,
+  toRequestCountBucket,
+  toTimeline,
+  type ActivityRow,
+  type LedgerRow,
+  type RequestCountRow,
+  type SpendRow,
+  type TimelineRow,
+} from "../consoleRows.ts";
+import type { ActivityFilter, GasTankListing, RequestCount, RequestCountBucket, SponsorshipActivity, SponsorshipTimeline, Store, TankLedgerEntry } from "../types.ts";
+import type { SqlShared } from "./shared.ts";
+
+export function consoleStore(s: SqlShared) {
+  const { db } = s;
+  return {
+    async addRequestCounts(rows: readonly RequestCount[]): Promise<void> {
+      const valid = rows.filter((r) => r.count > 0);
+      for (const r of valid) {
+        if (!Number.isSafeInteger(r.minute) || r.minute % 60 !== 0 || !Number.isSafeInteger(r.count)) common.invalid("a request count needs a whole minute and an integer count");
+      }
+      if (valid.length === 0) return;
+      await db.transaction(async (tx) => {
+        for (const r of valid) await tx.run(C.upsertRequestCount, [r.minute, r.network, r.method, r.outcome, r.count]);
+      });
+    },
+
+    async requestCounts(filter: { since: number; until: number; bucketSeconds: number; network?: string }): Promise<RequestCountBucket[]> {
+      const { since, until, bucketSeconds } = filter;
+      if (!Number.isSafeInteger(bucketSeconds) || bucketSeconds < 60 || bucketSeconds % 60 !== 0) common.invalid("bucketSeconds must be a positive multiple of 60");
+      const network = filter.network ?? null;
+      const rows = await db.all<RequestCountRow>(C.selectRequestCounts, [bucketSeconds, bucketSeconds, since, until, network, network]);
+      return rows.map(toRequestCountBucket);
+    },
+
+    async pruneRequestCounts(beforeMinute: number): Promise<number> {
+      return db.run(C.pruneRequestCounts, [beforeMinute]);
+    },
+
+    async sponsorshipActivity(filter: ActivityFilter): Promise<{ buckets: SponsorshipActivity[]; truncated: boolean }> {
+      if (!Number.isSafeInteger(filter.bucketSeconds) || filter.bucketSeconds < 1) common.invalid("bucketSeconds must be a positive integer");
+      const twice = (v: string | undefined): Param[] => [v ?? null, v ?? null];
+      const rows = await db.all<ActivityRow>(C.selectActivity, [
+        filter.since,
+        filter.until,
+        ...twice(filter.network),
+        ...twice(filter.projectId),
+        ...twice(filter.strategyId),
+        ACTIVITY_ROW_LIMIT + 1,
+      ]);
+      const truncated = rows.length > ACTIVITY_ROW_LIMIT;
+      return { buckets: aggregateActivity(truncated ? rows.slice(0, ACTIVITY_ROW_LIMIT) : rows, filter.bucketSeconds), truncated };
+    },
+
+    async listGasTanks(filter: { network?: string; limit?: number }): Promise<GasTankListing[]> {
+      const network = filter.network ?? null;
+      const rows = await db.all<common.TankRow & { network: string; sender: Address; updated_at: number | string }>(C.selectTanks, [
+        network,
+        network,
+        common.listLimit(filter.limit),
+      ]);
+      return rows.map((r) => ({ network: r.network, sender: r.sender, ...common.toTank(r), updatedAt: Number(r.updated_at) }));
+    },
+
+    async gasTankLedger(network: string, sender: Address, limit?: number): Promise<TankLedgerEntry[]> {
+      const who = common.address(sender, "sender");
+      const n = common.listLimit(limit);
+      const [credits, debits, spends] = await Promise.all([
+        db.all<LedgerRow>(C.selectCredits, [network, who, n]),
+        db.all<LedgerRow>(C.selectDebits, [network, who, n]),
+        db.all<SpendRow>(C.selectSpends, [network, who, n]),
+      ]);
+      return mergeLedger(credits, debits, spends);
+    },
+
+    async sponsorshipTimeline(id: string): Promise<SponsorshipTimeline | undefined> {
+      const row = await db.one<TimelineRow>(C.selectTimeline, [id]);
+      return row && toTimeline(row);
+    },
+  } satisfies Partial<Store>;
+}

@@ -1,0 +1,29 @@
+/** The store's part for the settlement watcher's bookkeeping: named block cursors, and the leader lease among replicas. */
+import * as common from "../common.ts";
+import type { Leadership, Store } from "../types.ts";
+import type { SqlShared } from "./shared.ts";
+
+const CURSOR_QUERIES = {
+  selectCursor: "SELECT value FROM cursors WHERE name = ?",
+  upsertCursor: `INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?)
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+} as const;
+
+export function cursorStore(s: SqlShared) {
+  const { db } = s;
+  const q = CURSOR_QUERIES;
+  return {
+    async getCursor(name: string): Promise<bigint | undefined> {
+      const row = await db.one<{ value: string | bigint }>(q.selectCursor, [common.cursorName(name)]);
+      return row && BigInt(row.value);
+    },
+
+    async setCursor(name: string, value: bigint): Promise<void> {
+      await db.run(q.upsertCursor, [common.cursorName(name), common.amount(value, "cursor value"), common.nowSeconds()]);
+    },
+
+    tryLeadership(name: string): Promise<Leadership | undefined> {
+      return db.tryLeadership(name);
+    },
+  } satisfies Partial<Store>;
+}

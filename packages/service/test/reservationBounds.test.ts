@@ -1,0 +1,82 @@
+// Issue 20, finding 2: reservations are made before the account signs, one per (sender, nonce), and 2-D nonces
+// are free. The attacks, over real HTTP on the embedded chain: a key of an unrelated project reserves a
+// victim's gas tank with ops on fresh nonce keys, and a browser key's script reserves with fresh senders. With
+// the bounds, the first stops at maxOutstandingPerSender (the victim's own default-key op still goes through),
+// the second at maxOutstandingPerClientIp; nothing is recorded for a refused op.
+import { expect } from "chai";
+import type { Address } from "@paymaster/shared";
+import type { ServiceConfig } from "../src/config/types.ts";
+import { executeCallData } from "../src/local/embedded.ts";
+import { call, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+
+/** The helper's call, with extra headers (a browser's Origin). */
+async function callWith(endpoint: string, method: string, params: unknown[], headers: Record<string, string>) {
+  const response = await fetch(endpoint, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json", ...headers },
+    body: JSON.stringify({ id: 1, jsonrpc: "2.0", method, params }),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
+
+describe("open reservations: per sender across nonce keys, per browser key's client address (issue 20)", function () {
+  this.timeout(180_000);
+  let embedded: Embedded;
+  let attackerKey: string;
+
+  before(async () => {
+    embedded = await startTestStack();
+    const store = embedded.running.service.store;
+    const attacker = await store.createProject("unrelated");
+    attackerKey = (await store.createApiKey(attacker.id, "any key")).plaintext;
+  });
+  after(async () => embedded?.close());
+
+  const store = () => embedded.running.service.store;
+  const endpointFor = (key: string) => `${embedded.running.url}/api/v1/paymaster/local?apiKey=${key}`;
+  const setBounds = (bounds: ServiceConfig["reservations"]) => ((embedded.running.service.config as { reservations?: ServiceConfig["reservations"] }).reservations = bounds);
+  const open = async (sender: Address) => (await store().listSponsorships({ sender })).filter((s) => s.status === "signed" || s.status === "reserved");
+
+  it("another project's key cannot hold a victim's gas tank with fresh nonce keys beyond the sender bound", async () => {
+    setBounds(undefined); // the defaults: 4 per sender
+    const victim = await newWallet(embedded, "v0.7");
+    await store().creditGasTank("local", victim.sender, 10n ** 17n, "test:victim");
+    const userMode = { version: "v0.7" };
+    for (let key = 1n; key <= 4n; key++) {
+      const op = wireOp(victim, executeCallData(victim.sender), { nonce: key << 64n });
+      const answer = await call(endpointFor(attackerKey), "pm_sponsorUserOperation", [op, userMode]);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    }
+    const fifth = await call(endpointFor(attackerKey), "pm_sponsorUserOperation", [wireOp(victim, executeCallData(victim.sender), { nonce: 5n << 64n }), userMode]);
+    expect(fifth.status, JSON.stringify(fifth.body)).to.equal(429);
+    expect(fifth.body.data).to.include({ reason: "TOO_MANY_OUTSTANDING", scope: "sender", limit: 4 });
+    expect(await open(victim.sender)).to.have.length(4);
+    // Renewing one of them (same nonce) replaces it: still four.
+    expect((await call(endpointFor(attackerKey), "pm_sponsorUserOperation", [wireOp(victim, executeCallData(victim.sender), { nonce: 1n << 64n }), userMode])).status).to.equal(200);
+    expect(await open(victim.sender)).to.have.length(4);
+    // The victim's own op on the default nonce key is never refused by the bound.
+    const own = await call(embedded.endpoint, "pm_sponsorUserOperation", [wireOp(victim, executeCallData(victim.sender)), userMode]);
+    expect(own.status, JSON.stringify(own.body)).to.equal(200);
+    expect(await open(victim.sender)).to.have.length(5);
+  });
+
+  it("a browser key's client address holds at most maxOutstandingPerClientIp open sponsorships; a server key is not bounded by it", async () => {
+    setBounds({ maxOutstandingPerClientIp: 3 });
+    const projectId = (await store().findApiKey(embedded.apiKey))!.projectId;
+    const created = await store().createApiKey(projectId, "browser");
+    await store().setApiKeyAccess(created.apiKey.id, { allowedOrigins: ["https://app.example"], allowedIps: null });
+    const sponsorFrom = (key: string, wallet: Awaited<ReturnType<typeof newWallet>>, origin?: string) =>
+      callWith(endpointFor(key), "pm_sponsorUserOperation", [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: embedded.strategyCode, version: "v0.7" }], origin ? { origin } : {});
+    for (let i = 0; i < 3; i++) {
+      const answer = await sponsorFrom(created.plaintext, await newWallet(embedded, "v0.7"), "https://app.example");
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    }
+    const script = await newWallet(embedded, "v0.7");
+    const refused = await sponsorFrom(created.plaintext, script, "https://app.example");
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(429);
+    expect(refused.body.data).to.include({ reason: "TOO_MANY_OUTSTANDING", scope: "clientIp", limit: 3 });
+    expect(await open(script.sender), "nothing recorded for the refused op").to.have.length(0);
+    // The server-side demo key (no origin list) from the same address is a backend serving many users.
+    for (let i = 0; i < 4; i++) expect((await sponsorFrom(embedded.apiKey, await newWallet(embedded, "v0.7"))).status).to.equal(200);
+  });
+});
