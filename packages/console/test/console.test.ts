@@ -265,6 +265,11 @@ describe("operator console (Chromium, real service)", function () {
     expect(spent).to.be.greaterThan(0);
     expect(reserved).to.be.greaterThan(0);
     await page.getByRole("table", { name: "Remaining budget per cap" }).getByText("caps.daily").waitFor();
+    // What the strategy spent in all, though it has no global cap: the settled op's cost, as the admin API says.
+    const totals = (await bearer("GET", "/strategies/acme-free/usage")).json.totals;
+    expect(BigInt(totals.spentWei) > 0n, JSON.stringify(totals)).to.equal(true);
+    expect(totals.ops).to.equal(2);
+    await page.getByTestId("strategy-totals").filter({ hasText: `Spent so far:` }).filter({ hasText: `($${totals.spentUsd})` }).filter({ hasText: "2 operations" }).waitFor();
     await screenshots(page, "10-strategy-usage");
     await partScreenshot(page.locator("section", { has: page.getByRole("heading", { name: "Usage" }) }), "10-strategy-usage-chart");
 

@@ -45,7 +45,8 @@ import { l1DataGas, l2GasPrice } from "../chain/l1Fee.ts";
 import { limitsFromSimulation, preVerificationGas } from "./gas.ts";
 import { exchangeRate, type UsdPrice } from "./price.ts";
 import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
-import { capChecks, evaluateRules, formatUsdMicros, weiToUsdMicros } from "../policy/rules.ts";
+import { evaluateRules, formatUsdMicros, weiToUsdMicros } from "../policy/rules.ts";
+import { usageChecks } from "../policy/totals.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait, type Timing } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
@@ -401,7 +402,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   // ---- the strategy's gas, fee and per-op rules, and its caps
   nativeUsd ??= await chainWait(call.timing, () => chain.prices.usd(network.config.nativeUsdPrice));
   const maxCostUsdMicros = weiToUsdMicros(maxCostWei, nativeUsd);
-  const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now, sender: u.sender }) : [];
+  const caps = mode.mode === "sponsor" ? usageChecks(mode.strategy.rules, { now, sender: u.sender }) : [];
   if (mode.mode === "sponsor" && (!stub || clientGasComplete)) {
     // The call rules already ran before any chain work; the rest need the gas figures.
     const late = evaluateRules(splitRules(mode.strategy.rules).rest, {

@@ -347,13 +347,17 @@ function Usage({ code }: { code: string }) {
           empty="Nothing sponsored under this strategy in the last 14 days."
         />
       )}
-      {usage.data && (usage.data.caps.length === 0 ? (
-        <p class="muted">This strategy has no cap: it pays without a budget limit. Spent so far: {formatEth(usage.data.totals.spentWei)} ETH (${usage.data.totals.spentUsd}), {usage.data.totals.ops} operations.</p>
-      ) : (
+      {usage.data && (
+        <p class="muted" data-testid="strategy-totals">
+          {usage.data.caps.length === 0 ? "This strategy has no cap: it pays without a budget limit. " : ""}
+          Spent so far: {formatEth(usage.data.totals.spentWei)} ETH (${usage.data.totals.spentUsd}); reserved: {formatEth(usage.data.totals.reservedWei)} ETH (${usage.data.totals.reservedUsd}); {usage.data.totals.ops} operations.
+        </p>
+      )}
+      {usage.data && usage.data.caps.length > 0 && (
         <Table caption="Remaining budget per cap" head={["Cap", "Spent", "Reserved", "Limit", "Remaining", "Used"]} captionHidden={false}>
           {usage.data.caps.flatMap((c: any) => capRows(c))}
         </Table>
-      ))}
+      )}
     </section>
   );
 }
