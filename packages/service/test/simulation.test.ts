@@ -23,7 +23,7 @@ import {
 import { embeddedConfig, executeCallData, seedDemo } from "../src/local/embedded.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { startService } from "../src/server.ts";
-import { newWallet, startTestStack, type Embedded } from "./helpers/stack.ts";
+import { clientGasFields, newWallet, startTestStack, type Embedded } from "./helpers/stack.ts";
 
 describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", function () {
   this.timeout(120_000);
@@ -148,7 +148,7 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
 
   it("the stub runs no simulation: an op whose calls revert gets stub data; pm_getPaymasterData refuses it", async () => {
     const entry = embedded.stack.manifest.entryPoints["v0.7"];
-    const op = await revertingWireOp();
+    const op = await revertingWireOp(await clientGasFields(embedded)); // the data call needs the final gas values
     const params = [op, entry.entryPoint, "0x7a69", { strategy_code: embedded.strategyCode }];
     const rpcUrl = embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/");
     const post = async (method: string) => {
@@ -184,7 +184,7 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
         verificationGasLimit: "0x61a80",
         preVerificationGas: "0xea60",
         maxFeePerGas: `0x${(BigInt(baseFeePerGas) * 2n).toString(16)}`,
-        maxPriorityFeePerGas: "0x0",
+        maxPriorityFeePerGas: "0x1",
       });
       const params = [op, entry.entryPoint, "0x7a69", { strategy_code: demo.strategyCode }];
       const post = async (url: string) => {
