@@ -47,6 +47,7 @@ import { exchangeRate, type UsdPrice } from "./price.ts";
 import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVerdicts, type ResolvedMode } from "./policy.ts";
 import { evaluateRules, formatUsdMicros, weiToUsdMicros } from "../policy/rules.ts";
 import { usageChecks } from "../policy/totals.ts";
+import { requireTokenAllowed } from "./tokenAllowed.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait, type Timing } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
@@ -310,6 +311,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
         chain.prices.usd(mode.token.priceSource),
         stub ? 0n : tokenRead(chain, mode.token.address, "balanceOf", [u.sender]),
         stub ? 0n : tokenRead(chain, mode.token.address, "allowance", [u.sender, paymaster]),
+        requireTokenAllowed(chain, network.config.name, paymaster, mode.token),
       ]),
     );
     nativeUsd = native;
