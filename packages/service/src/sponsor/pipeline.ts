@@ -48,6 +48,7 @@ import { capVerdicts, splitRules, refuseOnFirstFailure, resolveMode, strategyVer
 import { evaluateRules, formatUsdMicros, weiToUsdMicros } from "../policy/rules.ts";
 import { usageChecks } from "../policy/totals.ts";
 import { requireTokenAllowed } from "./tokenAllowed.ts";
+import { validityWindow } from "./validityWindow.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import { chainWait, type Timing } from "../timing.ts";
 import { isStoreError } from "../store/errors.ts";
@@ -294,8 +295,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
   // What the client gave for the op's own gas (the stub checks its gas rules only then).
   const clientGasComplete = gas.callGasLimit !== 0n && gas.verificationGasLimit !== 0n && gas.preVerificationGas !== 0n;
 
-  const validUntil = now + service.config.signatureTtlSeconds;
-  const validAfter = now - 60;
+  const { validUntil, validAfter } = validityWindow({ wallNow: service.now(), chainNow: market.timestamp, ttlSeconds: service.config.signatureTtlSeconds });
   const window = { validUntil, validAfter };
 
   // ---- ERC-20: the rate, and (past the stub) what the sender holds and allows
