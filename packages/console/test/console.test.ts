@@ -279,6 +279,11 @@ describe("operator console (Chromium, real service)", function () {
     const requests = page.locator("figure", { hasText: "Requests over time" });
     await requests.locator("svg rect").first().waitFor();
     await page.locator("figure", { hasText: "Sponsorships over time" }).locator("svg rect").first().waitFor();
+    // The configured tokens' state on the ERC-20 paymasters (what `paymaster token list` reads).
+    const tokens = page.getByRole("table", { name: "Tokens the ERC-20 paymasters accept on local" });
+    await tokens.locator("tbody tr").first().waitFor();
+    expect(await tokens.locator("tbody tr", { hasText: "USDC" }).count(), "USDC on each version's ERC-20 paymaster").to.equal(3);
+    expect(await tokens.locator("tbody tr", { hasText: "NOT allowed" }).count()).to.equal(0);
     await screenshots(page, "16-overview-with-activity");
 
     await page.getByRole("link", { name: "Sponsorships" }).click();

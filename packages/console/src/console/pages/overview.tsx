@@ -153,6 +153,31 @@ function NetworkPanel({ n }: { n: any }) {
           );
         })}
       </Table>
+      <TokenAllowlist n={n} />
     </section>
+  );
+}
+
+/** The configured tokens on each ERC-20 paymaster: one not allowed fails every op paying with it (the service refuses it). */
+function TokenAllowlist({ n }: { n: any }) {
+  const rows = n.paymasters.flatMap((p: any) => (p.token?.tokens ?? []).map((t: any) => ({ paymaster: p.label, ...t })));
+  if (rows.length === 0) return null;
+  return (
+    <>
+      <Table caption={`Tokens the ERC-20 paymasters accept on ${n.network}`} captionHidden={false} head={["Paymaster", "Token", "Allowed"]}>
+        {rows.map((t: any) => (
+          <tr key={`${t.paymaster}-${t.address}`}>
+            <th scope="row">{t.paymaster}</th>
+            <td>{t.symbol} <code title={t.address}>{short(t.address)}</code></td>
+            <td>{t.supported ? <Badge tone="ok">allowed</Badge> : <Badge tone="bad">NOT allowed</Badge>}</td>
+          </tr>
+        ))}
+      </Table>
+      {rows.some((t: any) => !t.supported) && (
+        <p class="muted">
+          A token not allowed is refused by the service. Allow it with <code>paymaster token allow SYMBOL --network {n.network}</code> (owner key).
+        </p>
+      )}
+    </>
   );
 }
