@@ -7,20 +7,21 @@ import { BarChart, BarList, Meter, ThresholdBars } from "../charts.tsx";
 import { bucketLabel, ethNumber, formatEth, formatTime, short } from "../../shared/format.ts";
 import { Badge, Empty, ErrorNotice, Loading, Notice, PageTitle, Select, Stat, Table } from "../../shared/ui.tsx";
 
-const PERIODS: [string, string, number][] = [
-  ["1h", "Last hour", 3600],
-  ["24h", "Last 24 hours", 86_400],
-  ["7d", "Last 7 days", 7 * 86_400],
-  ["30d", "Last 30 days", 30 * 86_400],
+/** Value, text, seconds, and the bucket the charts ask for: 12 to 30 bars, each wide enough to see. */
+const PERIODS: [string, string, number, number][] = [
+  ["1h", "Last hour", 3600, 300],
+  ["24h", "Last 24 hours", 86_400, 3600],
+  ["7d", "Last 7 days", 7 * 86_400, 21_600],
+  ["30d", "Last 30 days", 30 * 86_400, 86_400],
 ];
 
 export function Overview() {
   const info = useApi<{ networks: string[] }>("/info");
   const [network, setNetwork] = useState("");
   const [period, setPeriod] = useState("24h");
-  const seconds = PERIODS.find((p) => p[0] === period)![2];
+  const [, , seconds, bucket] = PERIODS.find((p) => p[0] === period)!;
   const [until, setUntil] = useState(() => Math.floor(Date.now() / 1000) + 1);
-  const activity = useApi(`/activity${query({ since: until - seconds, until, network })}`);
+  const activity = useApi(`/activity${query({ since: until - seconds, until, network, bucket })}`);
   const networks = useApi<any[]>("/networks");
   const a = activity.data;
   const labels = a ? a.requests.perBucket.map((b: any) => bucketLabel(b.bucket, a.bucketSeconds)) : [];

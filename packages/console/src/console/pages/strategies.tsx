@@ -143,7 +143,7 @@ export function StrategyPage({ code }: { code: string | null }) {
         }}
       >
         {save.error && (
-          <ErrorNotice error={save.error} what={issues.length ? "The service refused the strategy" : "Not saved"} />
+          <ErrorNotice error={save.error} what={issues.length ? "The service refused the strategy" : "Not saved"} focus />
         )}
         {saved && <Notice tone="ok">{saved}</Notice>}
         {tab === "json" ? (
@@ -198,14 +198,17 @@ function StrategyFields(props: { form: StrategyForm; set: (p: Partial<StrategyFo
           )}
           <TextInput label="Name" name="name" value={f.name} onInput={(v) => set({ name: v })} error={e.name} />
           {props.isNew ? (
-            <Select
-              label="Project"
-              name="project"
-              value={f.project}
-              onChange={(v) => set({ project: v })}
-              options={props.projects.length ? props.projects.map((p) => [p.id, p.name] as [string, string]) : [["", "(create a project first)"]]}
-              error={e.project}
-            />
+            // A row of its own: project names can be long, and a cut one cannot be told from another.
+            <div class="wide-field">
+              <Select
+                label="Project"
+                name="project"
+                value={f.project}
+                onChange={(v) => set({ project: v })}
+                options={props.projects.length ? props.projects.map((p) => [p.id, p.name] as [string, string]) : [["", "(create a project first)"]]}
+                error={e.project}
+              />
+            </div>
           ) : null}
           <Select label="Status" name="status" value={f.status} onChange={(v) => set({ status: v as "enabled" | "disabled" })} options={["enabled", "disabled"]} error={e.status} />
           <TextInput label="Valid from (UTC)" name="validFrom" type="datetime-local" value={f.validFrom} onInput={(v) => set({ validFrom: v })} error={e.validFrom} hint="Empty: from now on" />
