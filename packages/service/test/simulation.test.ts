@@ -184,7 +184,7 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
         verificationGasLimit: "0x61a80",
         preVerificationGas: "0xea60",
         maxFeePerGas: `0x${(BigInt(baseFeePerGas) * 2n).toString(16)}`,
-        maxPriorityFeePerGas: "0x1",
+        maxPriorityFeePerGas: "0x0",
       });
       const params = [op, entry.entryPoint, "0x7a69", { strategy_code: demo.strategyCode }];
       const post = async (url: string) => {

@@ -9,10 +9,12 @@ import { formatParamsPath } from "../rpc/dispatch.ts";
 import type { SponsorRequest } from "../rpc/schemas.ts";
 
 export const FINAL_GAS_FIELDS = ["callGasLimit", "verificationGasLimit", "preVerificationGas", "maxFeePerGas", "maxPriorityFeePerGas"] as const;
+/** A zero priority fee is a final value (chains without priority fees, e.g. Arbitrum, estimate 0): only its absence is refused. */
+const ZERO_IS_FINAL: ReadonlySet<string> = new Set(["maxPriorityFeePerGas"]);
 
 export function requireFinalGas(request: SponsorRequest, method: string): void {
   const op = request.userOp as Partial<Record<(typeof FINAL_GAS_FIELDS)[number], bigint>>;
-  const missing = FINAL_GAS_FIELDS.filter((field) => op[field] === undefined || op[field] === 0n);
+  const missing = FINAL_GAS_FIELDS.filter((field) => op[field] === undefined || (op[field] === 0n && !ZERO_IS_FINAL.has(field)));
   if (missing.length === 0) return;
   const issues = missing.map((field) => ({
     path: [0, field],
