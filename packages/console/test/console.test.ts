@@ -10,7 +10,7 @@ import { expect } from "chai";
 import type { Browser, BrowserContext, Page, Route } from "playwright-core";
 import { executeCallData } from "../../service/src/local/embedded.ts";
 import { call, chainRequest, handleOps, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "../../service/test/helpers/stack.ts";
-import { launchChromium, overflowsHorizontally, partScreenshot, screenshots } from "./helpers/browser.ts";
+import { launchChromium, offScreen, overflowsHorizontally, partScreenshot, screenshots } from "./helpers/browser.ts";
 import { serveFiles } from "./helpers/staticServer.ts";
 
 const TOKEN = "console-test-token-0123456789abcdef0123456789";
@@ -169,6 +169,9 @@ describe("operator console (Chromium, real service)", function () {
     const teamKey = await team.locator("input[data-secret]").inputValue();
     expect(teamKey).to.match(/^pm_/);
     await team.getByText(`/rpc/v1/local?apiKey=`).waitFor();
+    // What else the key needs: a strategy_code (this project has no strategy yet).
+    await team.getByRole("heading", { name: "Name the strategy that pays" }).waitFor();
+    await team.getByTestId("no-strategy").waitFor();
     await screenshots(team, "07-apply-claimed");
     // The claimed key is real: it answers on the public endpoint.
     const support = await call(`${publicUrl}/api/v1/paymaster/local?apiKey=${teamKey}`, "pm_supportEntrypoint");
@@ -265,6 +268,11 @@ describe("operator console (Chromium, real service)", function () {
     expect(spent).to.be.greaterThan(0);
     expect(reserved).to.be.greaterThan(0);
     await page.getByRole("table", { name: "Remaining budget per cap" }).getByText("caps.daily").waitFor();
+    // What the strategy spent in all, though it has no global cap: the settled op's cost, as the admin API says.
+    const totals = (await bearer("GET", "/strategies/acme-free/usage")).json.totals;
+    expect(BigInt(totals.spentWei) > 0n, JSON.stringify(totals)).to.equal(true);
+    expect(totals.ops).to.equal(2);
+    await page.getByTestId("strategy-totals").filter({ hasText: `Spent so far:` }).filter({ hasText: `($${totals.spentUsd})` }).filter({ hasText: "2 operations" }).waitFor();
     await screenshots(page, "10-strategy-usage");
     await partScreenshot(page.locator("section", { has: page.getByRole("heading", { name: "Usage" }) }), "10-strategy-usage-chart");
 
@@ -273,7 +281,15 @@ describe("operator console (Chromium, real service)", function () {
     await page.getByRole("link", { name: "Overview" }).click();
     const requests = page.locator("figure", { hasText: "Requests over time" });
     await requests.locator("svg rect").first().waitFor();
+    // Over the last 24 hours the recent activity is a bar one can see, not a 1-2 px line at the right edge.
+    const widths = await requests.locator("svg rect").evaluateAll((rects) => rects.map((r) => r.getBoundingClientRect().width));
+    expect(Math.min(...widths), "the narrowest bar (px)").to.be.at.least(4);
     await page.locator("figure", { hasText: "Sponsorships over time" }).locator("svg rect").first().waitFor();
+    // The configured tokens' state on the ERC-20 paymasters (what `paymaster token list` reads).
+    const tokens = page.getByRole("table", { name: "Tokens the ERC-20 paymasters accept on local" });
+    await tokens.locator("tbody tr").first().waitFor();
+    expect(await tokens.locator("tbody tr", { hasText: "USDC" }).count(), "USDC on each version's ERC-20 paymaster").to.equal(3);
+    expect(await tokens.locator("tbody tr", { hasText: "NOT allowed" }).count()).to.equal(0);
     await screenshots(page, "16-overview-with-activity");
 
     await page.getByRole("link", { name: "Sponsorships" }).click();
@@ -293,6 +309,10 @@ describe("operator console (Chromium, real service)", function () {
     expect((await table.locator("tbody tr td:nth-of-type(3)").allTextContents()).map((t) => t.trim()), "each under acme-free").to.deep.equal(["acme-free", "acme-free"]);
     await table.getByText("settled", { exact: true }).waitFor();
     await table.getByText("signed", { exact: true }).waitFor();
+    // Search again with the same criteria asks again (a signed one may have settled since).
+    const again = page.waitForResponse((r) => r.request().method() === "GET" && new URL(r.url()).pathname.endsWith("/admin/v1/sponsorships") && new URL(r.url()).searchParams.get("strategy") === "acme-free");
+    await page.getByRole("button", { name: "Search" }).click();
+    expect((await again).status(), "the same search sent again").to.equal(200);
     await screenshots(page, "11-sponsorships");
     await table.locator("tbody tr", { hasText: "settled" }).getByRole("link").click();
     await page.getByRole("heading", { name: "Timeline" }).waitFor();
@@ -439,6 +459,87 @@ describe("operator console (Chromium, real service)", function () {
       await page.getByRole("heading", { name: "Team Blue" }).waitFor();
     } finally {
       await claimed.end();
+    }
+  });
+
+  it("at 1280 px a long project name is whole in the new strategy form's project list", async () => {
+    const long = "Northwind Traders mobile wallet onboarding (EU)";
+    const created = await bearer("POST", "/projects", { name: long });
+    expect(created.status).to.equal(201);
+    await page.goto(`${admin}/console/#/strategies/new`);
+    const project = page.getByLabel("Project");
+    await project.selectOption(created.json.id);
+    const fits = await project.evaluate((select: HTMLSelectElement) => {
+      const style = getComputedStyle(select);
+      const context = document.createElement("canvas").getContext("2d")!;
+      context.font = style.font;
+      const text = context.measureText(select.selectedOptions[0]!.text).width;
+      // The text plus the padding and the arrow (about 24 px) within the box.
+      return { text: Math.ceil(text), room: select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 24 };
+    });
+    expect(fits.text, `the project name (${fits.text} px) within the list's ${fits.room} px`).to.be.at.most(fits.room);
+  });
+
+  it("at 390 px no table column, button or section is off-screen (the project's key buttons, the overview's columns, the menu)", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    // An active key, so that the project page has its Origins / Rotate / Revoke buttons.
+    expect((await bearer("POST", "/keys", { projectId: state.projectId, label: "phone" })).status).to.equal(201);
+    const pages: [string, string][] = [
+      ["/overview", "Overview"],
+      [`/projects/${encodeURIComponent(state.projectId!)}`, "Acme"],
+      ["/strategies/acme-free", "Strategy acme-free"],
+      ["/sponsorships", "Sponsorships"],
+      ["/audit", "Audit log"],
+    ];
+    try {
+      for (const [route, heading] of pages) {
+        await page.goto(`${admin}/console/#${route}`);
+        await page.getByRole("heading", { level: 1, name: heading, exact: true }).waitFor();
+        await page.locator('main[aria-busy="false"]').waitFor();
+        expect(await offScreen(page), `${route} at 390 px`).to.deep.equal([]);
+      }
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
+  it("at 390 px the deposits chart shows every paymaster's whole name", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.goto(`${admin}/console/#/overview`);
+      const deposits = page.locator("figure", { hasText: "Paymaster deposits in the EntryPoint" });
+      await deposits.locator("svg text").first().waitFor();
+      const clipped = await deposits.evaluate((figure) => {
+        const svg = figure.querySelector("svg")!.getBoundingClientRect();
+        return [...figure.querySelectorAll("svg text")].filter((t) => /Paymaster/.test(t.textContent ?? "")).filter((t) => {
+          const box = t.getBoundingClientRect();
+          return box.left < svg.left - 0.5 || box.right > svg.right + 0.5;
+        }).map((t) => t.textContent);
+      });
+      expect(clipped, "names cut at the chart's edge").to.deep.equal([]);
+      await partScreenshot(deposits, "17-deposits-390");
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
+  it("at 390 px a strategy form refused after Enter: the error summary takes the focus and is in view", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.goto(`${admin}/console/#/strategies/new`);
+      await page.getByLabel("Code").fill("phone-free");
+      await page.getByRole("group", { name: "Networks" }).getByLabel("local").check();
+      const dailyUsd = page.getByRole("group", { name: "Daily cap" }).getByLabel("Max USD");
+      await dailyUsd.fill("lots");
+      await dailyUsd.press("Enter");
+      const summary = page.locator(".notice.error", { hasText: "The service refused the strategy" });
+      await summary.waitFor();
+      await page.waitForFunction(() => document.activeElement?.classList.contains("notice"), undefined, { timeout: 3000 });
+      const box = (await summary.boundingBox())!;
+      expect(box.y >= 0 && box.y < 844, `the error summary in view (y ${box.y})`).to.equal(true);
+      await screenshots(page, "18-strategy-refused-focus");
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
     }
   });
 

@@ -25,7 +25,8 @@ import { SPONSOR_VERSIONS } from "./rpc/schemas.ts";
 const verifyingAbi = VerifyingPaymasterV06Artifact.abi as Abi;
 const erc20Abi = ERC20PaymasterV06Artifact.abi as Abi;
 
-async function view<T>(rpc: ChainRpc, to: Address, abi: Abi, functionName: string, args: unknown[] = []): Promise<T> {
+/** One view call at the latest block, decoded. */
+export async function view<T>(rpc: ChainRpc, to: Address, abi: Abi, functionName: string, args: unknown[] = []): Promise<T> {
   const data = encodeFunctionData({ abi, functionName, args });
   const output = await rpc.request<Hex>("eth_call", [{ to, data }, "latest"]);
   return decodeFunctionResult({ abi, functionName, data: output }) as T;

@@ -15,7 +15,7 @@ import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import { startTcpProxy, type TcpProxy } from "./helpers/tcpProxy.ts";
-import { newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { clientGasFields, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
 /** The RPC secret in the URL's path and query: it must never reach a log line. */
 const SECRET = "sEcReTpRoViDeRkEy";
@@ -68,9 +68,9 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     return { running, logs, code, v1: `${running.url}/api/v1/paymaster/local?apiKey=${plaintext}`, standard: `${running.url}/rpc/v1/local?apiKey=${plaintext}` };
   }
 
-  async function op() {
+  async function op(gas: Record<string, string> = {}) {
     const wallet = await newWallet(embedded, "v0.7");
-    return wireOp(wallet, executeCallData(wallet.owner.address));
+    return { ...wireOp(wallet, executeCallData(wallet.owner.address)), ...gas };
   }
 
   /** Both dialects' signing calls, timed. */
@@ -83,7 +83,7 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     };
     const [v1, standard] = await Promise.all([
       post(s.v1, { id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [await op(), { strategy_code: s.code, version: "v0.7" }] }),
-      post(s.standard, { id: 7, jsonrpc: "2.0", method: "pm_getPaymasterData", params: [await op(), entryPoint, "0x7a69", { strategy_code: s.code }] }),
+      post(s.standard, { id: 7, jsonrpc: "2.0", method: "pm_getPaymasterData", params: [await op(await clientGasFields(embedded)), entryPoint, "0x7a69", { strategy_code: s.code }] }),
     ]);
     return { v1, standard };
   }

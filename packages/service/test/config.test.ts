@@ -141,7 +141,7 @@ describe("configuration", () => {
       const config = (await loadConfig({ argv: ["--config", file], env: KEYS_ENV })) as ServiceConfig;
       expect(config.host).to.equal("127.0.0.1");
       expect(config.port).to.equal(8080);
-      expect(config.databasePath).to.equal(path.resolve(".data/paymaster.sqlite"));
+      expect(config.databasePath, "the default is relative to the file's directory").to.equal(path.join(path.dirname(file), ".data/paymaster.sqlite"));
       expect(config.bodyLimitBytes).to.equal(262_144);
       expect(config.signatureTtlSeconds).to.equal(300);
       expect(config.logLevel).to.equal("info");

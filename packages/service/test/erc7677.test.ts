@@ -138,6 +138,32 @@ describe("ERC-7677 (viem paymaster client, standard dialect, real chain)", funct
     expect(String(caught?.message ?? caught)).to.match(/chain id/i);
   });
 
+  it("pm_getPaymasterData without final gas values -> INVALID_PARAMS naming each missing or zero field; nothing reserved or signed", async () => {
+    const wallet = await newWallet(embedded, "v0.7");
+    const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+    const entryPoint = embedded.stack.manifest.entryPoints["v0.7"].entryPoint;
+    const chainId = numberToHex(embedded.stack.chain.chainId);
+    const all = ["callGasLimit", "verificationGasLimit", "preVerificationGas", "maxFeePerGas", "maxPriorityFeePerGas"];
+    const zeros = Object.fromEntries(all.map((f) => [f, "0x0"])); // what viem sends for "not estimated yet"
+    const partial = { ...zeros, callGasLimit: "0x5000", verificationGasLimit: "0x60000", maxFeePerGas: "0x3b9aca00" };
+    // A zero priority fee is final (chains without priority fees estimate 0); only its absence is refused.
+    const limitsAndMaxFee = all.filter((f) => f !== "maxPriorityFeePerGas");
+    for (const [op, missing] of [[wire, all], [{ ...wire, ...zeros }, limitsAndMaxFee], [{ ...wire, ...partial }, ["preVerificationGas"]]] as const) {
+      const answer = await rpc(url, "pm_getPaymasterData", [op, entryPoint, chainId, { strategy_code: embedded.strategyCode }]);
+      expect(answer.status).to.equal(200);
+      expect(answer.json.result, "no paymaster data for an op whose gas the client does not know").to.equal(undefined);
+      expect(answer.json.error.code).to.equal(-32602);
+      expect(answer.json.error.data.reason).to.equal("INVALID_PARAMS");
+      expect(answer.json.error.data.issues.map((i: any) => i.path)).to.deep.equal(missing.map((f) => [0, f]));
+      expect(answer.json.error.message).to.contain(missing.map((f) => `params[0].${f}`).join(", "));
+    }
+    const active = await embedded.running.service.store.findActiveSponsorship({ network: "local", entryPoint, sender: wallet.sender, nonce: 0n });
+    expect(active, "nothing reserved").to.equal(undefined);
+    // The stub needs none of them.
+    const stub = await rpc(url, "pm_getPaymasterStubData", [wire, entryPoint, chainId, { strategy_code: embedded.strategyCode }]);
+    expect(stub.json.result?.paymaster, JSON.stringify(stub.json)).to.match(/^0x[0-9a-fA-F]{40}$/);
+  });
+
   it("the stub refuses what the final call would refuse: unknown strategy, both strategy_code and token, v0.7 fields sent to the v0.6 EntryPoint, a mistyped context", async () => {
     const wallet = await newWallet(embedded, "v0.7");
     const wire = wireOp(wallet, executeCallData(wallet.owner.address));

@@ -1,10 +1,11 @@
 // The L1 data fee as preVerificationGas (src/chain/l1Fee.ts): the pure parts, then a real OP Stack chain
 // (Hardhat's `op` chain type runs the GasPriceOracle and L1Block predeploys and reports each receipt's l1Fee):
 // an op priced with our L1 part lands through handleOps and covers what the chain charged for its bytes.
+import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { decodeFunctionData, encodeFunctionData, parseAbi, type Abi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { startLocalStack, type LocalStack } from "@paymaster/contracts";
+import { startLocalChain, startLocalStack, type LocalStack } from "@paymaster/contracts";
 import { EntryPointV07Artifact, SimpleAccountFactoryV07Artifact, SimpleAccountV07Artifact } from "@paymaster/contracts/artifacts";
 import { STUB_SIGNATURE, getUserOpHash, packUserOpV07, type Address, type Hex, type UserOperationV07, type VersionedUserOperation } from "@paymaster/shared";
 import {
@@ -100,6 +101,27 @@ describe("L1 data fee as preVerificationGas", () => {
       const rpc: Pick<ChainRpc, "request"> = { request: () => Promise.reject(new Error("no call expected")) };
       expect(await l1DataGas(rpc, "l1", { chainId: 1, entryPoint: "0x0000000071727De22E5E9d8BAf0edAc6f37da032", op: sampleOp(STUB_SIGNATURE), l2GasPrice: 1n })).to.equal(0n);
     });
+  });
+
+  it("EDR's OP Stack chain is as docs/l2-gas.md says: OP mainnet's scalars at the wrong bits of slot 3, getL1Fee 0 until it is rewritten", async function () {
+    this.timeout(60_000);
+    const chain = await startLocalChain({ port: 0, chainType: "op" });
+    try {
+      const request = (method: string, params: unknown[]) => chain.provider.request({ method, params });
+      const slot3 = BigInt((await request("eth_getStorageAt", [L1_BLOCK, "0x3", "latest"])) as string);
+      const bits = (from: number) => Number((slot3 >> BigInt(from)) & 0xffffffffn);
+      expect({ at192: bits(192), at128: bits(128), baseFeeScalar: bits(96), blobBaseFeeScalar: bits(64) }).to.deep.equal({ at192: 5227, at128: 1_014_213, baseFeeScalar: 0, blobBaseFeeScalar: 0 });
+      const l1Fee = async () => BigInt((await request("eth_call", [{ to: "0x420000000000000000000000000000000000000F", data: encodeFunctionData({ abi: ORACLE_ABI, functionName: "getL1Fee", args: [`0x${"ab".repeat(500)}`] }) }, "latest"])) as string);
+      expect(await l1Fee(), "the default L1 prices and the scalars as read").to.equal(0n);
+      await setOpFeeScalars(request);
+      expect((await l1Fee()) > 0n, "once the slot is rewritten").to.equal(true);
+    } finally {
+      await chain.close();
+    }
+    const doc = readFileSync(new URL("../docs/l2-gas.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+    for (const claim of ["baseFeeScalar 5227, blobBaseFeeScalar 1014213", "bits 192-223 and 128-159", "baseFeeScalar at bits 96-127, blobBaseFeeScalar at 64-95", "`getL1Fee` returns 0"]) {
+      expect(doc, "l2-gas.md's note").to.contain(claim);
+    }
   });
 
   describe("on an OP Stack chain (GasPriceOracle, Fjord)", function () {

@@ -9,7 +9,7 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import type { Store } from "../src/store/types.ts";
 import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 import { scrapeValue, spawnService, writeLocalConfig, type ServiceProcess } from "./helpers/serviceProcess.ts";
-import { call, chainRequest, handleOps, newWallet, opFromResponse, signAsOwner, startTestStack, timeTravel, wireOp, type Embedded } from "./helpers/stack.ts";
+import { call, chainRequest, handleOps, newWallet, opFromResponse, signAsOwner, startTestStack, timeTravel, until, wireOp, type Embedded } from "./helpers/stack.ts";
 
 describe("service processes: SIGTERM, leader election, kill -9 (PostgreSQL)", function () {
   this.timeout(180_000);
@@ -61,16 +61,6 @@ describe("service processes: SIGTERM, leader election, kill -9 (PostgreSQL)", fu
     expect(outcome.reverted, outcome.failedOp).to.equal(false);
     await chainRequest(embedded, "evm_mine", []);
     return outcome.event!.userOpHash;
-  }
-
-  async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-    const started = Date.now();
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-      if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 
   it("a start-up check that gets a wrong answer (a signer the paymasters do not accept) stops the start with one line, no stack", async () => {

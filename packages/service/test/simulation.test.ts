@@ -23,7 +23,7 @@ import {
 import { embeddedConfig, executeCallData, seedDemo } from "../src/local/embedded.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { startService } from "../src/server.ts";
-import { newWallet, startTestStack, type Embedded } from "./helpers/stack.ts";
+import { clientGasFields, newWallet, startTestStack, type Embedded } from "./helpers/stack.ts";
 
 describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", function () {
   this.timeout(120_000);
@@ -148,7 +148,7 @@ describe("v0.7 simulation (EntryPointSimulatorV07, embedded local chain)", funct
 
   it("the stub runs no simulation: an op whose calls revert gets stub data; pm_getPaymasterData refuses it", async () => {
     const entry = embedded.stack.manifest.entryPoints["v0.7"];
-    const op = await revertingWireOp();
+    const op = await revertingWireOp(await clientGasFields(embedded)); // the data call needs the final gas values
     const params = [op, entry.entryPoint, "0x7a69", { strategy_code: embedded.strategyCode }];
     const rpcUrl = embedded.endpoint.replace("/api/v1/paymaster/", "/rpc/v1/");
     const post = async (method: string) => {

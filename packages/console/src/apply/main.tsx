@@ -81,7 +81,7 @@ function Apply({ networks }: { networks: string[] }) {
 
 function Claim({ networks }: { networks: string[] }) {
   const [token, setToken] = useState("");
-  const [claimed, setClaimed] = useState<{ apiKey: string; networks: string[] } | null>(null);
+  const [claimed, setClaimed] = useState<{ apiKey: string; networks: string[]; strategies?: string[] } | null>(null);
   const action = useAction();
   const origin = new URL(BASE, location.href).href.replace(/\/$/, "");
   if (claimed) {
@@ -97,6 +97,17 @@ function Claim({ networks }: { networks: string[] }) {
             <li key={n}><code>{`${origin}/rpc/v1/${n}?apiKey=<your key>`}</code></li>
           ))}
         </ul>
+        <h3>Name the strategy that pays</h3>
+        <p>
+          Every sponsored request names the operator's strategy that pays for it, its <code>strategy_code</code>: in the ERC-7677 context
+          (<code>{`paymasterContext: { strategy_code: "…" }`}</code>), or in <code>pm_sponsorUserOperation</code>'s second parameter. Without one,
+          the operation is paid from the sender's own gas tank, if it has one.
+        </p>
+        {claimed.strategies && claimed.strategies.length > 0 ? (
+          <p>Your project's strategies: {claimed.strategies.map((c, i) => <span key={c}>{i > 0 && ", "}<code>{c}</code></span>)}.</p>
+        ) : (
+          <p data-testid="no-strategy">Your project has no strategy yet: the operator creates one and tells you its code.</p>
+        )}
       </section>
     );
   }

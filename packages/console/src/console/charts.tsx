@@ -80,7 +80,8 @@ export function BarChart(props: {
   const plotH = H - M.top - M.bottom;
   const y = (v: number) => M.top + plotH - (v / top) * plotH;
   const band = plotW / Math.max(1, n);
-  const barW = Math.max(1, band * 0.72);
+  // At least 4 px: a bucket of a long period is narrow, and one or two busy ones must still be seen.
+  const barW = Math.max(4, band * 0.72);
   const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(W / 90))));
   const sum = totals.reduce((a, b) => a + b, 0);
   const peakAt = totals.indexOf(peak);
@@ -245,8 +246,13 @@ export function Meter({ value, max, label, warnAt = 0.8, badAt = 1, invert = fal
 export function ThresholdBars(props: { title: string; items: readonly { label: string; value: number; text: string }[]; threshold: number | null; thresholdLabel: string }) {
   const id = useId("thr");
   const [box, W2] = useWidth<HTMLDivElement>(640);
-  const rowH = 26;
-  const labelW = W2 < 480 ? 120 : 150;
+  // Narrow: each label on its own line above its bar (a label column would cut long names such as
+  // VerifyingPaymasterV06); wide: labels in a column to the left.
+  const stacked = W2 < 480;
+  const rowH = stacked ? 40 : 26;
+  const labelW = stacked ? 0 : 150;
+  const barY = stacked ? 17 : 5;
+  const textY = stacked ? 29 : 17;
   const max = Math.max(1e-18, props.threshold ?? 0, ...props.items.map((i) => i.value)) * 1.1;
   const x = (v: number) => labelW + (v / max) * (W2 - labelW - 80);
   const height = props.items.length * rowH + 18;
@@ -263,9 +269,13 @@ export function ThresholdBars(props: { title: string; items: readonly { label: s
           const below = props.threshold !== null && item.value < props.threshold;
           return (
             <g key={item.label} class="axis">
-              <text x={labelW - 8} y={i * rowH + 17} text-anchor="end">{item.label}</text>
-              <rect x={labelW} y={i * rowH + 5} width={Math.max(1, x(item.value) - labelW)} height={rowH - 10} fill={below ? "var(--series-4)" : "var(--series-2)"} />
-              <text x={x(item.value) + 5} y={i * rowH + 17}>{item.text}</text>
+              {stacked ? (
+                <text x={0} y={i * rowH + 12}>{item.label}</text>
+              ) : (
+                <text x={labelW - 8} y={i * rowH + 17} text-anchor="end">{item.label}</text>
+              )}
+              <rect x={labelW} y={i * rowH + barY} width={Math.max(1, x(item.value) - labelW)} height={16} fill={below ? "var(--series-4)" : "var(--series-2)"} />
+              <text x={x(item.value) + 5} y={i * rowH + textY}>{item.text}</text>
             </g>
           );
         })}

@@ -41,21 +41,29 @@ export const seg = (s: string) => encodeURIComponent(s);
 
 // ---- messages
 
-export function Notice(props: { tone: "error" | "ok" | "warn" | "info"; title?: string; children?: ComponentChildren }) {
+export function Notice(props: { tone: "error" | "ok" | "warn" | "info"; title?: string; children?: ComponentChildren; innerRef?: { current: HTMLDivElement | null }; focusable?: boolean }) {
   return (
-    <div class={`notice ${props.tone}`} role={props.tone === "error" ? "alert" : "status"}>
+    <div class={`notice ${props.tone}`} role={props.tone === "error" ? "alert" : "status"} ref={props.innerRef} {...(props.focusable ? { tabIndex: -1 } : {})}>
       {props.title && <strong>{props.title} </strong>}
       {props.children}
     </div>
   );
 }
 
-/** An API refusal as the operator should read it: the message, and each wrong field. */
-export function ErrorNotice({ error, what }: { error: IssueError | undefined | null; what?: string }) {
+/**
+ * An API refusal as the operator should read it: the message, and each wrong field. With `focus` (a form's
+ * refusal), each new refusal takes the focus, which brings it into view: on a phone the submit button is far
+ * below it, and a screen reader starts reading there.
+ */
+export function ErrorNotice({ error, what, focus }: { error: IssueError | undefined | null; what?: string; focus?: boolean }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (focus && error) ref.current?.focus();
+  }, [error, focus]);
   if (!error) return null;
   const issues = error.issues ?? [];
   return (
-    <Notice tone="error" title={what ? `${what}:` : undefined}>
+    <Notice tone="error" title={what ? `${what}:` : undefined} innerRef={ref} focusable={focus === true}>
       {issues.length > 1 ? (
         <>
           {error.code === "INVALID_INPUT" ? "fix these fields and try again:" : error.message}
@@ -251,10 +259,27 @@ export function SecretOnce({ label, value, children }: { label: string; value: s
 
 // ---- tables and lists
 
+/**
+ * A table. On a narrow screen (styles.css) each row is a card and each cell shows its column's name, read from
+ * `data-label`, which is set here from the head after every render: no column is ever off-screen.
+ */
 export function Table(props: { caption: string; head: readonly (string | [string, "num"])[]; children: ComponentChildren; captionHidden?: boolean }) {
+  const ref = useRef<HTMLTableElement>(null);
+  const names = props.head.map((h) => (typeof h === "string" ? h : h[0]));
+  useLayoutEffect(() => {
+    for (const row of ref.current?.tBodies[0]?.rows ?? []) {
+      let column = 0;
+      for (const cell of row.cells) {
+        const name = names[column];
+        if (name) cell.setAttribute("data-label", name);
+        else cell.removeAttribute("data-label");
+        column += cell.colSpan;
+      }
+    }
+  });
   return (
     <div class="table-wrap">
-      <table>
+      <table ref={ref}>
         <caption class={props.captionHidden === false ? undefined : "visually-hidden"}>{props.caption}</caption>
         <thead>
           <tr>

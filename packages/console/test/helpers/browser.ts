@@ -54,3 +54,23 @@ export async function partScreenshot(part: import("playwright-core").Locator, na
   await part.screenshot({ path: file });
   return file;
 }
+
+/**
+ * What a phone user cannot see without scrolling sideways: tables that scroll inside their box, and table cells,
+ * buttons and links (the section menu's included) that lie partly outside the viewport. Each as a short text.
+ */
+export async function offScreen(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const found: string[] = [];
+    const width = document.documentElement.clientWidth;
+    for (const wrap of document.querySelectorAll<HTMLElement>(".table-wrap")) {
+      if (wrap.scrollWidth > wrap.clientWidth + 1) found.push(`table "${wrap.querySelector("caption")?.textContent}" scrolls sideways`);
+    }
+    for (const el of document.querySelectorAll<HTMLElement>("td, tbody th, button, a, nav a")) {
+      const box = el.getBoundingClientRect();
+      if (box.width === 0 || getComputedStyle(el).visibility === "hidden" || el.closest(".visually-hidden, .skip-link")) continue;
+      if (box.left < -1 || box.right > width + 1) found.push(`${el.tagName.toLowerCase()} "${(el.textContent ?? "").trim().slice(0, 40)}" at ${Math.round(box.left)}..${Math.round(box.right)}`);
+    }
+    return found;
+  });
+}

@@ -2,7 +2,7 @@
  * What a network deployment leaves behind, per network, in one folder:
  * - `deployment.<network>.json`: the manifest (addresses, constructor arguments, code hashes, the transaction
  *   and block that created each contract, set-up targets);
- * - `service-network.<network>.json`: the `entryPoints` and `depositContract` of the service's network configuration;
+ * - `service-network.<network>.json`: the service's network entry (name, chainId, `entryPoints`, `depositContract`);
  * - `verify/<network>/<Contract>.json`: explorer verification input per contract (compiler version, fully
  *   qualified name, constructor arguments, standard JSON input), for Etherscan, Blockscout or Sourcify.
  * A re-run keeps what the previous manifest knew about contracts it did not deploy this time.

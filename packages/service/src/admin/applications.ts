@@ -74,5 +74,7 @@ export const claimApplication = mutation(async function claimApplication(ctx: Ad
   const claimed = await ctx.store.claimKeyApplication(sha256Hex(token));
   if (!claimed) notFound("this claim token is unknown or has been used already");
   await audit(ctx, "application.claim", claimed.application.id, null, { projectId: claimed.apiKey.projectId, apiKeyId: claimed.apiKey.id });
-  return { projectId: claimed.apiKey.projectId, apiKeyId: claimed.apiKey.id, apiKey: claimed.plaintext, networks: claimed.application.networks };
+  // The codes the key's requests can name (strategy_code): none yet when the operator has made none.
+  const strategies = (await ctx.store.listStrategies(claimed.apiKey.projectId)).filter((s) => s.status === "enabled").map((s) => s.code);
+  return { projectId: claimed.apiKey.projectId, apiKeyId: claimed.apiKey.id, apiKey: claimed.plaintext, networks: claimed.application.networks, strategies };
 });

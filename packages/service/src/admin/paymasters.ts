@@ -108,7 +108,7 @@ export async function paymasterStatus(target: ChainTarget, options: { paymaster?
           accruedFees: ((await tp.getFunction("accruedFees")(t.address)) as bigint).toString(),
         })),
       );
-      for (const t of tokens) if (!t.supported) warnings.push(`token ${t.symbol} is configured for the service but not allowed by the paymaster`);
+      for (const t of tokens) if (!t.supported) warnings.push(`token ${t.symbol} is configured for the service but not allowed by the paymaster: every op paying with it fails (UnsupportedToken) until it is allowed (paymaster token allow ${t.symbol} --network ${target.network})`);
       status.token = {
         treasury: (await tp.getFunction("treasury")()) as Address,
         postOpGas: ((await tp.getFunction("postOpGas")()) as bigint).toString(),

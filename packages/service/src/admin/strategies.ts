@@ -70,8 +70,9 @@ export async function showStrategy(ctx: AdminContext, code: string) {
 }
 
 /**
- * Spent, reserved and remaining against every cap of the strategy: global, today's daily row (UTC) and, given
- * a sender, its perSender row. Amounts in wei and dollars.
+ * What the strategy has spent and reserved in all (`totals`, kept whatever its caps), and spent, reserved and
+ * remaining against every cap: global, today's daily row (UTC) and, given a sender, its perSender row. Amounts
+ * in wei and dollars.
  */
 export async function strategyUsage(ctx: AdminContext, code: string, input: { sender?: string } = {}) {
   const strategy = await byCode(ctx, code);
@@ -99,7 +100,7 @@ export async function strategyUsage(ctx: AdminContext, code: string, input: { se
       ...(check.maxOps !== undefined ? { maxOps: check.maxOps, remainingOps: Math.max(0, check.maxOps - u.ops) } : {}),
     });
   }
-  // Totals are kept per cap row: a strategy without caps has no rows, and shows the global totals anyway.
+  // The global row keeps the strategy's totals whatever its caps (policy/totals.ts links every sponsorship to it).
   const global = await ctx.store.getUsage(strategy.id, "global", "");
   return {
     code: strategy.code,

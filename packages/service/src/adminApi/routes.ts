@@ -14,6 +14,7 @@ import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strate
 import { creditTank, debitTank, listTanks, showTank, tankLedger } from "../admin/tanks.ts";
 import { activity } from "../admin/activity.ts";
 import { networkStatus } from "../admin/networks.ts";
+import { serviceSetTokenSupport, serviceTokenSupport } from "../admin/tokens.ts";
 import { checkStrategyPolicy } from "../admin/policyCheck.ts";
 import { createWebhook, listProjectWebhooks, removeWebhook, replayWebhook, webhookDeliveries } from "../admin/webhooks.ts";
 
@@ -53,6 +54,24 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     path: "/networks",
     summary: "Each network's state: paymaster deposits, stake and signers on chain, the settlement watcher's lag",
     handler: (ctx) => networkStatus(ctx),
+  },
+  {
+    method: "get",
+    path: "/networks/:network/tokens",
+    summary: "Whether each ERC-20 paymaster of the network allows each configured token (on chain)",
+    handler: (ctx, r) => serviceTokenSupport(ctx, r.params.network),
+  },
+  {
+    method: "post",
+    path: "/networks/:network/tokens/:token/allow",
+    summary: "Allow a token (configured symbol or address) on the network's ERC-20 paymasters; needs PAYMASTER_OWNER_KEY in the service's environment",
+    handler: (ctx, r) => serviceSetTokenSupport(ctx, r.params.network, r.params.token, true),
+  },
+  {
+    method: "post",
+    path: "/networks/:network/tokens/:token/disallow",
+    summary: "Disallow a token on the network's ERC-20 paymasters; needs PAYMASTER_OWNER_KEY in the service's environment",
+    handler: (ctx, r) => serviceSetTokenSupport(ctx, r.params.network, r.params.token, false),
   },
   {
     method: "get",

@@ -21,6 +21,7 @@ import { registerStrategy } from "./commands/strategy.ts";
 import { registerTank } from "./commands/tank.ts";
 import { confirmOnTerminal, registerChain, withChainTarget } from "./commands/chain.ts";
 import { registerDepositContract } from "./commands/depositContract.ts";
+import { registerToken } from "./commands/token.ts";
 import type { ChainTarget } from "../admin/chainTarget.ts";
 
 export interface Io {
@@ -72,6 +73,7 @@ export function buildProgram(io: Io): Command {
   };
   registerChain(program, runChain);
   registerDepositContract(program, runChain);
+  registerToken(program, runChain);
   for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerActivity, registerApply, registerAudit, registerWebhook]) {
     register(program, run);
   }

@@ -107,8 +107,11 @@ function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
 }
 
 /**
- * Validates a parsed configuration document merged with the environment. Relative paths (databasePath,
- * key files) resolve against the process's working directory. Throws `ConfigError` with every issue.
+ * Validates a parsed configuration document merged with the environment. A relative `databasePath` written in
+ * the file (or the default) resolves against the file's own directory, so every process reading the file (the
+ * service from packages/service, the CLI from the repository root, …) opens the same database; paths from the
+ * environment (PAYMASTER_DB_PATH, key files), or a document with no file, resolve against the working directory.
+ * Throws `ConfigError` with every issue.
  */
 export function buildConfig(
   json: unknown,
@@ -243,8 +246,8 @@ export function buildConfig(
     );
   }
   const config = parsed.value;
-  const databasePath =
-    config.databasePath === ":memory:" ? config.databasePath : path.resolve(config.databasePath);
+  const base = source !== undefined && !origins.has("databasePath") ? path.dirname(path.resolve(source)) : process.cwd();
+  const databasePath = config.databasePath === ":memory:" ? config.databasePath : path.resolve(base, config.databasePath);
   return deepFreeze({ ...config, databasePath });
 }
 

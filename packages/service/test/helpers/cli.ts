@@ -11,13 +11,13 @@ export interface CliResult {
   json: any;
 }
 
-/** Runs `paymaster <args>` in a child process with `env` added to a clean environment (PATH only). */
-export function runCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+/** Runs `paymaster <args>` in a child process with `env` added to a clean environment (PATH only), in `cwd`. */
+export function runCli(args: readonly string[], env: Record<string, string> = {}, { cwd }: { cwd?: string } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ["--disable-warning=ExperimentalWarning", MAIN, ...args],
-      { env: { PATH: process.env.PATH ?? "", ...env }, timeout: 30_000 },
+      { env: { PATH: process.env.PATH ?? "", ...env }, timeout: 30_000, ...(cwd === undefined ? {} : { cwd }) },
       (error, stdout, stderr) => {
         let json: unknown;
         try {

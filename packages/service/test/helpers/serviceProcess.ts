@@ -87,8 +87,10 @@ export async function spawnService(
   configPath: string,
   env: { signerKey: Hex; databaseUrl?: string; network?: string; extra?: Record<string, string> },
   args: string[] = [],
+  { cwd }: { cwd?: string } = {},
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", MAIN, "--config", configPath, ...args], {
+    ...(cwd === undefined ? {} : { cwd }),
     env: {
       PATH: process.env.PATH,
       [networkEnvVar(env.network ?? "local", "SIGNER_KEYS")]: env.signerKey,

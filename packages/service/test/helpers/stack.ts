@@ -230,6 +230,32 @@ export async function mint(embedded: Embedded, symbol: "USDC" | "DAI", to: Addre
   await sendTx(embedded, token.address, encodeFunctionData({ abi: abis.token, functionName: "mint", args: [to, amount] }));
 }
 
+/**
+ * Final gas values for a v0.7/v0.8 op, as a client's bundler estimate gives them (what pm_getPaymasterData needs):
+ * limits enough for a fresh SimpleAccount's first call, fees from the latest block's base fee.
+ */
+export async function clientGasFields(embedded: Embedded): Promise<Record<string, Hex>> {
+  const { baseFeePerGas } = await chainRequest<{ baseFeePerGas: Hex }>(embedded, "eth_getBlockByNumber", ["latest", false]);
+  return {
+    callGasLimit: "0x9c40",
+    verificationGasLimit: "0x61a80",
+    preVerificationGas: "0xea60",
+    maxFeePerGas: toHex(BigInt(baseFeePerGas) * 2n + 1n),
+    maxPriorityFeePerGas: "0x1",
+  };
+}
+
+/** Polls `probe` every 100 ms until it gives a value (not undefined / false); throws naming `what` after `timeoutMs`. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const started = Date.now();
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** Moves the chain's clock forward and mines a block. */
 export async function timeTravel(embedded: Embedded, seconds: number) {
   await chainRequest(embedded, "evm_increaseTime", [seconds]);

@@ -7,20 +7,21 @@ import { BarChart, BarList, Meter, ThresholdBars } from "../charts.tsx";
 import { bucketLabel, ethNumber, formatEth, formatTime, short } from "../../shared/format.ts";
 import { Badge, Empty, ErrorNotice, Loading, Notice, PageTitle, Select, Stat, Table } from "../../shared/ui.tsx";
 
-const PERIODS: [string, string, number][] = [
-  ["1h", "Last hour", 3600],
-  ["24h", "Last 24 hours", 86_400],
-  ["7d", "Last 7 days", 7 * 86_400],
-  ["30d", "Last 30 days", 30 * 86_400],
+/** Value, text, seconds, and the bucket the charts ask for: 12 to 30 bars, each wide enough to see. */
+const PERIODS: [string, string, number, number][] = [
+  ["1h", "Last hour", 3600, 300],
+  ["24h", "Last 24 hours", 86_400, 3600],
+  ["7d", "Last 7 days", 7 * 86_400, 21_600],
+  ["30d", "Last 30 days", 30 * 86_400, 86_400],
 ];
 
 export function Overview() {
   const info = useApi<{ networks: string[] }>("/info");
   const [network, setNetwork] = useState("");
   const [period, setPeriod] = useState("24h");
-  const seconds = PERIODS.find((p) => p[0] === period)![2];
+  const [, , seconds, bucket] = PERIODS.find((p) => p[0] === period)!;
   const [until, setUntil] = useState(() => Math.floor(Date.now() / 1000) + 1);
-  const activity = useApi(`/activity${query({ since: until - seconds, until, network })}`);
+  const activity = useApi(`/activity${query({ since: until - seconds, until, network, bucket })}`);
   const networks = useApi<any[]>("/networks");
   const a = activity.data;
   const labels = a ? a.requests.perBucket.map((b: any) => bucketLabel(b.bucket, a.bucketSeconds)) : [];
@@ -153,6 +154,31 @@ function NetworkPanel({ n }: { n: any }) {
           );
         })}
       </Table>
+      <TokenAllowlist n={n} />
     </section>
+  );
+}
+
+/** The configured tokens on each ERC-20 paymaster: one not allowed fails every op paying with it (the service refuses it). */
+function TokenAllowlist({ n }: { n: any }) {
+  const rows = n.paymasters.flatMap((p: any) => (p.token?.tokens ?? []).map((t: any) => ({ paymaster: p.label, ...t })));
+  if (rows.length === 0) return null;
+  return (
+    <>
+      <Table caption={`Tokens the ERC-20 paymasters accept on ${n.network}`} captionHidden={false} head={["Paymaster", "Token", "Allowed"]}>
+        {rows.map((t: any) => (
+          <tr key={`${t.paymaster}-${t.address}`}>
+            <th scope="row">{t.paymaster}</th>
+            <td>{t.symbol} <code title={t.address}>{short(t.address)}</code></td>
+            <td>{t.supported ? <Badge tone="ok">allowed</Badge> : <Badge tone="bad">NOT allowed</Badge>}</td>
+          </tr>
+        ))}
+      </Table>
+      {rows.some((t: any) => !t.supported) && (
+        <p class="muted">
+          A token not allowed is refused by the service. Allow it with <code>paymaster token allow SYMBOL --network {n.network}</code> (owner key).
+        </p>
+      )}
+    </>
   );
 }

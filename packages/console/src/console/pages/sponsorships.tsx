@@ -39,7 +39,10 @@ export function Sponsorships() {
           e.preventDefault();
           const q = new URLSearchParams();
           for (const k of FIELDS) if (form[k].trim()) q.set(k, form[k].trim());
-          location.hash = `/sponsorships${q.toString() ? `?${q}` : ""}`;
+          const target = `/sponsorships${q.toString() ? `?${q}` : ""}`;
+          // The same criteria again: the route does not change, so ask again (a signed one may have settled since).
+          if (location.hash.replace(/^#/, "") === target) void list.reload();
+          else location.hash = target;
         }}
       >
         <div class="inline-fields">

@@ -143,7 +143,7 @@ export function StrategyPage({ code }: { code: string | null }) {
         }}
       >
         {save.error && (
-          <ErrorNotice error={save.error} what={issues.length ? "The service refused the strategy" : "Not saved"} />
+          <ErrorNotice error={save.error} what={issues.length ? "The service refused the strategy" : "Not saved"} focus />
         )}
         {saved && <Notice tone="ok">{saved}</Notice>}
         {tab === "json" ? (
@@ -198,14 +198,17 @@ function StrategyFields(props: { form: StrategyForm; set: (p: Partial<StrategyFo
           )}
           <TextInput label="Name" name="name" value={f.name} onInput={(v) => set({ name: v })} error={e.name} />
           {props.isNew ? (
-            <Select
-              label="Project"
-              name="project"
-              value={f.project}
-              onChange={(v) => set({ project: v })}
-              options={props.projects.length ? props.projects.map((p) => [p.id, p.name] as [string, string]) : [["", "(create a project first)"]]}
-              error={e.project}
-            />
+            // A row of its own: project names can be long, and a cut one cannot be told from another.
+            <div class="wide-field">
+              <Select
+                label="Project"
+                name="project"
+                value={f.project}
+                onChange={(v) => set({ project: v })}
+                options={props.projects.length ? props.projects.map((p) => [p.id, p.name] as [string, string]) : [["", "(create a project first)"]]}
+                error={e.project}
+              />
+            </div>
           ) : null}
           <Select label="Status" name="status" value={f.status} onChange={(v) => set({ status: v as "enabled" | "disabled" })} options={["enabled", "disabled"]} error={e.status} />
           <TextInput label="Valid from (UTC)" name="validFrom" type="datetime-local" value={f.validFrom} onInput={(v) => set({ validFrom: v })} error={e.validFrom} hint="Empty: from now on" />
@@ -347,13 +350,17 @@ function Usage({ code }: { code: string }) {
           empty="Nothing sponsored under this strategy in the last 14 days."
         />
       )}
-      {usage.data && (usage.data.caps.length === 0 ? (
-        <p class="muted">This strategy has no cap: it pays without a budget limit. Spent so far: {formatEth(usage.data.totals.spentWei)} ETH (${usage.data.totals.spentUsd}), {usage.data.totals.ops} operations.</p>
-      ) : (
+      {usage.data && (
+        <p class="muted" data-testid="strategy-totals">
+          {usage.data.caps.length === 0 ? "This strategy has no cap: it pays without a budget limit. " : ""}
+          Spent so far: {formatEth(usage.data.totals.spentWei)} ETH (${usage.data.totals.spentUsd}); reserved: {formatEth(usage.data.totals.reservedWei)} ETH (${usage.data.totals.reservedUsd}); {usage.data.totals.ops} operations.
+        </p>
+      )}
+      {usage.data && usage.data.caps.length > 0 && (
         <Table caption="Remaining budget per cap" head={["Cap", "Spent", "Reserved", "Limit", "Remaining", "Used"]} captionHidden={false}>
           {usage.data.caps.flatMap((c: any) => capRows(c))}
         </Table>
-      ))}
+      )}
     </section>
   );
 }

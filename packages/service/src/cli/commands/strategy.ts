@@ -70,6 +70,7 @@ export function registerStrategy(program: Command, run: Run): void {
         out.print(await strategyUsage(ctx, code, { sender: opts.sender }), (u) =>
           [
             `Strategy ${u.code}`,
+            `Totals: spent ${u.totals.spentWei} wei ($${u.totals.spentUsd}), reserved ${u.totals.reservedWei} wei ($${u.totals.reservedUsd}), ${u.totals.ops} ops`,
             u.caps.length === 0 ? "(no caps)" : table(u.caps, ["cap", "key", "spentWei", "reservedWei", "spentUsd", "reservedUsd", "ops", "maxWei", "remainingWei", "maxUsd", "remainingUsd", "maxOps", "remainingOps"]),
           ].join("\n"),
         ),

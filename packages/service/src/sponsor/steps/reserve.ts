@@ -10,7 +10,8 @@
  */
 import { ChargeMode, type Hex } from "@paymaster/shared";
 import { RpcError } from "../../rpc/errors.ts";
-import { capChecks, formatUsdMicros } from "../../policy/rules.ts";
+import { formatUsdMicros } from "../../policy/rules.ts";
+import { usageChecks } from "../../policy/totals.ts";
 import { chainWait } from "../../timing.ts";
 import { isStoreError } from "../../store/errors.ts";
 import type { ReserveResult } from "../../store/types.ts";
@@ -37,7 +38,7 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
   await chainWait(call.timing, () =>
     chain.deposits.check({ entryPoint: entry.entryPoint, paymaster: target.paymaster, kind: mode.mode === "erc20" ? "erc20" : "verifying", block: target.market.blockNumber, maxCostWei: cost.maxCostWei }),
   );
-  const caps = mode.mode === "sponsor" ? capChecks(mode.strategy.rules, { now: target.now, sender: u.sender }) : [];
+  const caps = mode.mode === "sponsor" ? usageChecks(mode.strategy.rules, { now: target.now, sender: u.sender }) : [];
   const postOpCharge = token?.chargeMode === ChargeMode.InPostOp;
   try {
     return await call.service.store.reserveSponsorship(

@@ -14,6 +14,7 @@ import type { MarketSnapshot } from "../../chain/market.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import { chainWait } from "../../timing.ts";
 import { resolveMode, type ResolvedMode } from "../policy.ts";
+import { validityWindow } from "../validityWindow.ts";
 
 /** What every later step reads: the request, where it goes and under which mode. Never changed after this step. */
 export interface Target {
@@ -28,7 +29,7 @@ export interface Target {
   readonly mode: ResolvedMode;
   /** The paymaster of the mode: ERC-20 or verifying. */
   readonly paymaster: Address;
-  /** The signature's validity window: 60 s back, the configured TTL ahead. */
+  /** The signature's validity window against both clocks (src/sponsor/validityWindow.ts). */
   readonly window: { readonly validUntil: number; readonly validAfter: number };
   /** ERC-20 mode: the paymaster's postOpGas (charged) and the lowest postOp gas limit it accepts (0 otherwise). */
   readonly postOpGas: bigint;
@@ -68,7 +69,7 @@ export async function resolveTarget({ request, call }: TargetInput): Promise<Tar
     now,
     mode,
     paymaster: mode.mode === "erc20" ? entry.erc20Paymaster : entry.verifyingPaymaster,
-    window: { validUntil: now + service.config.signatureTtlSeconds, validAfter: now - 60 },
+    window: validityWindow({ wallNow: service.now(), chainNow: market.timestamp, ttlSeconds: service.config.signatureTtlSeconds }),
     postOpGas: erc20.postOpGas,
     // The ERC-20 paymaster refuses a postOp gas limit below its worst-case postOp (v0.6: verificationGasLimit).
     minPostOpGasLimit: erc20.minPostOpGasLimit,

@@ -3,6 +3,7 @@
  * the token's markup) and reads what the sender holds and allows the paymaster. Other modes: null.
  * Raises only the chain's and price source's errors.
  */
+import { requireTokenAllowed } from "../tokenAllowed.ts";
 import { ChargeMode } from "@paymaster/shared";
 import { chainWait } from "../../timing.ts";
 import { exchangeRate, type UsdPrice } from "../price.ts";
@@ -36,6 +37,8 @@ export async function tokenPrice({ target, holdings }: TokenPriceInput): Promise
       chain.prices.usd(mode.token.priceSource),
       holdings ? tokenRead(chain, mode.token.address, "balanceOf", [sender]) : 0n,
       holdings ? tokenRead(chain, mode.token.address, "allowance", [sender, target.paymaster]) : 0n,
+      // A configured token the paymaster does not allow would fail on chain (UnsupportedToken): refused first.
+      requireTokenAllowed(chain, call.network.config.name, target.paymaster, mode.token),
     ]),
   );
   return {
