@@ -17,7 +17,8 @@ import type { Store } from "./store/types.ts";
 import { createDepositGuard } from "./sponsor/deposit.ts";
 import { createMarket } from "./chain/market.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
-import { createSigner } from "./signer/signer.ts";
+import { openNetworkSigner } from "./signer/open.ts";
+import type { PaymasterSigner } from "./signer/signer.ts";
 import { CODE_OVERRIDE_SIMULATORS, findSimulator } from "./chain/entryPoint.ts";
 import { SPONSOR_VERSIONS } from "./rpc/schemas.ts";
 
@@ -59,7 +60,16 @@ export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Sto
   if (chainId !== config.chainId) {
     throw new PreflightError(`network ${config.name}: the RPC endpoint serves chain ${chainId}, configured ${config.chainId}`);
   }
-  const signer = createSigner(config.signerKeys[0]!);
+  const signer = await openNetworkSigner(config);
+  try {
+    return await checkedChain(config, rpc, store, signer, pollMs);
+  } catch (error) {
+    signer.close?.();
+    throw error;
+  }
+}
+
+async function checkedChain(config: NetworkConfig, rpc: ChainRpc, store: Store, signer: PaymasterSigner, pollMs: number): Promise<NetworkChain> {
   const base = configView(config);
   const erc20: NetworkChain["erc20"] = {};
   for (const version of base.versions) {
@@ -147,7 +157,10 @@ export async function startNetwork(
       resolveInitialised(chain);
     } catch (error) {
       if (error instanceof PreflightError && first) throw error;
-      const problem = error instanceof PreflightError ? error.message : `the RPC does not answer (${error instanceof RpcError ? String(error.details["cause"] ?? error.message) : (error as Error).message})`;
+      const problem =
+        error instanceof PreflightError || (error instanceof RpcError && error.reason === "SIGNER_UNAVAILABLE")
+          ? error.message
+          : `the RPC does not answer (${error instanceof RpcError ? String(error.details["cause"] ?? error.message) : (error as Error).message})`;
       // One line per distinct problem, not one per retry.
       if (problem !== lastProblem) {
         const line = { upstreams: upstreams(), problem };
@@ -178,6 +191,7 @@ export async function startNetwork(
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
       runtime.chain?.market.stop();
+      runtime.chain?.signer.close?.();
       rpc.close();
     },
   };
