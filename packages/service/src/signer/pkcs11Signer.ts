@@ -23,9 +23,8 @@ import {
   classify,
   closeSession,
   findKey,
-  findSlot,
-  library,
   openSession,
+  openToken,
   Pkcs11Failure,
   pkcs11js,
   readPin,
@@ -79,8 +78,7 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string): P
     if (refusedPins.get(tokenId) === pinHash(pin)) {
       throw new Pkcs11Failure("pin", `the token refused this PIN before and it is not tried again (tokens lock after a few wrong PINs): correct the PIN${config.pin !== undefined && "file" in config.pin ? ` in ${config.pin.file}` : ` in ${config.pin?.env ?? "its variable"} and restart`}`);
     }
-    const lib = library(config.module);
-    const slot = findSlot(lib, config);
+    const { lib, slot } = openToken(config);
     let session: Buffer;
     try {
       session = openSession(lib, slot, pin);

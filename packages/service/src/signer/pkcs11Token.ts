@@ -152,6 +152,24 @@ export function findSlot(lib: Lib, config: Pkcs11Config): Buffer {
   throw new Pkcs11Failure("token", `no ${tokenName(config)} in ${config.module} (the token is absent, or its label or slot is not the configured one)`);
 }
 
+/**
+ * The library (initialised) and the slot of the configured token. A token not found is looked for once more
+ * after re-initialising the library: some libraries (SoftHSM2 among them) list the tokens of their start only,
+ * so a token created or restored since then needs it. Sessions of this process on that library end; the
+ * signers reconnect.
+ */
+export function openToken(config: Pkcs11Config): { lib: Lib; slot: Buffer } {
+  const lib = library(config.module);
+  try {
+    return { lib, slot: findSlot(lib, config) };
+  } catch (error) {
+    if (!(error instanceof Pkcs11Failure) || error.kind !== "token") throw error;
+    finalize(config.module);
+    const again = library(config.module);
+    return { lib: again, slot: findSlot(again, config) };
+  }
+}
+
 /** The user PIN, read now (a file is re-read at each login). */
 export function readPin(config: Pkcs11Config): string {
   if (config.pin === undefined) throw new Pkcs11Failure("pin", "no PIN: set the network's PAYMASTER_NETWORK_<NAME>_PKCS11_PIN or _PKCS11_PIN_FILE");
@@ -279,8 +297,8 @@ export function generateKey(lib: Lib, session: Buffer, config: Pkcs11Config): To
  * CLI's way in (`paymaster signer add --pkcs11`). The service keeps its sessions (pkcs11Signer.ts).
  */
 export function withTokenSession<T>(config: Pkcs11Config, body: (lib: Lib, session: Buffer) => T): T {
-  const lib = library(config.module);
-  const session = openSession(lib, findSlot(lib, config), readPin(config));
+  const { lib, slot } = openToken(config);
+  const session = openSession(lib, slot, readPin(config));
   try {
     return body(lib, session);
   } finally {
