@@ -1,0 +1,115 @@
+// The service signing with a key in a PKCS#11 token (SoftHSM2): the key is created in the token, accepted on
+// chain by the paymasters' owner (as `paymaster signer add --pkcs11 --create` does), and the service's
+// sponsorships land on chain for every EntryPoint version and mode (Sponsor, User Sponsor / gas tank, ERC-20).
+// A token that refuses answers 503 SIGNER_UNAVAILABLE with the reason over HTTP, and the service recovers
+// without a restart; no log line holds the PIN.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import { JsonRpcProvider, Wallet as EthersWallet } from "ethers";
+import type { Address, EntryPointVersion } from "@paymaster/shared";
+import { paymastersOf, type ChainTarget } from "../src/admin/chainTarget.ts";
+import { setSigner } from "../src/admin/paymasters.ts";
+import { localNetworkConfig } from "../src/config/local.ts";
+import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
+import { createLogger } from "../src/log.ts";
+import { startService, type RunningService } from "../src/server.ts";
+import { findSlot, generateKey, withTokenSession } from "../src/signer/pkcs11Token.ts";
+import { call, handleOps, mint, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
+
+const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
+
+describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", function () {
+  this.timeout(240_000);
+  let embedded: Embedded;
+  let token: SoftToken;
+  let running: RunningService;
+  let endpoint: string;
+  let tokenSigner: Address;
+  const logs: string[] = [];
+
+  before(async function () {
+    requireSoftHsm(this);
+    embedded = await startTestStack();
+    token = newSoftToken();
+    tokenSigner = withTokenSession(token.config, (lib, session) => generateKey(lib, session, token.config)).address;
+    // The owner accepts the token's key on every paymaster.
+    const provider = new JsonRpcProvider(embedded.stack.chain.url, embedded.stack.chain.chainId, { staticNetwork: true, cacheTimeout: -1 });
+    const target: ChainTarget = { network: "local", chainId: embedded.stack.chain.chainId, provider, paymasters: paymastersOf(embedded.stack.manifest.entryPoints), serviceSigners: [tokenSigner], close: () => provider.destroy() };
+    try {
+      expect(await setSigner(target, new EthersWallet(embedded.stack.owner.privateKey, provider), { signer: tokenSigner, accept: true })).to.have.length(6);
+    } finally {
+      target.close();
+    }
+    // A service on the same chain whose signer is the token's key: no private key in its configuration.
+    const base = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-pkcs11-")), "data");
+    const config = embeddedConfig({ ...base, signerKeys: [], pkcs11: token.config }, dataDir, 0, "info");
+    running = await startService(config, { pollMs: 100, watch: false, logger: createLogger("info", { write: (line: string) => void logs.push(line) }) });
+    await running.initialised;
+    const project = await running.service.store.createProject("pkcs11");
+    const { plaintext } = await running.service.store.createApiKey(project.id);
+    await running.service.store.createStrategy({ projectId: project.id, code: "HSM", name: "token-signed" });
+    endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${plaintext}`;
+  });
+  after(async () => {
+    await running?.close();
+    await embedded?.close();
+  });
+
+  it("signs as the token's key", () => {
+    const chain = running.service.networks.get("local")!.chain!;
+    expect(chain.signer.implementation).to.equal("pkcs11");
+    expect(chain.signer.address).to.equal(tokenSigner);
+  });
+
+  for (const version of VERSIONS) {
+    const extra = (context: Record<string, string>) => (version === "v0.6" ? context : { ...context, version });
+    for (const mode of ["sponsor", "user", "erc20"] as const) {
+      it(`${version} ${mode}: the token-signed sponsorship lands on chain`, async () => {
+        const wallet = await newWallet(embedded, version);
+        let callData = executeCallData(wallet.owner.address);
+        let context: Record<string, string> = { strategy_code: "HSM" };
+        if (mode === "user") {
+          await running.service.store.creditGasTank("local", wallet.sender, 10n ** 17n, `test:${wallet.sender}`);
+          context = {};
+        } else if (mode === "erc20") {
+          await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+          const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
+          callData = approveCallData(usdc.address, embedded.stack.manifest.entryPoints[version].erc20Paymaster);
+          context = { token: "USDC" };
+        }
+        const wire = wireOp(wallet, callData);
+        const { status, body } = await call(endpoint, "pm_sponsorUserOperation", [wire, extra(context)]);
+        expect(status, JSON.stringify(body)).to.equal(200);
+        const outcome = await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data)));
+        expect(outcome.reverted, outcome.failedOp).to.equal(false);
+        expect(outcome.event!.success).to.equal(true);
+        const kind = mode === "erc20" ? "erc20Paymaster" : "verifyingPaymaster";
+        expect(outcome.event!.paymaster).to.equal(embedded.stack.manifest.entryPoints[version][kind]);
+      });
+    }
+  }
+
+  it("a token that refuses the PIN: 503 SIGNER_UNAVAILABLE with the reason; signing again once the PIN file is fixed, no restart", async () => {
+    const sponsor = async () => {
+      const wallet = await newWallet(embedded, "v0.7");
+      return call(endpoint, "pm_sponsorUserOperation", [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: "HSM", version: "v0.7" }]);
+    };
+    writeFileSync(token.pinFile, "not-the-pin\n");
+    // The token drops the service's sessions (an HSM restart): the service must log in again.
+    withTokenSession({ ...token.config, pin: { env: "TEST", value: token.pin } }, (lib) => lib.C_CloseAllSessions(findSlot(lib, token.config)));
+    const refused = await sponsor();
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(503);
+    expect(refused.body.data.reason).to.equal("SIGNER_UNAVAILABLE");
+    expect(refused.body.message).to.match(/refused the PIN \(CKR_PIN_INCORRECT\)/);
+    writeFileSync(token.pinFile, `${token.pin}\n`);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const again = await sponsor();
+    expect(again.status, JSON.stringify(again.body)).to.equal(200);
+    expect(logs.length).to.be.greaterThan(0);
+    for (const line of logs) expect(line).to.not.include(token.pin);
+  });
+});
