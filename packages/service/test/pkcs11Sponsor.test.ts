@@ -15,7 +15,8 @@ import { localNetworkConfig } from "../src/config/local.ts";
 import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
-import { findSlot, generateKey, withTokenSession } from "../src/signer/pkcs11Token.ts";
+import { findKey, findSlot, generateKey, withTokenSession } from "../src/signer/pkcs11Token.ts";
+import { runCliInProcess } from "./helpers/cli.ts";
 import { call, handleOps, mint, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
 
@@ -111,5 +112,58 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     expect(again.status, JSON.stringify(again.body)).to.equal(200);
     expect(logs.length).to.be.greaterThan(0);
     for (const line of logs) expect(line).to.not.include(token.pin);
+  });
+
+  it("paymaster signer add --pkcs11 --create: creates the key in the token, prints its address, the paymasters accept it; signer list reads it from the token", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "paymaster-pkcs11-cli-"));
+    const configFile = path.join(dir, "paymaster.json");
+    const entryPoints = Object.fromEntries(
+      VERSIONS.map((v) => {
+        const ep = embedded.stack.manifest.entryPoints[v];
+        return [v, { entryPoint: ep.entryPoint, verifyingPaymaster: ep.verifyingPaymaster, erc20Paymaster: ep.erc20Paymaster }];
+      }),
+    );
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        customNetworks: [{ name: "hsm-local", chainId: embedded.stack.chain.chainId, gasKind: "l1" }],
+        networks: [
+          {
+            name: "hsm-local",
+            rpcUrl: embedded.stack.chain.url,
+            entryPoints,
+            nativeUsdPrice: { type: "fixed", usd: "3000" },
+            pkcs11: { module: token.config.module, tokenLabel: token.config.tokenLabel, keyLabel: "cli-created" },
+          },
+        ],
+      }),
+    );
+    const env = { PAYMASTER_NETWORK_HSM_LOCAL_PKCS11_PIN_FILE: token.pinFile, PAYMASTER_OWNER_KEY: embedded.stack.owner.privateKey };
+    const cli = (args: string[]) => runCliInProcess([...args, "--config", configFile], env);
+
+    const created = await cli(["signer", "add", "--network", "hsm-local", "--pkcs11", "--create", "--json"]);
+    expect(created.code, created.stderr).to.equal(0);
+    const address = /created the token key (0x[0-9a-fA-F]{40})/.exec(created.stderr)?.[1];
+    expect(address, created.stderr).to.be.a("string");
+    expect(created.json).to.have.length(6); // accepted on both paymasters of each version
+    const inToken = withTokenSession({ ...token.config, keyLabel: "cli-created" }, (lib, session) => findKey(lib, session, { ...token.config, keyLabel: "cli-created" }));
+    expect(inToken?.address).to.equal(address);
+
+    const list = await cli(["signer", "list", "--network", "hsm-local", "--json"]);
+    expect(list.code, list.stderr).to.equal(0);
+    expect(list.json.map((row: { signer: string }) => row.signer)).to.deep.equal(Array(6).fill(address));
+    expect(list.json.every((row: { accepted: boolean }) => row.accepted)).to.equal(true);
+
+    const registered = await cli(["signer", "add", "--network", "hsm-local", "--pkcs11", "--json"]);
+    expect(registered.code, registered.stderr).to.equal(0);
+    expect(registered.stderr).to.include(`found the token key ${address}`);
+    expect(registered.json).to.deep.equal([]); // accepted already: nothing sent
+    const twice = await cli(["signer", "add", "--network", "hsm-local", "--pkcs11", "--create"]);
+    expect(twice.code).to.equal(2);
+    expect(twice.stderr).to.match(/already holds a key labelled "cli-created"/);
+    const current = await cli(["signer", "remove", "--network", "hsm-local", "--address", address!]);
+    expect(current.code).to.equal(2);
+    expect(current.stderr).to.match(/is the key the service signs with for hsm-local/);
+    for (const output of [created, list, registered, twice, current]) expect(output.stdout + output.stderr).to.not.include(token.pin);
   });
 });

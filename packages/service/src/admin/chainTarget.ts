@@ -16,6 +16,7 @@ import { findNetwork, knownNetworkNames, type Address, type EntryPointVersion } 
 import { paymasterLabel, readNetworkManifest, type NetworkManifest } from "@paymaster/contracts/deploy";
 import { loadConfig, networkEnvVar, redactUrl } from "../config/load.ts";
 import type { NetworkConfig, ServiceConfig } from "../config/types.ts";
+import { configuredSignerAddresses } from "../signer/open.ts";
 import { AdminError } from "./context.ts";
 
 export interface PaymasterRef {
@@ -97,7 +98,7 @@ export async function chainTarget(
     provider,
     paymasters,
     ...(gasTankDeposit === undefined ? {} : { gasTankDeposit }),
-    serviceSigners: (config?.signerKeys ?? envSignerKeys(env, name)).map((key) => privateKeyToAddress(key as `0x${string}`) as Address),
+    serviceSigners: config ? configuredSignerAddresses(config) : envSignerKeys(env, name).map((key) => privateKeyToAddress(key as `0x${string}`) as Address),
     ...(config ? { config } : {}),
     ...(manifest ? { manifest } : {}),
     close: () => provider.destroy(),
@@ -118,7 +119,7 @@ export function serviceChainTarget(config: NetworkConfig, provider: JsonRpcApiPr
     chainId: config.chainId,
     provider,
     paymasters: paymastersOf(config.entryPoints),
-    serviceSigners: config.signerKeys.map((key) => privateKeyToAddress(key) as Address),
+    serviceSigners: configuredSignerAddresses(config),
     config,
     close: () => provider.destroy(),
   };
