@@ -14,7 +14,7 @@
  * so every op is valid and new.
  *
  * Prints per phase (concurrency 1, then `--concurrency`): throughput; client latency and, from the
- * `Server-Timing` header, the server's time split into waiting on the chain (chain calls' encoding included)
+ * `Server-Timing` header, the server's time split into waiting on the chain (chain calls' encoding included), on a PKCS#11 token (--signer pkcs11)
  * and its own work, p50 and p99; the service process's CPU per request; the chain's; and the chain calls per
  * request by JSON-RPC method (from the service's /metrics). `--postgres URL` (e.g.
  * postgres://postgres@127.0.0.1:5432/test): the service's store on a throwaway database of that server, dropped
@@ -127,6 +127,8 @@ function next(): [string, string] {
 interface Sample {
   latencyMs: number;
   chainMs: number;
+  /** Waiting on a PKCS#11 token (0 with the key in memory). */
+  signerMs: number;
   ownMs: number;
 }
 
@@ -153,7 +155,8 @@ async function one(): Promise<Sample> {
   if (status !== 200 || text.includes('"error"') || text.includes('"reason"')) throw new Error(`HTTP ${status}: ${text.slice(0, 300)}`);
   const chainMs = Number(/chain;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN);
   const ownMs = Number(/own;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN);
-  return { latencyMs, chainMs, ownMs };
+  const signerMs = Number(/signer;dur=([\d.]+)/.exec(timing)?.[1] ?? 0);
+  return { latencyMs, chainMs, signerMs, ownMs };
 }
 
 /** The service's chain RPC attempts so far, by JSON-RPC method (paymaster_rpc_requests_total). */
@@ -215,6 +218,7 @@ function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: nu
   console.log(`                           p50         p99`);
   console.log(`  client latency   ${fmt(percentile(col((s) => s.latencyMs), 50))} ${fmt(percentile(col((s) => s.latencyMs), 99))}`);
   console.log(`  server: chain    ${fmt(percentile(col((s) => s.chainMs), 50))} ${fmt(percentile(col((s) => s.chainMs), 99))}`);
+  if (samples.some((s) => s.signerMs > 0)) console.log(`  server: signer   ${fmt(percentile(col((s) => s.signerMs), 50))} ${fmt(percentile(col((s) => s.signerMs), 99))}  (waiting on the PKCS#11 token)`);
   console.log(`  server: own      ${fmt(percentile(col((s) => s.ownMs), 50))} ${fmt(percentile(col((s) => s.ownMs), 99))}`);
   console.log(`  CPU per request: service ${phase.serviceCpuMs.toFixed(3)} ms, chain ${phase.chainCpuMs.toFixed(3)} ms, client ${phase.clientCpuMs.toFixed(3)} ms (from /proc: every thread, in ns)`);
   console.log(`  chain calls per request: ${phase.calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(", ") || "none"}`);

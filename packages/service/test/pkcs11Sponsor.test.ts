@@ -94,6 +94,19 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     }
   }
 
+  it("Server-Timing reports the wait on the token apart from the chain and the service's own work", async () => {
+    const wallet = await newWallet(embedded, "v0.7");
+    const response = await fetch(endpoint, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: "HSM", version: "v0.7" }] }),
+    });
+    expect(response.status).to.equal(200);
+    const timing = response.headers.get("server-timing") ?? "";
+    expect(timing).to.match(/^chain;dur=[\d.]+;desc="\d+ waits", signer;dur=[\d.]+, own;dur=[\d.]+$/);
+    expect(Number(/signer;dur=([\d.]+)/.exec(timing)![1])).to.be.greaterThan(0);
+  });
+
   it("a token that refuses the PIN: 503 SIGNER_UNAVAILABLE with the reason; signing again once the PIN file is fixed, no restart", async () => {
     const sponsor = async () => {
       const wallet = await newWallet(embedded, "v0.7");

@@ -18,6 +18,7 @@ import { createHash } from "node:crypto";
 import type { PKCS11 } from "pkcs11js";
 import { toEthSignedMessageHash, type Address, type Hex } from "@paymaster/shared";
 import { RpcError } from "../rpc/errors.ts";
+import type { Timing } from "../timing.ts";
 import { ethereumSignature } from "./ecdsa.ts";
 import {
   classify,
@@ -196,10 +197,19 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string): P
   return {
     address,
     implementation: "pkcs11",
-    async signHash(hash: Hex): Promise<Hex> {
+    async signHash(hash: Hex, timing?: Timing): Promise<Hex> {
       const digest = Buffer.from(toEthSignedMessageHash(hash).slice(2), "hex");
       try {
-        const rs = await sign(digest);
+        const started = process.hrtime.bigint();
+        let rs: Buffer;
+        try {
+          rs = await sign(digest);
+        } finally {
+          if (timing) {
+            timing.signerWaits++;
+            timing.signerNs += process.hrtime.bigint() - started;
+          }
+        }
         const signature = await ethereumSignature(rs, digest, point!);
         if (signature === undefined) throw new Pkcs11Failure("key", "the token's signature does not recover to its public key: refused");
         return signature;

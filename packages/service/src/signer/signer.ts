@@ -9,11 +9,15 @@ import { createRequire } from "node:module";
 import { recoverPublicKey as recoverPublicKeyJs } from "viem";
 import { privateKeyToAccount, sign as signJs } from "viem/accounts";
 import { toEthSignedMessageHash, type Address, type Hex } from "@paymaster/shared";
+import type { Timing } from "../timing.ts";
 
 export interface PaymasterSigner {
   readonly address: Address;
-  /** 65-byte r ‖ s ‖ v (v = 27 | 28) EIP-191 signature of `hash`, low-s. */
-  signHash(hash: Hex): Promise<Hex>;
+  /**
+   * 65-byte r ‖ s ‖ v (v = 27 | 28) EIP-191 signature of `hash`, low-s. A signer that waits on a device (a
+   * PKCS#11 token) adds that wait to `timing` as signer time; signing in memory is the service's own work.
+   */
+  signHash(hash: Hex, timing?: Timing): Promise<Hex>;
   /** Which implementation signs: "native" (libsecp256k1), "js" (viem/noble), or "pkcs11" (a token). */
   readonly implementation: "native" | "js" | "pkcs11";
   /** Releases what the signer holds (a token's sessions); the in-memory signer holds nothing. */

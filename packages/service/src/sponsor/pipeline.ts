@@ -449,7 +449,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
       mode.mode === "erc20"
         ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate: tokenRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
         : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
-    landing = packedOnce(buildOp(request, gas, paymaster, paymasterDataWith(chargeMode, await chain.signer.signHash(hash))));
+    landing = packedOnce(buildOp(request, gas, paymaster, paymasterDataWith(chargeMode, await chain.signer.signHash(hash, call.timing))));
   }
 
   // ---- the final simulation: ONE run of that op (validation with the real limits, fees and paymaster data,
