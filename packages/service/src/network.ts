@@ -55,12 +55,12 @@ export function createNetworkRpc(config: NetworkConfig, options: { logger?: Logg
 }
 
 /** Reads and checks what sponsoring needs from the chain; throws PreflightError on a verdict, RpcError when the chain does not answer. */
-export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Store, { pollMs = 1000 }: { pollMs?: number } = {}): Promise<NetworkChain> {
+export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Store, { pollMs = 1000, logger }: { pollMs?: number; logger?: Logger } = {}): Promise<NetworkChain> {
   const chainId = Number(BigInt(await rpc.request<string>("eth_chainId", [])));
   if (chainId !== config.chainId) {
     throw new PreflightError(`network ${config.name}: the RPC endpoint serves chain ${chainId}, configured ${config.chainId}`);
   }
-  const signer = await openNetworkSigner(config);
+  const signer = await openNetworkSigner(config, logger);
   try {
     return await checkedChain(config, rpc, store, signer, pollMs);
   } catch (error) {
@@ -146,7 +146,7 @@ export async function startNetwork(
 
   const attempt = async (first: boolean): Promise<void> => {
     try {
-      const chain = await preflight(config, rpc, store, { pollMs });
+      const chain = await preflight(config, rpc, store, { pollMs, logger: log });
       if (stopped) {
         chain.market.stop();
         return;

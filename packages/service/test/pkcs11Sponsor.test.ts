@@ -123,7 +123,12 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     const again = await sponsor();
     expect(again.status, JSON.stringify(again.body)).to.equal(200);
-    expect(logs.length).to.be.greaterThan(0);
+    // The operator sees it in the log: once when the key goes, once when it is back; never the PIN.
+    const events = logs.map((line) => JSON.parse(line) as { msg: string; problem?: string });
+    const lost = events.filter((e) => e.msg.startsWith("the network's signing key is unavailable"));
+    expect(lost.length).to.be.at.least(1);
+    expect(lost[0]!.problem).to.match(/refused the PIN \(CKR_PIN_INCORRECT\)/);
+    expect(events.filter((e) => e.msg === "the network's signing key is available again")).to.have.length(1);
     for (const line of logs) expect(line).to.not.include(token.pin);
   });
 

@@ -15,6 +15,7 @@
  * started with (another address) is refused, never signed with.
  */
 import { createHash } from "node:crypto";
+import type { Logger } from "pino";
 import type { PKCS11 } from "pkcs11js";
 import { toEthSignedMessageHash, type Address, type Hex } from "@paymaster/shared";
 import { RpcError } from "../rpc/errors.ts";
@@ -63,13 +64,22 @@ function pinHash(pin: string): string {
  * Connects to the configured token and returns the network's signer; throws RpcError SIGNER_UNAVAILABLE when
  * the token cannot be used now (the network's pre-flight retries).
  */
-export async function openPkcs11Signer(config: Pkcs11Config, network: string): Promise<PaymasterSigner> {
+export async function openPkcs11Signer(config: Pkcs11Config, network: string, logger?: Logger): Promise<PaymasterSigner> {
   const tokenId = `${config.module}\n${config.tokenLabel ?? `slot ${config.slot}`}`;
   const maxSessions = config.sessions ?? PKCS11_SESSIONS_DEFAULT;
   let connection: Connection | undefined;
   let lastFailure: { at: number; failure: Pkcs11Failure } | undefined;
   let address: Address | undefined;
   let point: Buffer | undefined;
+
+  /** The problem last logged (one line per distinct problem, one when it is over). */
+  let reported: string | undefined;
+  const report = (problem: string | undefined) => {
+    if (problem === reported) return;
+    if (problem !== undefined) logger?.error({ network, problem }, "the network's signing key is unavailable: sponsorships get 503 SIGNER_UNAVAILABLE");
+    else logger?.info({ network }, "the network's signing key is available again");
+    reported = problem;
+  };
 
   const unavailable = (failure: Pkcs11Failure) =>
     new RpcError("SIGNER_UNAVAILABLE", `Network ${network}: the paymaster's signing key is unavailable: ${failure.message}`, { network, cause: failure.kind, ...(failure.ckr ? { ckr: failure.ckr } : {}) });
@@ -212,9 +222,12 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string): P
         }
         const signature = await ethereumSignature(rs, digest, point!);
         if (signature === undefined) throw new Pkcs11Failure("key", "the token's signature does not recover to its public key: refused");
+        report(undefined);
         return signature;
       } catch (error) {
-        throw unavailable(classify(error, "signing"));
+        const failure = classify(error, "signing");
+        report(failure.message);
+        throw unavailable(failure);
       }
     },
     close() {
