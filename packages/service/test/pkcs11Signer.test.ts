@@ -8,7 +8,7 @@ import path from "node:path";
 import { expect } from "chai";
 import { keccak256, recoverMessageAddress, toHex, type Hex } from "viem";
 import { RpcError } from "../src/rpc/errors.ts";
-import { openPkcs11Signer } from "../src/signer/pkcs11Signer.ts";
+import { openPkcs11Signer, type Pkcs11Signer } from "../src/signer/pkcs11Signer.ts";
 import { findKey, generateKey, library, pkcs11js, withTokenSession, findSlot } from "../src/signer/pkcs11Token.ts";
 import type { PaymasterSigner } from "../src/signer/signer.ts";
 import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
@@ -20,7 +20,7 @@ function hashOf(i: number | string): Hex {
 }
 
 /** A token with a created key, and the signer on it. */
-async function tokenSigner(sessions?: number): Promise<{ token: SoftToken; signer: PaymasterSigner }> {
+async function tokenSigner(sessions?: number): Promise<{ token: SoftToken; signer: Pkcs11Signer }> {
   const token = newSoftToken();
   if (sessions !== undefined) token.config.sessions = sessions;
   withTokenSession(token.config, (lib, session) => generateKey(lib, session, token.config));
@@ -158,6 +158,7 @@ describe("PKCS#11 signer (SoftHSM2)", function () {
       const hashes = Array.from({ length: 48 }, (_, i) => hashOf(`concurrent ${sessions} ${i}`));
       const signatures = await Promise.all(hashes.map((h) => signer.signHash(h)));
       expect(new Set(signatures).size).to.equal(hashes.length);
+      expect(signer.sessionsOpen()).to.be.at.least(1).and.at.most(sessions);
       for (const [i, signature] of signatures.entries()) {
         expect(await recoverMessageAddress({ message: { raw: hashes[i]! }, signature })).to.equal(signer.address);
       }

@@ -64,7 +64,12 @@ function pinHash(pin: string): string {
  * Connects to the configured token and returns the network's signer; throws RpcError SIGNER_UNAVAILABLE when
  * the token cannot be used now (the network's pre-flight retries).
  */
-export async function openPkcs11Signer(config: Pkcs11Config, network: string, logger?: Logger): Promise<PaymasterSigner> {
+export interface Pkcs11Signer extends PaymasterSigner {
+  /** Sessions this signer holds open now (idle or signing): at most config.sessions. */
+  sessionsOpen(): number;
+}
+
+export async function openPkcs11Signer(config: Pkcs11Config, network: string, logger?: Logger): Promise<Pkcs11Signer> {
   const tokenId = `${config.module}\n${config.tokenLabel ?? `slot ${config.slot}`}`;
   const maxSessions = config.sessions ?? PKCS11_SESSIONS_DEFAULT;
   let connection: Connection | undefined;
@@ -233,5 +238,6 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string, lo
     close() {
       if (connection) drop(connection, new Pkcs11Failure("session", "the signer was closed"));
     },
+    sessionsOpen: () => connection?.open ?? 0,
   };
 }
