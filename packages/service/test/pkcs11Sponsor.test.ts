@@ -10,6 +10,7 @@ import { expect } from "chai";
 import { JsonRpcProvider, Wallet as EthersWallet } from "ethers";
 import type { Address, EntryPointVersion } from "@paymaster/shared";
 import { paymastersOf, type ChainTarget } from "../src/admin/chainTarget.ts";
+import { networkStatus } from "../src/admin/networks.ts";
 import { setSigner } from "../src/admin/paymasters.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
@@ -64,6 +65,13 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     const chain = running.service.networks.get("local")!.chain!;
     expect(chain.signer.implementation).to.equal("pkcs11");
     expect(chain.signer.address).to.equal(tokenSigner);
+  });
+
+  it("the admin network status names the token's key as the service's signer, accepted by every paymaster", async () => {
+    const [status] = await networkStatus({ store: running.service.store, networks: ["local"], actor: "test", service: running.service });
+    expect(status!.signer).to.equal(tokenSigner);
+    expect(status!.paymasters).to.have.length(6);
+    for (const paymaster of status!.paymasters) expect(paymaster.warnings.join("\n")).to.not.match(/signer/i);
   });
 
   for (const version of VERSIONS) {

@@ -113,13 +113,18 @@ export const SERVICE_TARGET_TIMEOUT_MS = 10_000;
  * RPC (the primary), paymasters and signer keys, as `chainTarget` reads them from a configuration file. The
  * service's pre-flight has already checked the chain id.
  */
-export function serviceChainTarget(config: NetworkConfig, provider: JsonRpcApiProvider = primaryProvider(config)): ChainTarget {
+export function serviceChainTarget(
+  config: NetworkConfig,
+  provider: JsonRpcApiProvider = primaryProvider(config),
+  /** The signers' addresses when the caller knows them (a running token signer's: no second look into the token). */
+  signers: Address[] = configuredSignerAddresses(config),
+): ChainTarget {
   return {
     network: config.name,
     chainId: config.chainId,
     provider,
     paymasters: paymastersOf(config.entryPoints),
-    serviceSigners: configuredSignerAddresses(config),
+    serviceSigners: signers,
     config,
     close: () => provider.destroy(),
   };
