@@ -8,6 +8,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { JsonRpcProvider, Wallet as EthersWallet } from "ethers";
+import { recoverMessageAddress } from "viem";
+import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import type { Address, EntryPointVersion } from "@paymaster/shared";
 import { paymastersOf, type ChainTarget } from "../src/admin/chainTarget.ts";
 import { networkStatus } from "../src/admin/networks.ts";
@@ -16,7 +18,8 @@ import { localNetworkConfig } from "../src/config/local.ts";
 import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
-import { findKey, findSlot, generateKey, withTokenSession } from "../src/signer/pkcs11Token.ts";
+import { findKey, findSlot, generateKey, pkcs11js, withTokenSession } from "../src/signer/pkcs11Token.ts";
+import { openPkcs11Signer } from "../src/signer/pkcs11Signer.ts";
 import { runCliInProcess } from "./helpers/cli.ts";
 import { call, handleOps, mint, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
@@ -140,7 +143,8 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     for (const line of logs) expect(line).to.not.include(token.pin);
   });
 
-  it("paymaster signer add --pkcs11 --create: creates the key in the token, prints its address, the paymasters accept it; signer list reads it from the token", async () => {
+  /** The operator command in this process, with a configuration whose hsm-local network (this chain) signs with `keyLabel` in the token. */
+  function cliWith(keyLabel: string) {
     const dir = mkdtempSync(path.join(tmpdir(), "paymaster-pkcs11-cli-"));
     const configFile = path.join(dir, "paymaster.json");
     const entryPoints = Object.fromEntries(
@@ -159,14 +163,17 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
             rpcUrl: embedded.stack.chain.url,
             entryPoints,
             nativeUsdPrice: { type: "fixed", usd: "3000" },
-            pkcs11: { module: token.config.module, tokenLabel: token.config.tokenLabel, keyLabel: "cli-created" },
+            pkcs11: { module: token.config.module, tokenLabel: token.config.tokenLabel, keyLabel },
           },
         ],
       }),
     );
     const env = { PAYMASTER_NETWORK_HSM_LOCAL_PKCS11_PIN_FILE: token.pinFile, PAYMASTER_OWNER_KEY: embedded.stack.owner.privateKey };
-    const cli = (args: string[]) => runCliInProcess([...args, "--config", configFile], env);
+    return (args: string[]) => runCliInProcess([...args, "--config", configFile], env);
+  }
 
+  it("paymaster signer add --pkcs11 --create: creates the key in the token, prints its address, the paymasters accept it; signer list reads it from the token", async () => {
+    const cli = cliWith("cli-created");
     const created = await cli(["signer", "add", "--network", "hsm-local", "--pkcs11", "--create", "--json"]);
     expect(created.code, created.stderr).to.equal(0);
     const address = /created the token key (0x[0-9a-fA-F]{40})/.exec(created.stderr)?.[1];
@@ -191,5 +198,38 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     expect(current.code).to.equal(2);
     expect(current.stderr).to.match(/is the key the service signs with for hsm-local/);
     for (const output of [created, list, registered, twice, current]) expect(output.stdout + output.stderr).to.not.include(token.pin);
+  });
+
+  it("paymaster signer add --pkcs11 --import-key-file: the key moves into the token (same address), never echoed", async () => {
+    const cli = cliWith("cli-imported");
+    const key = generatePrivateKey();
+    const keyFile = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-import-")), "key");
+    writeFileSync(keyFile, `# the old in-memory signer\n${key}\n`, { mode: 0o600 });
+    const imported = await cli(["signer", "add", "--network", "hsm-local", "--pkcs11", "--import-key-file", keyFile, "--json"]);
+    expect(imported.code, imported.stderr).to.equal(0);
+    expect(imported.stderr).to.include(`imported the token key ${privateKeyToAddress(key)}`);
+    expect(imported.json).to.have.length(6);
+    const label = { ...token.config, keyLabel: "cli-imported" };
+    const p = pkcs11js();
+    withTokenSession(label, (lib, session) => {
+      const inToken = findKey(lib, session, label)!;
+      expect(inToken.address).to.equal(privateKeyToAddress(key));
+      expect(() => lib.C_GetAttributeValue(session, inToken.privateKey, [{ type: p.CKA_VALUE }])).to.throw(/CKR_ATTRIBUTE_SENSITIVE/);
+      expect((lib.C_GetAttributeValue(session, inToken.privateKey, [{ type: p.CKA_EXTRACTABLE }])[0]!.value as Buffer)[0]).to.equal(0);
+    });
+    // The token signs as the imported key.
+    const signer = await openPkcs11Signer(label, "hsm-local");
+    try {
+      const hash = `0x${"ab".repeat(32)}` as const;
+      expect(await recoverMessageAddress({ message: { raw: hash }, signature: await signer.signHash(hash) })).to.equal(privateKeyToAddress(key));
+    } finally {
+      signer.close?.();
+    }
+    const bad = `${key.slice(0, -2)}zz`;
+    writeFileSync(keyFile, `${bad}\n`);
+    const refused = await cli(["signer", "add", "--network", "hsm-local", "--pkcs11", "--import-key-file", keyFile]);
+    expect(refused.code).to.equal(2);
+    expect(refused.stderr).to.match(/--import-key-file: the key in .* must be a 32-byte hex private key/);
+    for (const output of [imported, refused]) expect(output.stdout + output.stderr).to.not.include(key.slice(2, 40));
   });
 });

@@ -8,7 +8,8 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type * as Pkcs11 from "pkcs11js";
-import type { Address } from "@paymaster/shared";
+import { privateKeyToAccount } from "viem/accounts";
+import type { Address, Hex } from "@paymaster/shared";
 import { addressOfPoint, SECP256K1_EC_PARAMS, uncompressedPoint } from "./ecdsa.ts";
 
 /** Where a network's token key is (the configuration's `pkcs11` block; the PIN comes from the environment or a file). */
@@ -289,6 +290,47 @@ export function generateKey(lib: Lib, session: Buffer, config: Pkcs11Config): To
   }
   const key = findKey(lib, session, config);
   if (key === undefined) throw new Pkcs11Failure("key", `the key "${config.keyLabel}" was created but cannot be found again in ${tokenName(config)}`);
+  return key;
+}
+
+/**
+ * Imports the secp256k1 `privateKey` into the token under `config.keyLabel` (a migration that keeps the signer's
+ * address), marked like a created key: sensitive, never extractable. The key passes through this process's
+ * memory once; refused when a key of that label exists.
+ */
+export function importKey(lib: Lib, session: Buffer, config: Pkcs11Config, privateKey: Hex): TokenKey {
+  if (findKey(lib, session, config) !== undefined) throw new Pkcs11Failure("key", `${tokenName(config)} already holds a key labelled "${config.keyLabel}"`);
+  const p = pkcs11js();
+  const point = Buffer.from(privateKeyToAccount(privateKey).publicKey.slice(2), "hex");
+  const common = [
+    { type: p.CKA_KEY_TYPE, value: p.CKK_EC },
+    { type: p.CKA_TOKEN, value: true },
+    { type: p.CKA_EC_PARAMS, value: SECP256K1_EC_PARAMS },
+    { type: p.CKA_LABEL, value: config.keyLabel },
+  ];
+  try {
+    lib.C_CreateObject(session, [
+      { type: p.CKA_CLASS, value: p.CKO_PRIVATE_KEY },
+      ...common,
+      { type: p.CKA_PRIVATE, value: true },
+      { type: p.CKA_SENSITIVE, value: true },
+      { type: p.CKA_EXTRACTABLE, value: false },
+      { type: p.CKA_SIGN, value: true },
+      { type: p.CKA_VALUE, value: Buffer.from(privateKey.slice(2), "hex") },
+    ]);
+    // CKA_EC_POINT: the DER OCTET STRING of the uncompressed point.
+    lib.C_CreateObject(session, [
+      { type: p.CKA_CLASS, value: p.CKO_PUBLIC_KEY },
+      ...common,
+      { type: p.CKA_PRIVATE, value: false },
+      { type: p.CKA_VERIFY, value: true },
+      { type: p.CKA_EC_POINT, value: Buffer.concat([Buffer.from([0x04, point.length]), point]) },
+    ]);
+  } catch (error) {
+    throw classify(error, `importing the key "${config.keyLabel}"`);
+  }
+  const key = findKey(lib, session, config);
+  if (key === undefined) throw new Pkcs11Failure("key", `the key "${config.keyLabel}" was imported but cannot be found again in ${tokenName(config)}`);
   return key;
 }
 

@@ -209,14 +209,16 @@ export function registerChain(program: Command, runChain: RunChain): void {
     .option("--address <address>", "the signer's address")
     .option("--pkcs11", "the network's PKCS#11 key (its pkcs11 block; PIN from PAYMASTER_NETWORK_<NAME>_PKCS11_PIN or _PKCS11_PIN_FILE): prints its address")
     .option("--create", "with --pkcs11: create the key in the token first (secp256k1, never extractable)")
-    .action((o: NetworkOpts & { address?: string; pkcs11?: boolean; create?: boolean }) =>
+    .option("--import-key-file <file>", "with --pkcs11: import the private key in <file> into the token first (keeps its address; never extractable)")
+    .action((o: NetworkOpts & { address?: string; pkcs11?: boolean; create?: boolean; importKeyFile?: string }) =>
       runChain(o, async (target, env, out, log) => {
         if ((o.address === undefined) === (o.pkcs11 !== true)) throw new AdminError("INVALID_INPUT", "give --address or --pkcs11 (exactly one)");
-        if (o.create && !o.pkcs11) throw new AdminError("INVALID_INPUT", "--create goes with --pkcs11");
+        if ((o.create || o.importKeyFile !== undefined) && !o.pkcs11) throw new AdminError("INVALID_INPUT", "--create and --import-key-file go with --pkcs11");
+        if (o.create && o.importKeyFile !== undefined) throw new AdminError("INVALID_INPUT", "give --create or --import-key-file, not both");
         let address: string;
         if (o.pkcs11) {
-          const key = tokenSignerAddress(target, { create: o.create === true });
-          log(`${key.created ? "created" : "found"} the token key ${key.address}`);
+          const key = tokenSignerAddress(target, { create: o.create === true, ...(o.importKeyFile === undefined ? {} : { importFrom: o.importKeyFile }) });
+          log(`${key.created ? (o.importKeyFile === undefined ? "created" : "imported") : "found"} the token key ${key.address}`);
           address = key.address;
         } else {
           address = addressOption(o.address!, "--address");
