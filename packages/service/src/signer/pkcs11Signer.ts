@@ -49,6 +49,8 @@ interface Connection {
   key: TokenKey;
   idle: Buffer[];
   open: number;
+  /** Sessions this connection may open: the configured pool size, less if the token refuses more. */
+  cap: number;
   waiting: ((session: Buffer | Pkcs11Failure) => void)[];
   closed: boolean;
 }
@@ -109,7 +111,7 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string, lo
       if (address !== undefined && key.address !== address) {
         throw new Pkcs11Failure("key", `the key labelled "${config.keyLabel}" is now ${key.address}, not ${address} that this service signs as: restart the service to adopt it (after signer add)`);
       }
-      return { lib, slot, pin, key, idle: [session], open: 1, waiting: [], closed: false };
+      return { lib, slot, pin, key, idle: [session], open: 1, cap: maxSessions, waiting: [], closed: false };
     } catch (error) {
       closeSession(lib, session);
       throw error;
@@ -143,13 +145,15 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string, lo
   async function acquire(conn: Connection): Promise<Buffer> {
     const idle = conn.idle.pop();
     if (idle) return idle;
-    if (conn.open < maxSessions) {
+    if (conn.open < conn.cap) {
       conn.open++;
       try {
         return openSession(conn.lib, conn.slot, conn.pin);
       } catch (error) {
         conn.open--;
-        throw error;
+        // The token allows fewer sessions than configured: make do with those it gave (wait for one below).
+        if (classify(error, "opening a session").ckr !== "CKR_SESSION_COUNT" || conn.open === 0) throw error;
+        conn.cap = conn.open;
       }
     }
     const next = await new Promise<Buffer | Pkcs11Failure>((resolve) => conn.waiting.push(resolve));
