@@ -165,6 +165,7 @@ export async function startNetwork(
       if (problem !== lastProblem) {
         const line = { upstreams: upstreams(), problem };
         if (error instanceof PreflightError) log.error(line, "network not ready: the pre-flight check failed; retrying");
+        else if (error instanceof RpcError && error.reason === "SIGNER_UNAVAILABLE") log.error(line, "network not ready: its signing key is unavailable; retrying");
         else log.warn(line, "network not ready: its RPC does not answer; retrying until it does");
       }
       lastProblem = problem;

@@ -18,7 +18,7 @@ import { localNetworkConfig } from "../src/config/local.ts";
 import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
-import { findKey, findSlot, generateKey, pkcs11js, withTokenSession } from "../src/signer/pkcs11Token.ts";
+import { findKey, findSlot, generateKey, importKey, pkcs11js, withTokenSession } from "../src/signer/pkcs11Token.ts";
 import { openPkcs11Signer } from "../src/signer/pkcs11Signer.ts";
 import { runCliInProcess } from "./helpers/cli.ts";
 import { call, handleOps, mint, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
@@ -171,6 +171,29 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     const env = { PAYMASTER_NETWORK_HSM_LOCAL_PKCS11_PIN_FILE: token.pinFile, PAYMASTER_OWNER_KEY: embedded.stack.owner.privateKey };
     return (args: string[]) => runCliInProcess([...args, "--config", configFile], env);
   }
+
+  it("a token that refuses the PIN at start-up: the network is not ready and /ready says why; ready once the PIN file is fixed", async () => {
+    const base = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-pkcs11-start-")), "data");
+    // A token of its own (logged in by no one yet: a login holds for the whole process), holding the stack's
+    // signer key, which the paymasters accept already.
+    const own = newSoftToken();
+    withTokenSession(own.config, (lib, session) => importKey(lib, session, own.config, embedded.stack.signer.privateKey));
+    writeFileSync(own.pinFile, "wrong-at-start\n");
+    const config = embeddedConfig({ ...base, signerKeys: [], pkcs11: own.config }, dataDir, 0, "silent");
+    const late = await startService(config, { pollMs: 100, watch: false });
+    try {
+      const notReady = await fetch(`${late.url}/ready`);
+      expect(notReady.status).to.equal(503);
+      expect(JSON.stringify(await notReady.json())).to.match(/signing key is unavailable: the token refused the PIN \(CKR_PIN_INCORRECT\)/);
+      writeFileSync(own.pinFile, `${own.pin}\n`);
+      await late.initialised; // the pre-flight retries every 2 s
+      expect((await fetch(`${late.url}/ready`)).status).to.equal(200);
+      expect(late.service.networks.get("local")!.chain!.signer.address).to.equal(embedded.stack.signer.address);
+    } finally {
+      await late.close();
+    }
+  });
 
   it("paymaster signer add --pkcs11 --create: creates the key in the token, prints its address, the paymasters accept it; signer list reads it from the token", async () => {
     const cli = cliWith("cli-created");
