@@ -4,17 +4,23 @@
  * Started by bench/erc7677.ts; everything from the environment (the chain's signer key is no argv matter):
  *   BENCH_SYSTEM=ours|peer  BENCH_CHAIN_URL  BENCH_MANIFEST  BENCH_SIGNER_KEY (ours)  BENCH_SKIP_FINAL=1 (ours)
  *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)  BENCH_DATABASE_URL (ours, optional: PostgreSQL)
+ *   BENCH_SIGNER=pkcs11 (ours, optional: the signer's key created in a throwaway SoftHSM2 token and accepted on
+ *   chain by the owner, dev account #0; else the key in memory)
  * Prints one line `READY {json}` (url: the standard dialect, context; ours also v1Url, metricsUrl, signer and
  * forwarderUrl: a bare forwarder to the chain in this process, bench/forwarder.ts) and
  * serves until SIGINT/SIGTERM.
  */
-import { numberToHex } from "viem";
+import { encodeFunctionData, numberToHex, type Abi } from "viem";
+import { VerifyingPaymasterV06Artifact } from "@paymaster/contracts/artifacts";
 import { privateKeyToAccount } from "viem/accounts";
 import { entryPoint08Address } from "viem/account-abstraction";
 import { readManifest } from "@paymaster/contracts/manifest";
 import type { Address, Hex } from "@paymaster/shared";
 import { createChainRpc } from "../src/chain/rpc.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
+import type { NetworkConfig } from "../src/config/types.ts";
+import { generateKey, withTokenSession } from "../src/signer/pkcs11Token.ts";
+import { newSoftToken } from "../test/helpers/softhsm.ts";
 import { embeddedConfig, seedDemo } from "../src/local/embedded.ts";
 import { startService } from "../src/server.ts";
 import { startForwarder } from "./forwarder.ts";
@@ -31,7 +37,8 @@ const stops: (() => Promise<unknown>)[] = [];
 
 if (env("BENCH_SYSTEM") === "ours") {
   const manifest = await readManifest(env("BENCH_MANIFEST"));
-  const network = localNetworkConfig({ manifest, rpcUrl: chainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex });
+  const memoryNetwork = localNetworkConfig({ manifest, rpcUrl: chainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex });
+  const network = process.env.BENCH_SIGNER === "pkcs11" ? await tokenSignedNetwork(memoryNetwork, manifest) : memoryNetwork;
   const embedded = embeddedConfig(process.env.BENCH_SKIP_FINAL === "1" ? { ...network, skipFinalSimulation: true } : network, env("BENCH_DATA_DIR"), 0, "silent");
   // BENCH_DATABASE_URL: the store on PostgreSQL instead of the SQLite file.
   const config = process.env.BENCH_DATABASE_URL ? { ...embedded, databaseUrl: process.env.BENCH_DATABASE_URL } : embedded;
@@ -70,6 +77,20 @@ if (env("BENCH_SYSTEM") === "ours") {
   await instance.start();
   stops.push(() => instance.stop());
   console.log(`READY ${JSON.stringify({ url: `http://127.0.0.1:${port}`, context: null })}`);
+}
+
+/** `network` signing with a key created in a throwaway SoftHSM2 token, which every paymaster accepts first. */
+async function tokenSignedNetwork(network: NetworkConfig, manifest: Awaited<ReturnType<typeof readManifest>>): Promise<NetworkConfig> {
+  const token = newSoftToken();
+  const { address } = withTokenSession(token.config, (lib, session) => generateKey(lib, session, token.config));
+  const [owner] = (await request("eth_accounts", [])) as Address[];
+  for (const entry of Object.values(manifest.entryPoints)) {
+    for (const paymaster of [entry.verifyingPaymaster, entry.erc20Paymaster]) {
+      const data = encodeFunctionData({ abi: VerifyingPaymasterV06Artifact.abi as Abi, functionName: "addSigner", args: [address] });
+      await request("eth_sendTransaction", [{ from: owner, to: paymaster, data }]);
+    }
+  }
+  return { ...network, signerKeys: [], pkcs11: token.config };
 }
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {

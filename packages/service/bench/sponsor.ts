@@ -2,7 +2,7 @@
  * The service's own work per request, against the local chain (everything on 127.0.0.1):
  *
  *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--method sponsor|data|stub]
- *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--postgres URL] [--cpu-prof DIR]
+ *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--signer memory|pkcs11] [--postgres URL] [--cpu-prof DIR]
  *
  * Three processes: the local chain (the contracts package's start-local), our service (bench/serve.ts: the
  * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
@@ -14,11 +14,12 @@
  * so every op is valid and new.
  *
  * Prints per phase (concurrency 1, then `--concurrency`): throughput; client latency and, from the
- * `Server-Timing` header, the server's time split into waiting on the chain (chain calls' encoding included)
+ * `Server-Timing` header, the server's time split into waiting on the chain (chain calls' encoding included), on a PKCS#11 token (--signer pkcs11)
  * and its own work, p50 and p99; the service process's CPU per request; the chain's; and the chain calls per
  * request by JSON-RPC method (from the service's /metrics). `--postgres URL` (e.g.
  * postgres://postgres@127.0.0.1:5432/test): the service's store on a throwaway database of that server, dropped
- * at the end; SQLite otherwise. Bounded: at most 5000 requests per phase and
+ * at the end; SQLite otherwise. `--signer pkcs11`: the service signs with a key in a throwaway SoftHSM2 token
+ * (bench/serve.ts) instead of the key in memory. Bounded: at most 5000 requests per phase and
  * 120 s in all, then it stops by itself.
  */
 import { mkdtempSync } from "node:fs";
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     version: { type: "string", default: "v0.7" },
     "cpu-prof": { type: "string" },
     postgres: { type: "string" },
+    signer: { type: "string", default: "memory" },
   },
 });
 const concurrency = Math.max(1, Math.min(64, Number(values.concurrency)));
@@ -54,6 +56,7 @@ const requests = Math.max(10, Math.min(5000, Number(values.requests)));
 const method = values.method as "sponsor" | "data" | "stub";
 const mode = values.mode as "sponsor" | "erc20" | "user";
 const version = values.version as EntryPointVersion;
+if (!["memory", "pkcs11"].includes(values.signer)) throw new Error(`--signer must be memory or pkcs11, got ${values.signer}`);
 if (!["sponsor", "data", "stub"].includes(method)) throw new Error(`--method must be sponsor, data or stub, got ${method}`);
 const deadline = Date.now() + 120_000;
 
@@ -66,7 +69,7 @@ const chainProcess = await startChainProcess(manifestPath);
 const service = await startSystemProcess("ours", {
   chainUrl: chainProcess.url,
   manifestPath,
-  env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir, ...(postgres ? { BENCH_DATABASE_URL: postgres.url } : {}) },
+  env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir, BENCH_SIGNER: values.signer, ...(postgres ? { BENCH_DATABASE_URL: postgres.url } : {}) },
   ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
 });
 const rpc = createChainRpc(chainProcess.url, { timeoutMs: 60_000 });
@@ -124,6 +127,8 @@ function next(): [string, string] {
 interface Sample {
   latencyMs: number;
   chainMs: number;
+  /** Waiting on a PKCS#11 token (0 with the key in memory). */
+  signerMs: number;
   ownMs: number;
 }
 
@@ -150,7 +155,8 @@ async function one(): Promise<Sample> {
   if (status !== 200 || text.includes('"error"') || text.includes('"reason"')) throw new Error(`HTTP ${status}: ${text.slice(0, 300)}`);
   const chainMs = Number(/chain;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN);
   const ownMs = Number(/own;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN);
-  return { latencyMs, chainMs, ownMs };
+  const signerMs = Number(/signer;dur=([\d.]+)/.exec(timing)?.[1] ?? 0);
+  return { latencyMs, chainMs, signerMs, ownMs };
 }
 
 /** The service's chain RPC attempts so far, by JSON-RPC method (paymaster_rpc_requests_total). */
@@ -212,6 +218,7 @@ function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: nu
   console.log(`                           p50         p99`);
   console.log(`  client latency   ${fmt(percentile(col((s) => s.latencyMs), 50))} ${fmt(percentile(col((s) => s.latencyMs), 99))}`);
   console.log(`  server: chain    ${fmt(percentile(col((s) => s.chainMs), 50))} ${fmt(percentile(col((s) => s.chainMs), 99))}`);
+  if (samples.some((s) => s.signerMs > 0)) console.log(`  server: signer   ${fmt(percentile(col((s) => s.signerMs), 50))} ${fmt(percentile(col((s) => s.signerMs), 99))}  (waiting on the PKCS#11 token)`);
   console.log(`  server: own      ${fmt(percentile(col((s) => s.ownMs), 50))} ${fmt(percentile(col((s) => s.ownMs), 99))}`);
   console.log(`  CPU per request: service ${phase.serviceCpuMs.toFixed(3)} ms, chain ${phase.chainCpuMs.toFixed(3)} ms, client ${phase.clientCpuMs.toFixed(3)} ms (from /proc: every thread, in ns)`);
   console.log(`  chain calls per request: ${phase.calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(", ") || "none"}`);

@@ -22,6 +22,7 @@ export const REDACT_PATHS: readonly string[] = Object.freeze(
     "mnemonic",
     "secret",
     "password",
+    "pin",
     "rpcUrl",
     "rpcUrls",
     "fallbackRpcUrls",

@@ -17,7 +17,8 @@ import type { Store } from "./store/types.ts";
 import { createDepositGuard } from "./sponsor/deposit.ts";
 import { createMarket } from "./chain/market.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
-import { createSigner } from "./signer/signer.ts";
+import { openNetworkSigner } from "./signer/open.ts";
+import type { PaymasterSigner } from "./signer/signer.ts";
 import { CODE_OVERRIDE_SIMULATORS, findSimulator } from "./chain/entryPoint.ts";
 import { SPONSOR_VERSIONS } from "./rpc/schemas.ts";
 
@@ -55,12 +56,21 @@ export function createNetworkRpc(config: NetworkConfig, options: { logger?: Logg
 }
 
 /** Reads and checks what sponsoring needs from the chain; throws PreflightError on a verdict, RpcError when the chain does not answer. */
-export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Store, { pollMs = 1000 }: { pollMs?: number } = {}): Promise<NetworkChain> {
+export async function preflight(config: NetworkConfig, rpc: ChainRpc, store: Store, { pollMs = 1000, logger }: { pollMs?: number; logger?: Logger } = {}): Promise<NetworkChain> {
   const chainId = Number(BigInt(await rpc.request<string>("eth_chainId", [])));
   if (chainId !== config.chainId) {
     throw new PreflightError(`network ${config.name}: the RPC endpoint serves chain ${chainId}, configured ${config.chainId}`);
   }
-  const signer = createSigner(config.signerKeys[0]!);
+  const signer = await openNetworkSigner(config, logger);
+  try {
+    return await checkedChain(config, rpc, store, signer, pollMs);
+  } catch (error) {
+    signer.close?.();
+    throw error;
+  }
+}
+
+async function checkedChain(config: NetworkConfig, rpc: ChainRpc, store: Store, signer: PaymasterSigner, pollMs: number): Promise<NetworkChain> {
   const base = configView(config);
   const erc20: NetworkChain["erc20"] = {};
   for (const version of base.versions) {
@@ -137,7 +147,7 @@ export async function startNetwork(
 
   const attempt = async (first: boolean): Promise<void> => {
     try {
-      const chain = await preflight(config, rpc, store, { pollMs });
+      const chain = await preflight(config, rpc, store, { pollMs, logger: log });
       if (stopped) {
         chain.market.stop();
         return;
@@ -148,11 +158,15 @@ export async function startNetwork(
       resolveInitialised(chain);
     } catch (error) {
       if (error instanceof PreflightError && first) throw error;
-      const problem = error instanceof PreflightError ? error.message : `the RPC does not answer (${error instanceof RpcError ? String(error.details["cause"] ?? error.message) : (error as Error).message})`;
+      const problem =
+        error instanceof PreflightError || (error instanceof RpcError && error.reason === "SIGNER_UNAVAILABLE")
+          ? error.message
+          : `the RPC does not answer (${error instanceof RpcError ? String(error.details["cause"] ?? error.message) : (error as Error).message})`;
       // One line per distinct problem, not one per retry.
       if (problem !== lastProblem) {
         const line = { upstreams: upstreams(), problem };
         if (error instanceof PreflightError) log.error(line, "network not ready: the pre-flight check failed; retrying");
+        else if (error instanceof RpcError && error.reason === "SIGNER_UNAVAILABLE") log.error(line, "network not ready: its signing key is unavailable; retrying");
         else log.warn(line, "network not ready: its RPC does not answer; retrying until it does");
       }
       lastProblem = problem;
@@ -179,6 +193,7 @@ export async function startNetwork(
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
       runtime.chain?.market.stop();
+      runtime.chain?.signer.close?.();
       rpc.close();
     },
   };

@@ -13,6 +13,9 @@ export class Timing {
   chainCalls = 0;
   #inFlight = 0;
   #since = 0n;
+  /** Time spent waiting on an external signer (a PKCS#11 token: its queue and its signing), apart from the chain. */
+  signerNs = 0n;
+  signerWaits = 0;
 
   get chainNs(): bigint {
     return this.#inFlight > 0 ? this.#chainNs + (process.hrtime.bigint() - this.#since) : this.#chainNs;
@@ -29,18 +32,19 @@ export class Timing {
     if (--this.#inFlight === 0) this.#chainNs += process.hrtime.bigint() - this.#since;
   }
 
-  /** Total elapsed, chain-wait and own nanoseconds so far. */
-  snapshot(): { totalNs: bigint; chainNs: bigint; ownNs: bigint; chainCalls: number } {
+  /** Total elapsed, chain-wait, signer-wait and own nanoseconds so far. */
+  snapshot(): { totalNs: bigint; chainNs: bigint; signerNs: bigint; ownNs: bigint; chainCalls: number } {
     const totalNs = process.hrtime.bigint() - this.startedAt;
     const chainNs = this.chainNs;
-    return { totalNs, chainNs, ownNs: totalNs - chainNs, chainCalls: this.chainCalls };
+    return { totalNs, chainNs, signerNs: this.signerNs, ownNs: totalNs - chainNs - this.signerNs, chainCalls: this.chainCalls };
   }
 
-  /** `Server-Timing` header value: chain and own durations in milliseconds. */
+  /** `Server-Timing` header value: chain, signer (when an external signer was waited on) and own durations in milliseconds. */
   serverTiming(): string {
-    const { chainNs, ownNs, chainCalls } = this.snapshot();
+    const { chainNs, signerNs, ownNs, chainCalls } = this.snapshot();
     const ms = (ns: bigint) => (Number(ns) / 1e6).toFixed(3);
-    return `chain;dur=${ms(chainNs)};desc="${chainCalls} waits", own;dur=${ms(ownNs)}`;
+    const signer = this.signerWaits > 0 ? `, signer;dur=${ms(signerNs)}` : "";
+    return `chain;dur=${ms(chainNs)};desc="${chainCalls} waits"${signer}, own;dur=${ms(ownNs)}`;
   }
 }
 

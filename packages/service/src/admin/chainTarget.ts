@@ -16,6 +16,7 @@ import { findNetwork, knownNetworkNames, type Address, type EntryPointVersion } 
 import { paymasterLabel, readNetworkManifest, type NetworkManifest } from "@paymaster/contracts/deploy";
 import { loadConfig, networkEnvVar, redactUrl } from "../config/load.ts";
 import type { NetworkConfig, ServiceConfig } from "../config/types.ts";
+import { configuredSignerAddresses } from "../signer/open.ts";
 import { AdminError } from "./context.ts";
 
 export interface PaymasterRef {
@@ -97,7 +98,7 @@ export async function chainTarget(
     provider,
     paymasters,
     ...(gasTankDeposit === undefined ? {} : { gasTankDeposit }),
-    serviceSigners: (config?.signerKeys ?? envSignerKeys(env, name)).map((key) => privateKeyToAddress(key as `0x${string}`) as Address),
+    serviceSigners: config ? configuredSignerAddresses(config) : envSignerKeys(env, name).map((key) => privateKeyToAddress(key as `0x${string}`) as Address),
     ...(config ? { config } : {}),
     ...(manifest ? { manifest } : {}),
     close: () => provider.destroy(),
@@ -112,13 +113,18 @@ export const SERVICE_TARGET_TIMEOUT_MS = 10_000;
  * RPC (the primary), paymasters and signer keys, as `chainTarget` reads them from a configuration file. The
  * service's pre-flight has already checked the chain id.
  */
-export function serviceChainTarget(config: NetworkConfig, provider: JsonRpcApiProvider = primaryProvider(config)): ChainTarget {
+export function serviceChainTarget(
+  config: NetworkConfig,
+  provider: JsonRpcApiProvider = primaryProvider(config),
+  /** The signers' addresses when the caller knows them (a running token signer's: no second look into the token). */
+  signers: Address[] = configuredSignerAddresses(config),
+): ChainTarget {
   return {
     network: config.name,
     chainId: config.chainId,
     provider,
     paymasters: paymastersOf(config.entryPoints),
-    serviceSigners: config.signerKeys.map((key) => privateKeyToAddress(key) as Address),
+    serviceSigners: signers,
     config,
     close: () => provider.destroy(),
   };

@@ -40,7 +40,9 @@ export async function networkStatus(ctx: AdminContext): Promise<NetworkStatus[]>
       const cursor = await ctx.store.getCursor(cursorNames(config.name).block);
       // Through the service's own chain client (failover, timeouts, RPC metrics), the one its sponsorships use.
       const rpc = runtime.chain?.rpc ?? runtime.rpc;
-      const target = serviceChainTarget(config, rpc ? new ChainRpcProvider(rpc, config.chainId) : undefined);
+      // A token signer already running knows its address: the token is not opened a second time for it.
+      const tokenSigner = config.pkcs11 && runtime.chain ? [runtime.chain.signer.address] : undefined;
+      const target = serviceChainTarget(config, rpc ? new ChainRpcProvider(rpc, config.chainId) : undefined, tokenSigner);
       const status: NetworkStatus = {
         network: config.name,
         chainId: config.chainId,

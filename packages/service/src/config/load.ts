@@ -3,6 +3,7 @@
  * validated once at start-up into a deeply frozen `ServiceConfig`. Secrets (signer keys) come only from the
  * environment or from key files; a config file that carries them is refused. See docs/configuration.md.
  */
+import type { Pkcs11Config } from "../signer/pkcs11Token.ts";
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -29,7 +30,7 @@ export const CONFIG_PATH_ENV = "PAYMASTER_CONFIG";
 /** The PostgreSQL URL (a secret: environment only). When set, the store is PostgreSQL instead of the SQLite file. */
 export const DATABASE_URL_ENV = "DATABASE_URL";
 const NETWORK_ENV_PREFIX = "PAYMASTER_NETWORK_";
-const NETWORK_ENV_SETTINGS = ["RPC_URL", "FALLBACK_RPC_URLS", "SIGNER_KEYS", "SIGNER_KEY_FILE"] as const;
+const NETWORK_ENV_SETTINGS = ["RPC_URL", "FALLBACK_RPC_URLS", "SIGNER_KEYS", "SIGNER_KEY_FILE", "PKCS11_PIN", "PKCS11_PIN_FILE"] as const;
 
 /** "base-sepolia" -> "BASE_SEPOLIA": the <NAME> in PAYMASTER_NETWORK_<NAME>_… */
 export function networkEnvName(name: string): string {
@@ -212,7 +213,14 @@ export function buildConfig(
           });
         }
       }
-      if (signerKeys.length === 0 && purpose === "service" && !issues.some((x) => formatPath(x.path) === `${where}.signerKeys`)) {
+      const pkcs11 = isRecord(network.pkcs11) ? network.pkcs11 : undefined;
+      if (pkcs11 !== undefined) {
+        resolvePkcs11Pin(pkcs11, name, env, purpose, ["networks", i, "pkcs11"], issues, origins);
+        if (signerKeys.length > 0) {
+          issues.push({ path: ["networks", i, "signerKeys"], message: `the network signs with its PKCS#11 key (pkcs11): unset ${keysVar} / ${fileVar}` });
+        }
+      }
+      if (signerKeys.length === 0 && pkcs11 === undefined && purpose === "service" && !issues.some((x) => formatPath(x.path) === `${where}.signerKeys`)) {
         issues.push({
           path: ["networks", i, "signerKeys"],
           message: `no signer key: set ${keysVar} (comma-separated 0x keys) or ${fileVar} (one key per line)`,
@@ -251,6 +259,46 @@ export function buildConfig(
   return deepFreeze({ ...config, databasePath });
 }
 
+/**
+ * The PKCS#11 PIN of network `name` into `pkcs11.pin`: from PAYMASTER_NETWORK_<NAME>_PKCS11_PIN (its value) or
+ * _PKCS11_PIN_FILE (the path: the signer reads it at each login); never from the file, where it is refused.
+ */
+function resolvePkcs11Pin(
+  pkcs11: Record<string, unknown>,
+  name: string,
+  env: NodeJS.ProcessEnv,
+  purpose: ConfigPurpose,
+  at: (string | number)[],
+  issues: ConfigIssue[],
+  origins: Map<string, string>,
+): void {
+  const pinVar = networkEnvVar(name, "PKCS11_PIN");
+  const fileVar = networkEnvVar(name, "PKCS11_PIN_FILE");
+  if (Object.hasOwn(pkcs11, "pin")) {
+    issues.push({ path: [...at, "pin"], message: `the PIN is a secret and is not accepted in the configuration file: set ${pinVar} or ${fileVar}`, origin: "" });
+    delete pkcs11.pin;
+  }
+  const value = envValue(env, pinVar);
+  const file = envValue(env, fileVar);
+  if (value !== undefined && file !== undefined) {
+    issues.push({ path: [...at, "pin"], message: `set ${pinVar} or ${fileVar}, not both` });
+  } else if (value !== undefined) {
+    pkcs11.pin = { env: pinVar, value };
+    origins.set(formatPath([...at, "pin"]), pinVar);
+  } else if (file !== undefined) {
+    const resolved = path.resolve(file);
+    origins.set(formatPath([...at, "pin"]), `${fileVar} (${resolved})`);
+    try {
+      readFileSync(resolved, "utf8");
+      pkcs11.pin = { file: resolved };
+    } catch (err) {
+      issues.push({ path: [...at, "pin"], message: `cannot read the PIN file: ${(err as Error).message}` });
+    }
+  } else if (purpose === "service") {
+    issues.push({ path: [...at, "pin"], message: `no PIN for the token: set ${pinVar} or ${fileVar} (a file holding the PIN)` });
+  }
+}
+
 function describe(issue: ConfigIssue, origins: ReadonlyMap<string, string>, hints: ReadonlyMap<string, string>): string {
   const where = formatPath(issue.path);
   let origin = issue.origin;
@@ -274,6 +322,8 @@ export interface RedactedNetworkConfig {
   entryPoints: NetworkConfig["entryPoints"];
   /** The signers' addresses (never the keys). */
   signerAddresses: Address[];
+  /** Where the PKCS#11 key is; the PIN only as where it comes from (never its value). */
+  pkcs11?: Omit<Pkcs11Config, "pin"> & { pinFrom?: string };
   depositAddress?: Address;
   depositContract?: Address;
   tokens: readonly TokenConfig[];
@@ -298,6 +348,10 @@ export function redactUrl(url: string): string {
   } catch {
     return "(unparseable URL)";
   }
+}
+
+function redactPkcs11({ pin, ...where }: Pkcs11Config): NonNullable<RedactedNetworkConfig["pkcs11"]> {
+  return { ...where, ...(pin === undefined ? {} : { pinFrom: "file" in pin ? pin.file : pin.env }) };
 }
 
 /** A copy of `config` that is safe to log and to JSON.stringify: no signer key, no provider key, no database password. */
@@ -333,6 +387,7 @@ export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
           Object.entries(n.entryPoints).map(([v, ep]) => [v, { ...(ep as EntryPointConfig) }]),
         ),
         signerAddresses: n.signerKeys.map((key) => privateKeyToAddress(key)),
+        ...(n.pkcs11 === undefined ? {} : { pkcs11: redactPkcs11(n.pkcs11) }),
         ...(n.depositAddress === undefined ? {} : { depositAddress: n.depositAddress }),
         ...(n.depositContract === undefined ? {} : { depositContract: n.depositContract }),
         tokens: n.tokens.map((t) => ({ ...t, priceSource: { ...t.priceSource } })),

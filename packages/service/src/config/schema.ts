@@ -210,6 +210,25 @@ export const signerKeySchema = z
   .refine(isPrivateKey, { error: "is not a valid secp256k1 private key" })
   .transform((k) => k.toLowerCase() as Hex);
 
+/**
+ * A network's PKCS#11 signer (the key in a token): where the library, the token and the key are. The PIN is a
+ * secret: config/load.ts takes it from the environment or a file and refuses it in the file.
+ */
+export const pkcs11Schema = z
+  .strictObject(
+    {
+      module: z.string({ error: expected("the path of the PKCS#11 library (.so)") }).min(1, { error: "must be the path of the PKCS#11 library (.so)" }),
+      tokenLabel: z.string({ error: expected("a token label") }).min(1, { error: "must not be empty" }).max(32, { error: "a token label has at most 32 characters" }).optional(),
+      slot: z.number({ error: expected("a slot id") }).int({ error: "must be a slot id (an integer)" }).nonnegative({ error: "must be a slot id (an integer)" }).optional(),
+      keyLabel: z.string({ error: expected("the key's label (CKA_LABEL)") }).min(1, { error: "must not be empty" }),
+      sessions: z.number({ error: expected("a number of sessions") }).int({ error: "must be an integer from 1 to 64" }).min(1, { error: "must be an integer from 1 to 64" }).max(64, { error: "must be an integer from 1 to 64" }).optional(),
+      // Set by config/load.ts from the environment, never from the file.
+      pin: z.union([z.strictObject({ env: z.string(), value: z.string() }), z.strictObject({ file: z.string() })]).optional(),
+    },
+    { error: expected('{"module", "tokenLabel" or "slot", "keyLabel"}') },
+  )
+  .refine((p) => (p.tokenLabel === undefined) !== (p.slot === undefined), { error: "give the token by tokenLabel or by slot (exactly one)" });
+
 const RPC_PROTOCOLS = new Set(["http:", "https:", "ws:", "wss:"]);
 
 function isRpcUrl(value: string): boolean {
@@ -271,6 +290,7 @@ export const networkSchema = z
     signerKeys: z
       .array(signerKeySchema, { error: expected("a list of private keys") })
       .refine((keys) => new Set(keys).size === keys.length, { error: "lists the same key twice" }),
+    pkcs11: pkcs11Schema.optional(),
     tokens: z.array(tokenSchema, { error: expected("an array of tokens") }).default([]),
     nativeUsdPrice: priceSourceSchema,
     caps: gasCapsSchema,
@@ -295,6 +315,7 @@ export const networkSchema = z
       ...(n.depositAlertWei === undefined ? {} : { depositAlertWei: BigInt(n.depositAlertWei) }),
       entryPoints: n.entryPoints,
       signerKeys: n.signerKeys,
+      ...(n.pkcs11 === undefined ? {} : { pkcs11: n.pkcs11 }),
       tokens: n.tokens,
       nativeUsdPrice: n.nativeUsdPrice,
       caps: n.caps,

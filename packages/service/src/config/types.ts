@@ -3,6 +3,7 @@
  * overrides, secrets only from the environment or files) or, with no configuration at all, by the embedded
  * local stack.
  */
+import type { Pkcs11Config } from "../signer/pkcs11Token.ts";
 import type { Address, EntryPointVersion, GasKind, Hex, NetworkDefinition } from "@paymaster/shared";
 import type { PriceSource } from "../store/types.ts";
 
@@ -51,6 +52,8 @@ export interface NetworkConfig {
   entryPoints: Partial<Record<EntryPointVersion, EntryPointConfig>>;
   /** Paymaster signer private keys (secret: from the environment or a file only). The first one signs. */
   signerKeys: readonly Hex[];
+  /** The signer's key in a PKCS#11 token instead (then signerKeys is empty): src/signer/pkcs11Token.ts. */
+  pkcs11?: Pkcs11Config;
   tokens: readonly TokenConfig[];
   /** USD price of the network's native currency. */
   nativeUsdPrice: PriceSource;

@@ -54,6 +54,7 @@ export const REASONS = {
   EXECUTION_REVERTED: { status: 422, jsonRpcCode: -32521, message: "The user operation's calls revert" },
   PAYMASTER_DEPOSIT_LOW: { status: 503, jsonRpcCode: -32508, message: "The paymaster's deposit cannot cover this user operation" },
   CHAIN_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The network's RPC endpoint is unavailable" },
+  SIGNER_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The paymaster's signing key is unavailable" },
   // ---- concurrency
   SPONSORSHIP_CONFLICT: { status: 409, jsonRpcCode: -32010, message: "A concurrent request for the same user operation (sender and nonce) replaced this one: retry" },
   // ---- ours

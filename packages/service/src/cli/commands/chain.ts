@@ -11,6 +11,7 @@ import { ENTRY_POINT_VERSIONS, isEntryPointVersion, type EntryPointVersion } fro
 import { AdminError } from "../../admin/context.ts";
 import { addressOption, chainTarget, DEFAULT_DEPLOYMENTS_DIR, deployerWallet, ownerWallet, type ChainTarget } from "../../admin/chainTarget.ts";
 import { deployPaymasters } from "../../admin/deploy.ts";
+import { tokenSignerAddress } from "../../admin/tokenSigner.ts";
 import { addStake, listSigner, paymasterStatus, setSigner, topUpDeposits, unstake, withdrawDeposit, type PaymasterStatus } from "../../admin/paymasters.ts";
 import { record, table } from "../output.ts";
 import type { RunChain } from "../program.ts";
@@ -203,23 +204,40 @@ export function registerChain(program: Command, runChain: RunChain): void {
         out.print(rows, (r) => table(r));
       }),
     );
-  for (const [name, accept, text] of [
-    ["add", true, "accept a signer on each paymaster (owner key); add the new key before the service signs with it"],
-    ["remove", false, "stop accepting a signer (owner key); only after its last signature expired (the service's signatureTtlSeconds)"],
-  ] as const) {
-    withPaymaster(withNetwork(signer.command(name)))
-      .description(text)
-      .requiredOption("--address <address>", "the signer's address")
-      .action((o: NetworkOpts & { address: string }) =>
-        runChain(o, async (target, env, out) => {
-          const address = addressOption(o.address, "--address");
-          if (!accept && target.serviceSigners[0] === address) {
-            throw new AdminError("INVALID_INPUT", `--address ${address} is the key the service signs with for ${target.network}: put the new key first in its signer keys, wait signatureTtlSeconds, then remove this one`);
-          }
-          out.print(await setSigner(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), signer: address, accept }), sentText);
-        }),
-      );
-  }
+  withPaymaster(withNetwork(signer.command("add")))
+    .description("accept a signer on each paymaster (owner key); add the new key before the service signs with it")
+    .option("--address <address>", "the signer's address")
+    .option("--pkcs11", "the network's PKCS#11 key (its pkcs11 block; PIN from PAYMASTER_NETWORK_<NAME>_PKCS11_PIN or _PKCS11_PIN_FILE): prints its address")
+    .option("--create", "with --pkcs11: create the key in the token first (secp256k1, never extractable)")
+    .option("--import-key-file <file>", "with --pkcs11: import the private key in <file> into the token first (keeps its address; never extractable)")
+    .action((o: NetworkOpts & { address?: string; pkcs11?: boolean; create?: boolean; importKeyFile?: string }) =>
+      runChain(o, async (target, env, out, log) => {
+        if ((o.address === undefined) === (o.pkcs11 !== true)) throw new AdminError("INVALID_INPUT", "give --address or --pkcs11 (exactly one)");
+        if ((o.create || o.importKeyFile !== undefined) && !o.pkcs11) throw new AdminError("INVALID_INPUT", "--create and --import-key-file go with --pkcs11");
+        if (o.create && o.importKeyFile !== undefined) throw new AdminError("INVALID_INPUT", "give --create or --import-key-file, not both");
+        let address: string;
+        if (o.pkcs11) {
+          const key = tokenSignerAddress(target, { create: o.create === true, ...(o.importKeyFile === undefined ? {} : { importFrom: o.importKeyFile }) });
+          log(`${key.created ? (o.importKeyFile === undefined ? "created" : "imported") : "found"} the token key ${key.address}`);
+          address = key.address;
+        } else {
+          address = addressOption(o.address!, "--address");
+        }
+        out.print(await setSigner(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), signer: address as `0x${string}`, accept: true }), sentText);
+      }),
+    );
+  withPaymaster(withNetwork(signer.command("remove")))
+    .description("stop accepting a signer (owner key); only after its last signature expired (the service's signatureTtlSeconds)")
+    .requiredOption("--address <address>", "the signer's address")
+    .action((o: NetworkOpts & { address: string }) =>
+      runChain(o, async (target, env, out) => {
+        const address = addressOption(o.address, "--address");
+        if (target.serviceSigners[0] === address) {
+          throw new AdminError("INVALID_INPUT", `--address ${address} is the key the service signs with for ${target.network}: put the new key first in its signer keys (or label the token's new key), wait signatureTtlSeconds, then remove this one`);
+        }
+        out.print(await setSigner(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), signer: address, accept: false }), sentText);
+      }),
+    );
 }
 
 /** Opens the chain target of a command and closes it whatever happens. */

@@ -29,6 +29,6 @@ export async function signLanding({ target, gas, cost, token }: SignInput): Prom
     mode.mode === "erc20"
       ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
       : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
-  const signature = await target.chain.signer.signHash(hash);
+  const signature = await target.chain.signer.signHash(hash, target.call.timing);
   return packedOnce(buildOp(target.request, gas, paymaster, paymasterDataFor(target, exchangeRate, chargeMode, signature)));
 }

@@ -1,0 +1,247 @@
+/**
+ * The paymaster signer whose key lives in a PKCS#11 token: the service asks the token for a CKM_ECDSA signature
+ * of the same 32-byte EIP-191 digest the in-memory signer signs, makes it low-s and finds v by recovering the
+ * token's public key (ecdsa.ts). A signature that does not recover to that key never leaves.
+ *
+ * Sessions: a small pool (config.sessions, default 4) shared by concurrent requests; a request takes an idle
+ * session or opens one, up to the cap, else waits for one. A PKCS#11 session runs one operation at a time, so no
+ * two requests ever share one at once.
+ *
+ * Faults: a lost session or token (closed sessions, a finalised library, a removed or re-initialised token)
+ * drops every session and reconnects once within the request; when that fails too, or the PIN is refused, the
+ * request gets SIGNER_UNAVAILABLE (503) with the reason, and a later request reconnects (at most one attempt a
+ * second): recovery without a restart. A refused PIN is not tried again (tokens lock after a few wrong PINs):
+ * the service waits for a changed PIN file. A token whose key under the label is not the key the service
+ * started with (another address) is refused, never signed with.
+ */
+import { createHash } from "node:crypto";
+import type { Logger } from "pino";
+import type { PKCS11 } from "pkcs11js";
+import { toEthSignedMessageHash, type Address, type Hex } from "@paymaster/shared";
+import { RpcError } from "../rpc/errors.ts";
+import type { Timing } from "../timing.ts";
+import { ethereumSignature } from "./ecdsa.ts";
+import {
+  classify,
+  closeSession,
+  findKey,
+  openSession,
+  openToken,
+  Pkcs11Failure,
+  pkcs11js,
+  readPin,
+  type Pkcs11Config,
+  type TokenKey,
+} from "./pkcs11Token.ts";
+import type { PaymasterSigner } from "./signer.ts";
+
+/** Default size of the session pool. */
+export const PKCS11_SESSIONS_DEFAULT = 4;
+/** Longest a signature may take in the token before the request gets SIGNER_UNAVAILABLE. */
+const SIGN_TIMEOUT_MS = 5_000;
+/** Least time between two connection attempts after one failed (a token that is down is not hammered). */
+const RECONNECT_MS = 1_000;
+
+interface Connection {
+  lib: PKCS11;
+  slot: Buffer;
+  pin: string;
+  key: TokenKey;
+  idle: Buffer[];
+  open: number;
+  /** Sessions this connection may open: the configured pool size, less if the token refuses more. */
+  cap: number;
+  waiting: ((session: Buffer | Pkcs11Failure) => void)[];
+  closed: boolean;
+}
+
+/** PINs a token refused, by library and token (a hash, never the PIN): not tried again. */
+const refusedPins = new Map<string, string>();
+
+function pinHash(pin: string): string {
+  return createHash("sha256").update(pin).digest("hex");
+}
+
+/**
+ * Connects to the configured token and returns the network's signer; throws RpcError SIGNER_UNAVAILABLE when
+ * the token cannot be used now (the network's pre-flight retries).
+ */
+export interface Pkcs11Signer extends PaymasterSigner {
+  /** Sessions this signer holds open now (idle or signing): at most config.sessions. */
+  sessionsOpen(): number;
+}
+
+export async function openPkcs11Signer(config: Pkcs11Config, network: string, logger?: Logger): Promise<Pkcs11Signer> {
+  const tokenId = `${config.module}\n${config.tokenLabel ?? `slot ${config.slot}`}`;
+  const maxSessions = config.sessions ?? PKCS11_SESSIONS_DEFAULT;
+  let connection: Connection | undefined;
+  let lastFailure: { at: number; failure: Pkcs11Failure } | undefined;
+  let address: Address | undefined;
+  let point: Buffer | undefined;
+
+  /** The problem last logged (one line per distinct problem, one when it is over). */
+  let reported: string | undefined;
+  const report = (problem: string | undefined) => {
+    if (problem === reported) return;
+    if (problem !== undefined) logger?.error({ network, problem }, "the network's signing key is unavailable: sponsorships get 503 SIGNER_UNAVAILABLE");
+    else logger?.info({ network }, "the network's signing key is available again");
+    reported = problem;
+  };
+
+  const unavailable = (failure: Pkcs11Failure) =>
+    new RpcError("SIGNER_UNAVAILABLE", `Network ${network}: the paymaster's signing key is unavailable: ${failure.message}`, { network, cause: failure.kind, ...(failure.ckr ? { ckr: failure.ckr } : {}) });
+
+  function connect(): Connection {
+    const pin = readPin(config);
+    if (refusedPins.get(tokenId) === pinHash(pin)) {
+      throw new Pkcs11Failure("pin", `the token refused this PIN before and it is not tried again (tokens lock after a few wrong PINs): correct the PIN${config.pin !== undefined && "file" in config.pin ? ` in ${config.pin.file}` : ` in ${config.pin?.env ?? "its variable"} and restart`}`);
+    }
+    const { lib, slot } = openToken(config);
+    let session: Buffer;
+    try {
+      session = openSession(lib, slot, pin);
+    } catch (error) {
+      if (error instanceof Pkcs11Failure && error.kind === "pin" && error.ckr !== undefined) refusedPins.set(tokenId, pinHash(pin));
+      throw error;
+    }
+    refusedPins.delete(tokenId);
+    try {
+      const key = findKey(lib, session, config);
+      if (key === undefined) throw new Pkcs11Failure("key", `no key labelled "${config.keyLabel}" in the token (create one with: paymaster signer add --network ${network} --pkcs11 --create)`);
+      if (address !== undefined && key.address !== address) {
+        throw new Pkcs11Failure("key", `the key labelled "${config.keyLabel}" is now ${key.address}, not ${address} that this service signs as: restart the service to adopt it (after signer add)`);
+      }
+      return { lib, slot, pin, key, idle: [session], open: 1, cap: maxSessions, waiting: [], closed: false };
+    } catch (error) {
+      closeSession(lib, session);
+      throw error;
+    }
+  }
+
+  /** Ends a connection: its sessions are closed, whoever waits for one is told why. */
+  function drop(conn: Connection, failure: Pkcs11Failure): void {
+    if (conn.closed) return;
+    conn.closed = true;
+    if (connection === conn) connection = undefined;
+    for (const session of conn.idle) closeSession(conn.lib, session);
+    conn.idle = [];
+    for (const wake of conn.waiting.splice(0)) wake(failure);
+  }
+
+  function current(): Connection {
+    if (connection) return connection;
+    if (lastFailure && Date.now() - lastFailure.at < RECONNECT_MS) throw lastFailure.failure;
+    try {
+      connection = connect();
+      lastFailure = undefined;
+      return connection;
+    } catch (error) {
+      const failure = classify(error, "connecting to the token");
+      lastFailure = { at: Date.now(), failure };
+      throw failure;
+    }
+  }
+
+  async function acquire(conn: Connection): Promise<Buffer> {
+    const idle = conn.idle.pop();
+    if (idle) return idle;
+    if (conn.open < conn.cap) {
+      conn.open++;
+      try {
+        return openSession(conn.lib, conn.slot, conn.pin);
+      } catch (error) {
+        conn.open--;
+        // The token allows fewer sessions than configured: make do with those it gave (wait for one below).
+        if (classify(error, "opening a session").ckr !== "CKR_SESSION_COUNT" || conn.open === 0) throw error;
+        conn.cap = conn.open;
+      }
+    }
+    const next = await new Promise<Buffer | Pkcs11Failure>((resolve) => conn.waiting.push(resolve));
+    if (next instanceof Pkcs11Failure) throw next;
+    return next;
+  }
+
+  function release(conn: Connection, session: Buffer): void {
+    if (conn.closed) {
+      closeSession(conn.lib, session);
+      return;
+    }
+    const wake = conn.waiting.shift();
+    if (wake) wake(session);
+    else conn.idle.push(session);
+  }
+
+  /** One signature on one session of `conn`; a failed session is closed, not put back. */
+  async function signWith(conn: Connection, digest: Buffer): Promise<Buffer> {
+    const session = await acquire(conn);
+    const { CKM_ECDSA } = pkcs11js();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      conn.lib.C_SignInit(session, { mechanism: CKM_ECDSA }, conn.key.privateKey);
+      const signing = conn.lib.C_SignAsync(session, digest, Buffer.alloc(72));
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Pkcs11Failure("token", `the token did not sign within ${SIGN_TIMEOUT_MS} ms`)), SIGN_TIMEOUT_MS);
+      });
+      const rs = await Promise.race([signing, timeout]);
+      release(conn, session);
+      return rs;
+    } catch (error) {
+      conn.open--;
+      closeSession(conn.lib, session);
+      throw classify(error, "signing");
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function sign(digest: Buffer): Promise<Buffer> {
+    const conn = current();
+    try {
+      return await signWith(conn, digest);
+    } catch (error) {
+      const failure = classify(error, "signing");
+      drop(conn, failure);
+      if (failure.kind !== "session" && failure.kind !== "token") throw failure;
+      // The session or the token went away under us: one fresh connection, within this request.
+      return signWith(current(), digest);
+    }
+  }
+
+  try {
+    ({ address, point } = current().key);
+  } catch (error) {
+    throw unavailable(classify(error, "connecting to the token"));
+  }
+
+  return {
+    address,
+    implementation: "pkcs11",
+    async signHash(hash: Hex, timing?: Timing): Promise<Hex> {
+      const digest = Buffer.from(toEthSignedMessageHash(hash).slice(2), "hex");
+      try {
+        const started = process.hrtime.bigint();
+        let rs: Buffer;
+        try {
+          rs = await sign(digest);
+        } finally {
+          if (timing) {
+            timing.signerWaits++;
+            timing.signerNs += process.hrtime.bigint() - started;
+          }
+        }
+        const signature = await ethereumSignature(rs, digest, point!);
+        if (signature === undefined) throw new Pkcs11Failure("key", "the token's signature does not recover to its public key: refused");
+        report(undefined);
+        return signature;
+      } catch (error) {
+        const failure = classify(error, "signing");
+        report(failure.message);
+        throw unavailable(failure);
+      }
+    },
+    close() {
+      if (connection) drop(connection, new Pkcs11Failure("session", "the signer was closed"));
+    },
+    sessionsOpen: () => connection?.open ?? 0,
+  };
+}

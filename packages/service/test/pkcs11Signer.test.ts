@@ -1,0 +1,167 @@
+// The PKCS#11 signer against a real token (SoftHSM2, a throwaway token per test): its signatures are the
+// contracts' (EIP-191 over the paymaster hash, low-s, v by recovery); the key cannot be read out of the token;
+// a token that refuses or disappears gives SIGNER_UNAVAILABLE with the reason, never a wrong signature, and the
+// signer recovers without a restart; concurrent requests share a bounded pool of sessions.
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import { keccak256, recoverMessageAddress, toHex, type Hex } from "viem";
+import { RpcError } from "../src/rpc/errors.ts";
+import { openPkcs11Signer, type Pkcs11Signer } from "../src/signer/pkcs11Signer.ts";
+import { findKey, generateKey, library, pkcs11js, withTokenSession, findSlot } from "../src/signer/pkcs11Token.ts";
+import type { PaymasterSigner } from "../src/signer/signer.ts";
+import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
+
+const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+
+function hashOf(i: number | string): Hex {
+  return keccak256(toHex(`paymaster hash ${i}`));
+}
+
+/** A token with a created key, and the signer on it. */
+async function tokenSigner(sessions?: number): Promise<{ token: SoftToken; signer: Pkcs11Signer }> {
+  const token = newSoftToken();
+  if (sessions !== undefined) token.config.sessions = sessions;
+  withTokenSession(token.config, (lib, session) => generateKey(lib, session, token.config));
+  return { token, signer: await openPkcs11Signer(token.config, "local") };
+}
+
+async function expectUnavailable(promise: Promise<unknown>, pattern: RegExp): Promise<RpcError> {
+  const error = await promise.then(
+    (value) => {
+      throw new Error(`expected SIGNER_UNAVAILABLE, got ${String(value)}`);
+    },
+    (e: unknown) => e,
+  );
+  expect(error).to.be.instanceOf(RpcError);
+  expect((error as RpcError).reason).to.equal("SIGNER_UNAVAILABLE");
+  expect((error as RpcError).status).to.equal(503);
+  expect((error as RpcError).message).to.match(pattern);
+  return error as RpcError;
+}
+
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("PKCS#11 signer (SoftHSM2)", function () {
+  this.timeout(60_000);
+  const signers: PaymasterSigner[] = [];
+  before(function () {
+    requireSoftHsm(this);
+  });
+  after(() => {
+    for (const s of signers) s.close?.();
+  });
+  async function opened(sessions?: number) {
+    const made = await tokenSigner(sessions);
+    signers.push(made.signer);
+    return made;
+  }
+
+  it("signs the paymaster hash as the contracts expect: EIP-191, low-s, v recovering the token's address", async () => {
+    const { signer } = await opened();
+    expect(signer.implementation).to.equal("pkcs11");
+    for (let i = 0; i < 24; i++) {
+      const hash = hashOf(i);
+      const signature = await signer.signHash(hash);
+      expect(signature).to.match(/^0x[0-9a-f]{128}(1b|1c)$/);
+      expect(BigInt(`0x${signature.slice(66, 130)}`) <= HALF_N, "low s").to.equal(true);
+      expect(await recoverMessageAddress({ message: { raw: hash }, signature })).to.equal(signer.address);
+    }
+  });
+
+  it("creates the key non-extractable and sensitive: the token refuses to give out its value", async () => {
+    const { token } = await opened();
+    const p = pkcs11js();
+    withTokenSession(token.config, (lib, session) => {
+      const key = findKey(lib, session, token.config)!;
+      const [extractable, sensitive, neverExtractable] = lib.C_GetAttributeValue(session, key.privateKey, [
+        { type: p.CKA_EXTRACTABLE },
+        { type: p.CKA_SENSITIVE },
+        { type: p.CKA_NEVER_EXTRACTABLE },
+      ]);
+      expect((extractable!.value as Buffer)[0], "CKA_EXTRACTABLE").to.equal(0);
+      expect((sensitive!.value as Buffer)[0], "CKA_SENSITIVE").to.equal(1);
+      expect((neverExtractable!.value as Buffer)[0], "CKA_NEVER_EXTRACTABLE").to.equal(1);
+      expect(() => lib.C_GetAttributeValue(session, key.privateKey, [{ type: p.CKA_VALUE }])).to.throw(/CKR_ATTRIBUTE_SENSITIVE/);
+      // Nor can it be made extractable afterwards.
+      expect(() => lib.C_SetAttributeValue(session, key.privateKey, [{ type: p.CKA_EXTRACTABLE, value: true }])).to.throw(/CKR_/);
+      expect(() => lib.C_GetAttributeValue(session, key.privateKey, [{ type: p.CKA_VALUE }])).to.throw(/CKR_ATTRIBUTE_SENSITIVE/);
+    });
+  });
+
+  it("refuses to create a second key under a label, and to start without one", async () => {
+    const { token } = await opened();
+    expect(() => withTokenSession(token.config, (lib, session) => generateKey(lib, session, token.config))).to.throw(/already holds a key labelled/);
+    await expectUnavailable(openPkcs11Signer({ ...token.config, keyLabel: "absent" }, "local"), /no key labelled "absent"/);
+  });
+
+  it("a wrong PIN: 503 naming it, not tried again while unchanged, and signing once the PIN file is fixed (no restart)", async () => {
+    const { token, signer } = await opened();
+    const before = await signer.signHash(hashOf("before"));
+    expect(await recoverMessageAddress({ message: { raw: hashOf("before") }, signature: before })).to.equal(signer.address);
+    writeFileSync(token.pinFile, "wrong-pin\n");
+    // The sessions go (as when the token restarts): the signer must log in again, with the file's PIN.
+    withTokenSession({ ...token.config, pin: { env: "TEST", value: token.pin } }, (lib) => lib.C_CloseAllSessions(findSlot(lib, token.config)));
+    await expectUnavailable(signer.signHash(hashOf(1)), /refused the PIN \(CKR_PIN_INCORRECT\)/);
+    await wait(1_100);
+    await expectUnavailable(signer.signHash(hashOf(2)), /refused this PIN before and it is not tried again/);
+    writeFileSync(token.pinFile, `${token.pin}\n`);
+    await wait(1_100);
+    const hash = hashOf(3);
+    expect(await recoverMessageAddress({ message: { raw: hash }, signature: await signer.signHash(hash) })).to.equal(signer.address);
+  });
+
+  it("sessions closed or the library finalised by another handle: the next signature reconnects within the request", async () => {
+    const { token, signer } = await opened();
+    await signer.signHash(hashOf("warm"));
+    const other = { ...token.config, pin: { env: "TEST", value: token.pin } };
+    withTokenSession(other, (lib) => lib.C_CloseAllSessions(findSlot(lib, token.config)));
+    let hash = hashOf("after close");
+    expect(await recoverMessageAddress({ message: { raw: hash }, signature: await signer.signHash(hash) })).to.equal(signer.address);
+    library(token.config.module).C_Finalize();
+    hash = hashOf("after finalize");
+    expect(await recoverMessageAddress({ message: { raw: hash }, signature: await signer.signHash(hash) })).to.equal(signer.address);
+  });
+
+  it("the token gone (its directory removed): 503 naming it, never a signature; back once the token is back", async () => {
+    const { token, signer } = await opened();
+    await signer.signHash(hashOf("warm"));
+    const saved = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-token-saved-")), "token"); // outside the token directory
+    cpSync(token.dir, saved, { recursive: true });
+    rmSync(token.dir, { recursive: true });
+    library(token.config.module).C_Finalize(); // SoftHSM2 reads its token directory at initialisation (a restarted HSM)
+    await expectUnavailable(signer.signHash(hashOf(1)), new RegExp(`no token "${token.config.tokenLabel}"`));
+    cpSync(saved, token.dir, { recursive: true });
+    library(token.config.module).C_Finalize();
+    await wait(1_100);
+    const hash = hashOf(2);
+    expect(await recoverMessageAddress({ message: { raw: hash }, signature: await signer.signHash(hash) })).to.equal(signer.address);
+  });
+
+  it("the token re-initialised with another key under the label: refused (503), never signed with", async () => {
+    const { token, signer } = await opened();
+    await signer.signHash(hashOf("warm"));
+    rmSync(token.dir, { recursive: true });
+    library(token.config.module).C_Finalize();
+    // Same token label, same PIN, same key label: another key.
+    const again = newSoftToken({ label: token.config.tokenLabel!, pin: token.pin });
+    const other = withTokenSession(again.config, (lib, session) => generateKey(lib, session, again.config));
+    expect(other.address).to.not.equal(signer.address);
+    await wait(1_100);
+    await expectUnavailable(signer.signHash(hashOf(1)), new RegExp(`is now ${other.address}, not ${signer.address}`));
+  });
+
+  for (const sessions of [1, 3]) {
+    it(`concurrent requests share ${sessions} session(s): each signature valid, none mixed up`, async () => {
+      const { signer } = await opened(sessions);
+      const hashes = Array.from({ length: 48 }, (_, i) => hashOf(`concurrent ${sessions} ${i}`));
+      const signatures = await Promise.all(hashes.map((h) => signer.signHash(h)));
+      expect(new Set(signatures).size).to.equal(hashes.length);
+      expect(signer.sessionsOpen()).to.be.at.least(1).and.at.most(sessions);
+      for (const [i, signature] of signatures.entries()) {
+        expect(await recoverMessageAddress({ message: { raw: hashes[i]! }, signature })).to.equal(signer.address);
+      }
+    });
+  }
+});
