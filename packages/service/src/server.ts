@@ -190,7 +190,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   });
   // Every replica delivers: claims are leased per row, so none is sent twice (src/webhooks/worker.ts).
   const { enabled: webhooksEnabled, ...deliverySettings } = config.webhooks ?? {};
-  const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings });
+  const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings, observer: metrics.webhookObserver() });
   const requestCounts = startRequestCountFlusher({ metrics, store, logger });
 
   let closing: Promise<void> | undefined;

@@ -62,6 +62,7 @@ export const WEBHOOK_RANGES = {
   timeoutMs: { min: 100, max: 60_000 },
   pollMs: { min: 10, max: 60_000 },
   concurrency: { min: 1, max: 100 },
+  perEndpointConcurrency: { min: 1, max: 100 },
   retentionDays: { min: 0, max: 3650 },
 } as const;
 const UINT128_MAX = (1n << 128n) - 1n;
@@ -416,9 +417,14 @@ export const serviceConfigSchema = z
             timeoutMs: integer("milliseconds", WEBHOOK_RANGES.timeoutMs.min, WEBHOOK_RANGES.timeoutMs.max).optional(),
             pollMs: integer("milliseconds", WEBHOOK_RANGES.pollMs.min, WEBHOOK_RANGES.pollMs.max).optional(),
             concurrency: integer("a number of requests", WEBHOOK_RANGES.concurrency.min, WEBHOOK_RANGES.concurrency.max).optional(),
+            perEndpointConcurrency: integer(
+              "a number of requests",
+              WEBHOOK_RANGES.perEndpointConcurrency.min,
+              WEBHOOK_RANGES.perEndpointConcurrency.max,
+            ).optional(),
             retentionDays: integer("a number of days", WEBHOOK_RANGES.retentionDays.min, WEBHOOK_RANGES.retentionDays.max).optional(),
           },
-          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, retentionDays}" },
+          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, perEndpointConcurrency, retentionDays}" },
         )
         .optional(),
       signatureTtlSeconds: integer("a number of seconds", SIGNATURE_TTL_RANGE.min, SIGNATURE_TTL_RANGE.max).default(

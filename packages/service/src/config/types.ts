@@ -113,6 +113,7 @@ export interface ServiceConfig {
     timeoutMs?: number;
     pollMs?: number;
     concurrency?: number;
+    perEndpointConcurrency?: number;
     retentionDays?: number;
   };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */

@@ -52,7 +52,7 @@ import {
   type SpendRow,
   type TimelineRow,
 } from "./consoleRows.ts";
-import { WEBHOOK_QUERIES as W, toDelivery, toEndpoint, validEndpoint, writeEvents, type DeliveryRow, type EndpointRow } from "./webhookRows.ts";
+import { WEBHOOK_QUERIES as W, dueReadLimit, pickDue, toDelivery, toEndpoint, validEndpoint, writeEvents, type DeliveryRow, type EndpointRow } from "./webhookRows.ts";
 import type {
   ActivityFilter,
   GasTankListing,
@@ -63,8 +63,10 @@ import type {
   TankLedgerEntry,
   ClaimedDelivery,
   DeliveryOutcome,
+  ClaimShare,
   NewWebhookEndpoint,
   NewWebhookEvent,
+  WebhookBacklog,
   WebhookDelivery,
   WebhookDeliveryStatus,
   WebhookEndpoint,
@@ -1147,15 +1149,21 @@ export class SqlStore implements Store {
     );
   }
 
-  async claimWebhookDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
-    const due = await this.#db.all<{ id: string }>(W.selectDue, [now, now, limit]);
+  async claimWebhookDeliveries(owner: string, now: number, leaseMs: number, limit: number, share?: ClaimShare): Promise<ClaimedDelivery[]> {
+    const fair = share ?? { perEndpoint: limit, room: new Map<string, number>() };
+    const ranked = await this.#db.all<{ id: string; endpoint_id: string }>(W.selectDue, [now, now, fair.perEndpoint, dueReadLimit(limit, fair)]);
     const claimed: ClaimedDelivery[] = [];
-    for (const { id } of due) {
+    for (const { id } of pickDue(ranked, limit, fair)) {
       if ((await this.#db.run(W.claim, [owner, now + leaseMs, id, now])) !== 1) continue; // another worker has it
       const row = await this.#db.one<DeliveryRow & { url: string; secret: string }>(W.selectClaimed, [id, owner]);
       if (row) claimed.push({ ...toDelivery(row), url: row.url, secret: row.secret });
     }
     return claimed;
+  }
+
+  async webhookBacklog(): Promise<WebhookBacklog[]> {
+    const rows = await this.#db.all<{ endpoint_id: string; project_id: string; pending: number | string; oldest_ms: number | string }>(W.backlog, []);
+    return rows.map((r) => ({ endpointId: r.endpoint_id, projectId: r.project_id, pending: Number(r.pending), oldestMs: Number(r.oldest_ms) }));
   }
 
   async completeWebhookDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<boolean> {

@@ -405,6 +405,21 @@ export interface ClaimedDelivery extends WebhookDelivery {
   secret: string;
 }
 
+/** A claim's share per endpoint: at most `perEndpoint` rows of one endpoint, fewer for those listed in `room`. */
+export interface ClaimShare {
+  perEndpoint: number;
+  /** The room left to some endpoints (e.g. in flight already, or failing): endpoint id to rows. */
+  room: ReadonlyMap<string, number>;
+}
+
+/** One endpoint's waiting events (the backlog metrics). */
+export interface WebhookBacklog {
+  endpointId: string;
+  projectId: string;
+  pending: number;
+  oldestMs: number;
+}
+
 /** How a delivery attempt ended. */
 export type DeliveryOutcome =
   | { delivered: true }
@@ -594,9 +609,12 @@ export interface Store {
   /**
    * Claims up to `limit` due deliveries for `owner` until nowMs + leaseMs (a conditional update: two workers
    * never hold one row), counting the attempt. Never one whose sponsorship has an earlier pending event for the
-   * same endpoint: a sponsorship's events go out one at a time, in order.
+   * same endpoint: a sponsorship's events go out one at a time, in order. With `share`, no endpoint takes more
+   * than its share, and every endpoint's first due event comes before any endpoint's second.
    */
-  claimWebhookDeliveries(owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedDelivery[]>;
+  claimWebhookDeliveries(owner: string, nowMs: number, leaseMs: number, limit: number, share?: ClaimShare): Promise<ClaimedDelivery[]>;
+  /** Pending events per endpoint, with the oldest one's creation time. */
+  webhookBacklog(): Promise<WebhookBacklog[]>;
   /** Records an attempt's outcome; false if `owner` no longer holds the lease. */
   completeWebhookDelivery(id: string, owner: string, outcome: DeliveryOutcome, nowMs: number): Promise<boolean>;
   /** Newest first. */
