@@ -116,6 +116,8 @@ export interface ServiceConfig {
     perEndpointConcurrency?: number;
     retentionDays?: number;
   };
+  /** Sponsorship retention (src/lifecycle/retention.ts): every field optional, defaults there. */
+  retention?: { releasedDays?: number; settledDays?: number; intervalMinutes?: number; batchSize?: number };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";

@@ -258,6 +258,24 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
 
+  // The sponsorship retention pass (src/lifecycle/retention.ts), in whichever replica ran it.
+  readonly sponsorshipsPruned = new Counter({
+    name: "paymaster_sponsorships_pruned_total",
+    help: "Sponsorships deleted by the retention pass of this replica, by status (released, settled)",
+    labelNames: ["status"] as const,
+    registers: [this.registry],
+  });
+  readonly retentionLastPass = new Gauge({
+    name: "paymaster_retention_last_pass_timestamp_seconds",
+    help: "End of this replica's last sponsorship retention pass",
+    registers: [this.registry],
+  });
+  readonly retentionLastPassDuration = new Gauge({
+    name: "paymaster_retention_last_pass_duration_seconds",
+    help: "How long this replica's last sponsorship retention pass took",
+    registers: [this.registry],
+  });
+
   readonly capAlertRatio = new Gauge({
     name: "paymaster_cap_warn_ratio",
     help: "The configured 'cap nearly reached' threshold (alerts.capWarnPercent / 100)",
@@ -326,6 +344,14 @@ export class ServiceMetrics {
       upstreamState: (upstream, up) => this.rpcUpstreamUp.set({ network, upstream }, up ? 1 : 0),
       failover: () => this.rpcFailovers.inc({ network }),
     };
+  }
+
+  /** A retention pass ended (src/lifecycle/retention.ts). */
+  retentionPass(pass: { released: number; settled: number; seconds: number }): void {
+    this.sponsorshipsPruned.inc({ status: "released" }, pass.released);
+    this.sponsorshipsPruned.inc({ status: "settled" }, pass.settled);
+    this.retentionLastPass.set(Date.now() / 1000);
+    this.retentionLastPassDuration.set(pass.seconds);
   }
 
   /** The observer the webhook worker reports each attempt to. */

@@ -52,6 +52,18 @@ import {
   type SpendRow,
   type TimelineRow,
 } from "./consoleRows.ts";
+import {
+  countPrunable,
+  mergeActivity,
+  mergeCounts,
+  pruneBatch,
+  retentionQueries,
+  rolledUpActivity,
+  type PrunableCounts,
+  type PruneCounts,
+  type PruneCutoffs,
+  type RetentionQueries,
+} from "./retention.ts";
 import { WEBHOOK_QUERIES as W, dueReadLimit, pickDue, toDelivery, toEndpoint, validEndpoint, writeEvents, type DeliveryRow, type EndpointRow } from "./webhookRows.ts";
 import type {
   ActivityFilter,
@@ -298,10 +310,12 @@ export type StoreQueries = ReturnType<typeof queries>;
 export class SqlStore implements Store {
   readonly #db: Db;
   readonly #q: StoreQueries;
+  readonly #retention: RetentionQueries;
 
   constructor(db: Db) {
     this.#db = db;
     this.#q = queries(db.dialect);
+    this.#retention = retentionQueries(db.dialect);
   }
 
   #isUnique(err: unknown, constraint?: string): boolean {
@@ -919,8 +933,9 @@ export class SqlStore implements Store {
   // ---- operations (metrics, deposit check, leader election)
 
   async sponsorshipCounts(): Promise<SponsorshipCount[]> {
-    const rows = await this.#db.all<Omit<SponsorshipCount, "count"> & { count: number | string }>(this.#q.countSponsorships);
-    return rows.map((row) => ({ ...row, count: Number(row.count) }));
+    const read = async (sql: string) =>
+      (await this.#db.all<Omit<SponsorshipCount, "count"> & { count: number | string }>(sql)).map((row) => ({ ...row, count: Number(row.count) }));
+    return mergeCounts(await read(this.#q.countSponsorships), await read(this.#retention.selectPrunedCounts));
   }
 
   async gasTankTotals(): Promise<GasTankTotals[]> {
@@ -1235,7 +1250,18 @@ export class SqlStore implements Store {
       ACTIVITY_ROW_LIMIT + 1,
     ]);
     const truncated = rows.length > ACTIVITY_ROW_LIMIT;
-    return { buckets: aggregateActivity(truncated ? rows.slice(0, ACTIVITY_ROW_LIMIT) : rows, filter.bucketSeconds), truncated };
+    const present = aggregateActivity(truncated ? rows.slice(0, ACTIVITY_ROW_LIMIT) : rows, filter.bucketSeconds);
+    return { buckets: mergeActivity(present, await rolledUpActivity(this.#db, this.#retention, filter)), truncated };
+  }
+
+  // ---- retention (retention.ts)
+
+  async pruneSponsorships(cutoffs: PruneCutoffs, limit: number): Promise<PruneCounts> {
+    return this.#db.transaction((tx) => pruneBatch(tx, this.#retention, cutoffs, limit));
+  }
+
+  async countPrunableSponsorships(cutoffs: PruneCutoffs): Promise<PrunableCounts> {
+    return countPrunable(this.#db, this.#retention, cutoffs);
   }
 
   async listGasTanks(filter: { network?: string; limit?: number }): Promise<GasTankListing[]> {

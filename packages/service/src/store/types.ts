@@ -5,6 +5,9 @@
  */
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 import type { CapCheck, StrategyRules } from "../policy/types.ts";
+import type { PrunableCounts, PruneCounts, PruneCutoffs } from "./retention.ts";
+
+export type { PrunableCounts, PruneCounts, PruneCutoffs } from "./retention.ts";
 
 export type ProjectStatus = "active" | "disabled";
 
@@ -637,6 +640,13 @@ export interface Store {
    * bigints). Reads at most ACTIVITY_ROW_LIMIT rows: `truncated` says the window held more.
    */
   sponsorshipActivity(filter: ActivityFilter): Promise<{ buckets: SponsorshipActivity[]; truncated: boolean }>;
+  /**
+   * Retention (src/store/retention.ts): deletes at most `limit` final sponsorships older than the cutoffs in one
+   * transaction, first adding them into the rollups that activity, history and the counts read beside the rows.
+   */
+  pruneSponsorships(cutoffs: PruneCutoffs, limit: number): Promise<PruneCounts>;
+  /** What pruneSponsorships would delete with these cutoffs (nothing is changed). */
+  countPrunableSponsorships(cutoffs: PruneCutoffs): Promise<PrunableCounts>;
   /** Gas tanks, most recently changed first (of one network when given). */
   listGasTanks(filter: { network?: string; limit?: number }): Promise<GasTankListing[]>;
   /** A tank's credits, debits and the settled ops it paid for, newest first (at most `limit` of each kind). */
