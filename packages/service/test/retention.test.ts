@@ -17,7 +17,8 @@ import { ServiceMetrics } from "../src/metrics/metrics.ts";
 import { capChecks } from "../src/policy/rules.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
-import type { NewSponsorship, Settlement, Store, StrategyRules } from "../src/store/types.ts";
+import type { StrategyRules } from "../src/policy/types.ts";
+import type { NewSponsorship, Settlement, Store } from "../src/store/types.ts";
 import { createTestDatabase } from "./helpers/postgres.ts";
 import { sponsorshipInput } from "./helpers/sponsorships.ts";
 

@@ -9,7 +9,7 @@
  * strategy_usage; the batch's usage links and charge flags go with it.
  */
 import type { Dialect, Param, Queryer } from "./db/types.ts";
-import type { SponsorshipActivity, SponsorshipCount, SponsorshipStatus } from "./types.ts";
+import type { SponsorshipActivity, SponsorshipCount } from "./types.ts";
 
 /** Unix seconds: rows before these go; undefined keeps that kind. */
 export interface PruneCutoffs {
@@ -50,7 +50,6 @@ const PRUNED_COLUMNS = `id, created_at, network, project_id, strategy_id, mode, 
 const AMOUNTS = ["max_cost_wei", "max_cost_usd_micros", "actual_gas_cost_wei", "actual_cost_usd_micros"] as const;
 
 export function retentionQueries(d: Dialect) {
-  const parts = AMOUNTS.flatMap((column) => d.amountParts(column).map((part, i) => `SUM(${part}) AS ${column}_${i}`)).join(", ");
   return {
     // Locked (PostgreSQL re-checks the status of a row a concurrent settlement changed): only final rows go.
     selectReleased: `SELECT ${PRUNED_COLUMNS} FROM sponsorships WHERE status = 'released' AND created_at < ? AND valid_until < ?
@@ -65,13 +64,6 @@ export function retentionQueries(d: Dialect) {
     upsertPrunedCount: `INSERT INTO sponsorship_pruned_counts (network, mode, version, status, count) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (network, mode, version, status) DO UPDATE SET count = sponsorship_pruned_counts.count + excluded.count`,
     selectPrunedCounts: "SELECT network, mode, version, status, count FROM sponsorship_pruned_counts",
-    // Bucket width bound twice (node:sqlite binds numbers as REAL: the casts keep the division an integer one);
-    // filters bound twice each: NULL = no filter. Amounts summed in parts (see Dialect.amountParts).
-    selectRollupActivity: `SELECT (minute / CAST(? AS INTEGER)) * CAST(? AS INTEGER) AS bucket, network, status, SUM(count) AS count, ${parts}
-      FROM sponsorship_rollup WHERE minute >= ? AND minute < ?
-        AND (CAST(? AS TEXT) IS NULL OR network = ?) AND (CAST(? AS TEXT) IS NULL OR project_id = ?)
-        AND (CAST(? AS TEXT) IS NULL OR strategy_id = ?)
-      GROUP BY 1, network, status`,
   };
 }
 
@@ -141,37 +133,6 @@ export async function countPrunable(db: Queryer, q: RetentionQueries, cutoffs: P
   const settled = cutoffs.settledBefore === undefined ? none : ((await db.one<Row>(q.countSettled, [cutoffs.settledBefore])) ?? none);
   const oldest = (r: Row) => (r.oldest === null ? null : Number(r.oldest));
   return { released: Number(released.n), settled: Number(settled.n), oldestReleased: oldest(released), oldestSettled: oldest(settled) };
-}
-
-/** The deleted sponsorships' activity (see selectRollupActivity), in the shape of the rows' own. */
-export async function rolledUpActivity(
-  db: Queryer,
-  q: RetentionQueries,
-  filter: { since: number; until: number; bucketSeconds: number; network?: string; projectId?: string; strategyId?: string },
-): Promise<SponsorshipActivity[]> {
-  const twice = (v: string | undefined): Param[] => [v ?? null, v ?? null];
-  // Minutes are whole: a window edge inside a minute counts that minute (as the request counts do).
-  const rows = await db.all<Record<string, number | string | null>>(q.selectRollupActivity, [
-    filter.bucketSeconds,
-    filter.bucketSeconds,
-    filter.since - (filter.since % 60),
-    filter.until,
-    ...twice(filter.network),
-    ...twice(filter.projectId),
-    ...twice(filter.strategyId),
-  ]);
-  const amount = (row: Record<string, number | string | null>, column: string) =>
-    [0, 1, 2].reduce((sum, i) => sum + BigInt(row[`${column}_${i}`] ?? 0) * 10n ** BigInt(9 * i), 0n);
-  return rows.map((row) => ({
-    bucket: Number(row.bucket),
-    network: String(row.network),
-    status: row.status as SponsorshipStatus,
-    count: Number(row.count),
-    maxCostWei: amount(row, "max_cost_wei"),
-    maxCostUsdMicros: amount(row, "max_cost_usd_micros"),
-    actualCostWei: amount(row, "actual_gas_cost_wei"),
-    actualCostUsdMicros: amount(row, "actual_cost_usd_micros"),
-  }));
 }
 
 /** Two activity lists added up per (bucket, network, status), in the rows' order. Pure. */

@@ -40,10 +40,10 @@ import { asciiLower, type Db, type Dialect, type Param, type Queryer, type Tx } 
 import { StoreError } from "./errors.ts";
 import { releasedData, settledData, sponsorshipData } from "../webhooks/events.ts";
 import {
-  ACTIVITY_ROW_LIMIT,
   CONSOLE_QUERIES as C,
-  aggregateActivity,
+  activitySql,
   mergeLedger,
+  toActivity,
   toRequestCountBucket,
   toTimeline,
   type ActivityRow,
@@ -58,7 +58,6 @@ import {
   mergeCounts,
   pruneBatch,
   retentionQueries,
-  rolledUpActivity,
   type PrunableCounts,
   type PruneCounts,
   type PruneCutoffs,
@@ -311,11 +310,13 @@ export class SqlStore implements Store {
   readonly #db: Db;
   readonly #q: StoreQueries;
   readonly #retention: RetentionQueries;
+  readonly #activity: { rows: string; rollup: string };
 
   constructor(db: Db) {
     this.#db = db;
     this.#q = queries(db.dialect);
     this.#retention = retentionQueries(db.dialect);
+    this.#activity = { rows: activitySql(db.dialect, "sponsorships"), rollup: activitySql(db.dialect, "sponsorship_rollup") };
   }
 
   #isUnique(err: unknown, constraint?: string): boolean {
@@ -1241,17 +1242,23 @@ export class SqlStore implements Store {
   async sponsorshipActivity(filter: ActivityFilter): Promise<{ buckets: SponsorshipActivity[]; truncated: boolean }> {
     if (!Number.isSafeInteger(filter.bucketSeconds) || filter.bucketSeconds < 1) common.invalid("bucketSeconds must be a positive integer");
     const twice = (v: string | undefined): Param[] => [v ?? null, v ?? null];
-    const rows = await this.#db.all<ActivityRow>(C.selectActivity, [
-      filter.since,
-      filter.until,
-      ...twice(filter.network),
-      ...twice(filter.projectId),
-      ...twice(filter.strategyId),
-      ACTIVITY_ROW_LIMIT + 1,
-    ]);
-    const truncated = rows.length > ACTIVITY_ROW_LIMIT;
-    const present = aggregateActivity(truncated ? rows.slice(0, ACTIVITY_ROW_LIMIT) : rows, filter.bucketSeconds);
-    return { buckets: mergeActivity(present, await rolledUpActivity(this.#db, this.#retention, filter)), truncated };
+    const read = async (sql: string, since: number) =>
+      (
+        await this.#db.all<ActivityRow>(sql, [
+          filter.bucketSeconds,
+          filter.bucketSeconds,
+          since,
+          filter.until,
+          ...twice(filter.network),
+          ...twice(filter.projectId),
+          ...twice(filter.strategyId),
+        ])
+      ).map(toActivity);
+    // The rows still present, and the rollup of deleted ones, whose minutes are whole: a window edge inside a
+    // minute counts that minute (as the request counts do).
+    const present = await read(this.#activity.rows, filter.since);
+    const pruned = await read(this.#activity.rollup, filter.since - (filter.since % 60));
+    return { buckets: mergeActivity(present, pruned), truncated: false };
   }
 
   // ---- retention (retention.ts)

@@ -637,7 +637,8 @@ export interface Store {
   pruneRequestCounts(beforeMinute: number): Promise<number>;
   /**
    * Sponsorships created in [since, until) added up per bucket, network and status (costs summed exactly, as
-   * bigints). Reads at most ACTIVITY_ROW_LIMIT rows: `truncated` says the window held more.
+   * bigints), by the database, with those retention deleted (from their rollup). `truncated` is always false
+   * now (kept for the answers that carry it: nothing is cut).
    */
   sponsorshipActivity(filter: ActivityFilter): Promise<{ buckets: SponsorshipActivity[]; truncated: boolean }>;
   /**
