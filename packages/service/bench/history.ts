@@ -9,7 +9,7 @@
  *     sponsorships (list, and list of one project), the records-by-status counts (every metrics scrape);
  *   - the retention pass: its dry-run count and one batch of 500.
  *
- * Then it drops migration 11's three indexes and times the reservation and the console's reads again (what the
+ * Then it drops migration 11's four indexes and times the reservation and the console's reads again (what the
  * indexes cost and buy). It prints the table's size on disk per row. The database is dropped at the end.
  *
  *   pnpm --filter @paymaster/service bench:history -- --rows 1000000 [--postgres URL] [--runs 20]
@@ -172,7 +172,9 @@ try {
     await time("dry-run count, released > 7 days", 3, () => store.countPrunableSponsorships({ releasedBefore: now - 7 * DAY }));
     await time("one batch of 500 (rolled up, deleted)", runs, () => store.pruneSponsorships({ releasedBefore: now - 7 * DAY }, 500));
 
-    await client.query("DROP INDEX sponsorships_created; DROP INDEX sponsorships_released; DROP INDEX sponsorships_settled_at");
+    await client.query(
+      "DROP INDEX sponsorships_created; DROP INDEX sponsorships_strategy_created; DROP INDEX sponsorships_released; DROP INDEX sponsorships_settled_at",
+    );
     await client.query("ANALYZE sponsorships");
     console.log("\nhot path (without migration 11's indexes)");
     await time("reserveSponsorship (signed, 3 caps)", runs * 10, async () => {

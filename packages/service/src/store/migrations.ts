@@ -595,9 +595,10 @@ export function sharedMigrations(d: Dialect): Migration[] {
           count    ${t.time} NOT NULL CHECK (count >= 0),
           PRIMARY KEY (network, mode, version, status)
         )${d.tableSuffix};
-        -- History that stays fast as it grows: the console's windows and lists by creation time, and the
-        -- retention pass's two scans (released ones by creation, settled ones by settlement).
+        -- History that stays fast as it grows: the console's windows and lists by creation time (of everything,
+        -- and of one strategy: its daily history), and the retention pass's two scans (released ones by creation, settled ones by settlement).
         CREATE INDEX sponsorships_created ON sponsorships(created_at);
+        CREATE INDEX sponsorships_strategy_created ON sponsorships(strategy_id, created_at);
         CREATE INDEX sponsorships_released ON sponsorships(created_at) WHERE status = 'released';
         CREATE INDEX sponsorships_settled_at ON sponsorships(settled_at) WHERE status = 'settled';
       `,
