@@ -101,7 +101,7 @@ for (const backend of backends) {
       const { apiKey } = await store.createApiKey(project.id);
       ids = { projectId: project.id, apiKeyId: apiKey.id };
       strategyId = (await store.createStrategy({ projectId: project.id, code: "KEEP", name: "keep", rules: RULES })).id;
-      ctx = { store, networks: ["local"], actor: "test" };
+      ctx = { store, networks: ["local"], actor: "cli:test" };
     });
     afterEach(async () => {
       await close();
