@@ -41,6 +41,14 @@ export async function pruneSponsorships(ctx: AdminContext, q: PruneQuery) {
   }
   const done = await guarded(() => prunePass(ctx.store, settings, cutoffs));
   const result = { dryRun: false, ...policy, released: done.released, settled: done.settled, batches: done.batches };
-  await audit(ctx, "sponsorship.prune", null, null, result);
+  await recordPrune(ctx, result);
   return result;
+}
+
+/**
+ * The pass's audit row, written after it: the pass is many short transactions by design (never one long
+ * delete), so its record cannot share one with the change; it says what went.
+ */
+async function recordPrune(ctx: AdminContext, result: Record<string, unknown>): Promise<void> {
+  await audit(ctx, "sponsorship.prune", null, null, result);
 }
