@@ -24,6 +24,7 @@ import type { Watcher } from "./settlement/watcher.ts";
 import { startAdminApi } from "./adminApi/app.ts";
 import type { AdminApiOptions } from "./adminApi/options.ts";
 import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
+import { startRetention } from "./lifecycle/retention.ts";
 import { startRequestCountFlusher, type RequestCountFlusher } from "./metrics/requestCounts.ts";
 
 export interface RunningService {
@@ -190,8 +191,10 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   });
   // Every replica delivers: claims are leased per row, so none is sent twice (src/webhooks/worker.ts).
   const { enabled: webhooksEnabled, ...deliverySettings } = config.webhooks ?? {};
-  const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings });
+  const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings, observer: metrics.webhookObserver() });
   const requestCounts = startRequestCountFlusher({ metrics, store, logger });
+  // Every replica runs the loop; one at a time prunes (its own leadership, per pass).
+  const retention = startRetention({ store, logger, metrics, ...(config.retention === undefined ? {} : { settings: config.retention }) });
 
   let closing: Promise<void> | undefined;
   return {
@@ -212,6 +215,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
         await requestCounts.stop(); // the last counts, once no request is in flight
         monitor.stop();
         await webhooks?.stop();
+        await retention.stop();
         for (const supervisor of supervisors.values()) await supervisor.stop();
         await metricsListener?.close();
         for (const s of started) s.stop();

@@ -146,6 +146,10 @@ for (const { backend, run } of BACKENDS) {
       const byHash = await json("sponsorship", "show", `0x${"AA".repeat(32)}`);
       expect(byHash).to.deep.include({ id: r1!.id, status: "settled" });
       expect(byHash.settlement.actualGasCostWei).to.equal("123456");
+      // Retention on demand: nothing is old enough yet; the dry run says so, and the pass deletes nothing.
+      expect(await json("sponsorship", "prune", "--dry-run", "--settled-days", "1")).to.include({ dryRun: true, releasedDays: 7, settledDays: 1, released: 0, settled: 0 });
+      expect(await json("sponsorship", "prune")).to.include({ dryRun: false, released: 0, settled: 0, settledBefore: null });
+      expect((await json("sponsorship", "list", "--strategy", "acme-free")).length).to.equal(2);
 
       // Tanks: credit (idempotent by reference), debit, show; never below what is available.
       const credit = await json("tank", "credit", "--network", "local", "--sender", SENDER.toLowerCase(), "--wei", "1000", "--reference", "inv-1");
@@ -243,6 +247,7 @@ for (const { backend, run } of BACKENDS) {
         { args: ["strategy", "create", "-f", "FILE"], file: `code: bad-three\nproject: ${project.id}\nrulez: {}\n`, code: 2, message: /rulez: unknown field/ },
         { args: ["strategy", "create", "-f", "FILE"], file: `code: [unclosed\n`, code: 2, message: /not valid JSON or YAML/ },
         { args: ["sponsorship", "list", "--user-op-hash", "0x12"], code: 2, message: /userOpHash: must be 32 bytes/ },
+        { args: ["sponsorship", "prune", "--released-days", "-3"], code: 2, message: /releasedDays: an integer from 0 to 3650/ },
         { args: ["nonsense"], code: 2, message: /unknown command 'nonsense'/ },
         { args: ["project", "list", "--frobnicate"], code: 2, message: /unknown option '--frobnicate'/ },
       ];

@@ -256,6 +256,17 @@ describe("configuration", () => {
       expect(buildConfig(mutate((d) => (d.webhooks = { enabled: false, pollMs: 200 })), KEYS_ENV).webhooks).to.deep.equal({ enabled: false, pollMs: 200 });
     });
 
+    it("retention and the per-endpoint webhook share: in range, no unknown field", () => {
+      const issues = issuesOf(mutate((d) => (d.retention = { releasedDays: -1, settledDays: 1.5, intervalMinutes: 0, keepDays: 3 })));
+      expectIssue(issues, "retention.releasedDays", /from 0 to 3650/);
+      expectIssue(issues, "retention.settledDays", /integer/);
+      expectIssue(issues, "retention.intervalMinutes", /from 1 to 1440/);
+      expect(issues.join("\n")).to.match(/keepDays/);
+      expectIssue(issuesOf(mutate((d) => (d.webhooks = { perEndpointConcurrency: 0 }))), "webhooks.perEndpointConcurrency", /from 1 to 100/);
+      const built = buildConfig(mutate((d) => (d.retention = { releasedDays: 2, settledDays: 400 })), KEYS_ENV);
+      expect(built.retention).to.deep.equal({ releasedDays: 2, settledDays: 400 });
+    });
+
     it("a host that is not loopback", () => {
       for (const host of ["0.0.0.0", "10.0.0.1", "128.0.0.1", "example.com", "::", "[::1]", "192.168.1.1"]) {
         expectIssue(issuesOf(mutate((d) => (d.host = host))), "host", /must be a loopback address/);

@@ -367,7 +367,7 @@ for (const backend of BACKENDS) {
               `SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = 'public'
                  AND data_type = 'numeric' AND numeric_precision = 78 AND numeric_scale = 0`,
             ),
-          ).to.equal(17); // 16 of migrations 1-2, gas_tank_debits.amount_wei of migration 3
+          ).to.equal(21); // 16 of migrations 1-2, gas_tank_debits.amount_wei of migration 3, sponsorship_rollup's 4 (migration 12)
         });
 
         it("openStore opens PostgreSQL when databaseUrl is given (databasePath unused)", async () => {

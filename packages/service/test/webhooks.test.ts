@@ -9,6 +9,7 @@ import { pathToFileURL } from "node:url";
 import { expect } from "chai";
 import type { Address, Hex } from "@paymaster/shared";
 import { createLogger } from "../src/log.ts";
+import { ServiceMetrics } from "../src/metrics/metrics.ts";
 import { openPostgresStore, openSqliteStore } from "../src/store/index.ts";
 import type { NewSponsorship, Settlement, Store, WebhookDelivery } from "../src/store/types.ts";
 import type { CapCheck } from "../src/policy/types.ts";
@@ -335,6 +336,51 @@ for (const dialect of DIALECTS) {
       expect(hook.requests.length).to.equal(2);
       expect(backoffMs(30, { baseDelayMs: 1_000, maxDelayMs: 60_000 }, () => 0)).to.equal(60_000);
       expect(backoffMs(3, { baseDelayMs: 1_000, maxDelayMs: 60_000 }, () => 0)).to.equal(4_000);
+    });
+
+    it("a hanging receiver of one project holds only its own slots: another project's events still arrive at once", async function () {
+      this.timeout(20_000);
+      const hanging = await project("hanging");
+      const healthy = await project("healthy");
+      const hookA = await receiver("hang");
+      const hookB = await receiver();
+      const endpointA = await createEventWebhook(store, { projectId: hanging.projectId, url: hookA.url });
+      const endpointB = await createEventWebhook(store, { projectId: healthy.projectId, url: hookB.url });
+      for (let n = 1; n <= 6; n++) await signed(hanging, BigInt(n)); // a backlog of 6 sponsorships, all due
+      const metrics = new ServiceMetrics({ store, defaultMetrics: false });
+      const timeoutMs = 3_000;
+      const w = startWebhookWorker({
+        store,
+        logger,
+        settings: { ...FAST, timeoutMs, concurrency: 4, perEndpointConcurrency: 2 },
+        observer: metrics.webhookObserver(),
+      });
+      cleanups.push(() => w.stop());
+      await hookA.waitFor(() => hookA.requests.length >= 2, 5_000);
+      const hangingSince = Date.now();
+      const latencies: number[] = [];
+      for (let n = 1; n <= 5; n++) {
+        const before = Date.now();
+        await signed(healthy, BigInt(100 + n));
+        await hookB.waitFor(() => hookB.delivered().length === n, timeoutMs * 3);
+        latencies.push(Date.now() - before);
+      }
+      expect(Math.max(...latencies), `B's latencies ${latencies.join(", ")} ms`).to.be.below(500);
+      expect(Date.now() - hangingSince, "all of B's events arrived while A's first attempts still hang").to.be.below(timeoutMs);
+      expect(hookA.requests.length, "A never had more than its share in flight").to.equal(2);
+      // A's attempts time out; after that A is down to one probe at a time while B's slots stay free.
+      await hookA.waitFor(() => hookA.requests.length >= 3, timeoutMs * 3);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(hookA.requests.length, "a failing endpoint: one attempt in flight").to.equal(3);
+      const text = (await metrics.exposition()).body;
+      const line = (name: string, endpoint: string, extra = "") =>
+        new RegExp(`^${name}\\{endpoint="${endpoint}",project="[^"]+"${extra}\\} (\\S+)$`, "m").exec(text)?.[1];
+      expect(line("paymaster_webhook_deliveries_total", endpointB.endpoint.id, ',outcome="delivered"'), "B delivered").to.equal("5");
+      expect(line("paymaster_webhook_deliveries_total", endpointA.endpoint.id, ',outcome="retry"'), "A's timeouts").to.equal("2");
+      expect(line("paymaster_webhook_backlog", endpointA.endpoint.id), "A's backlog").to.equal("6");
+      expect(Number(line("paymaster_webhook_oldest_pending_seconds", endpointA.endpoint.id))).to.be.above(timeoutMs / 1000);
+      expect(line("paymaster_webhook_backlog", endpointB.endpoint.id), "B has none waiting").to.equal(undefined);
+      expect(text).to.match(/^paymaster_webhook_delivery_duration_seconds_count\{endpoint="[^"]+",project="[^"]+"\} 2$/m);
     });
 
     it("stopping a worker cancels a hanging attempt at once and hands the event back to any replica", async () => {

@@ -8,6 +8,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { getAddress, isAddress } from "viem";
 import type { Address } from "@paymaster/shared";
+import type { ServiceConfig } from "../config/types.ts";
 import type { ServiceContext } from "../context.ts";
 import { isStoreError } from "../store/errors.ts";
 import type { Store } from "../store/types.ts";
@@ -19,6 +20,8 @@ export interface AdminContext {
   /** Who acts, for the audit log: "cli:<os user>", "api:<token name>" or "console:<token name>". */
   actor: string;
   now?: () => number;
+  /** The configuration's sponsorship retention (`sponsorship prune` uses it; defaults when absent). */
+  retention?: ServiceConfig["retention"];
   /**
    * The running service (the admin API inside it only): what operations that need its networks' chain access
    * or its sponsor pipeline use (network status, the policy dry run). The CLI has none.

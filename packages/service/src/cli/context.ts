@@ -47,7 +47,8 @@ export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv):
     networks = config.networks.map((n) => n.name);
   }
   const actor = `cli:${safeUser()}`;
-  return { ctx: { store, networks, actor }, close: () => store.close() };
+  const retention = config?.retention;
+  return { ctx: { store, networks, actor, ...(retention === undefined ? {} : { retention }) }, close: () => store.close() };
 }
 
 function safeUser(): string {

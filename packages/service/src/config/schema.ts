@@ -65,7 +65,15 @@ export const WEBHOOK_RANGES = {
   timeoutMs: { min: 100, max: 60_000 },
   pollMs: { min: 10, max: 60_000 },
   concurrency: { min: 1, max: 100 },
+  perEndpointConcurrency: { min: 1, max: 100 },
   retentionDays: { min: 0, max: 3650 },
+} as const;
+/** Sponsorship retention (src/lifecycle/retention.ts; docs/operations.md "Sizing and retention"). */
+export const RETENTION_RANGES = {
+  releasedDays: { min: 0, max: 3650 },
+  settledDays: { min: 0, max: 36_500 },
+  intervalMinutes: { min: 1, max: 1440 },
+  batchSize: { min: 1, max: 10_000 },
 } as const;
 const UINT128_MAX = (1n << 128n) - 1n;
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
@@ -440,9 +448,25 @@ export const serviceConfigSchema = z
             timeoutMs: integer("milliseconds", WEBHOOK_RANGES.timeoutMs.min, WEBHOOK_RANGES.timeoutMs.max).optional(),
             pollMs: integer("milliseconds", WEBHOOK_RANGES.pollMs.min, WEBHOOK_RANGES.pollMs.max).optional(),
             concurrency: integer("a number of requests", WEBHOOK_RANGES.concurrency.min, WEBHOOK_RANGES.concurrency.max).optional(),
+            perEndpointConcurrency: integer(
+              "a number of requests",
+              WEBHOOK_RANGES.perEndpointConcurrency.min,
+              WEBHOOK_RANGES.perEndpointConcurrency.max,
+            ).optional(),
             retentionDays: integer("a number of days", WEBHOOK_RANGES.retentionDays.min, WEBHOOK_RANGES.retentionDays.max).optional(),
           },
-          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, retentionDays}" },
+          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, perEndpointConcurrency, retentionDays}" },
+        )
+        .optional(),
+      retention: z
+        .strictObject(
+          {
+            releasedDays: integer("a number of days", RETENTION_RANGES.releasedDays.min, RETENTION_RANGES.releasedDays.max).optional(),
+            settledDays: integer("a number of days", RETENTION_RANGES.settledDays.min, RETENTION_RANGES.settledDays.max).optional(),
+            intervalMinutes: integer("a number of minutes", RETENTION_RANGES.intervalMinutes.min, RETENTION_RANGES.intervalMinutes.max).optional(),
+            batchSize: integer("a number of rows", RETENTION_RANGES.batchSize.min, RETENTION_RANGES.batchSize.max).optional(),
+          },
+          { error: "must be {releasedDays, settledDays, intervalMinutes, batchSize}" },
         )
         .optional(),
       /** Bounds on open reservations per sender and per browser key's client address (src/sponsor/outstanding.ts). */

@@ -116,12 +116,15 @@ export interface ServiceConfig {
     timeoutMs?: number;
     pollMs?: number;
     concurrency?: number;
+    perEndpointConcurrency?: number;
     retentionDays?: number;
   };
   /** Open reservations per sender and per browser key's client address (defaults: src/sponsor/outstanding.ts). */
   reservations?: { maxOutstandingPerSender?: number; maxOutstandingPerClientIp?: number };
   /** ERC-20 postOp-charge mode's USD at risk per project and per key (defaults: src/sponsor/postOpRisk.ts). */
   postOpChargeRisk?: { maxUsdPerProject?: string; maxUsdPerKey?: string; windowSeconds?: number };
+  /** Sponsorship retention (src/lifecycle/retention.ts): every field optional, defaults there. */
+  retention?: { releasedDays?: number; settledDays?: number; intervalMinutes?: number; batchSize?: number };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";

@@ -9,7 +9,8 @@
  * scrape (shared by the gauges), so every replica reports the same shared totals: aggregate them with max().
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { Store } from "../store/types.ts";
+import type { Store, WebhookBacklog } from "../store/types.ts";
+import type { DeliveryObserver } from "../webhooks/worker.ts";
 import type { RpcObserver } from "../chain/rpc.ts";
 import { capLines, type CapLine } from "./caps.ts";
 
@@ -22,6 +23,7 @@ export interface StoreSnapshot {
   sponsorships: { network: string; mode: string; version: string; status: string; count: number }[];
   gasTanks: { network: string; balanceWei: bigint; reservedWei: bigint; tanks: number }[];
   caps: CapLine[];
+  webhookBacklog: WebhookBacklog[];
 }
 
 export class ServiceMetrics {
@@ -229,6 +231,51 @@ export class ServiceMetrics {
     labelNames: ["network", "version", "kind", "paymaster"] as const,
     registers: [this.registry],
   });
+  // Webhook delivery per endpoint (endpoint ids are bounded by the endpoints the projects configured).
+  readonly webhookDeliveries = new Counter({
+    name: "paymaster_webhook_deliveries_total",
+    help: "Webhook delivery attempts by this replica, by endpoint and outcome (delivered, retry, dead, cancelled)",
+    labelNames: ["endpoint", "project", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly webhookDeliveryDuration = new Histogram({
+    name: "paymaster_webhook_delivery_duration_seconds",
+    help: "How long one webhook delivery attempt took (to the receiver's answer, an error or the timeout), by endpoint",
+    labelNames: ["endpoint", "project"] as const,
+    buckets: [...LATENCY_BUCKETS, 30, 60],
+    registers: [this.registry],
+  });
+  readonly webhookBacklog = new Gauge({
+    name: "paymaster_webhook_backlog",
+    help: "Webhook events waiting for delivery (pending, retries included), by endpoint (shared: read from the store)",
+    labelNames: ["endpoint", "project"] as const,
+    registers: [this.registry],
+  });
+  readonly webhookOldestPending = new Gauge({
+    name: "paymaster_webhook_oldest_pending_seconds",
+    help: "Age of the oldest webhook event still waiting for delivery, by endpoint (shared: read from the store)",
+    labelNames: ["endpoint", "project"] as const,
+    registers: [this.registry],
+  });
+
+  // The sponsorship retention pass (src/lifecycle/retention.ts), in whichever replica ran it.
+  readonly sponsorshipsPruned = new Counter({
+    name: "paymaster_sponsorships_pruned_total",
+    help: "Sponsorships deleted by the retention pass of this replica, by status (released, settled)",
+    labelNames: ["status"] as const,
+    registers: [this.registry],
+  });
+  readonly retentionLastPass = new Gauge({
+    name: "paymaster_retention_last_pass_timestamp_seconds",
+    help: "End of this replica's last sponsorship retention pass",
+    registers: [this.registry],
+  });
+  readonly retentionLastPassDuration = new Gauge({
+    name: "paymaster_retention_last_pass_duration_seconds",
+    help: "How long this replica's last sponsorship retention pass took",
+    registers: [this.registry],
+  });
+
   readonly capAlertRatio = new Gauge({
     name: "paymaster_cap_warn_ratio",
     help: "The configured 'cap nearly reached' threshold (alerts.capWarnPercent / 100)",
@@ -273,9 +320,16 @@ export class ServiceMetrics {
         this.capSpent.set(labels, c.spent);
         this.capRemaining.set(labels, c.limit - c.reserved - c.spent);
       }
+      for (const g of [this.webhookBacklog, this.webhookOldestPending]) g.reset();
+      const nowMs = Date.now();
+      for (const b of s.webhookBacklog) {
+        const labels = { endpoint: b.endpointId, project: b.projectId };
+        this.webhookBacklog.set(labels, b.pending);
+        this.webhookOldestPending.set(labels, Math.max(nowMs - b.oldestMs, 0) / 1000);
+      }
     };
     // prom-client calls each metric's collect on a scrape; all of them share the one snapshot.
-    for (const gauge of [this.sponsorships, this.gasTankBalance, this.gasTankReserved, this.gasTanks, this.capLimit, this.capReserved, this.capSpent, this.capRemaining]) {
+    for (const gauge of [this.sponsorships, this.gasTankBalance, this.gasTankReserved, this.gasTanks, this.capLimit, this.capReserved, this.capSpent, this.capRemaining, this.webhookBacklog, this.webhookOldestPending]) {
       (gauge as unknown as { collect: () => Promise<void> }).collect = fill;
     }
   }
@@ -292,6 +346,25 @@ export class ServiceMetrics {
     };
   }
 
+  /** A retention pass ended (src/lifecycle/retention.ts). */
+  retentionPass(pass: { released: number; settled: number; seconds: number }): void {
+    this.sponsorshipsPruned.inc({ status: "released" }, pass.released);
+    this.sponsorshipsPruned.inc({ status: "settled" }, pass.settled);
+    this.retentionLastPass.set(Date.now() / 1000);
+    this.retentionLastPassDuration.set(pass.seconds);
+  }
+
+  /** The observer the webhook worker reports each attempt to. */
+  webhookObserver(): DeliveryObserver {
+    return {
+      attempt: (delivery, outcome, seconds) => {
+        const labels = { endpoint: delivery.endpointId, project: delivery.projectId };
+        this.webhookDeliveries.inc({ ...labels, outcome });
+        this.webhookDeliveryDuration.observe(labels, seconds);
+      },
+    };
+  }
+
   /** Prometheus text exposition. */
   async exposition(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
@@ -299,6 +372,11 @@ export class ServiceMetrics {
 }
 
 async function readSnapshot(store: Store): Promise<StoreSnapshot> {
-  const [sponsorships, gasTanks, caps] = await Promise.all([store.sponsorshipCounts(), store.gasTankTotals(), capLines(store, Math.floor(Date.now() / 1000))]);
-  return { sponsorships, gasTanks, caps };
+  const [sponsorships, gasTanks, caps, webhookBacklog] = await Promise.all([
+    store.sponsorshipCounts(),
+    store.gasTankTotals(),
+    capLines(store, Math.floor(Date.now() / 1000)),
+    store.webhookBacklog(),
+  ]);
+  return { sponsorships, gasTanks, caps, webhookBacklog };
 }

@@ -1,14 +1,12 @@
 /**
  * The operator console's reads (the admin API serves them; src/admin/activity.ts and tanks.ts shape them), used
  * by sql/console.ts: per-minute request counts (migration 9), sponsorship activity per time bucket, gas tank
- * listings and ledgers, and a sponsorship's timeline. None of them runs on the sponsoring path. Amounts are read
- * as rows and added up here as bigints (SQLite keeps them as TEXT); counts are summed in SQL.
+ * listings and ledgers, and a sponsorship's timeline. None of them runs on the sponsoring path. Activity is added
+ * up by the database, amounts in parts that its SUM adds exactly (Dialect.amountParts); ledgers are read as rows.
  */
 import type { Hex } from "@paymaster/shared";
+import type { Dialect } from "./db/types.ts";
 import type { RequestCountBucket, SponsorshipActivity, SponsorshipStatus, SponsorshipTimeline, TankLedgerEntry } from "./types.ts";
-
-/** sponsorshipActivity reads at most this many sponsorships (a month of a busy paymaster; the answer says when it cut). */
-export const ACTIVITY_ROW_LIMIT = 200_000;
 
 type Amount = string | bigint;
 
@@ -22,12 +20,6 @@ export const CONSOLE_QUERIES = {
     FROM request_counts WHERE minute >= ? AND minute < ? AND (CAST(? AS TEXT) IS NULL OR network = ?)
     GROUP BY 1, network, method, outcome ORDER BY 1, network, method, outcome`,
   pruneRequestCounts: "DELETE FROM request_counts WHERE minute < ?",
-  // Filters bound twice each: NULL = no filter.
-  selectActivity: `SELECT created_at, network, status, max_cost_wei, max_cost_usd_micros, actual_gas_cost_wei, actual_cost_usd_micros
-    FROM sponsorships WHERE created_at >= ? AND created_at < ?
-      AND (CAST(? AS TEXT) IS NULL OR network = ?) AND (CAST(? AS TEXT) IS NULL OR project_id = ?)
-      AND (CAST(? AS TEXT) IS NULL OR strategy_id = ?)
-    LIMIT ?`,
   selectTanks: `SELECT network, sender, balance_wei, reserved_wei, updated_at FROM gas_tanks
     WHERE (CAST(? AS TEXT) IS NULL OR network = ?) ORDER BY updated_at DESC, network, sender LIMIT ?`,
   selectCredits: `SELECT reference, amount_wei, created_at FROM gas_tank_credits WHERE network = ? AND sender = ?
@@ -52,37 +44,44 @@ export function toRequestCountBucket(row: RequestCountRow): RequestCountBucket {
   return { bucket: Number(row.bucket), network: row.network, method: row.method, outcome: row.outcome, count: Number(row.count) };
 }
 
-export interface ActivityRow {
-  created_at: number | string;
-  network: string;
-  status: SponsorshipStatus;
-  max_cost_wei: Amount;
-  max_cost_usd_micros: Amount;
-  actual_gas_cost_wei: Amount | null;
-  actual_cost_usd_micros: Amount | null;
+const ACTIVITY_AMOUNTS = ["max_cost_wei", "max_cost_usd_micros", "actual_gas_cost_wei", "actual_cost_usd_micros"] as const;
+
+/**
+ * Sponsorships per (bucket, network, status), added up by the database: over the rows themselves (bucketed by
+ * creation time) or over the rollup of the ones retention deleted (by their minute; src/store/retention.ts).
+ * Binds: the bucket width twice (node:sqlite binds numbers as REAL: the casts keep the division an integer one),
+ * since, until, then network, project and strategy twice each (NULL: no filter).
+ */
+export function activitySql(d: Dialect, source: "sponsorships" | "sponsorship_rollup"): string {
+  const rows = source === "sponsorships";
+  const time = rows ? "created_at" : "minute";
+  // What the chain charged counts for settled rows only (the rollup holds it for those only).
+  const expression = (column: (typeof ACTIVITY_AMOUNTS)[number]) =>
+    rows && column.startsWith("actual_") ? `CASE WHEN status = 'settled' THEN ${column} END` : column;
+  const sums = ACTIVITY_AMOUNTS.flatMap((column) => d.amountParts(expression(column)).map((part, i) => `SUM(${part}) AS ${column}_${i}`));
+  return `SELECT (${time} / CAST(? AS INTEGER)) * CAST(? AS INTEGER) AS bucket, network, status, ${rows ? "COUNT(*)" : "SUM(count)"} AS count,
+      ${sums.join(", ")}
+    FROM ${source} WHERE ${time} >= ? AND ${time} < ?
+      AND (CAST(? AS TEXT) IS NULL OR network = ?) AND (CAST(? AS TEXT) IS NULL OR project_id = ?)
+      AND (CAST(? AS TEXT) IS NULL OR strategy_id = ?)
+    GROUP BY 1, network, status`;
 }
 
-/** Sponsorship rows added up per (bucket, network, status), oldest bucket first. */
-export function aggregateActivity(rows: readonly ActivityRow[], bucketSeconds: number): SponsorshipActivity[] {
-  const out = new Map<string, SponsorshipActivity>();
-  for (const row of rows) {
-    const createdAt = Number(row.created_at);
-    const bucket = createdAt - (createdAt % bucketSeconds);
-    const key = `${bucket}\u0000${row.network}\u0000${row.status}`;
-    let a = out.get(key);
-    if (!a) {
-      a = { bucket, network: row.network, status: row.status, count: 0, maxCostWei: 0n, maxCostUsdMicros: 0n, actualCostWei: 0n, actualCostUsdMicros: 0n };
-      out.set(key, a);
-    }
-    a.count++;
-    a.maxCostWei += BigInt(row.max_cost_wei);
-    a.maxCostUsdMicros += BigInt(row.max_cost_usd_micros);
-    if (row.status === "settled") {
-      a.actualCostWei += BigInt(row.actual_gas_cost_wei ?? 0);
-      a.actualCostUsdMicros += BigInt(row.actual_cost_usd_micros ?? 0);
-    }
-  }
-  return [...out.values()].sort((x, y) => x.bucket - y.bucket || x.network.localeCompare(y.network) || x.status.localeCompare(y.status));
+export type ActivityRow = Record<string, number | string | bigint | null>;
+
+/** A row of activitySql: the amounts put back together from their parts (high·10^18 + mid·10^9 + low). */
+export function toActivity(row: ActivityRow): SponsorshipActivity {
+  const amount = (column: string) => [0, 1, 2].reduce((sum, i) => sum + BigInt(row[`${column}_${i}`] ?? 0) * 10n ** BigInt(9 * i), 0n);
+  return {
+    bucket: Number(row.bucket),
+    network: String(row.network),
+    status: row.status as SponsorshipStatus,
+    count: Number(row.count),
+    maxCostWei: amount("max_cost_wei"),
+    maxCostUsdMicros: amount("max_cost_usd_micros"),
+    actualCostWei: amount("actual_gas_cost_wei"),
+    actualCostUsdMicros: amount("actual_cost_usd_micros"),
+  };
 }
 
 export interface LedgerRow {

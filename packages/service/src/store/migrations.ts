@@ -578,6 +578,45 @@ export function sharedMigrations(d: Dialect): Migration[] {
         CREATE INDEX sponsorships_open_client ON sponsorships(api_key_id, client_ip) WHERE status IN ('reserved', 'signed') AND client_ip IS NOT NULL;
       `,
     },
+    {
+      version: 12,
+      name: "sponsorship retention: rollups and history indexes",
+      sql: `
+        -- What the console's charts and the strategy history need of sponsorships deleted by the retention pass
+        -- (src/store/retention.ts), per minute of creation (the minute's first unix second): written in the
+        -- transaction that deletes them, read beside the rows still present. Not unique: each pass adds its rows.
+        CREATE TABLE sponsorship_rollup (
+          minute                  ${t.time} NOT NULL,
+          network                 TEXT NOT NULL,
+          project_id              TEXT NOT NULL,
+          strategy_id             TEXT,
+          mode                    TEXT NOT NULL,
+          version                 TEXT NOT NULL,
+          status                  TEXT NOT NULL CHECK (status IN ('settled', 'released')),
+          count                   ${t.time} NOT NULL CHECK (count > 0),
+          max_cost_wei            ${t.amount} NOT NULL,
+          max_cost_usd_micros     ${t.amount} NOT NULL,
+          actual_gas_cost_wei     ${t.amount} NOT NULL,
+          actual_cost_usd_micros  ${t.amount} NOT NULL
+        )${d.tableSuffix};
+        CREATE INDEX sponsorship_rollup_minute ON sponsorship_rollup(minute);
+        -- How many sponsorships were deleted, per what the records-by-status gauge counts.
+        CREATE TABLE sponsorship_pruned_counts (
+          network  TEXT NOT NULL,
+          mode     TEXT NOT NULL,
+          version  TEXT NOT NULL,
+          status   TEXT NOT NULL,
+          count    ${t.time} NOT NULL CHECK (count >= 0),
+          PRIMARY KEY (network, mode, version, status)
+        )${d.tableSuffix};
+        -- History that stays fast as it grows: the console's windows and lists by creation time (of everything,
+        -- and of one strategy: its daily history), and the retention pass's two scans (released ones by creation, settled ones by settlement).
+        CREATE INDEX sponsorships_created ON sponsorships(created_at);
+        CREATE INDEX sponsorships_strategy_created ON sponsorships(strategy_id, created_at);
+        CREATE INDEX sponsorships_released ON sponsorships(created_at) WHERE status = 'released';
+        CREATE INDEX sponsorships_settled_at ON sponsorships(settled_at) WHERE status = 'settled';
+      `,
+    },
   ];
 }
 

@@ -48,6 +48,7 @@ import { webhookStore } from "./sql/webhooks.ts";
 import { auditStore } from "./sql/audit.ts";
 import { cursorStore } from "./sql/cursors.ts";
 import { consoleStore } from "./sql/console.ts";
+import { retentionStore } from "./sql/retention.ts";
 
 /** The store over `db`: every part's methods, and closing the database. */
 export function sqlStore(db: Db): Store {
@@ -63,6 +64,7 @@ export function sqlStore(db: Db): Store {
     ...auditStore(shared),
     ...cursorStore(shared),
     ...consoleStore(shared),
+    ...retentionStore(shared),
     async close(): Promise<void> {
       await db.close();
     },

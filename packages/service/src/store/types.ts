@@ -5,6 +5,9 @@
  */
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 import type { CapCheck, StrategyRules } from "../policy/types.ts";
+import type { PrunableCounts, PruneCounts, PruneCutoffs } from "./retention.ts";
+
+export type { PrunableCounts, PruneCounts, PruneCutoffs } from "./retention.ts";
 
 export type ProjectStatus = "active" | "disabled";
 
@@ -424,6 +427,21 @@ export interface ClaimedDelivery extends WebhookDelivery {
   secret: string;
 }
 
+/** A claim's share per endpoint: at most `perEndpoint` rows of one endpoint, fewer for those listed in `room`. */
+export interface ClaimShare {
+  perEndpoint: number;
+  /** The room left to some endpoints (e.g. in flight already, or failing): endpoint id to rows. */
+  room: ReadonlyMap<string, number>;
+}
+
+/** One endpoint's waiting events (the backlog metrics). */
+export interface WebhookBacklog {
+  endpointId: string;
+  projectId: string;
+  pending: number;
+  oldestMs: number;
+}
+
 /** How a delivery attempt ended. */
 export type DeliveryOutcome =
   | { delivered: true }
@@ -619,9 +637,12 @@ export interface Store {
   /**
    * Claims up to `limit` due deliveries for `owner` until nowMs + leaseMs (a conditional update: two workers
    * never hold one row), counting the attempt. Never one whose sponsorship has an earlier pending event for the
-   * same endpoint: a sponsorship's events go out one at a time, in order.
+   * same endpoint: a sponsorship's events go out one at a time, in order. With `share`, no endpoint takes more
+   * than its share, and every endpoint's first due event comes before any endpoint's second.
    */
-  claimWebhookDeliveries(owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedDelivery[]>;
+  claimWebhookDeliveries(owner: string, nowMs: number, leaseMs: number, limit: number, share?: ClaimShare): Promise<ClaimedDelivery[]>;
+  /** Pending events per endpoint, with the oldest one's creation time. */
+  webhookBacklog(): Promise<WebhookBacklog[]>;
   /** Records an attempt's outcome; false if `owner` no longer holds the lease. */
   completeWebhookDelivery(id: string, owner: string, outcome: DeliveryOutcome, nowMs: number): Promise<boolean>;
   /** Newest first. */
@@ -641,9 +662,17 @@ export interface Store {
   pruneRequestCounts(beforeMinute: number): Promise<number>;
   /**
    * Sponsorships created in [since, until) added up per bucket, network and status (costs summed exactly, as
-   * bigints). Reads at most ACTIVITY_ROW_LIMIT rows: `truncated` says the window held more.
+   * bigints), by the database, with those retention deleted (from their rollup). `truncated` is always false
+   * now (kept for the answers that carry it: nothing is cut).
    */
   sponsorshipActivity(filter: ActivityFilter): Promise<{ buckets: SponsorshipActivity[]; truncated: boolean }>;
+  /**
+   * Retention (src/store/retention.ts): deletes at most `limit` final sponsorships older than the cutoffs in one
+   * transaction, first adding them into the rollups that activity, history and the counts read beside the rows.
+   */
+  pruneSponsorships(cutoffs: PruneCutoffs, limit: number): Promise<PruneCounts>;
+  /** What pruneSponsorships would delete with these cutoffs (nothing is changed). */
+  countPrunableSponsorships(cutoffs: PruneCutoffs): Promise<PrunableCounts>;
   /** Gas tanks, most recently changed first (of one network when given). */
   listGasTanks(filter: { network?: string; limit?: number }): Promise<GasTankListing[]>;
   /** A tank's credits, debits and the settled ops it paid for, newest first (at most `limit` of each kind). */

@@ -7,6 +7,7 @@ import { eventBody, newEventId, subscribes } from "../webhooks/events.ts";
 import type { Queryer } from "./db/types.ts";
 import { StoreError } from "./errors.ts";
 import {
+  type ClaimShare,
   type NewWebhookEndpoint,
   type WebhookDelivery,
   type WebhookEndpoint,
@@ -32,12 +33,19 @@ export const WEBHOOK_QUERIES = {
       attempts, next_attempt_ms, created_ms)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
     ON CONFLICT (endpoint_id, dedupe_key) DO NOTHING`,
-  // Due, not leased, and not behind an earlier pending event of the same sponsorship for the same endpoint.
-  selectDue: `SELECT e.id FROM webhook_events e JOIN webhook_endpoints w ON w.id = e.endpoint_id
-    WHERE e.status = 'pending' AND e.next_attempt_ms <= ? AND (e.lease_until_ms IS NULL OR e.lease_until_ms < ?)
-      AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.endpoint_id = e.endpoint_id
-        AND p.sponsorship_id = e.sponsorship_id AND p.seq < e.seq AND p.status = 'pending')
-    ORDER BY e.next_attempt_ms, e.created_ms, e.seq LIMIT ?`,
+  // Due, not leased, and not behind an earlier pending event of the same sponsorship for the same endpoint; at most
+  // `perEndpoint` per endpoint, ranked so each endpoint's first due event comes before any endpoint's second:
+  // one endpoint's backlog never fills a claim (src/webhooks/worker.ts keeps tenants apart with it).
+  selectDue: `SELECT id, endpoint_id FROM (
+      SELECT e.id, e.endpoint_id, e.next_attempt_ms, e.created_ms, e.seq,
+        ROW_NUMBER() OVER (PARTITION BY e.endpoint_id ORDER BY e.next_attempt_ms, e.created_ms, e.seq) AS endpoint_rank
+      FROM webhook_events e JOIN webhook_endpoints w ON w.id = e.endpoint_id
+      WHERE e.status = 'pending' AND e.next_attempt_ms <= ? AND (e.lease_until_ms IS NULL OR e.lease_until_ms < ?)
+        AND NOT EXISTS (SELECT 1 FROM webhook_events p WHERE p.endpoint_id = e.endpoint_id
+          AND p.sponsorship_id = e.sponsorship_id AND p.seq < e.seq AND p.status = 'pending')
+    ) due
+    WHERE endpoint_rank <= ?
+    ORDER BY endpoint_rank, next_attempt_ms, created_ms, seq LIMIT ?`,
   // The claim itself: a compare-and-set on the lease (PostgreSQL re-checks the WHERE after a concurrent update).
   claim: `UPDATE webhook_events SET lease_owner = ?, lease_until_ms = ?, attempts = attempts + 1
     WHERE id = ? AND status = 'pending' AND (lease_until_ms IS NULL OR lease_until_ms < ?)`,
@@ -50,6 +58,9 @@ export const WEBHOOK_QUERIES = {
     WHERE (CAST(? AS TEXT) IS NULL OR e.project_id = ?) AND (CAST(? AS TEXT) IS NULL OR e.status = ?)
     ORDER BY e.created_ms DESC, e.seq DESC, e.id DESC LIMIT ?`,
   selectDelivery: `SELECT ${DELIVERY_COLUMNS} FROM webhook_events e WHERE e.id = ?`,
+  // Per endpoint: events waiting (pending) and how long the oldest has waited (the backlog metrics).
+  backlog: `SELECT e.endpoint_id, e.project_id, COUNT(*) AS pending, MIN(e.created_ms) AS oldest_ms
+    FROM webhook_events e WHERE e.status = 'pending' GROUP BY e.endpoint_id, e.project_id`,
   prune: "DELETE FROM webhook_events WHERE status = 'delivered' AND delivered_ms < ?",
   replay: `UPDATE webhook_events SET status = 'pending', attempts = 0, next_attempt_ms = ?, last_error = NULL, delivered_ms = NULL,
       lease_owner = NULL, lease_until_ms = NULL
@@ -82,6 +93,30 @@ export interface DeliveryRow {
   last_error: string | null;
   created_ms: number;
   delivered_ms: number | null;
+}
+
+/**
+ * Which of the due rows (ranked by selectDue) a claim takes: up to `limit`, and per endpoint no more than its room
+ * (`share.room`, else `share.perEndpoint`). Pure, so the store's claim stays a loop of compare-and-sets.
+ */
+export function pickDue<T extends { endpoint_id: string }>(due: readonly T[], limit: number, share: ClaimShare): T[] {
+  const taken = new Map<string, number>();
+  const picked: T[] = [];
+  for (const row of due) {
+    if (picked.length >= limit) break;
+    const n = taken.get(row.endpoint_id) ?? 0;
+    if (n >= Math.min(share.room.get(row.endpoint_id) ?? share.perEndpoint, share.perEndpoint)) continue;
+    taken.set(row.endpoint_id, n + 1);
+    picked.push(row);
+  }
+  return picked;
+}
+
+/** How many due rows to read so that `limit` remain after the endpoints with less room are skipped. */
+export function dueReadLimit(limit: number, share: ClaimShare): number {
+  let skipped = 0;
+  for (const room of share.room.values()) skipped += share.perEndpoint - Math.max(Math.min(room, share.perEndpoint), 0);
+  return limit + skipped;
 }
 
 export function toEndpoint(row: EndpointRow): WebhookEndpoint {

@@ -1,5 +1,6 @@
-/** paymaster sponsorship list|show */
+/** paymaster sponsorship list|show|prune */
 import type { Command } from "commander";
+import { pruneSponsorships, type PruneQuery } from "../../admin/retention.ts";
 import { listSponsorships, showSponsorship, type SponsorshipQuery } from "../../admin/sponsorships.ts";
 import { record, table } from "../output.ts";
 import type { Run } from "../program.ts";
@@ -33,4 +34,11 @@ export function registerSponsorship(program: Command, run: Run): void {
     .description("one sponsorship")
     .argument("<idOrUserOpHash>", "its id or userOpHash")
     .action((id: string) => run(async (ctx, out) => out.print(await showSponsorship(ctx, id), record)));
+  sponsorship
+    .command("prune")
+    .description("delete old sponsorships now, as the retention pass does (released ones; settled ones only with a settled retention)")
+    .option("--dry-run", "only count what would be deleted")
+    .option("--released-days <n>", "released sponsorships older than this many days (default: the configuration's retention.releasedDays, else 7; 0 keeps them)")
+    .option("--settled-days <n>", "settled sponsorships settled more than this many days ago (default: retention.settledDays, else 0: kept)")
+    .action((o: PruneQuery) => run(async (ctx, out) => out.print(await pruneSponsorships(ctx, o), record)));
 }

@@ -3,10 +3,10 @@ import type { Address } from "@paymaster/shared";
 import * as common from "../common.ts";
 import type { Param } from "../db/types.ts";
 import {
-  ACTIVITY_ROW_LIMIT,
   CONSOLE_QUERIES as C,
-  aggregateActivity,
+  activitySql,
   mergeLedger,
+  toActivity,
   toRequestCountBucket,
   toTimeline,
   type ActivityRow,
@@ -17,9 +17,11 @@ import {
 } from "../consoleRows.ts";
 import type { ActivityFilter, GasTankListing, RequestCount, RequestCountBucket, SponsorshipActivity, SponsorshipTimeline, Store, TankLedgerEntry } from "../types.ts";
 import type { SqlShared } from "./shared.ts";
+import { mergeActivity } from "../retention.ts";
 
 export function consoleStore(s: SqlShared) {
   const { db } = s;
+  const activity = { rows: activitySql(db.dialect, "sponsorships"), rollup: activitySql(db.dialect, "sponsorship_rollup") };
   return {
     async addRequestCounts(rows: readonly RequestCount[]): Promise<void> {
       const valid = rows.filter((r) => r.count > 0);
@@ -47,16 +49,23 @@ export function consoleStore(s: SqlShared) {
     async sponsorshipActivity(filter: ActivityFilter): Promise<{ buckets: SponsorshipActivity[]; truncated: boolean }> {
       if (!Number.isSafeInteger(filter.bucketSeconds) || filter.bucketSeconds < 1) common.invalid("bucketSeconds must be a positive integer");
       const twice = (v: string | undefined): Param[] => [v ?? null, v ?? null];
-      const rows = await db.all<ActivityRow>(C.selectActivity, [
-        filter.since,
-        filter.until,
-        ...twice(filter.network),
-        ...twice(filter.projectId),
-        ...twice(filter.strategyId),
-        ACTIVITY_ROW_LIMIT + 1,
-      ]);
-      const truncated = rows.length > ACTIVITY_ROW_LIMIT;
-      return { buckets: aggregateActivity(truncated ? rows.slice(0, ACTIVITY_ROW_LIMIT) : rows, filter.bucketSeconds), truncated };
+      const read = async (sql: string, since: number) =>
+        (
+          await db.all<ActivityRow>(sql, [
+            filter.bucketSeconds,
+            filter.bucketSeconds,
+            since,
+            filter.until,
+            ...twice(filter.network),
+            ...twice(filter.projectId),
+            ...twice(filter.strategyId),
+          ])
+        ).map(toActivity);
+      // The rows still present, and the rollup of deleted ones, whose minutes are whole: a window edge inside a
+      // minute counts that minute (as the request counts do).
+      const present = await read(activity.rows, filter.since);
+      const pruned = await read(activity.rollup, filter.since - (filter.since % 60));
+      return { buckets: mergeActivity(present, pruned), truncated: false };
     },
 
     async listGasTanks(filter: { network?: string; limit?: number }): Promise<GasTankListing[]> {

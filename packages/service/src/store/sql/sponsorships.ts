@@ -8,6 +8,7 @@ import * as common from "../common.ts";
 import type { Dialect, Param, Tx } from "../db/types.ts";
 import { releasedData, settledData, sponsorshipData } from "../../webhooks/events.ts";
 import type { Settlement, SponsorMode, SponsorshipCount, SponsorshipFilter, SponsorshipRecord, Store, WebhookEventType } from "../types.ts";
+import { mergeCounts, retentionQueries } from "../retention.ts";
 import { isActiveOpRace, usageLinks, lockTank, lockUsage, sponsorshipEvent, writeUsage, type SqlShared } from "./shared.ts";
 
 /** releaseExpired looks for expired sponsorships this many at a time. */
@@ -74,6 +75,7 @@ function sponsorshipQueries(d: Dialect, sponsorship: string) {
 export function sponsorshipStore(s: SqlShared) {
   const { db } = s;
   const q = { ...s.q, ...sponsorshipQueries(db.dialect, s.q.sponsorship) };
+  const retention = retentionQueries(db.dialect);
   const activeOpRace = (err: unknown): boolean => isActiveOpRace(s, err);
 
   /**
@@ -234,8 +236,9 @@ export function sponsorshipStore(s: SqlShared) {
     // ---- counts and reads (metrics, the deposit check, the console and the CLI)
 
     async sponsorshipCounts(): Promise<SponsorshipCount[]> {
-      const rows = await db.all<Omit<SponsorshipCount, "count"> & { count: number | string }>(q.countSponsorships);
-      return rows.map((row) => ({ ...row, count: Number(row.count) }));
+      const read = async (sql: string) => (await db.all<Omit<SponsorshipCount, "count"> & { count: number | string }>(sql)).map((row) => ({ ...row, count: Number(row.count) }));
+      // The rows still present, and the counts of those the retention pass deleted.
+      return mergeCounts(await read(q.countSponsorships), await read(retention.selectPrunedCounts));
     },
 
     async outstandingMaxCost(network: string, entryPoint: Address, modes: readonly SponsorMode[]): Promise<bigint> {

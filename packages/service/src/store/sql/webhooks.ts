@@ -6,8 +6,8 @@ import { randomUUID } from "node:crypto";
 import * as common from "../common.ts";
 import type { Param } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
-import { WEBHOOK_QUERIES as W, toDelivery, toEndpoint, validEndpoint, writeEvents, type DeliveryRow, type EndpointRow } from "../webhookRows.ts";
-import type { ClaimedDelivery, DeliveryOutcome, NewWebhookEndpoint, NewWebhookEvent, Store, WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint } from "../types.ts";
+import { WEBHOOK_QUERIES as W, dueReadLimit, pickDue, toDelivery, toEndpoint, validEndpoint, writeEvents, type DeliveryRow, type EndpointRow } from "../webhookRows.ts";
+import type { ClaimShare, WebhookBacklog, ClaimedDelivery, DeliveryOutcome, NewWebhookEndpoint, NewWebhookEvent, Store, WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint } from "../types.ts";
 import { isForeignKey, isUnique, nowMs, type SqlShared } from "./shared.ts";
 
 export function webhookStore(s: SqlShared) {
@@ -63,15 +63,21 @@ export function webhookStore(s: SqlShared) {
       );
     },
 
-    async claimWebhookDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<ClaimedDelivery[]> {
-      const due = await db.all<{ id: string }>(W.selectDue, [now, now, limit]);
+    async claimWebhookDeliveries(owner: string, now: number, leaseMs: number, limit: number, share?: ClaimShare): Promise<ClaimedDelivery[]> {
+      const fair = share ?? { perEndpoint: limit, room: new Map<string, number>() };
+      const ranked = await db.all<{ id: string; endpoint_id: string }>(W.selectDue, [now, now, fair.perEndpoint, dueReadLimit(limit, fair)]);
       const claimed: ClaimedDelivery[] = [];
-      for (const { id } of due) {
+      for (const { id } of pickDue(ranked, limit, fair)) {
         if ((await db.run(W.claim, [owner, now + leaseMs, id, now])) !== 1) continue; // another worker has it
         const row = await db.one<DeliveryRow & { url: string; secret: string }>(W.selectClaimed, [id, owner]);
         if (row) claimed.push({ ...toDelivery(row), url: row.url, secret: row.secret });
       }
       return claimed;
+    },
+
+    async webhookBacklog(): Promise<WebhookBacklog[]> {
+      const rows = await db.all<{ endpoint_id: string; project_id: string; pending: number | string; oldest_ms: number | string }>(W.backlog, []);
+      return rows.map((r) => ({ endpointId: r.endpoint_id, projectId: r.project_id, pending: Number(r.pending), oldestMs: Number(r.oldest_ms) }));
     },
 
     async completeWebhookDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<boolean> {
