@@ -8,6 +8,7 @@ import { getAddress, isAddress } from "viem";
 import type { Address } from "@paymaster/shared";
 import type { ServiceContext } from "../context.ts";
 import { isStoreError } from "../store/errors.ts";
+import { findUnsafeText } from "../text/safeText.ts";
 import type { Store } from "../store/types.ts";
 
 export interface AdminContext {
@@ -70,6 +71,16 @@ export function invalidField(where: string, field: string, problem: string): nev
 }
 
 /** The running service, for the operations only the admin API inside it can do. */
+/**
+ * INVALID_INPUT naming the field when a string of `input` (object keys included) is not safe text
+ * (text/safeText.ts): what every door checks its whole input with before an operation sees it.
+ */
+export function requireSafeText(input: unknown, options: { root?: string; where?: string } = {}): void {
+  const unsafe = findUnsafeText(input, options.root);
+  if (unsafe === undefined) return;
+  throw new AdminError("INVALID_INPUT", `${options.where === undefined ? "" : `${options.where}: `}${unsafe.field}: ${unsafe.message}`, [unsafe]);
+}
+
 export function runningService(ctx: AdminContext): ServiceContext {
   if (!ctx.service) throw new AdminError("UNAVAILABLE", "this needs the running service: use the admin API (or the console) of a service with PAYMASTER_ADMIN_TOKENS set");
   return ctx.service;

@@ -12,7 +12,7 @@ import type { Context } from "koa";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "../rpc/body.ts";
 import { memoryBuckets } from "../rpc/rateLimit.ts";
-import { AdminError } from "./context.ts";
+import { AdminError, requireSafeText } from "./context.ts";
 import { claimApplication, submitApplication } from "./applications.ts";
 
 export const APPLICATION_BODY_LIMIT_BYTES = 8 * 1024;
@@ -45,6 +45,7 @@ export function applicationHandlers(service: ServiceContext) {
         }
         throw new AdminError("INVALID_INPUT", "the body is not valid JSON");
       }
+      requireSafeText(body);
       const admin = { store: service.store, networks: [...service.networks.keys()], actor: `public:${ctx.ip}` };
       ctx.body = await action(admin, body);
       ctx.status = status;
