@@ -103,7 +103,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL;
   const rateLimiter: RateLimiter = createRateLimiter(
     config.rateLimit ?? {},
-    redisUrl ? redisBuckets(redisUrl, logger) : memoryBuckets(),
+    redisUrl ? redisBuckets(redisUrl, logger, undefined, metrics) : memoryBuckets(),
     redisUrl ? "redis" : "memory",
   );
   let shuttingDown = false;
