@@ -18,6 +18,8 @@ export interface AdminContext {
   /** Who acts, for the audit log: "cli:<os user>", "api:<token name>" or "console:<token name>". */
   actor: string;
   now?: () => number;
+  /** Pending key applications expire after this many days (the configuration's; default 14). */
+  applicationExpiryDays?: number | undefined;
   /**
    * The running service (the admin API inside it only): what operations that need its networks' chain access
    * or its sponsor pipeline use (network status, the policy dry run). The CLI has none.

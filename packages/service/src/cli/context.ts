@@ -30,6 +30,7 @@ export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv):
   const config = await loadConfig({ argv: options.config === undefined ? [] : ["--config", options.config], env, purpose: "admin" });
   let store;
   let networks: string[];
+  let applicationExpiryDays: number | undefined;
   if (config === undefined) {
     const databasePath = path.resolve(options.database ?? EMBEDDED_DATABASE_PATH);
     if (env.DATABASE_URL) {
@@ -45,9 +46,10 @@ export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv):
     if (options.database !== undefined) throw new UsageError("--database is for the embedded stack only (the configuration names the database)");
     store = await openStore(config);
     networks = config.networks.map((n) => n.name);
+    applicationExpiryDays = config.applicationExpiryDays;
   }
   const actor = `cli:${safeUser()}`;
-  return { ctx: { store, networks, actor }, close: () => store.close() };
+  return { ctx: { store, networks, actor, applicationExpiryDays }, close: () => store.close() };
 }
 
 function safeUser(): string {

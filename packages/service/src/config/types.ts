@@ -95,6 +95,10 @@ export interface ServiceConfig {
   bodyLimitBytes: number;
   /** Rate limits per API key and per project (src/rpc/rateLimit.ts, docs/operations.md). */
   rateLimit?: RateLimitConfig;
+  /** Reverse proxies whose X-Forwarded-For is believed, as CIDR ranges (src/access/clientAddress.ts); absent: none. */
+  trustedProxies?: readonly string[];
+  /** Pending key applications expire after this many days (default 14). */
+  applicationExpiryDays?: number;
   /** The Prometheus /metrics listener (loopback only); absent: no metrics listener. */
   metrics?: { host: string; port: number };
   /** Run the settlement watchers (with leader election: one replica settles each network). Default true. */

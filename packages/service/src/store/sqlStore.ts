@@ -52,6 +52,7 @@ import {
   type SpendRow,
   type TimelineRow,
 } from "./consoleRows.ts";
+import { EXPIRE_PENDING_APPLICATIONS, expiryReason } from "./applicationExpiry.ts";
 import { WEBHOOK_QUERIES as W, toDelivery, toEndpoint, validEndpoint, writeEvents, type DeliveryRow, type EndpointRow } from "./webhookRows.ts";
 import type {
   ActivityFilter,
@@ -990,6 +991,11 @@ export class SqlStore implements Store {
 
   async countKeyApplications(status: KeyApplicationStatus): Promise<number> {
     return Number((await this.#db.one<{ n: number | bigint }>(this.#q.countApplications, [status]))?.n ?? 0);
+  }
+
+  async expireKeyApplications(ttlSeconds: number): Promise<number> {
+    const now = common.nowSeconds();
+    return this.#db.run(EXPIRE_PENDING_APPLICATIONS, [now, expiryReason(ttlSeconds), now - ttlSeconds]);
   }
 
   async #decided(id: string, changed: number): Promise<KeyApplication> {
