@@ -9,6 +9,7 @@ import type { Address } from "@paymaster/shared";
 import type { ServiceContext } from "../context.ts";
 import { isStoreError } from "../store/errors.ts";
 import { findUnsafeText } from "../text/safeText.ts";
+import type { DestinationPolicy } from "../webhooks/destination.ts";
 import type { Store } from "../store/types.ts";
 
 export interface AdminContext {
@@ -18,6 +19,8 @@ export interface AdminContext {
   /** Who acts, for the audit log: "cli:<os user>", "api:<token name>" or "console:<token name>". */
   actor: string;
   now?: () => number;
+  /** Where webhooks may be sent (the configuration's webhooks.allowedDestinations); absent: the service's, else public only. */
+  webhookDestinations?: DestinationPolicy | undefined;
   /** Pending key applications expire after this many days (the configuration's; default 14). */
   applicationExpiryDays?: number | undefined;
   /**

@@ -77,6 +77,20 @@ function expected(what: string) {
   return (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : `must be ${what}`);
 }
 
+/** Addresses or CIDR ranges, normalised to CIDR ("10.0.0.5" -> "10.0.0.5/32"); at most 100. */
+function ipRanges() {
+  return z
+    .array(
+      z.string({ error: expected("an address or CIDR range") }).transform((value, ctx) => {
+        const range = validIpRange(value);
+        if (range === undefined) ctx.addIssue({ code: "custom", message: 'must be an IP address or CIDR range ("10.0.0.5", "10.0.0.0/8", "fd00::/8")' });
+        return range ?? z.NEVER;
+      }),
+      { error: expected("an array of addresses or CIDR ranges") },
+    )
+    .max(100, { error: "at most 100 entries" });
+}
+
 function integer(what: string, min: number, max: number) {
   const message = `must be ${what} from ${min} to ${max}`;
   return z
@@ -391,17 +405,7 @@ export const serviceConfigSchema = z
        * public doors (application and claim limits, keys' IP allowlists) is then the nearest address in that
        * header that is not one of them (access/clientAddress.ts). Absent: the connection's address, always.
        */
-      trustedProxies: z
-        .array(
-          z.string({ error: expected("an address or CIDR range") }).transform((value, ctx) => {
-            const range = validIpRange(value);
-            if (range === undefined) ctx.addIssue({ code: "custom", message: 'must be an IP address or CIDR range ("10.0.0.5", "10.0.0.0/8", "fd00::/8")' });
-            return range ?? z.NEVER;
-          }),
-          { error: expected("an array of addresses or CIDR ranges") },
-        )
-        .max(100, { error: "at most 100 entries" })
-        .optional(),
+      trustedProxies: ipRanges().optional(),
       applicationExpiryDays: integer("a number of days", 1, 365).default(DEFAULT_APPLICATION_EXPIRY_DAYS),
       metrics: z
         .strictObject(
@@ -437,8 +441,9 @@ export const serviceConfigSchema = z
             pollMs: integer("milliseconds", WEBHOOK_RANGES.pollMs.min, WEBHOOK_RANGES.pollMs.max).optional(),
             concurrency: integer("a number of requests", WEBHOOK_RANGES.concurrency.min, WEBHOOK_RANGES.concurrency.max).optional(),
             retentionDays: integer("a number of days", WEBHOOK_RANGES.retentionDays.min, WEBHOOK_RANGES.retentionDays.max).optional(),
+            allowedDestinations: ipRanges().optional(),
           },
-          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, retentionDays}" },
+          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, retentionDays, allowedDestinations}" },
         )
         .optional(),
       signatureTtlSeconds: integer("a number of seconds", SIGNATURE_TTL_RANGE.min, SIGNATURE_TTL_RANGE.max).default(

@@ -118,6 +118,8 @@ export interface ServiceConfig {
     pollMs?: number;
     concurrency?: number;
     retentionDays?: number;
+    /** Internal receivers allowed as webhook destinations, as CIDR ranges (webhooks/destination.ts); default none. */
+    allowedDestinations?: readonly string[];
   };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;

@@ -34,6 +34,8 @@ export interface EmbeddedOptions {
   admin?: AdminApiOptions;
   /** A PostgreSQL database instead of the SQLite file (tests run the same stack on both stores). */
   databaseUrl?: string;
+  /** webhooks.allowedDestinations (default none: webhooks go to public addresses only, as everywhere). */
+  webhookDestinations?: readonly string[];
 }
 
 /** The embedded watcher: 1 confirmation (automine puts each transaction in its own block), a 500 ms poll. */
@@ -141,6 +143,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
     const config = {
       ...embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info"),
       ...(options.databaseUrl === undefined ? {} : { databaseUrl: options.databaseUrl }),
+      ...(options.webhookDestinations === undefined ? {} : { webhooks: { allowedDestinations: options.webhookDestinations } }),
     };
     running = await startService(options.metricsPort === undefined ? config : { ...config, metrics: { host: "127.0.0.1", port: options.metricsPort } }, {
       pollMs: options.pollMs ?? 250,

@@ -586,7 +586,7 @@ async function requireApproval(call: CallContext, request: SponsorRequest, mode:
     maxCostWei: maxCostWei.toString(),
     maxCostUsdMicros: maxCostUsdMicros.toString(),
     apiKeyId: call.apiKey.id,
-  });
+  }, { destinations: call.service.webhookDestinations });
   if (decision.approved) return;
   throw new RpcError("APPROVAL_DENIED", `The project's approval webhook refused this user operation: ${decision.reason}`, { reason: decision.reason, by: decision.by });
 }

@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { ClaimedDelivery, Store } from "../store/types.ts";
+import type { DestinationPolicy } from "./destination.ts";
 import { redactedUrl, sendSigned } from "./send.ts";
 
 export interface DeliverySettings {
@@ -65,6 +66,8 @@ export function startWebhookWorker(args: {
   store: Store;
   logger: Logger;
   settings?: Partial<DeliverySettings>;
+  /** Where events may be sent (destination.ts): the service's policy, from webhooks.allowedDestinations. */
+  destinations: DestinationPolicy;
   /** Start the polling loop (default true; tests drive runOnce themselves). */
   autoStart?: boolean;
   onAttempt?: (delivery: ClaimedDelivery, outcome: "delivered" | "retry" | "dead") => void;
@@ -83,7 +86,7 @@ export function startWebhookWorker(args: {
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const result = await sendSigned(
       { url: delivery.url, secret: delivery.secret, body: delivery.payload, id: delivery.id, type: delivery.type },
-      { timeoutMs: settings.timeoutMs, cancel: stopping.signal },
+      { timeoutMs: settings.timeoutMs, cancel: stopping.signal, destinations: args.destinations },
     );
     const now = Date.now();
     const fields = { eventId: delivery.id, type: delivery.type, endpointId: delivery.endpointId, url: redactedUrl(delivery.url), attempt: delivery.attempts };
