@@ -6,6 +6,7 @@
  * only connections made are to a receiver on 127.0.0.1.
  */
 import { mkdtempSync } from "node:fs";
+import { connect, type BlockList } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -14,7 +15,7 @@ import { openSqliteStore } from "../src/store/index.ts";
 import type { Store } from "../src/store/types.ts";
 import { createEventWebhook, createApprovalWebhook } from "../src/webhooks/admin.ts";
 import { askApproval } from "../src/webhooks/approval.ts";
-import { PUBLIC_ONLY, destinationPolicy, internalClass, type Resolver } from "../src/webhooks/destination.ts";
+import { PUBLIC_ONLY, destinationPolicy, internalClass, socketBlockList, type Resolver } from "../src/webhooks/destination.ts";
 import { sendSigned } from "../src/webhooks/send.ts";
 import { startWebhookWorker } from "../src/webhooks/worker.ts";
 import { createLogger } from "../src/log.ts";
@@ -139,6 +140,24 @@ describe("webhook destinations", function () {
     const byName = await send(`http://receiver.example.test:${port}/hooks`, destinationPolicy({ resolve: NAMES }));
     expect(!byName.ok && byName.error).to.match(/^destination refused: 127\.0\.0\.1 is a loopback address/);
     expect(receiver.requests, "the refused ones never arrived").to.have.length(1);
+  });
+
+  it("the socket layer refuses internal addresses on its own (a second guard): nothing is sent to a blocked 127.0.0.1", async () => {
+    const port = Number(new URL(receiver.url).port);
+    const before = receiver.requests.length;
+    const attempt = (blockList: BlockList | undefined) =>
+      new Promise<string>((resolve) => {
+        const socket = connect({ host: "127.0.0.1", port, ...(blockList ? { blockList } : {}) });
+        socket.on("connect", () => {
+          socket.destroy();
+          resolve("connected");
+        });
+        socket.on("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"));
+      });
+    expect(await attempt(socketBlockList("127.0.0.1", PUBLIC_ONLY))).to.equal("ERR_IP_BLOCKED");
+    expect(socketBlockList("10.0.0.5", destinationPolicy({ allowed: ["10.0.0.0/8"] })), "allowed: no block").to.equal(undefined);
+    expect(await attempt(socketBlockList("127.0.0.1", destinationPolicy({ allowed: ["127.0.0.1/32"] })))).to.equal("connected");
+    expect(receiver.requests.length).to.equal(before);
   });
 
   it("an endpoint stored before (or allowed then) is refused at delivery by the worker, the reason on the delivery; approvals fall to their default", async () => {

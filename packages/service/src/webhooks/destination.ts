@@ -54,6 +54,8 @@ const CLASSES: readonly [string, readonly string[]][] = [
 ];
 const CLASS_LISTS: readonly [string, BlockList][] = CLASSES.map(([name, ranges]) => [name, rangeList(ranges)]);
 const LOOPBACK = rangeList(["127.0.0.0/8", "::1/128"]);
+/** Every internal range, for the socket layer (send.ts): a second, independent refusal below the check above. */
+const INTERNAL = rangeList(CLASSES.flatMap(([, ranges]) => ranges));
 
 /** "::ffff:10.0.0.1" / "::ffff:a00:1" (IPv4-mapped) -> "10.0.0.1"; other addresses as they are. */
 function unmapped(address: string): string {
@@ -81,6 +83,15 @@ export function addressRefusal(address: string, port: number, policy: Destinatio
   if (internal === undefined) return undefined;
   if (policy.allowed.length > 0 && inList(rangeList(policy.allowed), plain)) return undefined;
   return `${plain} is ${internal} (allow internal receivers with webhooks.allowedDestinations)`;
+}
+
+/**
+ * The BlockList the socket itself enforces for a connection to `address` (Node refuses a blocked address
+ * before any packet is sent): every internal range, unless `address` is one the operator allowed — then none.
+ */
+export function socketBlockList(address: string, policy: DestinationPolicy): BlockList | undefined {
+  const plain = unmapped(address);
+  return policy.allowed.length > 0 && inList(rangeList(policy.allowed), plain) ? undefined : INTERNAL;
 }
 
 /** The URL's host without IPv6 brackets, and its port (the scheme's default when none). */

@@ -7,8 +7,8 @@
  */
 import http from "node:http";
 import https from "node:https";
-import type { LookupFunction } from "node:net";
-import { resolveDestination, type DestinationPolicy, type ResolvedAddress } from "./destination.ts";
+import type { BlockList, LookupFunction } from "node:net";
+import { resolveDestination, socketBlockList, type DestinationPolicy, type ResolvedAddress } from "./destination.ts";
 import { EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signatureHeader } from "./signature.ts";
 
 /** The largest approval answer read (bytes); events' response bodies are not read at all. */
@@ -44,6 +44,7 @@ export async function sendSigned(
     if ("refused" in destination) return { ok: false, error: destination.refused, timedOut: false };
     const response = await post(url, destination.address, {
       signal,
+      blockList: socketBlockList(destination.address.address, options.destinations),
       headers: {
         "content-type": "application/json",
         "content-length": String(Buffer.byteLength(request.body)),
@@ -69,11 +70,12 @@ export async function sendSigned(
 function post(
   url: URL,
   address: ResolvedAddress,
-  options: { signal: AbortSignal; headers: Record<string, string>; body: string; readBody: boolean },
+  options: { signal: AbortSignal; blockList: BlockList | undefined; headers: Record<string, string>; body: string; readBody: boolean },
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const client = url.protocol === "https:" ? https : http;
-    const req = client.request(url, { method: "POST", headers: options.headers, signal: options.signal, lookup: pinned(address), agent: false }, (res) => {
+    const connect = { lookup: pinned(address), ...(options.blockList ? { blockList: options.blockList } : {}) };
+    const req = client.request(url, { method: "POST", headers: options.headers, signal: options.signal, agent: false, ...connect }, (res) => {
       const status = res.statusCode ?? 0;
       if (!options.readBody) {
         res.destroy();
@@ -108,6 +110,7 @@ function describeFailure(error: unknown): string {
     UND_ERR_SOCKET: "connection closed",
     ETIMEDOUT: "connection timed out",
     ECONNABORTED: "connection aborted",
+    ERR_IP_BLOCKED: "destination refused",
   };
   if (code) return `${words[code] ?? "request failed"} (${code})`;
   return "request failed";
