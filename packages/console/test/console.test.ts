@@ -49,7 +49,11 @@ describe("operator console (Chromium, real service)", function () {
   };
 
   before(async () => {
-    [embedded, browser] = await Promise.all([startTestStack({ admin: { host: "127.0.0.1", port: 0, tokens: [{ name: "ops", token: TOKEN }] } }), launchChromium()]);
+    [embedded, browser] = await Promise.all([startTestStack({
+        admin: { host: "127.0.0.1", port: 0, tokens: [{ name: "ops", token: TOKEN }] },
+        // The webhook page adds a loopback endpoint: allowed explicitly, as an operator would for an internal receiver.
+        webhookDestinations: ["127.0.0.1/32"],
+      }), launchChromium()]);
     admin = embedded.running.adminUrl!;
     publicUrl = embedded.running.url;
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

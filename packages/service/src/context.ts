@@ -63,4 +63,6 @@ export interface ServiceContext {
   readonly metrics?: ServiceMetrics;
   /** The per-request lookups kept per config version (absent: every lookup reads the store). */
   readonly configCache?: ConfigCache;
+  /** Where webhooks may be sent (webhooks/destination.ts; absent: public addresses only). */
+  readonly webhookDestinations?: import("./webhooks/destination.ts").DestinationPolicy;
 }

@@ -23,6 +23,7 @@ import { superviseSettlement, type SettlementSupervisor } from "./settlement/lea
 import type { Watcher } from "./settlement/watcher.ts";
 import { startAdminApi } from "./adminApi/app.ts";
 import type { AdminApiOptions } from "./adminApi/options.ts";
+import { destinationPolicy } from "./webhooks/destination.ts";
 import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
 import { startRetention } from "./lifecycle/retention.ts";
 import { startRequestCountFlusher, type RequestCountFlusher } from "./metrics/requestCounts.ts";
@@ -104,7 +105,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   const redisUrl = options.redisUrl ?? process.env.REDIS_URL;
   const rateLimiter: RateLimiter = createRateLimiter(
     config.rateLimit ?? {},
-    redisUrl ? redisBuckets(redisUrl, logger) : memoryBuckets(),
+    redisUrl ? redisBuckets(redisUrl, logger, undefined, metrics) : memoryBuckets(),
     redisUrl ? "redis" : "memory",
   );
   let shuttingDown = false;
@@ -118,6 +119,8 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     rateLimiter,
     metrics,
     configCache: createConfigCache(store),
+    // This service's own listeners are added as they start: never a webhook destination.
+    webhookDestinations: destinationPolicy({ allowed: config.webhooks?.allowedDestinations ?? [] }),
     readiness: async () => {
       const report = await readiness(service, { networks: failingOf, shuttingDown: () => shuttingDown });
       for (const s of started) metrics.networkReady.set({ network: s.runtime.config.name }, s.ready() ? 1 : 0);
@@ -127,10 +130,13 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   for (const s of started) metrics.networkReady.set({ network: s.runtime.config.name }, s.ready() ? 1 : 0);
 
   const server = await listen(createApp(service, METHODS), { host: config.host, port: config.port });
+  const ownListener = (url: string) => service.webhookDestinations!.ownPorts.add(Number(new URL(url).port));
+  ownListener(server.url);
   let metricsListener: MetricsListener | undefined;
   if (config.metrics) {
     try {
       metricsListener = await startMetricsListener(service, metrics, config.metrics);
+      ownListener(metricsListener.url);
     } catch (error) {
       await server.close();
       for (const s of started) s.stop();
@@ -143,6 +149,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   if (options.admin) {
     try {
       adminServer = await startAdminApi({ store, networks: [...networks.keys()], logger, service }, options.admin);
+      ownListener(adminServer.url);
     } catch (error) {
       await server.close();
       await metricsListener?.close();
@@ -190,8 +197,8 @@ export async function startService(config: ServiceConfig, options: StartOptions 
     ...(config.alerts?.capWarnPercent === undefined ? {} : { capWarnPercent: config.alerts.capWarnPercent }),
   });
   // Every replica delivers: claims are leased per row, so none is sent twice (src/webhooks/worker.ts).
-  const { enabled: webhooksEnabled, ...deliverySettings } = config.webhooks ?? {};
-  const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings, observer: metrics.webhookObserver() });
+  const { enabled: webhooksEnabled, allowedDestinations: _allowed, ...deliverySettings } = config.webhooks ?? {};
+  const webhooks = webhooksEnabled === false ? undefined : startWebhookWorker({ store, logger, settings: deliverySettings, destinations: service.webhookDestinations!, observer: metrics.webhookObserver() });
   const requestCounts = startRequestCountFlusher({ metrics, store, logger });
   // Every replica runs the loop; one at a time prunes (its own leadership, per pass).
   const retention = startRetention({ store, logger, metrics, ...(config.retention === undefined ? {} : { settings: config.retention }) });

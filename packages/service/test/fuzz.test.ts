@@ -3,12 +3,13 @@
  * pm_sponsorUserOperation request (truncations, type swaps, huge numbers, odd hex, deep nesting, unicode,
  * duplicate keys, byte flips, ...). Every answer must be a JSON envelope: a 4xx with a known reason, or a
  * 200 when the mutation happened to stay valid; never a 5xx, never a stack trace or "Error:" text. Then the
- * service still answers pm_supportEntrypoint correctly. Loopback only, bounded in count and time.
+ * service still answers pm_supportEntrypoint correctly. On SQLite and PostgreSQL. Loopback only, bounded in count and time.
  */
 import { expect } from "chai";
 import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
 import { METHODS } from "../src/methods/index.ts";
 import { REASONS } from "../src/rpc/errors.ts";
+import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 import { COST_RE, ECHO_SPONSOR_PARAMS, echoSponsorMethod, startTestService, validUserOpV06, validUserOpV07, type TestService } from "./helpers/rpcService.ts";
 
 /** mulberry32: a small deterministic PRNG. */
@@ -221,66 +222,71 @@ const KNOWN_REASONS = new Set(Object.keys(REASONS));
 const COUNT = 400;
 const CONCURRENCY = 8;
 
-describe("fuzz: malformed v1 bodies", function () {
-  this.timeout(120_000);
-  let t: TestService;
+for (const backend of ["SQLite", "PostgreSQL"] as const) {
+  describe(`fuzz: malformed v1 bodies (${backend})`, function () {
+    this.timeout(120_000);
+    let t: TestService;
+    let database: TestDatabase | undefined;
 
-  before(async () => {
-    t = await startTestService({ methods: [...METHODS, echoSponsorMethod] });
-  });
-  after(async () => {
-    await t.close();
-  });
+    before(async () => {
+      if (backend === "PostgreSQL") database = await createTestDatabase("paymaster_fuzz_v1");
+      t = await startTestService({ methods: [...METHODS, echoSponsorMethod], ...(database ? { databaseUrl: database.url } : {}) });
+    });
+    after(async () => {
+      await t?.close();
+      await database?.drop();
+    });
 
-  it(`${COUNT} mutations of a valid sponsor request all get a clean 4xx (or 200) JSON envelope`, async () => {
-    const random = prng(0x5eed_4337);
-    const templates: Json[] = [
-      { id: 1, jsonrpc: "2.0", method: ECHO_SPONSOR_PARAMS, params: [validUserOpV06(), {}] },
-      { id: 2, jsonrpc: "2.0", method: ECHO_SPONSOR_PARAMS, params: [validUserOpV07(), { version: "v0.7", token: "USDC" }] },
-      { id: 3, jsonrpc: "2.0", method: ECHO_SPONSOR_PARAMS, params: [{ ...validUserOpV06(), initCode: `0x${"ab".repeat(40)}` }, { strategy_code: "promo" }] },
-    ];
-    const cases = Array.from({ length: COUNT }, () => mutate(random, pick(random, templates)));
-    const started = Date.now();
-    const statuses = new Map<number, number>();
-    const kinds = new Map<string, number>();
-    const failures: string[] = [];
+    it(`${COUNT} mutations of a valid sponsor request all get a clean 4xx (or 200) JSON envelope`, async () => {
+      const random = prng(0x5eed_4337);
+      const templates: Json[] = [
+        { id: 1, jsonrpc: "2.0", method: ECHO_SPONSOR_PARAMS, params: [validUserOpV06(), {}] },
+        { id: 2, jsonrpc: "2.0", method: ECHO_SPONSOR_PARAMS, params: [validUserOpV07(), { version: "v0.7", token: "USDC" }] },
+        { id: 3, jsonrpc: "2.0", method: ECHO_SPONSOR_PARAMS, params: [{ ...validUserOpV06(), initCode: `0x${"ab".repeat(40)}` }, { strategy_code: "promo" }] },
+      ];
+      const cases = Array.from({ length: COUNT }, () => mutate(random, pick(random, templates)));
+      const started = Date.now();
+      const statuses = new Map<number, number>();
+      const kinds = new Map<string, number>();
+      const failures: string[] = [];
 
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < cases.length) {
-        const index = next++;
-        const { kind, body } = cases[index]!;
-        kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
-        const answer = await t.post(typeof body === "string" ? body : new Uint8Array(body));
-        statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-        const where = `#${index} ${kind}: ${answer.status} ${answer.text.slice(0, 300)}`;
-        if (answer.status >= 500 || (answer.status !== 200 && (answer.status < 400 || answer.status >= 500))) failures.push(`status ${where}`);
-        if (/Error:|\n\s+at |SyntaxError|TypeError|RangeError/.test(answer.text)) failures.push(`internal text ${where}`);
-        const json = answer.json;
-        if (json === undefined || Object.keys(json).join() !== "code,message,data,cost") {
-          failures.push(`envelope ${where}`);
-          continue;
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < cases.length) {
+          const index = next++;
+          const { kind, body } = cases[index]!;
+          kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+          const answer = await t.post(typeof body === "string" ? body : new Uint8Array(body));
+          statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+          const where = `#${index} ${kind}: ${answer.status} ${answer.text.slice(0, 300)}`;
+          if (answer.status >= 500 || (answer.status !== 200 && (answer.status < 400 || answer.status >= 500))) failures.push(`status ${where}`);
+          if (/Error:|\n\s+at |SyntaxError|TypeError|RangeError/.test(answer.text)) failures.push(`internal text ${where}`);
+          const json = answer.json;
+          if (json === undefined || Object.keys(json).join() !== "code,message,data,cost") {
+            failures.push(`envelope ${where}`);
+            continue;
+          }
+          if (json.code !== answer.status || !COST_RE.test(json.cost)) failures.push(`code/cost ${where}`);
+          if (answer.status !== 200 && !KNOWN_REASONS.has(json.data?.reason)) failures.push(`reason ${where}`);
+          if (answer.status !== 200 && json.data?.reason === "INTERNAL_ERROR") failures.push(`internal ${where}`);
+          if (answer.text.length > 8_000) failures.push(`answer too long (${answer.text.length}) ${where.slice(0, 120)}`);
         }
-        if (json.code !== answer.status || !COST_RE.test(json.cost)) failures.push(`code/cost ${where}`);
-        if (answer.status !== 200 && !KNOWN_REASONS.has(json.data?.reason)) failures.push(`reason ${where}`);
-        if (answer.status !== 200 && json.data?.reason === "INTERNAL_ERROR") failures.push(`internal ${where}`);
-        if (answer.text.length > 8_000) failures.push(`answer too long (${answer.text.length}) ${where.slice(0, 120)}`);
-      }
-    };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
 
-    expect(failures, failures.slice(0, 10).join("\n")).to.deep.equal([]);
-    const errors = [...statuses].filter(([status]) => status !== 200).reduce((sum, [, count]) => sum + count, 0);
-    expect(errors, JSON.stringify([...statuses])).to.be.greaterThan(COUNT / 2);
-    expect(kinds.size).to.be.greaterThan(10);
-    expect(Date.now() - started).to.be.below(60_000);
-  });
+      expect(failures, failures.slice(0, 10).join("\n")).to.deep.equal([]);
+      const errors = [...statuses].filter(([status]) => status !== 200).reduce((sum, [, count]) => sum + count, 0);
+      expect(errors, JSON.stringify([...statuses])).to.be.greaterThan(COUNT / 2);
+      expect(kinds.size).to.be.greaterThan(10);
+      expect(Date.now() - started).to.be.below(60_000);
+    });
 
-  it("still answers pm_supportEntrypoint correctly afterwards", async () => {
-    const answer = await t.call("pm_supportEntrypoint");
-    expect(answer.status).to.equal(200);
-    expect(answer.json.data).to.deep.equal([ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS]);
-    const health = await fetch(`${t.url}/health`);
-    expect(health.status).to.equal(200);
+    it("still answers pm_supportEntrypoint correctly afterwards", async () => {
+      const answer = await t.call("pm_supportEntrypoint");
+      expect(answer.status).to.equal(200);
+      expect(answer.json.data).to.deep.equal([ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS]);
+      const health = await fetch(`${t.url}/health`);
+      expect(health.status).to.equal(200);
+    });
   });
-});
+}

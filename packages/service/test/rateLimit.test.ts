@@ -2,6 +2,7 @@
 // limiters as by two replicas), and 429 RATE_LIMITED over HTTP while the service keeps serving other keys.
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
+import { Counter, Gauge, Registry } from "prom-client";
 import { createRateLimiter, memoryBuckets, redisBuckets } from "../src/rpc/rateLimit.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +10,7 @@ import path from "node:path";
 import { DEFAULT_BODY_LIMIT_BYTES } from "../src/config/schema.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
+import { startTcpProxy } from "./helpers/tcpProxy.ts";
 import { TEST_NETWORKS, startTestService, type TestService } from "./helpers/rpcService.ts";
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -60,13 +62,68 @@ describe("rate limiter (token buckets per key and project)", () => {
     }
   });
 
-  it("lets requests through when Redis does not answer", async () => {
+  it("limits per process when Redis is not there at all (nothing listens)", async () => {
     const limiter = createRateLimiter({ perSecond: 1, burst: 1 }, redisBuckets("redis://127.0.0.1:1"), "redis");
     try {
       const key = { id: "x", projectId: "p" };
-      expect([await limiter.takeRequest(key), await limiter.takeRequest(key)]).to.deep.equal([0, 0]);
+      const answers = [await limiter.takeRequest(key), await limiter.takeRequest(key)];
+      expect(answers[0]).to.equal(0);
+      expect(answers[1], "the second request is over the limit even without Redis").to.be.greaterThan(0);
     } finally {
       await limiter.close();
+    }
+  });
+
+  it("falls back to per-process buckets while Redis is refused or hangs (metric set), and shares again once it is back", async function () {
+    this.timeout(30_000);
+    // A real Redis behind a TCP proxy that then refuses connections, or accepts and never answers.
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(REDIS_URL).port || 6379) });
+    const registry = new Registry();
+    const metrics = {
+      rateLimitFallback: new Gauge({ name: "fallback", help: "h", registers: [registry] }),
+      rateLimitFallbackTakes: new Counter({ name: "fallback_takes", help: "h", registers: [registry] }),
+    };
+    const gauge = async () => (await metrics.rateLimitFallback.get()).values[0]?.value;
+    const takes = async () => (await metrics.rateLimitFallbackTakes.get()).values[0]?.value ?? 0;
+    const prefix = `paymaster-test:${randomUUID()}:`;
+    const limiter = createRateLimiter({ perSecond: 0.5, burst: 2 }, redisBuckets(`redis://127.0.0.1:${proxy.port}`, undefined, prefix, metrics), "redis");
+    const burst = async (id: string) => {
+      const key = { id, projectId: "p" };
+      return [await limiter.takeRequest(key), await limiter.takeRequest(key), await limiter.takeRequest(key)];
+    };
+    try {
+      const shared = await burst("a");
+      expect(shared.slice(0, 2)).to.deep.equal([0, 0]);
+      expect(shared[2], "through Redis").to.be.greaterThan(0);
+      expect(await gauge()).to.equal(0);
+      expect(await takes()).to.equal(0);
+
+      for (const [mode, id] of [["refuse", "b"], ["hang", "c"]] as const) {
+        await proxy.setMode(mode);
+        const before = await takes();
+        const started = Date.now();
+        const local = await burst(id);
+        expect(local.slice(0, 2), mode).to.deep.equal([0, 0]);
+        expect(local[2], `${mode}: the limit still holds, in this process`).to.be.greaterThan(0);
+        expect(await gauge(), mode).to.equal(1);
+        expect((await takes()) - before, mode).to.equal(3);
+        expect(Date.now() - started, `${mode}: bounded waits`).to.be.below(3_000);
+        await proxy.setMode("pass");
+        // Back: once a take goes through Redis again the gauge drops (bounded wait for ioredis to reconnect).
+        let value = await gauge();
+        for (let i = 0; i < 100 && value !== 0; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          await limiter.takeRequest({ id: `probe-${mode}-${i}`, projectId: "p" });
+          value = await gauge();
+        }
+        expect(value, `${mode}: shared again`).to.equal(0);
+      }
+      const before = await takes();
+      expect((await burst("d"))[2]).to.be.greaterThan(0);
+      expect(await takes(), "answered by Redis").to.equal(before);
+    } finally {
+      await limiter.close();
+      await proxy.close();
     }
   });
 });

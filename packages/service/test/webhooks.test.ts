@@ -22,6 +22,7 @@ import {
   listWebhooks,
   replayDelivery,
 } from "../src/webhooks/admin.ts";
+import { destinationPolicy } from "../src/webhooks/destination.ts";
 import { verifySignature } from "../src/webhooks/signature.ts";
 import { emitDepositLow } from "../src/webhooks/systemEvents.ts";
 import { backoffMs, startWebhookWorker, type DeliverySettings, type WebhookWorker } from "../src/webhooks/worker.ts";
@@ -35,6 +36,12 @@ const EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as Address;
 const SENDER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as Address;
 const HASH = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as Hex;
 const logger = createLogger("silent");
+/** The receivers here listen on 127.0.0.1, which the default refuses: allowed explicitly, as an operator would. */
+const LOOPBACK_RECEIVERS = destinationPolicy({
+  allowed: ["127.0.0.1/32"],
+  // No test resolves a real name: the few endpoints named "x.test" are never reachable.
+  resolve: async () => Promise.reject(Object.assign(new Error("no name resolution in tests"), { code: "ENOTFOUND" })),
+});
 
 /** The verify function exactly as docs/webhooks.md shows it, imported from a file of its own. */
 async function documentedVerify(): Promise<(secret: string, header: string, body: string) => boolean> {
@@ -135,7 +142,7 @@ for (const dialect of DIALECTS) {
     }
 
     function worker(settings: Partial<DeliverySettings>, on: Store = store, autoStart = true): WebhookWorker {
-      const w = startWebhookWorker({ store: on, logger, settings, autoStart });
+      const w = startWebhookWorker({ store: on, logger, settings, autoStart, destinations: LOOPBACK_RECEIVERS });
       cleanups.push(() => w.stop());
       return w;
     }
@@ -146,9 +153,9 @@ for (const dialect of DIALECTS) {
     it("each transition writes its event with the transition, with the sponsorship's content", async () => {
       const ids = await project();
       const other = await project("other");
-      const all = await createEventWebhook(store, { projectId: ids.projectId, url: "http://127.0.0.1:9/all" });
-      const settledOnly = await createEventWebhook(store, { projectId: ids.projectId, url: "http://127.0.0.1:9/settled", events: ["sponsorship.settled"] });
-      await createEventWebhook(store, { projectId: other.projectId, url: "http://127.0.0.1:9/other" });
+      const all = await createEventWebhook(store, { projectId: ids.projectId, url: "http://127.0.0.1:9/all" }, LOOPBACK_RECEIVERS);
+      const settledOnly = await createEventWebhook(store, { projectId: ids.projectId, url: "http://127.0.0.1:9/settled", events: ["sponsorship.settled"] }, LOOPBACK_RECEIVERS);
+      await createEventWebhook(store, { projectId: other.projectId, url: "http://127.0.0.1:9/other" }, LOOPBACK_RECEIVERS);
 
       // signed (reserved and signed in one transaction): sponsorship.signed; then settled
       const id1 = await signed(ids, 1n);
@@ -199,7 +206,7 @@ for (const dialect of DIALECTS) {
     it("cap.reached: once per cap, window and limit, with the refusal; the refusal still reserves nothing", async () => {
       const ids = await project();
       const strategy = await store.createStrategy({ projectId: ids.projectId, code: "CAPPED", name: "capped" });
-      await createEventWebhook(store, { projectId: ids.projectId, url: "http://127.0.0.1:9/h", events: ["cap.reached"] });
+      await createEventWebhook(store, { projectId: ids.projectId, url: "http://127.0.0.1:9/h", events: ["cap.reached"] }, LOOPBACK_RECEIVERS);
       const caps: CapCheck[] = [{ scope: "global", key: "", maxOps: 1, rulePrefix: "caps.global" }];
       const withStrategy = (n: bigint) => op(ids, n, { strategyId: strategy.id });
       expect((await store.reserveSponsorship(withStrategy(1n), caps)).ok).to.equal(true);
@@ -220,9 +227,9 @@ for (const dialect of DIALECTS) {
     it("deposit.low reaches every project's subscribers, once per paymaster and hour", async () => {
       const a = await project("a");
       const b = await project("b");
-      await createEventWebhook(store, { projectId: a.projectId, url: "http://127.0.0.1:9/a", events: ["deposit.low"] });
-      await createEventWebhook(store, { projectId: b.projectId, url: "http://127.0.0.1:9/b" });
-      await createEventWebhook(store, { projectId: b.projectId, url: "http://127.0.0.1:9/b2", events: ["sponsorship.signed"] });
+      await createEventWebhook(store, { projectId: a.projectId, url: "http://127.0.0.1:9/a", events: ["deposit.low"] }, LOOPBACK_RECEIVERS);
+      await createEventWebhook(store, { projectId: b.projectId, url: "http://127.0.0.1:9/b" }, LOOPBACK_RECEIVERS);
+      await createEventWebhook(store, { projectId: b.projectId, url: "http://127.0.0.1:9/b2", events: ["sponsorship.signed"] }, LOOPBACK_RECEIVERS);
       const data = { network: NET, version: "v0.7", kind: "verifying", paymaster: SENDER, depositWei: "5", thresholdWei: "10" };
       const at = Date.UTC(2026, 10, 23, 12, 5);
       expect(await emitDepositLow(store, data, at)).to.equal(2);
@@ -236,7 +243,7 @@ for (const dialect of DIALECTS) {
     it("delivers signed requests that the documented snippet verifies; a changed body or another secret does not", async () => {
       const ids = await project();
       const hook = await receiver();
-      const { secret } = await createEventWebhook(store, { projectId: ids.projectId, url: hook.url });
+      const { secret } = await createEventWebhook(store, { projectId: ids.projectId, url: hook.url }, LOOPBACK_RECEIVERS);
       await signed(ids, 1n);
       const w = worker(FAST, store, false);
       expect(await w.runOnce()).to.equal(1);
@@ -260,7 +267,7 @@ for (const dialect of DIALECTS) {
       const hook = await receiver();
       const proxy = await startTcpProxy({ host: "127.0.0.1", port: hook.port }, "refuse");
       cleanups.push(() => proxy.close());
-      await createEventWebhook(store, { projectId: ids.projectId, url: `http://127.0.0.1:${proxy.port}/hooks` });
+      await createEventWebhook(store, { projectId: ids.projectId, url: `http://127.0.0.1:${proxy.port}/hooks` }, LOOPBACK_RECEIVERS);
       const sponsorships: string[] = [];
       for (let n = 1; n <= 8; n++) {
         const id = await signed(ids, BigInt(n));
@@ -294,7 +301,7 @@ for (const dialect of DIALECTS) {
     it("retries back off exponentially, dead-letter after maxAttempts, and replay delivers the same id", async () => {
       const ids = await project();
       const hook = await receiver("fail");
-      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url });
+      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url }, LOOPBACK_RECEIVERS);
       await signed(ids, 1n);
       const settings = { ...FAST, baseDelayMs: 100, maxDelayMs: 10_000, maxAttempts: 4 };
       worker(settings);
@@ -321,7 +328,7 @@ for (const dialect of DIALECTS) {
     it("a hanging receiver costs one timeout per attempt and is dead-lettered; backoff is capped", async () => {
       const ids = await project();
       const hook = await receiver("hang");
-      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url });
+      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url }, LOOPBACK_RECEIVERS);
       await signed(ids, 1n);
       const started = Date.now();
       worker({ ...FAST, timeoutMs: 300, baseDelayMs: 20, maxAttempts: 2 });
@@ -386,7 +393,7 @@ for (const dialect of DIALECTS) {
     it("stopping a worker cancels a hanging attempt at once and hands the event back to any replica", async () => {
       const ids = await project();
       const hook = await receiver("hang");
-      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url });
+      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url }, LOOPBACK_RECEIVERS);
       await signed(ids, 1n);
       const w = worker({ ...FAST, timeoutMs: 30_000 }, store, false);
       const round = w.runOnce();
@@ -405,7 +412,7 @@ for (const dialect of DIALECTS) {
     it("retention: delivered events before the cutoff are deleted, never pending ones or dead letters", async () => {
       const ids = await project();
       const hook = await receiver();
-      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url });
+      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url }, LOOPBACK_RECEIVERS);
       await signed(ids, 1n);
       expect(await worker({ ...FAST, retentionDays: 0 }, store, false).runOnce()).to.equal(1);
       hook.mode = "fail";
@@ -423,7 +430,7 @@ for (const dialect of DIALECTS) {
     it("two replicas sharing the database deliver each event once", async () => {
       const ids = await project();
       const hook = await receiver();
-      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url });
+      await createEventWebhook(store, { projectId: ids.projectId, url: hook.url }, LOOPBACK_RECEIVERS);
       for (let n = 1; n <= 20; n++) {
         const id = await signed(ids, BigInt(n));
         await store.settleSponsorship(id, settlement(n));
@@ -446,18 +453,18 @@ for (const dialect of DIALECTS) {
           expect(e.code).to.equal("INVALID_INPUT");
           expect(e.message).to.match(words);
         });
-      await bad(createEventWebhook(store, { projectId: ids.projectId, url: "ftp://x" }), /http/);
-      await bad(createEventWebhook(store, { projectId: ids.projectId, url: "not a url" }), /absolute/);
-      await bad(createEventWebhook(store, { projectId: ids.projectId, url: "https://u:p@x.test/" }), /password/);
-      await bad(createEventWebhook(store, { projectId: ids.projectId, url: "https://x.test/", events: ["sponsorship.mined"] }), /sponsorship\.mined/);
-      await bad(createApprovalWebhook(store, { projectId: ids.projectId, url: "https://x.test/", timeoutMs: 99_999 }), /timeoutMs/);
-      await createEventWebhook(store, { projectId: "nope", url: "https://x.test/" }).then(() => expect.fail("accepted"), (e) => expect(e.code).to.equal("NOT_FOUND"));
+      await bad(createEventWebhook(store, { projectId: ids.projectId, url: "ftp://x" }, LOOPBACK_RECEIVERS), /http/);
+      await bad(createEventWebhook(store, { projectId: ids.projectId, url: "not a url" }, LOOPBACK_RECEIVERS), /absolute/);
+      await bad(createEventWebhook(store, { projectId: ids.projectId, url: "https://u:p@x.test/" }, LOOPBACK_RECEIVERS), /password/);
+      await bad(createEventWebhook(store, { projectId: ids.projectId, url: "https://x.test/", events: ["sponsorship.mined"] }, LOOPBACK_RECEIVERS), /sponsorship\.mined/);
+      await bad(createApprovalWebhook(store, { projectId: ids.projectId, url: "https://x.test/", timeoutMs: 99_999 }, LOOPBACK_RECEIVERS), /timeoutMs/);
+      await createEventWebhook(store, { projectId: "nope", url: "https://x.test/" }, LOOPBACK_RECEIVERS).then(() => expect.fail("accepted"), (e) => expect(e.code).to.equal("NOT_FOUND"));
 
-      const events = await createEventWebhook(store, { projectId: ids.projectId, url: "https://x.test/hooks?token=abc" });
-      const approval = await createApprovalWebhook(store, { projectId: ids.projectId, url: "https://x.test/approve" });
+      const events = await createEventWebhook(store, { projectId: ids.projectId, url: "https://x.test/hooks?token=abc" }, LOOPBACK_RECEIVERS);
+      const approval = await createApprovalWebhook(store, { projectId: ids.projectId, url: "https://x.test/approve" }, LOOPBACK_RECEIVERS);
       expect(events.secret).to.match(/^whsec_[A-Za-z0-9_-]{43}$/);
       expect(approval.secret).to.not.equal(events.secret);
-      await createApprovalWebhook(store, { projectId: ids.projectId, url: "https://x.test/2" }).then(() => expect.fail("accepted"), (e) => expect(e.code).to.equal("DUPLICATE"));
+      await createApprovalWebhook(store, { projectId: ids.projectId, url: "https://x.test/2" }, LOOPBACK_RECEIVERS).then(() => expect.fail("accepted"), (e) => expect(e.code).to.equal("DUPLICATE"));
       const listed = await listWebhooks(store, ids.projectId);
       expect(listed.map((e) => e.kind)).to.have.members(["events", "approval"]);
       expect(JSON.stringify(listed)).to.not.include(events.secret).and.not.include(approval.secret);

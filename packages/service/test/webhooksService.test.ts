@@ -9,13 +9,16 @@ import type { Address, Hex } from "@paymaster/shared";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import { createApprovalWebhook, createEventWebhook, deleteWebhook } from "../src/webhooks/admin.ts";
+import { destinationPolicy } from "../src/webhooks/destination.ts";
 import { verifySignature } from "../src/webhooks/signature.ts";
 import { call, chainRequest, deployAccount, handleOps, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 import { createTestDatabase } from "./helpers/postgres.ts";
 import { startTcpProxy } from "./helpers/tcpProxy.ts";
 import { startWebhookReceiver } from "./helpers/webhookReceiver.ts";
 
-const QUICK = { timeoutMs: 2_000, baseDelayMs: 100, maxDelayMs: 400, pollMs: 50, maxAttempts: 50 };
+/** The receivers listen on 127.0.0.1, which the default refuses: allowed explicitly, as an operator would. */
+const QUICK = { timeoutMs: 2_000, baseDelayMs: 100, maxDelayMs: 400, pollMs: 50, maxAttempts: 50, allowedDestinations: ["127.0.0.1/32"] };
+const LOOPBACK_RECEIVERS = destinationPolicy({ allowed: QUICK.allowedDestinations });
 
 describe("webhooks in the running service", function () {
   this.timeout(120_000);
@@ -66,7 +69,7 @@ describe("webhooks in the running service", function () {
     try {
       const quiet = await project("quiet");
       const hooked = await project("hooked");
-      const { secret } = await createEventWebhook(running.service.store, { projectId: hooked.projectId, url: `http://127.0.0.1:${proxy.port}/hooks`, events: ["sponsorship.signed"] });
+      const { secret } = await createEventWebhook(running.service.store, { projectId: hooked.projectId, url: `http://127.0.0.1:${proxy.port}/hooks`, events: ["sponsorship.signed"] }, LOOPBACK_RECEIVERS);
       await sponsor(quiet); // warm-up
       const baseline: number[] = [];
       const withHang: number[] = [];
@@ -101,7 +104,7 @@ describe("webhooks in the running service", function () {
     const store = running.service.store;
     try {
       const p = await project("approved");
-      let approval = await createApprovalWebhook(store, { projectId: p.projectId, url: hook.url, timeoutMs: 300 });
+      let approval = await createApprovalWebhook(store, { projectId: p.projectId, url: hook.url, timeoutMs: 300 }, LOOPBACK_RECEIVERS);
 
       hook.answer = () => ({ approve: true });
       const allowed = await sponsor(p);
@@ -126,7 +129,7 @@ describe("webhooks in the running service", function () {
       expect(timedOut.ms, "bounded by the approval timeout").to.be.below(allowed.ms + 1_500);
 
       await deleteWebhook(store, approval.endpoint.id);
-      approval = await createApprovalWebhook(store, { projectId: p.projectId, url: hook.url, timeoutMs: 300, defaultDecision: "allow" });
+      approval = await createApprovalWebhook(store, { projectId: p.projectId, url: hook.url, timeoutMs: 300, defaultDecision: "allow" }, LOOPBACK_RECEIVERS);
       const allowedByDefault = await sponsor(p);
       expect(allowedByDefault.status, "default-allow signs when the endpoint does not answer").to.equal(200);
       hook.mode = "ok";
@@ -141,7 +144,7 @@ describe("webhooks in the running service", function () {
     const hook = await startWebhookReceiver();
     try {
       const p = await project("landed");
-      await createEventWebhook(running.service.store, { projectId: p.projectId, url: hook.url, events: ["sponsorship.signed", "sponsorship.settled"] });
+      await createEventWebhook(running.service.store, { projectId: p.projectId, url: hook.url, events: ["sponsorship.signed", "sponsorship.settled"] }, LOOPBACK_RECEIVERS);
       const wallet = await newWallet(embedded, "v0.7");
       const wire = wireOp(wallet, executeCallData(wallet.owner.address));
       const { status, body } = await call(`${running.url}/api/v1/paymaster/local?apiKey=${p.key}`, "pm_sponsorUserOperation", [wire, { strategy_code: p.code, version: "v0.7" }]);
@@ -180,7 +183,7 @@ describe("webhooks in the running service", function () {
       const created = await store.createProject("replicas");
       const { plaintext } = await store.createApiKey(created.id);
       await store.createStrategy({ projectId: created.id, code: "HOOKPG", name: "HOOKPG" });
-      await createEventWebhook(store, { projectId: created.id, url: hook.url, events: ["sponsorship.signed"] });
+      await createEventWebhook(store, { projectId: created.id, url: hook.url, events: ["sponsorship.signed"] }, LOOPBACK_RECEIVERS);
       const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => sponsor({ key: plaintext, code: "HOOKPG" }, replicas[i % 2]!.url)));
       expect(answers.map((a) => a.status)).to.deep.equal(Array(8).fill(200));
       await hook.waitFor(() => hook.requests.length >= 8, 20_000);

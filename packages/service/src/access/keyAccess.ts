@@ -6,10 +6,11 @@
  * Default (no list): any origin, and requests without one — the key works server-side and from any page.
  * [] origins: server-side only — a request that carries an Origin header (every browser fetch does) is
  * refused. Origins are compared exactly (scheme, host, port), after lowercasing: "https://app.example.com".
- * IP ranges are CIDR ("203.0.113.0/24", "2001:db8::/32") or single addresses, checked against the address
- * of the connection (behind a reverse proxy that is the proxy's: use origins there, or none).
+ * IP ranges are CIDR ("203.0.113.0/24", "2001:db8::/32") or single addresses, checked against the request's
+ * client address (clientAddress.ts: the connection's, or behind a configured trusted proxy the forwarded one).
  */
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
+import { inList, plainIp, rangeList } from "./clientAddress.ts";
 
 /** An origin as browsers send it: scheme://host[:port], no path. Null origins ("null") are not allowed. */
 export function validOrigin(value: unknown): string | undefined {
@@ -52,25 +53,10 @@ export function accessRefusal(
     };
   }
   if (key.allowedIps !== null) {
-    const ip = normaliseIp(request.clientIp ?? "");
-    if (ip === undefined || !inRanges(key.allowedIps, ip)) {
+    const ip = plainIp(request.clientIp ?? "");
+    if (ip === undefined || !inList(rangeList(key.allowedIps), ip)) {
       return { reason: "CLIENT_IP_NOT_ALLOWED", message: `This API key is not allowed from client address ${ip ?? "(unknown)"}` };
     }
   }
   return undefined;
-}
-
-/** "::ffff:127.0.0.1" (IPv4 on a dual-stack socket) -> "127.0.0.1". */
-function normaliseIp(ip: string): string | undefined {
-  const plain = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
-  return isIP(plain) === 0 ? undefined : plain;
-}
-
-function inRanges(ranges: readonly string[], ip: string): boolean {
-  const list = new BlockList();
-  for (const range of ranges) {
-    const [address, prefix] = range.split("/");
-    list.addSubnet(address!, Number(prefix), isIP(address!) === 6 ? "ipv6" : "ipv4");
-  }
-  return list.check(ip, isIP(ip) === 6 ? "ipv6" : "ipv4");
 }

@@ -6,6 +6,7 @@
  * stored hashed. An application never creates two projects or two keys (store transactions).
  */
 import { randomBytes } from "node:crypto";
+import { DEFAULT_APPLICATION_EXPIRY_DAYS } from "../config/schema.ts";
 import { sha256Hex } from "../store/common.ts";
 import type { KeyApplication, KeyApplicationStatus } from "../store/types.ts";
 import { AdminError, audit, guarded, invalid, notFound, type AdminContext, mutation } from "./context.ts";
@@ -20,7 +21,13 @@ function text(value: unknown, field: string, max: number): string {
   return value.trim();
 }
 
-/** A public application, checked; refused while too many wait for the operator. */
+/** Pending applications older than the configured days (default 14) are rejected by "expiry" first. */
+async function expireStale(ctx: AdminContext): Promise<void> {
+  const days = ctx.applicationExpiryDays ?? ctx.service?.config.applicationExpiryDays ?? DEFAULT_APPLICATION_EXPIRY_DAYS;
+  await ctx.store.expireKeyApplications(days * 86_400);
+}
+
+/** A public application, checked; refused while too many (not yet expired) wait for the operator. */
 export async function submitApplication(ctx: AdminContext, body: unknown): Promise<{ id: string; status: KeyApplicationStatus }> {
   if (typeof body !== "object" || body === null || Array.isArray(body)) invalid("the body must be a JSON object: {contact, project, networks, use}");
   const b = body as Record<string, unknown>;
@@ -36,6 +43,7 @@ export async function submitApplication(ctx: AdminContext, body: unknown): Promi
     if (typeof n !== "string" || !ctx.networks.includes(n)) invalid(`networks[${i}]: not a network of this service (${ctx.networks.join(", ")})`);
     return n;
   });
+  await expireStale(ctx);
   if ((await ctx.store.countKeyApplications("pending")) >= APPLICATION_LIMITS.pending) {
     throw new AdminError("CONFLICT", "too many applications are waiting for the operator; try again later");
   }
@@ -45,6 +53,7 @@ export async function submitApplication(ctx: AdminContext, body: unknown): Promi
 
 export async function listApplications(ctx: AdminContext, input: { status?: string }): Promise<KeyApplication[]> {
   if (input.status !== undefined && !STATUSES.includes(input.status as KeyApplicationStatus)) invalid(`status: one of ${STATUSES.join(", ")}`);
+  await expireStale(ctx);
   return ctx.store.listKeyApplications(input.status as KeyApplicationStatus | undefined);
 }
 

@@ -11,6 +11,8 @@ import type { Address } from "@paymaster/shared";
 import type { ServiceConfig } from "../config/types.ts";
 import type { ServiceContext } from "../context.ts";
 import { isStoreError } from "../store/errors.ts";
+import { findUnsafeText } from "../text/safeText.ts";
+import type { DestinationPolicy } from "../webhooks/destination.ts";
 import type { Store } from "../store/types.ts";
 
 export interface AdminContext {
@@ -22,6 +24,10 @@ export interface AdminContext {
   now?: () => number;
   /** The configuration's sponsorship retention (`sponsorship prune` uses it; defaults when absent). */
   retention?: ServiceConfig["retention"];
+  /** Where webhooks may be sent (the configuration's webhooks.allowedDestinations); absent: the service's, else public only. */
+  webhookDestinations?: DestinationPolicy | undefined;
+  /** Pending key applications expire after this many days (the configuration's; default 14). */
+  applicationExpiryDays?: number | undefined;
   /**
    * The running service (the admin API inside it only): what operations that need its networks' chain access
    * or its sponsor pipeline use (network status, the policy dry run). The CLI has none.
@@ -75,6 +81,16 @@ export function invalidField(where: string, field: string, problem: string): nev
 }
 
 /** The running service, for the operations only the admin API inside it can do. */
+/**
+ * INVALID_INPUT naming the field when a string of `input` (object keys included) is not safe text
+ * (text/safeText.ts): what every door checks its whole input with before an operation sees it.
+ */
+export function requireSafeText(input: unknown, options: { root?: string; where?: string } = {}): void {
+  const unsafe = findUnsafeText(input, options.root);
+  if (unsafe === undefined) return;
+  throw new AdminError("INVALID_INPUT", `${options.where === undefined ? "" : `${options.where}: `}${unsafe.field}: ${unsafe.message}`, [unsafe]);
+}
+
 export function runningService(ctx: AdminContext): ServiceContext {
   if (!ctx.service) throw new AdminError("UNAVAILABLE", "this needs the running service: use the admin API (or the console) of a service with PAYMASTER_ADMIN_TOKENS set");
   return ctx.service;

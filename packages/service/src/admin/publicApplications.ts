@@ -4,15 +4,17 @@
  *   POST /api/v1/applications        {contact, project, networks, use}  -> 202 {id, status: "pending"}
  *   POST /api/v1/applications/claim  {claimToken}                       -> 200 {projectId, apiKeyId, apiKey, networks}
  *
- * Bounded: bodies of at most 8 KiB, a token bucket per client address (a few requests a minute), at most
- * APPLICATION_LIMITS.pending waiting applications. Answers {error: {code, message}} on refusal. No key is
- * issued without the operator's approval.
+ * Bounded: bodies of at most 8 KiB, a token bucket per client address (a few requests a minute; behind a
+ * configured trusted proxy, the forwarded address: access/clientAddress.ts), at most APPLICATION_LIMITS.pending
+ * waiting applications, which expire after `applicationExpiryDays`. Answers {error: {code, message}} on
+ * refusal. No key is issued without the operator's approval.
  */
 import type { Context } from "koa";
 import type { ServiceContext } from "../context.ts";
+import { requestClientAddress } from "../access/clientAddress.ts";
 import { readBody } from "../rpc/body.ts";
 import { memoryBuckets } from "../rpc/rateLimit.ts";
-import { AdminError } from "./context.ts";
+import { AdminError, requireSafeText } from "./context.ts";
 import { claimApplication, submitApplication } from "./applications.ts";
 
 export const APPLICATION_BODY_LIMIT_BYTES = 8 * 1024;
@@ -26,7 +28,8 @@ export function applicationHandlers(service: ServiceContext) {
   const buckets = memoryBuckets();
   const handle = (action: typeof submitApplication | typeof claimApplication, status: number, what: string) => async (ctx: Context) => {
     ctx.set("Cache-Control", "no-store");
-    const retryAfter = await buckets.take(`${what}:${ctx.ip}`, APPLICATION_RATE);
+    const client = requestClientAddress(ctx, service.config.trustedProxies);
+    const retryAfter = await buckets.take(`${what}:${client}`, APPLICATION_RATE);
     if (retryAfter > 0) {
       ctx.status = 429;
       ctx.set("Retry-After", String(Math.ceil(retryAfter)));
@@ -45,7 +48,13 @@ export function applicationHandlers(service: ServiceContext) {
         }
         throw new AdminError("INVALID_INPUT", "the body is not valid JSON");
       }
-      const admin = { store: service.store, networks: [...service.networks.keys()], actor: `public:${ctx.ip}` };
+      requireSafeText(body);
+      const admin = {
+        store: service.store,
+        networks: [...service.networks.keys()],
+        actor: `public:${client}`,
+        applicationExpiryDays: service.config.applicationExpiryDays,
+      };
       ctx.body = await action(admin, body);
       ctx.status = status;
     } catch (err) {

@@ -15,7 +15,7 @@
 import { parse as parseYaml } from "yaml";
 import { parseStrategyRules } from "../policy/schema.ts";
 import type { StrategyRules } from "../policy/types.ts";
-import { invalid, invalidField, type AdminContext } from "./context.ts";
+import { invalid, invalidField, requireSafeText, type AdminContext } from "./context.ts";
 
 export interface StrategyDocument {
   code: string;
@@ -33,11 +33,14 @@ const CODE_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** The text of a JSON or YAML file as data (YAML is a superset of JSON); a syntax error names the file and line. */
 export function parseDocumentText(text: string, file: string): unknown {
+  let data: unknown;
   try {
-    return parseYaml(text, { prettyErrors: true, maxAliasCount: 100 });
+    data = parseYaml(text, { prettyErrors: true, maxAliasCount: 100 });
   } catch (err) {
     invalid(`${file}: not valid JSON or YAML: ${(err as Error).message.split("\n")[0]}`);
   }
+  requireSafeText(data, { where: file });
+  return data;
 }
 
 function time(value: unknown, where: string, field: string): number | null | undefined {

@@ -5,6 +5,7 @@
  */
 import { createApprovalWebhook, createEventWebhook, deleteWebhook, listDeliveries, listWebhooks, replayDelivery } from "../webhooks/admin.ts";
 import type { ApprovalDefault, WebhookDelivery, WebhookEndpoint } from "../store/types.ts";
+import { PUBLIC_ONLY } from "../webhooks/destination.ts";
 import { audit, guarded, type AdminContext, mutation } from "./context.ts";
 
 /** An endpoint as listed and audited: never its secret. */
@@ -17,6 +18,8 @@ export const createWebhook = mutation(async function createWebhook(
   ctx: AdminContext,
   input: { projectId: string; url: string; kind?: "events" | "approval"; events?: readonly string[]; timeoutMs?: number; defaultDecision?: ApprovalDefault },
 ): Promise<{ endpoint: Omit<WebhookEndpoint, "secret">; secret: string }> {
+  // The running service's policy (admin API), the configuration's (CLI), else public addresses only.
+  const destinations = ctx.webhookDestinations ?? ctx.service?.webhookDestinations ?? PUBLIC_ONLY;
   const created = await guarded(() =>
     input.kind === "approval"
       ? createApprovalWebhook(ctx.store, {
@@ -24,8 +27,8 @@ export const createWebhook = mutation(async function createWebhook(
           url: input.url,
           ...(input.timeoutMs === undefined ? {} : { timeoutMs: input.timeoutMs }),
           ...(input.defaultDecision === undefined ? {} : { defaultDecision: input.defaultDecision }),
-        })
-      : createEventWebhook(ctx.store, { projectId: input.projectId, url: input.url, ...(input.events ? { events: input.events } : {}) }),
+        }, destinations)
+      : createEventWebhook(ctx.store, { projectId: input.projectId, url: input.url, ...(input.events ? { events: input.events } : {}) }, destinations),
   );
   await audit(ctx, "webhook.create", created.endpoint.id, null, view(created.endpoint));
   return { endpoint: view(created.endpoint), secret: created.secret };

@@ -3,7 +3,7 @@
  * this one table. Each route calls an operation of src/admin — the same functions as the CLI.
  */
 import type { AdminContext } from "../admin/context.ts";
-import { invalid } from "../admin/context.ts";
+import { invalid, requireSafeText } from "../admin/context.ts";
 import { approveApplication, listApplications, rejectApplication } from "../admin/applications.ts";
 import { apply } from "../admin/apply.ts";
 import { listAudit } from "../admin/auditLog.ts";
@@ -47,7 +47,7 @@ const tankOf = (r: AdminRequest) => ({ network: r.params.network, sender: r.para
 
 const SPONSORSHIP_FILTERS = ["project", "strategy", "network", "sender", "status", "userOpHash", "since", "until", "limit"] as const;
 
-export const ADMIN_ROUTES: readonly AdminRoute[] = [
+const ROUTES: readonly AdminRoute[] = [
   { method: "get", path: "/info", summary: "The service's configured networks (what network fields accept)", handler: async (ctx) => ({ networks: ctx.networks }) },
   {
     method: "get",
@@ -212,3 +212,14 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     },
   },
 ];
+
+/** Every route, its whole input (path parameters, query, body) refused first when a string in it is not safe text. */
+export const ADMIN_ROUTES: readonly AdminRoute[] = ROUTES.map((route) => ({
+  ...route,
+  handler: (ctx: AdminContext, r: AdminRequest) => {
+    requireSafeText(r.params, { root: "path" });
+    requireSafeText(r.query, { root: "query" });
+    requireSafeText(r.body);
+    return route.handler(ctx, r);
+  },
+}));

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { AdminContext } from "../admin/context.ts";
 import { loadConfig } from "../config/load.ts";
 import { openStore } from "../store/index.ts";
+import { destinationPolicy, type DestinationPolicy } from "../webhooks/destination.ts";
 
 /** The embedded stack's database (src/local/embedded.ts writes it under the service package's .data/embedded). */
 export const EMBEDDED_DATABASE_PATH = fileURLToPath(new URL("../../.data/embedded/paymaster.sqlite", import.meta.url));
@@ -30,6 +31,8 @@ export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv):
   const config = await loadConfig({ argv: options.config === undefined ? [] : ["--config", options.config], env, purpose: "admin" });
   let store;
   let networks: string[];
+  let applicationExpiryDays: number | undefined;
+  let webhookDestinations: DestinationPolicy | undefined;
   if (config === undefined) {
     const databasePath = path.resolve(options.database ?? EMBEDDED_DATABASE_PATH);
     if (env.DATABASE_URL) {
@@ -45,10 +48,13 @@ export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv):
     if (options.database !== undefined) throw new UsageError("--database is for the embedded stack only (the configuration names the database)");
     store = await openStore(config);
     networks = config.networks.map((n) => n.name);
+    applicationExpiryDays = config.applicationExpiryDays;
+    const ownPorts = [config.port, config.metrics?.port].filter((port): port is number => port !== undefined && port !== 0);
+    webhookDestinations = destinationPolicy({ allowed: config.webhooks?.allowedDestinations ?? [], ownPorts });
   }
   const actor = `cli:${safeUser()}`;
   const retention = config?.retention;
-  return { ctx: { store, networks, actor, ...(retention === undefined ? {} : { retention }) }, close: () => store.close() };
+  return { ctx: { store, networks, actor, applicationExpiryDays, webhookDestinations, ...(retention === undefined ? {} : { retention }) }, close: () => store.close() };
 }
 
 function safeUser(): string {

@@ -6,9 +6,10 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
-import { AdminError, type AdminContext } from "../admin/context.ts";
+import { AdminError, requireSafeText, type AdminContext } from "../admin/context.ts";
 import { ConfigError } from "../config/errors.ts";
 import { openAdmin, UsageError, type GlobalOptions } from "./context.ts";
+import { escapeForTerminal } from "../text/safeText.ts";
 import { printer, type Printer } from "./output.ts";
 import { registerActivity } from "./commands/activity.ts";
 import { registerApply } from "./commands/apply.ts";
@@ -71,6 +72,11 @@ export function buildProgram(io: Io): Command {
       body(target, io.env, printer(options.json === true, io.out), io.err, (question) => confirmOnTerminal(question, commandOptions.yes === true, io)),
     );
   };
+  // Arguments and options are input like any other: refused when not safe text (argv cannot carry a NUL, but an ESC).
+  program.hook("preAction", (_program, action) => {
+    const args = Object.fromEntries(action.registeredArguments.map((argument, i) => [argument.name(), action.processedArgs[i]]));
+    requireSafeText({ ...args, ...action.opts() });
+  });
   registerChain(program, runChain);
   registerDepositContract(program, runChain);
   registerToken(program, runChain);
@@ -101,14 +107,14 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
       return err.code === "commander.helpDisplayed" || err.code === "commander.help" || err.code === "commander.version" ? 0 : 2;
     }
     if (err instanceof UsageError || err instanceof ConfigError) {
-      io.err(`paymaster: ${err.message}`);
+      io.err(`paymaster: ${escapeForTerminal(err.message)}`);
       return 2;
     }
     if (err instanceof AdminError) {
-      io.err(`paymaster: ${err.message}`);
+      io.err(`paymaster: ${escapeForTerminal(err.message)}`);
       return err.code === "INVALID_INPUT" ? 2 : 1;
     }
-    io.err(`paymaster: ${describe(err)}`);
+    io.err(`paymaster: ${escapeForTerminal(describe(err))}`);
     return 1;
   }
 }

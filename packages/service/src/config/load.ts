@@ -366,6 +366,8 @@ export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
     signatureTtlSeconds: config.signatureTtlSeconds,
     logLevel: config.logLevel,
     ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
+    ...(config.trustedProxies === undefined ? {} : { trustedProxies: [...config.trustedProxies] }),
+    ...(config.applicationExpiryDays === undefined ? {} : { applicationExpiryDays: config.applicationExpiryDays }),
     ...(config.metrics === undefined ? {} : { metrics: { ...config.metrics } }),
     ...(config.watch === undefined ? {} : { watch: config.watch }),
     ...(config.leaderRetryMs === undefined ? {} : { leaderRetryMs: config.leaderRetryMs }),

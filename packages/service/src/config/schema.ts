@@ -24,6 +24,7 @@ import {
   type NetworkDefinition,
 } from "@paymaster/shared";
 
+import { validIpRange } from "../access/keyAccess.ts";
 import type { PriceSource } from "../store/types.ts";
 import { DEFAULT_GAS_CAPS, type GasCaps, type NetworkConfig, type ServiceConfig } from "./types.ts";
 
@@ -35,6 +36,8 @@ export const DEFAULT_DATABASE_PATH = ".data/paymaster.sqlite";
 export const DEFAULT_BODY_LIMIT_BYTES = 262_144; // the largest valid user operation is ~132 KiB of hex
 export const DEFAULT_SIGNATURE_TTL_SECONDS = 300;
 export const DEFAULT_LOG_LEVEL = "info";
+/** Pending key applications older than this are rejected by "expiry" (store/applicationExpiry.ts). */
+export const DEFAULT_APPLICATION_EXPIRY_DAYS = 14;
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 export const BODY_LIMIT_RANGE = { min: 1024, max: 16 * 1024 * 1024 } as const;
@@ -83,6 +86,20 @@ const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 /** Error text for a wrong type that says "is required" when the field is simply missing. */
 function expected(what: string) {
   return (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : `must be ${what}`);
+}
+
+/** Addresses or CIDR ranges, normalised to CIDR ("10.0.0.5" -> "10.0.0.5/32"); at most 100. */
+function ipRanges() {
+  return z
+    .array(
+      z.string({ error: expected("an address or CIDR range") }).transform((value, ctx) => {
+        const range = validIpRange(value);
+        if (range === undefined) ctx.addIssue({ code: "custom", message: 'must be an IP address or CIDR range ("10.0.0.5", "10.0.0.0/8", "fd00::/8")' });
+        return range ?? z.NEVER;
+      }),
+      { error: expected("an array of addresses or CIDR ranges") },
+    )
+    .max(100, { error: "at most 100 entries" });
 }
 
 function integer(what: string, min: number, max: number) {
@@ -415,6 +432,13 @@ export const serviceConfigSchema = z
         DEFAULT_BODY_LIMIT_BYTES,
       ),
       rateLimit: rateLimitSchema.optional(),
+      /**
+       * Reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For is believed: the client address of the
+       * public doors (application and claim limits, keys' IP allowlists) is then the nearest address in that
+       * header that is not one of them (access/clientAddress.ts). Absent: the connection's address, always.
+       */
+      trustedProxies: ipRanges().optional(),
+      applicationExpiryDays: integer("a number of days", 1, 365).default(DEFAULT_APPLICATION_EXPIRY_DAYS),
       metrics: z
         .strictObject(
           {
@@ -454,8 +478,9 @@ export const serviceConfigSchema = z
               WEBHOOK_RANGES.perEndpointConcurrency.max,
             ).optional(),
             retentionDays: integer("a number of days", WEBHOOK_RANGES.retentionDays.min, WEBHOOK_RANGES.retentionDays.max).optional(),
+            allowedDestinations: ipRanges().optional(),
           },
-          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, perEndpointConcurrency, retentionDays}" },
+          { error: "must be {enabled, maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, pollMs, concurrency, perEndpointConcurrency, retentionDays, allowedDestinations}" },
         )
         .optional(),
       retention: z

@@ -98,6 +98,10 @@ export interface ServiceConfig {
   bodyLimitBytes: number;
   /** Rate limits per API key and per project (src/rpc/rateLimit.ts, docs/operations.md). */
   rateLimit?: RateLimitConfig;
+  /** Reverse proxies whose X-Forwarded-For is believed, as CIDR ranges (src/access/clientAddress.ts); absent: none. */
+  trustedProxies?: readonly string[];
+  /** Pending key applications expire after this many days (default 14). */
+  applicationExpiryDays?: number;
   /** The Prometheus /metrics listener (loopback only); absent: no metrics listener. */
   metrics?: { host: string; port: number };
   /** Run the settlement watchers (with leader election: one replica settles each network). Default true. */
@@ -118,6 +122,8 @@ export interface ServiceConfig {
     concurrency?: number;
     perEndpointConcurrency?: number;
     retentionDays?: number;
+    /** Internal receivers allowed as webhook destinations, as CIDR ranges (webhooks/destination.ts); default none. */
+    allowedDestinations?: readonly string[];
   };
   /** Open reservations per sender and per browser key's client address (defaults: src/sponsor/outstanding.ts). */
   reservations?: { maxOutstandingPerSender?: number; maxOutstandingPerClientIp?: number };

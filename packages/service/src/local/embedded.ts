@@ -32,6 +32,10 @@ export interface EmbeddedOptions {
   metricsPort?: number;
   /** Serve the admin API and the console on their own listener (absent: off). */
   admin?: AdminApiOptions;
+  /** A PostgreSQL database instead of the SQLite file (tests run the same stack on both stores). */
+  databaseUrl?: string;
+  /** webhooks.allowedDestinations (default none: webhooks go to public addresses only, as everywhere). */
+  webhookDestinations?: readonly string[];
 }
 
 /** The embedded watcher: 1 confirmation (automine puts each transaction in its own block), a 500 ms poll. */
@@ -136,7 +140,11 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       depositAddress: stack.chain.accounts[EMBEDDED_DEPOSIT_ACCOUNT_INDEX]!.address,
       gasKind: chainType === "op" ? "op-stack" : "l1",
     };
-    const config = embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info");
+    const config = {
+      ...embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info"),
+      ...(options.databaseUrl === undefined ? {} : { databaseUrl: options.databaseUrl }),
+      ...(options.webhookDestinations === undefined ? {} : { webhooks: { allowedDestinations: options.webhookDestinations } }),
+    };
     running = await startService(options.metricsPort === undefined ? config : { ...config, metrics: { host: "127.0.0.1", port: options.metricsPort } }, {
       pollMs: options.pollMs ?? 250,
       watch: options.watch ?? true,

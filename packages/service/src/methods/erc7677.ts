@@ -16,7 +16,7 @@ import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 import type { CallContext } from "../rpc/method.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { formatParamsPath, toParamsIssues } from "../rpc/dispatch.ts";
-import { address, hexQuantity, jsonTypeOf, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
+import { address, extraText, hexQuantity, jsonTypeOf, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
 import type { PipelineResult } from "../sponsor/pipeline.ts";
 
 export interface Erc7677Params {
@@ -27,7 +27,7 @@ export interface Erc7677Params {
   token?: string;
 }
 
-const contextString = z.string({ error: "expected a string" }).max(128, { error: "too long: at most 128 characters" }).optional();
+const contextString = extraText().optional();
 const contextObject = z.looseObject({ strategy_code: contextString, token: contextString });
 /** null, or an object whose strategy_code / token (when present) are strings; other fields are ignored. */
 const contextSchema = z.unknown().transform((value, ctx): { strategy_code?: string | undefined; token?: string | undefined } | null => {

@@ -18,7 +18,7 @@ import type { EntryPointVersion } from "@paymaster/shared";
 import { defineMethod, type CallContext } from "../rpc/method.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { formatParamsPath, toParamsIssues } from "../rpc/dispatch.ts";
-import { EXTRA_STRING_MAX_CHARS, jsonTypeOf, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
+import { extraText, jsonTypeOf, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
 import { dryRunPipeline } from "../sponsor/pipeline.ts";
 import { exchangeRate } from "../sponsor/price.ts";
 import { chainWait } from "../timing.ts";
@@ -28,7 +28,7 @@ const TOKENS_MAX = 20;
 
 const quoteObject = z.strictObject(
   {
-    tokens: z.array(z.string().min(1).max(EXTRA_STRING_MAX_CHARS), { error: "expected an array of token symbols or addresses" }).min(1).max(TOKENS_MAX).optional(),
+    tokens: z.array(extraText().min(1), { error: "expected an array of token symbols or addresses" }).min(1).max(TOKENS_MAX).optional(),
     version: z.enum(["v0.6", "v0.7", "v0.8"], { error: 'expected "v0.6", "v0.7" or "v0.8"' }).optional(),
     userOp: z.unknown().optional(),
   },

@@ -80,6 +80,16 @@ export class ServiceMetrics {
     labelNames: ["network", "source"] as const,
     registers: [this.registry],
   });
+  readonly rateLimitFallback = new Gauge({
+    name: "paymaster_rate_limit_fallback",
+    help: "1 while Redis does not answer and this process rate-limits with its own buckets (each replica then allows the full limit)",
+    registers: [this.registry],
+  });
+  readonly rateLimitFallbackTakes = new Counter({
+    name: "paymaster_rate_limit_fallback_takes_total",
+    help: "Rate-limit bucket takes answered by this process's own buckets because Redis did not answer",
+    registers: [this.registry],
+  });
   readonly gasTankDepositsReverted = new Counter({
     name: "paymaster_gas_tank_deposits_reverted_total",
     help: "Gas-tank credits this process's watcher reverted because their block was reorganised away",

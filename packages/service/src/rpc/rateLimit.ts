@@ -6,8 +6,9 @@
  * Every request takes one token from its key's bucket and, when its project has a limit, from the project's.
  * The buckets live in this process (one replica), or in Redis when REDIS_URL is set, where one Lua script
  * refills and takes atomically on Redis's clock, so every replica shares one bucket per key. If Redis does not
- * answer, requests are let through (a limiter must not take the service down with it), with one log line per
- * state change.
+ * answer, each process falls back to its own in-memory buckets with the same limits (a limiter must not take
+ * the service down with it, nor stop limiting): one log line per state change, and the metric
+ * paymaster_rate_limit_fallback (alert PaymasterRateLimitFallback) while it lasts.
  */
 import type { Logger } from "pino";
 import { Redis } from "ioredis";
@@ -90,7 +91,13 @@ return tostring(wait)
 /** How long a request waits for a Redis that is (re)connecting before it is let through. */
 const CONNECT_WAIT_MS = 250;
 
-export function redisBuckets(url: string, logger?: Logger, prefix = "paymaster:ratelimit:"): BucketStore {
+/** What redisBuckets reports its fallback to (ServiceMetrics has both). */
+export interface FallbackMetrics {
+  rateLimitFallback: { set(value: number): void };
+  rateLimitFallbackTakes: { inc(): void };
+}
+
+export function redisBuckets(url: string, logger?: Logger, prefix = "paymaster:ratelimit:", metrics?: FallbackMetrics): BucketStore {
   const redis = new Redis(url, {
     // Fail fast: a request never waits on a Redis that is away (the limiter then lets it through).
     maxRetriesPerRequest: 0,
@@ -101,13 +108,17 @@ export function redisBuckets(url: string, logger?: Logger, prefix = "paymaster:r
   });
   redis.defineCommand("paymasterTake", { numberOfKeys: 1, lua: TAKE_SCRIPT });
   let healthy = true;
+  /** The same limits per process while Redis is away (kept across outages: a bucket refills by itself). */
+  const fallback = memoryBuckets();
+  metrics?.rateLimitFallback.set(0);
   redis.on("error", () => {}); // state changes are logged below; ioredis reconnects by itself
   redis.on("ready", () => setHealthy(true));
   const setHealthy = (ok: boolean, error?: unknown) => {
     if (ok === healthy) return;
     healthy = ok;
+    metrics?.rateLimitFallback.set(ok ? 0 : 1);
     if (ok) logger?.info({ component: "rate-limit" }, "Redis answers again: rate limits are shared again");
-    else logger?.warn({ component: "rate-limit", detail: error instanceof Error ? error.message : String(error) }, "Redis does not answer: requests are not rate limited until it does");
+    else logger?.warn({ component: "rate-limit", detail: error instanceof Error ? error.message : String(error) }, "Redis does not answer: rate limits fall back to this process's own buckets until it does");
   };
   /** Still connecting (start-up, a reconnect): wait for it briefly rather than let everything through. */
   const connected = (): Promise<void> =>
@@ -139,7 +150,11 @@ export function redisBuckets(url: string, logger?: Logger, prefix = "paymaster:r
         return Number(wait);
       } catch (error) {
         setHealthy(false, error);
-        return 0;
+        // A command that timed out stays queued for a reply that may never come (a hung or lossy link), and
+        // later replies would be matched to it: start a fresh connection instead.
+        if (error instanceof Error && /timed out/i.test(error.message) && redis.status === "ready") redis.disconnect(true);
+        metrics?.rateLimitFallbackTakes.inc();
+        return fallback.take(key, spec);
       }
     },
     async close() {

@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import { EIP7702_MARKER, checksumAddress, isEip7702UserOp, type Address, type Eip7702Authorization, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { safeText } from "../text/safeText.ts";
 import { RpcError } from "./errors.ts";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -377,12 +378,12 @@ export const userOpV07Schema = z
 // ---------------------------------------------------------------------------------------------------------
 // Params
 
+/** strategy_code / token (v1 extra data, ERC-7677 context, quote tokens): safe text of bounded length. */
+export const extraText = () =>
+  safeText({ error: notAString("a string") }).max(EXTRA_STRING_MAX_CHARS, { error: `too long: at most ${EXTRA_STRING_MAX_CHARS} characters` });
+
 /** strategy_code / token: a string; "" counts as absent. */
-const extraString = () =>
-  z
-    .string({ error: notAString("a string") })
-    .max(EXTRA_STRING_MAX_CHARS, { error: `too long: at most ${EXTRA_STRING_MAX_CHARS} characters` })
-    .optional();
+const extraString = () => extraText().optional();
 
 /**
  * The extra-data object (second param). `version` is checked by hand before this schema runs, so here it

@@ -11,6 +11,7 @@
  * the limit is 413. `error.code` is REASONS[reason].jsonRpcCode. Calls go through the same `dispatch` as
  * v1. Every error is rendered here, never by the app's v1 error middleware.
  */
+import { requestClientAddress } from "../access/clientAddress.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
 import { dispatch, type MethodRegistry } from "./dispatch.ts";
@@ -126,7 +127,7 @@ export function standardHandler(service: ServiceContext, methods: MethodRegistry
           params: parsed.params,
           dialect: "standard",
           origin: ctx.get("origin") || undefined,
-          clientIp: ctx.ip,
+          clientIp: requestClientAddress(ctx, service.config.trustedProxies),
           timing: state.timing,
         });
         return parsed.id === undefined ? undefined : { jsonrpc: "2.0", id: parsed.id, result: result === undefined ? null : result };

@@ -6,6 +6,7 @@
  *
  * This file only does the envelope; the call itself goes through `dispatch`.
  */
+import { requestClientAddress } from "../access/clientAddress.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
 import { dispatch, type MethodRegistry } from "./dispatch.ts";
@@ -156,7 +157,7 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
       params: envelope.params,
       dialect: "v1",
       origin: ctx.get("origin") || undefined,
-      clientIp: ctx.ip,
+      clientIp: requestClientAddress(ctx, service.config.trustedProxies),
       timing: ctx.state.timing,
     });
     sendV1(ctx, 200, "", result === undefined ? null : result);

@@ -595,6 +595,8 @@ export interface Store {
   /** Oldest first; of one status when given. */
   listKeyApplications(status?: KeyApplicationStatus): Promise<KeyApplication[]>;
   countKeyApplications(status: KeyApplicationStatus): Promise<number>;
+  /** Pending applications created more than `ttlSeconds` ago -> rejected by "expiry"; answers how many. */
+  expireKeyApplications(ttlSeconds: number): Promise<number>;
   /**
    * pending -> approved, in one transaction: creates the project (named as applied) and records the hash of
    * the claim token. INVALID_STATE when it is not pending (never two projects for one application).

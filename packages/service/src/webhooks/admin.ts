@@ -6,10 +6,14 @@
 import { StoreError } from "../store/errors.ts";
 import { WEBHOOK_EVENT_TYPES, type ApprovalDefault, type Store, type WebhookDelivery, type WebhookDeliveryStatus, type WebhookEndpoint, type WebhookEventType } from "../store/types.ts";
 import { APPROVAL_TIMEOUT_RANGE, DEFAULT_APPROVAL_TIMEOUT_MS } from "./approval.ts";
+import { staticRefusal, type DestinationPolicy } from "./destination.ts";
 import { newWebhookSecret } from "./signature.ts";
 
-/** http(s) only, no credentials in the URL (they would be shown by every listing). */
-export function checkWebhookUrl(url: string): string {
+/**
+ * http(s) only, no credentials in the URL (they would be shown by every listing), and not a destination the
+ * policy refuses that can be seen without resolving a name (an internal IP literal, localhost): destination.ts.
+ */
+export function checkWebhookUrl(url: string, destinations: DestinationPolicy): string {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -18,6 +22,8 @@ export function checkWebhookUrl(url: string): string {
   }
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new StoreError("INVALID_INPUT", "url must be an absolute http:// or https:// URL");
   if (parsed.username !== "" || parsed.password !== "") throw new StoreError("INVALID_INPUT", "url must not contain a user name or password");
+  const refusal = staticRefusal(parsed, destinations);
+  if (refusal !== undefined) throw new StoreError("INVALID_INPUT", `url: destination refused: ${refusal}`);
   return parsed.toString();
 }
 
@@ -33,12 +39,13 @@ export function checkEventTypes(events: readonly string[]): WebhookEventType[] {
 export async function createEventWebhook(
   store: Store,
   input: { projectId: string; url: string; events?: readonly string[] },
+  destinations: DestinationPolicy,
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   const secret = newWebhookSecret();
   const endpoint = await store.createWebhookEndpoint({
     projectId: input.projectId,
     kind: "events",
-    url: checkWebhookUrl(input.url),
+    url: checkWebhookUrl(input.url, destinations),
     events: checkEventTypes(input.events ?? WEBHOOK_EVENT_TYPES),
     secret,
   });
@@ -49,6 +56,7 @@ export async function createEventWebhook(
 export async function createApprovalWebhook(
   store: Store,
   input: { projectId: string; url: string; timeoutMs?: number; defaultDecision?: ApprovalDefault },
+  destinations: DestinationPolicy,
 ): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
   const timeoutMs = input.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   if (!Number.isInteger(timeoutMs) || timeoutMs < APPROVAL_TIMEOUT_RANGE.min || timeoutMs > APPROVAL_TIMEOUT_RANGE.max) {
@@ -57,7 +65,7 @@ export async function createApprovalWebhook(
   const defaultDecision = input.defaultDecision ?? "deny";
   if (defaultDecision !== "allow" && defaultDecision !== "deny") throw new StoreError("INVALID_INPUT", "defaultDecision must be 'allow' or 'deny'");
   const secret = newWebhookSecret();
-  const endpoint = await store.createWebhookEndpoint({ projectId: input.projectId, kind: "approval", url: checkWebhookUrl(input.url), secret, timeoutMs, defaultDecision });
+  const endpoint = await store.createWebhookEndpoint({ projectId: input.projectId, kind: "approval", url: checkWebhookUrl(input.url, destinations), secret, timeoutMs, defaultDecision });
   return { endpoint, secret };
 }
 

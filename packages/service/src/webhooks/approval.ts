@@ -7,6 +7,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { WebhookEndpoint } from "../store/types.ts";
+import { PUBLIC_ONLY, type DestinationPolicy } from "./destination.ts";
 import { sendSigned } from "./send.ts";
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 2_000;
@@ -22,12 +23,14 @@ export type ApprovalQuestion = Record<string, unknown>;
 export async function askApproval(
   endpoint: WebhookEndpoint & { secret: string },
   question: ApprovalQuestion,
-  now: () => number = Date.now,
+  /** `destinations`: where webhooks may go (default: public addresses only). */
+  options: { destinations?: DestinationPolicy | undefined; now?: () => number } = {},
 ): Promise<ApprovalDecision> {
+  const now = options.now ?? Date.now;
   const id = `apr_${randomUUID().replaceAll("-", "")}`;
   const timeoutMs = endpoint.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS;
   const body = JSON.stringify({ id, type: "sponsorship.approval", createdAt: Math.floor(now() / 1000), projectId: endpoint.projectId, data: question });
-  const result = await sendSigned({ url: endpoint.url, secret: endpoint.secret, body, id, type: "sponsorship.approval" }, { timeoutMs, readBody: true, now });
+  const result = await sendSigned({ url: endpoint.url, secret: endpoint.secret, body, id, type: "sponsorship.approval" }, { timeoutMs, readBody: true, now, destinations: options.destinations ?? PUBLIC_ONLY });
   const answer = result.ok ? parseAnswer(result.body) : undefined;
   if (answer) return answer.approve ? { approved: true, by: "endpoint" } : { approved: false, by: "endpoint", reason: answer.reason ?? "no reason given" };
   const failure = !result.ok ? result.error : "the answer is not {\"approve\": true|false}";

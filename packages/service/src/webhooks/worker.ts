@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { ClaimedDelivery, ClaimShare, Store } from "../store/types.ts";
+import type { DestinationPolicy } from "./destination.ts";
 import { redactedUrl, sendSigned } from "./send.ts";
 
 export interface DeliverySettings {
@@ -81,6 +82,8 @@ export function startWebhookWorker(args: {
   store: Store;
   logger: Logger;
   settings?: Partial<DeliverySettings>;
+  /** Where events may be sent (destination.ts): the service's policy, from webhooks.allowedDestinations. */
+  destinations: DestinationPolicy;
   /** Start the polling loop (default true; tests drive runOnce themselves). */
   autoStart?: boolean;
   onAttempt?: (delivery: ClaimedDelivery, outcome: "delivered" | "retry" | "dead") => void;
@@ -107,7 +110,7 @@ export function startWebhookWorker(args: {
     const started = performance.now();
     const result = await sendSigned(
       { url: delivery.url, secret: delivery.secret, body: delivery.payload, id: delivery.id, type: delivery.type },
-      { timeoutMs: settings.timeoutMs, cancel: stopping.signal },
+      { timeoutMs: settings.timeoutMs, cancel: stopping.signal, destinations: args.destinations },
     );
     const seconds = (performance.now() - started) / 1000;
     const now = Date.now();

@@ -16,7 +16,7 @@ import { createLogger } from "../../src/log.ts";
 import { METHODS } from "../../src/methods/index.ts";
 import { defineMethod, type MethodDefinition } from "../../src/rpc/method.ts";
 import { sponsorParamsSchema } from "../../src/rpc/schemas.ts";
-import { openSqliteStore } from "../../src/store/sqlite.ts";
+import { openStore } from "../../src/store/index.ts";
 import type { Store } from "../../src/store/types.ts";
 
 /** Lowercase on purpose: the methods must answer checksummed. */
@@ -92,13 +92,15 @@ export interface TestServiceOptions {
   logDestination?: DestinationStream;
   /** A per-key request limiter (none by default). */
   rateLimiter?: RateLimiter;
+  /** A PostgreSQL database to use instead of the SQLite file (createTestDatabase). */
+  databaseUrl?: string;
 }
 
 export const TEST_BODY_LIMIT = 256 * 1024;
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const dir = mkdtempSync(join(tmpdir(), "paymaster-rpc-test-"));
-  const store = openSqliteStore(join(dir, "store.sqlite"));
+  const store = await openStore({ databasePath: join(dir, "store.sqlite"), databaseUrl: options.databaseUrl });
   const project = await store.createProject("rpc tests");
   const active = await store.createApiKey(project.id, "active");
   const revoked = await store.createApiKey(project.id, "revoked");
@@ -108,6 +110,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     host: "127.0.0.1",
     port: 0,
     databasePath: join(dir, "store.sqlite"),
+    ...(options.databaseUrl === undefined ? {} : { databaseUrl: options.databaseUrl }),
     bodyLimitBytes: options.bodyLimitBytes ?? TEST_BODY_LIMIT,
     signatureTtlSeconds: 300,
     logLevel: "silent",

@@ -32,7 +32,9 @@ import type { AdminApiOptions } from "../../src/adminApi/options.ts";
 export type { Embedded };
 
 /** The embedded stack on free ports; `admin`: also the admin API and the console on their own listener. */
-export async function startTestStack(options: { chainType?: "l1" | "op"; admin?: AdminApiOptions } = {}): Promise<Embedded> {
+export async function startTestStack(
+  options: { chainType?: "l1" | "op"; admin?: AdminApiOptions; databaseUrl?: string; webhookDestinations?: readonly string[] } = {},
+): Promise<Embedded> {
   return startEmbedded({
     ...options,
     chainPort: 0,

@@ -31,7 +31,7 @@ export async function requireApproval({ target, cost }: ApprovalInput): Promise<
     maxCostWei: cost.maxCostWei.toString(),
     maxCostUsdMicros: cost.maxCostUsdMicros.toString(),
     apiKeyId: call.apiKey.id,
-  });
+  }, { destinations: call.service.webhookDestinations });
   if (decision.approved) return;
   throw new RpcError("APPROVAL_DENIED", `The project's approval webhook refused this user operation: ${decision.reason}`, { reason: decision.reason, by: decision.by });
 }

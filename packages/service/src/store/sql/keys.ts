@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import * as common from "../common.ts";
 import type { Dialect } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
+import { EXPIRE_PENDING_APPLICATIONS, expiryReason } from "../applicationExpiry.ts";
 import type { ApiKey, ApiKeyAccess, KeyApplication, KeyApplicationStatus, NewKeyApplication, Project, ProjectStatus, Store } from "../types.ts";
 import { isForeignKey, type SqlShared } from "./shared.ts";
 
@@ -156,6 +157,11 @@ export function keyStore(s: SqlShared) {
 
     async countKeyApplications(status: KeyApplicationStatus): Promise<number> {
       return Number((await db.one<{ n: number | bigint }>(q.countApplications, [status]))?.n ?? 0);
+    },
+
+    async expireKeyApplications(ttlSeconds: number): Promise<number> {
+      const now = common.nowSeconds();
+      return db.run(EXPIRE_PENDING_APPLICATIONS, [now, expiryReason(ttlSeconds), now - ttlSeconds]);
     },
 
     async approveKeyApplication(id: string, decision: { decidedBy: string; claimTokenHash: string }): Promise<KeyApplication> {

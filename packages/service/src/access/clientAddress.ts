@@ -1,0 +1,62 @@
+/**
+ * The client address of a request on the public listener: the one place it is derived, for the application
+ * and claim rate limits and for keys' IP allowlists (keyAccess.ts).
+ *
+ * The service listens on loopback, so a deployment has a reverse proxy in front and every connection comes
+ * from it. With `trustedProxies` configured (addresses or CIDR ranges), a connection from one of them has its
+ * `X-Forwarded-For` believed: the header is read from the right (the entry the nearest proxy appended) and
+ * the first address that is not itself a trusted proxy is the client. Entries left of that one are the
+ * client's own claims and are never used. A malformed entry stops the walk: the last trusted hop is the
+ * answer. A connection from any other address is its own client address, whatever headers it sends.
+ */
+import { BlockList, isIP } from "node:net";
+
+/** "::ffff:127.0.0.1" (IPv4 on a dual-stack socket) -> "127.0.0.1"; undefined when not an address. */
+export function plainIp(ip: string): string | undefined {
+  const trimmed = ip.trim();
+  const plain = trimmed.startsWith("::ffff:") && isIP(trimmed.slice(7)) === 4 ? trimmed.slice(7) : trimmed;
+  return isIP(plain) === 0 ? undefined : plain;
+}
+
+/** A BlockList of CIDR ranges ("10.0.0.0/8", "::1/128"), as validIpRange normalises them. */
+export function rangeList(ranges: readonly string[]): BlockList {
+  const list = new BlockList();
+  for (const range of ranges) {
+    const [address, prefix] = range.split("/");
+    list.addSubnet(address!, Number(prefix), isIP(address!) === 6 ? "ipv6" : "ipv4");
+  }
+  return list;
+}
+
+export function inList(list: BlockList, ip: string): boolean {
+  return list.check(ip, isIP(ip) === 6 ? "ipv6" : "ipv4");
+}
+
+/** Built once per configured list (the configuration does not change while the service runs). */
+const lists = new WeakMap<readonly string[], BlockList>();
+
+/**
+ * The client address of a connection from `socketAddress` that carries `forwardedFor` (the X-Forwarded-For
+ * header, "" when absent), believing only `trustedProxies`.
+ */
+export function clientAddress(socketAddress: string, forwardedFor: string, trustedProxies: readonly string[] | undefined): string {
+  const peer = plainIp(socketAddress);
+  if (peer === undefined || trustedProxies === undefined || trustedProxies.length === 0) return peer ?? socketAddress;
+  let trusted = lists.get(trustedProxies);
+  if (trusted === undefined) lists.set(trustedProxies, (trusted = rangeList(trustedProxies)));
+  if (!inList(trusted, peer)) return peer;
+  let client = peer;
+  const hops = forwardedFor === "" ? [] : forwardedFor.split(",");
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = plainIp(hops[i]!);
+    if (hop === undefined) break;
+    client = hop;
+    if (!inList(trusted, hop)) break;
+  }
+  return client;
+}
+
+/** A request's client address, from what both the Koa context and the plain exchange offer. */
+export function requestClientAddress(request: { ip: string; get(field: string): string }, trustedProxies: readonly string[] | undefined): string {
+  return clientAddress(request.ip, trustedProxies === undefined ? "" : request.get("x-forwarded-for"), trustedProxies);
+}
