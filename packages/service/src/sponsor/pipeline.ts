@@ -13,6 +13,7 @@ import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "vi
 import {
   ChargeMode,
   PAYMASTER_VERIFICATION_GAS,
+  STUB_MAX_TOKEN_CHARGE,
   STUB_SIGNATURE,
   encodeErc20PaymasterData,
   encodePaymasterAndDataV06,
@@ -316,9 +317,11 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     balance = held;
     allowance = allowed;
   }
+  // The signed cap on the token charge (audit 2, N-7): none in estimation stubs, the op's maximum token cost once known.
+  let maxTokenCharge = STUB_MAX_TOKEN_CHARGE;
   const paymasterDataWith = (chargeMode: ChargeMode, signature: Hex): Hex =>
     mode.mode === "erc20"
-      ? encodeErc20PaymasterData({ ...window, token: mode.token.address, exchangeRate: tokenRate, chargeMode }, signature)
+      ? encodeErc20PaymasterData({ ...window, token: mode.token.address, exchangeRate: tokenRate, chargeMode, maxTokenCharge }, signature)
       : encodeVerifyingPaymasterData(window, signature);
   const stubData = (chargeMode: ChargeMode): Hex => paymasterDataWith(chargeMode, STUB_SIGNATURE);
   // Estimation runs at a 1-wei price, where any allowance covers a pre-charge.
@@ -377,6 +380,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     // Pre-charge when the allowance already covers the maximum; otherwise charge in postOp, which the
     // simulation below must show succeeding (the op's own calls may approve the paymaster).
     if (!stub) {
+      maxTokenCharge = maxTokenCost;
       chargeMode = allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
       // Charging in postOp trusts the op's own calls to leave the allowance in place, which a sender can defeat
       // for free (THREAT_MODEL.md, item 3): one whose postOp charge went unpaid gets pre-charge only.
@@ -447,7 +451,7 @@ export async function runSponsorPipeline(request: SponsorRequest, call: CallCont
     const hashParams = { ...finalStub, chainId, paymaster, ...window } as const;
     const hash =
       mode.mode === "erc20"
-        ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate: tokenRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
+        ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate: tokenRate, chargeMode, maxTokenCharge } as Parameters<typeof erc20PaymasterHash>[0])
         : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
     landing = packedOnce(buildOp(request, gas, paymaster, paymasterDataWith(chargeMode, await chain.signer.signHash(hash))));
   }
