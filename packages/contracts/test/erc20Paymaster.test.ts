@@ -42,8 +42,8 @@ async function tokenCharged(paymaster: Contract, tx: TransactionResponse) {
 
 /**
  * A paymaster that already charged in both tokens, as any paymaster has after its first op: the first fee in a
- * token costs one-time extra SSTOREs (0 -> non-zero) that postOpGas does not include (see "the first fee in a
- * token").
+ * token costs one-time extra SSTOREs (0 -> non-zero), which postOp charges on top of postOpGas (see "the first
+ * fee in a token"); these tests measure the usual case.
  */
 async function warmPaymaster(stack: Stack, version: EntryPointVersion) {
   for (const symbol of ["USDC", "DAI"] as const) {
