@@ -7,13 +7,14 @@ import { Contract, Interface, type Wallet } from "ethers";
 import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, ENTRY_POINT_V08_ADDRESS, type Address } from "@paymaster/shared";
 import { GAS_TANK_DEPOSIT_LABEL } from "@paymaster/contracts/deploy";
 import { AdminError } from "./context.ts";
-import type { ChainTarget } from "./chainTarget.ts";
+import { selectPaymasters, type ChainTarget } from "./chainTarget.ts";
 import { send, type SentChange } from "./paymasters.ts";
 
 const GAS_TANK_DEPOSIT = new Interface([
   "function owner() view returns (address)",
   "function pendingOwner() view returns (address)",
   "function withdraw(address to, uint256 amount)",
+  "function depositToPaymaster(address entryPoint, address paymaster, uint256 amount)",
 ]);
 const ENTRY_POINT = new Interface(["function getDepositInfo(address account) view returns (uint256, bool, uint112, uint32, uint48)"]);
 
@@ -79,4 +80,20 @@ async function isEntryPoint(target: ChainTarget, to: Address): Promise<boolean> 
   } catch {
     return false;
   }
+}
+
+/**
+ * Moves `amountWei` of what the contract holds into one paymaster's EntryPoint deposit (depositToPaymaster,
+ * owner only; audit 2, N-3). Contracts deployed before that function existed refuse the call: withdraw to an
+ * address you control, then `paymaster deposit`.
+ */
+export async function fundPaymasterFromDepositContract(target: ChainTarget, owner: Wallet, options: { paymaster: string; amountWei: bigint }): Promise<SentChange> {
+  const address = depositContractOf(target);
+  const [paymaster] = selectPaymasters(target, options.paymaster);
+  const contract = new Contract(address, GAS_TANK_DEPOSIT, owner);
+  return send(
+    GAS_TANK_DEPOSIT_LABEL,
+    `depositToPaymaster ${options.amountWei} wei into ${paymaster!.label}'s deposit at ${paymaster!.entryPoint}`,
+    contract.getFunction("depositToPaymaster")(paymaster!.entryPoint, paymaster!.address, options.amountWei),
+  );
 }
