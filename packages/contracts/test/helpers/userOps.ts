@@ -200,10 +200,14 @@ export async function onChainPaymasterHash(
   return paymaster.getFunction("getHash")(chainOp, window.validUntil, window.validAfter, t.token, t.exchangeRate, t.chargeMode, t.maxTokenCharge);
 }
 
-/** A window that is valid now: validAfter slightly in the past, validUntil 5 minutes ahead. */
+/**
+ * A window that is valid now: validAfter slightly in the past, validUntil 5 minutes ahead, from the timestamp the
+ * next block will have. Not the latest block's: once a fixture snapshot is restored the chain's clock runs on with
+ * the wall clock, so after a long test file the latest block can be more than 5 minutes old (AA32).
+ */
 export async function validWindow(): Promise<Window> {
-  const block = await ethers.provider.getBlock("latest");
-  const now = block!.timestamp;
+  const pending = (await ethers.provider.send("eth_getBlockByNumber", ["pending", false])) as { timestamp: string };
+  const now = Number(pending.timestamp);
   return { validUntil: now + 300, validAfter: now - 60 };
 }
 
