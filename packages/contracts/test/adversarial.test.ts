@@ -18,6 +18,7 @@ import {
   validWindow,
   type PaymasterKind,
   type TestOp,
+  signedTokenFields,
   type TokenFields,
   type Window,
 } from "./helpers/userOps.ts";
@@ -41,7 +42,9 @@ async function setup(version: EntryPointVersion, kind: PaymasterKind): Promise<C
   const account = await readyAccount(stack, version);
   const paymaster = stack.v[version][kind];
   const tokenFields =
-    kind === "erc20" ? { token: await stack.tokens.USDC.getAddress(), exchangeRate: USDC_RATE, chargeMode: 0 as const } : undefined;
+    kind === "erc20"
+      ? { token: await stack.tokens.USDC.getAddress(), exchangeRate: USDC_RATE, chargeMode: 0 as const, maxTokenCharge: 10n ** 12n }
+      : undefined;
   return { stack, account, paymaster, tokenFields, otherToken: await stack.tokens.DAI.getAddress() };
 }
 
@@ -75,7 +78,7 @@ function withPaymasterFields(kind: PaymasterKind, op: TestOp, window: Window, to
   const paymasterData =
     kind === "verifying"
       ? encodeVerifyingPaymasterData(window, signature)
-      : encodeErc20PaymasterData({ ...window, ...tokenFields!, token: tokenFields!.token as Hex }, signature);
+      : encodeErc20PaymasterData({ ...window, ...signedTokenFields(tokenFields!) }, signature);
   return { ...op, paymasterData };
 }
 
@@ -185,6 +188,7 @@ for (const version of VERSIONS) {
             ["token (another allowlisted token)", (w, t, c) => [w, { ...t!, token: c.otherToken }]],
             ["exchangeRate", (w, t) => [w, { ...t!, exchangeRate: t!.exchangeRate - 1n }]],
             ["chargeMode", (w, t) => [w, { ...t!, chargeMode: 1 }]],
+            ["maxTokenCharge (audit 2, N-7)", (w, t) => [w, { ...t!, maxTokenCharge: t!.maxTokenCharge! + 1n }]],
           );
         }
         for (const [field, flip] of dataFlips) {

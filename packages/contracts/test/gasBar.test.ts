@@ -87,7 +87,7 @@ for (const version of VERSIONS) {
           tokenFields: { token: await stack.tokens.USDC.getAddress(), exchangeRate: RATE, chargeMode },
         });
         const [context] = await validateAsEntryPoint(stack, version, stack.v[version].erc20, op);
-        expect(dataLength(context)).to.equal(224); // seven static words: ChargeContext
+        expect(dataLength(context)).to.equal(256); // eight static words: ChargeContext
         expect(dataLength(context) <= MAX_PAYMASTER_CONTEXT_BYTES).to.equal(true);
       });
     }

@@ -108,6 +108,39 @@ describe("GasTankDeposit", () => {
     expect(await ethers.provider.getBalance(await tank.getAddress())).to.equal(parseEther("0.6"));
   });
 
+  for (const version of ["v0.6", "v0.7", "v0.8"] as const) {
+    it(`refuses an EntryPoint ${version} as a withdraw recipient (audit 2, N-3): the ether would become the tank's own, unwithdrawable deposit`, async () => {
+      const { stack, tank } = await setup();
+      const [, , , payer] = await ethers.getSigners();
+      await (await tank.connect(payer!).depositFor(payer!, { value: parseEther("1") })).wait();
+      const entryPoint = stack.v[version].entryPoint;
+      const address = await entryPoint.getAddress();
+      await expect(tank.withdraw(address, parseEther("1"))).to.be.revertedWithCustomError(tank, "RecipientIsEntryPoint").withArgs(address);
+      expect(await entryPoint.getFunction("balanceOf")(await tank.getAddress())).to.equal(0n);
+      expect(await ethers.provider.getBalance(await tank.getAddress())).to.equal(parseEther("1"));
+    });
+
+    it(`depositToPaymaster(EntryPoint ${version}, paymaster, amount) tops up the paymaster's deposit; owner only`, async () => {
+      const { stack, tank } = await setup();
+      const [, , , payer] = await ethers.getSigners();
+      await (await tank.connect(payer!).depositFor(payer!, { value: parseEther("1") })).wait();
+      const entryPoint = stack.v[version].entryPoint;
+      const paymaster = await stack.v[version].verifying.getAddress();
+      const before: bigint = await entryPoint.getFunction("balanceOf")(paymaster);
+      await expect(tank.connect(stack.stranger).depositToPaymaster(await entryPoint.getAddress(), paymaster, 1n)).to.be.revertedWithCustomError(
+        tank,
+        "OwnableUnauthorizedAccount",
+      );
+      await expect(tank.depositToPaymaster(await entryPoint.getAddress(), ZeroAddress, 1n)).to.be.revertedWithCustomError(tank, "ZeroPaymaster");
+      await expect(tank.depositToPaymaster(await entryPoint.getAddress(), paymaster, parseEther("0.7")))
+        .to.emit(tank, "PaymasterFunded")
+        .withArgs(await entryPoint.getAddress(), paymaster, parseEther("0.7"));
+      expect((await entryPoint.getFunction("balanceOf")(paymaster)) - before).to.equal(parseEther("0.7"));
+      expect(await entryPoint.getFunction("balanceOf")(await tank.getAddress())).to.equal(0n);
+      expect(await ethers.provider.getBalance(await tank.getAddress())).to.equal(parseEther("0.3"));
+    });
+  }
+
   it("ownership is two-step and cannot be renounced", async () => {
     const { stack, tank } = await setup();
     await expect(tank.renounceOwnership()).to.be.revertedWithCustomError(tank, "RenounceOwnershipDisabled");

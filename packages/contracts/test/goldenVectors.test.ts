@@ -24,7 +24,7 @@ describe("golden vectors against getHash (runtime code of each paymaster placed 
       const onChain: string =
         v.kind === "verifying"
           ? await paymaster.getFunction("getHash")(op, json.validUntil, json.validAfter)
-          : await paymaster.getFunction("getHash")(op, json.validUntil, json.validAfter, v.params.token, v.params.exchangeRate, v.params.chargeMode);
+          : await paymaster.getFunction("getHash")(op, json.validUntil, json.validAfter, v.params.token, v.params.exchangeRate, v.params.chargeMode, v.params.maxTokenCharge);
       expect(onChain).to.equal(json.hash);
     });
   }

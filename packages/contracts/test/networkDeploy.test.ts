@@ -401,3 +401,117 @@ describe("deployment to a network (CREATE2 proxy, PaymasterDeployer, plan and ex
     }
   });
 });
+
+// Audit 2, N-6 and issue 22 item 4: the dry run (planNetworkDeploy) and the install find what makes the CREATE2
+// proxy's install impossible before anything is sent, so no ether is stranded with its one-time signer.
+describe("deployment to a network: a CREATE2 proxy that cannot be installed is refused before anything is sent (audit 2, N-6)", function () {
+  this.timeout(120_000);
+  let net: Net;
+  let clean: string;
+
+  before(async () => {
+    net = await startNetwork(84532);
+    // The EntryPoints' code at their canonical addresses (the plan checks them first); no CREATE2 proxy.
+    for (const [version, address] of [["v06", ENTRY_POINT_V06_ADDRESS], ["v07", ENTRY_POINT_V07_ADDRESS], ["v08", ENTRY_POINT_V08_ADDRESS]] as const) {
+      await net.provider.send("hardhat_setCode", [address, loadShippedArtifact(version, "EntryPoint").deployedBytecode]);
+    }
+    clean = await net.provider.send("evm_snapshot", []);
+  });
+  afterEach(async () => {
+    await net.provider.send("evm_revert", [clean]);
+    clean = await net.provider.send("evm_snapshot", []);
+  });
+  after(async () => {
+    await net?.chain.close();
+  });
+
+  /** The plan's refusal message and the proof nothing was sent (deployer nonce, signer balance unchanged). */
+  async function refusedBeforeSending(provider: JsonRpcProvider, deployer: Wallet): Promise<string> {
+    const nonce = await provider.getTransactionCount(deployer.address);
+    let message = "accepted";
+    try {
+      await planNetworkDeploy(provider, deployer.address as `0x${string}`, configFor(net));
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    let installMessage = "installed";
+    try {
+      await installCreate2Proxy(deployer);
+    } catch (error) {
+      installMessage = (error as Error).message;
+    }
+    expect(installMessage, "the install refuses for the same reason").to.equal(message);
+    expect(await provider.getTransactionCount(deployer.address), "nothing sent").to.equal(nonce);
+    expect(await provider.getBalance(CREATE2_PROXY_SIGNER), "the one-time signer was not funded").to.equal(0n);
+    expect(await create2ProxyState(provider)).to.equal("missing");
+    return message;
+  }
+
+  it("the proxy's address already has a non-zero nonce", async () => {
+    await net.provider.send("hardhat_setNonce", [CREATE2_DEPLOYER_ADDRESS, "0x1"]);
+    expect(await refusedBeforeSending(net.provider, net.deployer)).to.match(
+      /^the CREATE2 deployer proxy 0x4e59b44847b379578588920cA78FbF26c0B4956C is missing on this chain and cannot be installed from its presigned transaction: the proxy's address .* already has nonce 1 .*Nothing was sent\./,
+    );
+  });
+
+  it("the one-time signer's nonce 0 is spent", async () => {
+    await net.provider.send("hardhat_setNonce", [CREATE2_PROXY_SIGNER, "0x1"]);
+    expect(await refusedBeforeSending(net.provider, net.deployer)).to.match(/one-time signer 0x3fAB184622Dc19b6109349B94811493BF2a45362 has already used nonce 0/);
+  });
+
+  it("the base fee is above the presigned 100 gwei", async () => {
+    await net.provider.send("hardhat_setNextBlockBaseFeePerGas", ["0x" + (150n * 10n ** 9n).toString(16)]);
+    await net.provider.send("evm_mine", []);
+    expect(await refusedBeforeSending(net.provider, net.deployer)).to.match(/the base fee \(150000000000 wei\) is above the 100 gwei/);
+  });
+
+  it("the node refuses unprotected (pre-EIP-155) transactions, as geth does over RPC by default", async () => {
+    // A JSON-RPC relay on loopback in front of the chain that answers the presigned transaction with geth's refusal.
+    const relay = await gethLikeRelay(net.chain.url);
+    try {
+      const provider = new JsonRpcProvider(relay.url, 84532, { staticNetwork: true, cacheTimeout: -1 });
+      const deployer = new Wallet(net.chain.accounts[0]!.privateKey, provider);
+      // ethers words geth's "only replay-protected (EIP-155) transactions allowed over RPC" as below.
+      expect(await refusedBeforeSending(provider, deployer)).to.match(/the node refuses its presigned pre-EIP-155 transaction \(legacy pre-eip-155 transactions not supported\)\. Nothing was sent\./);
+      expect(relay.refused(), "the probe reached the node").to.equal(2);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("an installable chain passes the probe (the node answers the unfunded offer with insufficient funds) and installs", async () => {
+    const plan = await planNetworkDeploy(net.provider, net.deployer.address as `0x${string}`, configFor(net));
+    expect(plan.txs[0]!.step).to.equal("install-create2-proxy");
+    expect(await net.provider.getBalance(CREATE2_PROXY_SIGNER)).to.equal(0n);
+    await installCreate2Proxy(net.deployer);
+    expect(await create2ProxyState(net.provider)).to.equal("present");
+  });
+});
+
+/** An HTTP JSON-RPC relay on 127.0.0.1 to `target` that refuses the CREATE2 proxy's presigned transaction like geth. */
+async function gethLikeRelay(target: string): Promise<{ url: string; refused: () => number; close: () => Promise<void> }> {
+  const { createServer } = await import("node:http");
+  let refused = 0;
+  const answer = async (request: { id: unknown; method: string; params?: unknown[] }) => {
+    if (request.method === "eth_sendRawTransaction" && request.params?.[0] === CREATE2_PROXY_PRESIGNED_TX) {
+      refused += 1;
+      return { jsonrpc: "2.0", id: request.id, error: { code: -32000, message: "only replay-protected (EIP-155) transactions allowed over RPC" } };
+    }
+    const response = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request) });
+    return response.json();
+  };
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      const parsed = JSON.parse(body) as Parameters<typeof answer>[0] | Parameters<typeof answer>[0][];
+      void (Array.isArray(parsed) ? Promise.all(parsed.map(answer)) : answer(parsed)).then((out) => {
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify(out));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, refused: () => refused, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}

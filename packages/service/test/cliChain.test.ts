@@ -11,6 +11,7 @@ import { GasTankDepositArtifact } from "@paymaster/contracts/artifacts";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import { deployLocalStack, startLocalChain, type LocalChain } from "@paymaster/contracts";
 import { runCli, type CliResult } from "./helpers/cli.ts";
+import { ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
 
 describe("paymaster deploy / status / deposit / withdraw / stake / signer (child processes, chain 84532)", function () {
   this.timeout(240_000);
@@ -161,6 +162,19 @@ describe("paymaster deploy / status / deposit / withdraw / stake / signer (child
     const stranger = await cli([...withdraw, "--yes"], { PAYMASTER_OWNER_KEY: generatePrivateKey() });
     expect(stranger.code).to.equal(2);
     expect(stranger.stderr).to.match(/GasTankDeposit\.withdraw .*: refused/);
+    // An EntryPoint as recipient (audit 2, N-3): the ether would become the contract's own, unwithdrawable deposit.
+    const intoEntryPoint = await cli([...withdraw.slice(0, 7), ENTRY_POINT_V07_ADDRESS, "--yes"]);
+    expect(intoEntryPoint.code).to.equal(2);
+    expect(intoEntryPoint.stderr).to.include(`--recipient ${ENTRY_POINT_V07_ADDRESS} is an EntryPoint`);
+    expect((await cli(["deposit-contract", "show", "--network", "base-sepolia", "--json"])).json.balanceWei).to.equal(parseEther("0.1").toString());
+    // The way into a paymaster's deposit: depositToPaymaster, credited to that paymaster at its EntryPoint.
+    const target = (manifest.paymasters as { label: string; address: string; entryPoint: string }[]).find((p) => p.label === "VerifyingPaymasterV07")!;
+    const depositOf = async () => BigInt((await chain.provider.request({ method: "eth_call", params: [{ to: target.entryPoint, data: `0x70a08231${target.address.slice(2).toLowerCase().padStart(64, "0")}` }, "latest"] })) as string);
+    const depositBefore = await depositOf();
+    const funded = await cli(["deposit-contract", "fund-paymaster", "--network", "base-sepolia", "--paymaster", target.label, "--amount", "0.05eth", "--yes", "--json"]);
+    expect(funded.code, funded.stderr).to.equal(0);
+    expect((await depositOf()) - depositBefore).to.equal(parseEther("0.05"));
+    expect((await cli(["deposit-contract", "show", "--network", "base-sepolia", "--json"])).json.balanceWei).to.equal(parseEther("0.05").toString());
   });
 
   it("bad input fails with a message naming what is wrong, and leaks no secret", async () => {

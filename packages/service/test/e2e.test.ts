@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { decodeEventLog, encodeFunctionData, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact, TestTokenArtifact } from "@paymaster/contracts/artifacts";
-import { eip7702DelegationCode, tokenCost, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { decodeErc20PaymasterData, decodePaymasterAndData, eip7702DelegationCode, tokenCost, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import {
   call,
@@ -144,6 +144,10 @@ describe("service end to end (embedded local chain, real HTTP)", function () {
       expect(cost.decimals).to.equal(6);
       expect(BigInt(cost.exchangeRate)).to.equal(3_150n * 10n ** 6n); // 3000 USD/ETH, 1 USD/USDC, 5% markup
       expect(body.data.paymasterAddress).to.equal(paymaster);
+      // The signature caps the charge at the quoted maximum (audit 2, N-7).
+      const pnd = body.data.userOpResponse.paymasterAndData as Hex;
+      const signed = decodeErc20PaymasterData(version === "v0.6" ? decodePaymasterAndData("v0.6", pnd).paymasterData : decodePaymasterAndData(version, pnd).paymasterData);
+      expect(signed.maxTokenCharge).to.equal(BigInt(cost.maxTokenCost));
 
       const op = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data));
       // The fee stays in the paymaster (accruedFees) until swept to the treasury.

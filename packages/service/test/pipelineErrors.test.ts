@@ -258,9 +258,11 @@ describe("sponsor pipeline refusals (embedded local chain, real HTTP)", function
         const pmd: string = data.userOpResponse.paymasterAndData;
         // chargeMode byte: after paymaster (20) [+ two gas limits (32) in v0.7] + validUntil (6) + validAfter (6) + token (20) + rate (32).
         const offset = version === "v0.6" ? 84 : 116;
-        expect(pmd.length).to.equal(2 + 2 * (version === "v0.6" ? 150 : 182));
+        expect(pmd.length).to.equal(2 + 2 * (version === "v0.6" ? 182 : 214));
         expect(`0x${pmd.slice(2 + 2 * offset - 104, 2 + 2 * offset - 64)}`.toLowerCase()).to.equal(usdc.address.toLowerCase());
         expect(pmd.slice(2 + 2 * offset, 2 + 2 * offset + 2), "chargeMode").to.equal("01");
+        // maxTokenCharge (32 bytes) follows: the quoted maximum (audit 2, N-7).
+        expect(BigInt(`0x${pmd.slice(2 + 2 * offset + 2, 2 + 2 * offset + 66)}`), "maxTokenCharge").to.equal(BigInt(data.Erc20TokenCost.maxTokenCost));
 
         // The fee stays in the paymaster (accruedFees) until swept to the treasury.
         const feesBefore = (await ethCall(embedded, paymaster, abis.erc20Paymaster, "accruedFees", [usdc.address])) as bigint;

@@ -351,8 +351,8 @@ for (const dialect of DIALECTS) {
       const healthy = await project("healthy");
       const hookA = await receiver("hang");
       const hookB = await receiver();
-      const endpointA = await createEventWebhook(store, { projectId: hanging.projectId, url: hookA.url });
-      const endpointB = await createEventWebhook(store, { projectId: healthy.projectId, url: hookB.url });
+      const endpointA = await createEventWebhook(store, { projectId: hanging.projectId, url: hookA.url }, LOOPBACK_RECEIVERS);
+      const endpointB = await createEventWebhook(store, { projectId: healthy.projectId, url: hookB.url }, LOOPBACK_RECEIVERS);
       for (let n = 1; n <= 6; n++) await signed(hanging, BigInt(n)); // a backlog of 6 sponsorships, all due
       const metrics = new ServiceMetrics({ store, defaultMetrics: false });
       const timeoutMs = 3_000;
@@ -360,6 +360,7 @@ for (const dialect of DIALECTS) {
         store,
         logger,
         settings: { ...FAST, timeoutMs, concurrency: 4, perEndpointConcurrency: 2 },
+        destinations: LOOPBACK_RECEIVERS,
         observer: metrics.webhookObserver(),
       });
       cleanups.push(() => w.stop());

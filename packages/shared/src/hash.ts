@@ -1,5 +1,5 @@
 // The hash the paymaster contracts' getHash returns and the service signs (docs/paymaster-data.md):
-// keccak256(abi.encode(fieldsHash, chainId, paymaster, validUntil, validAfter[, token, rate, mode])).
+// keccak256(abi.encode(fieldsHash, chainId, paymaster, validUntil, validAfter[, token, rate, mode, maxCharge])).
 // Each Solidity type's range is checked, so a value the contract could never receive is refused
 // instead of being hashed into a signature that can never verify.
 import { addressWord, bytes32Word, keccakWord, keccakWords, uintWord } from "./abiWords.ts";
@@ -101,13 +101,14 @@ export function verifyingPaymasterHash(params: VerifyingPaymasterHashParams): He
   return keccakWords(commonWords(params));
 }
 
-/** ERC20PaymasterV06/V07.getHash: the verifying words plus token, exchangeRate and chargeMode (uint8). */
+/** ERC20PaymasterV06/V07/V08.getHash: the verifying words plus token, exchangeRate, chargeMode (uint8), maxTokenCharge. */
 export function erc20PaymasterHash(params: Erc20PaymasterHashParams): Hex {
   return keccakWords([
     ...commonWords(params),
     addressWord(params.token, "token"),
     uintWord(params.exchangeRate, 256, "exchangeRate"),
     uintWord(params.chargeMode, 8, "chargeMode"),
+    uintWord(params.maxTokenCharge, 256, "maxTokenCharge"),
   ]);
 }
 

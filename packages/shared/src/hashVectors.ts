@@ -17,6 +17,7 @@ export interface HashVectorJson {
   token?: Address;
   exchangeRate?: string;
   chargeMode?: number;
+  maxTokenCharge?: string;
   /** v0.8 7702 ops (factory = the 0x7702 marker): the sender's delegate, hashed instead of the marker. */
   eip7702Delegate?: Address;
   /** The op's hashed fields (v0.6: UserOperation's; v0.7/v0.8: unpacked, with factory/factoryData). */
@@ -60,7 +61,7 @@ export function parseHashVector(json: HashVectorJson): HashVector {
   return {
     name: json.name,
     kind: "erc20",
-    params: { ...versioned, ...common, token: json.token!, exchangeRate: BigInt(json.exchangeRate!), chargeMode: json.chargeMode as ChargeMode },
+    params: { ...versioned, ...common, token: json.token!, exchangeRate: BigInt(json.exchangeRate!), chargeMode: json.chargeMode as ChargeMode, maxTokenCharge: BigInt(json.maxTokenCharge!) },
     hash: json.hash,
   };
 }

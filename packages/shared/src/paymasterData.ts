@@ -17,18 +17,18 @@ export const PAYMASTER_DATA_OFFSET_V06 = PAYMASTER_ADDRESS_LENGTH; // 20
 export const PAYMASTER_DATA_OFFSET_V07 = PAYMASTER_ADDRESS_LENGTH + 2 * PAYMASTER_GAS_LIMIT_LENGTH; // 52
 /** validUntil (uint48) + validAfter (uint48). */
 export const VALIDITY_LENGTH = 12;
-/** token (20) + exchangeRate (32) + chargeMode (1). */
-export const TOKEN_FIELDS_LENGTH = 53;
+/** token (20) + exchangeRate (32) + chargeMode (1) + maxTokenCharge (32). */
+export const TOKEN_FIELDS_LENGTH = 85;
 /** Only 65-byte (r, s, v) signatures; the contracts refuse 64-byte compact ones by length. */
 export const SIGNATURE_LENGTH = 65;
 /** paymasterData of the verifying paymasters: validity + signature. */
 export const VERIFYING_PAYMASTER_DATA_LENGTH = VALIDITY_LENGTH + SIGNATURE_LENGTH; // 77
 /** paymasterData of the ERC-20 paymasters: validity + token fields + signature. */
-export const ERC20_PAYMASTER_DATA_LENGTH = VALIDITY_LENGTH + TOKEN_FIELDS_LENGTH + SIGNATURE_LENGTH; // 130
+export const ERC20_PAYMASTER_DATA_LENGTH = VALIDITY_LENGTH + TOKEN_FIELDS_LENGTH + SIGNATURE_LENGTH; // 162
 export const VERIFYING_PAYMASTER_AND_DATA_LENGTH_V06 = PAYMASTER_DATA_OFFSET_V06 + VERIFYING_PAYMASTER_DATA_LENGTH; // 97
-export const ERC20_PAYMASTER_AND_DATA_LENGTH_V06 = PAYMASTER_DATA_OFFSET_V06 + ERC20_PAYMASTER_DATA_LENGTH; // 150
+export const ERC20_PAYMASTER_AND_DATA_LENGTH_V06 = PAYMASTER_DATA_OFFSET_V06 + ERC20_PAYMASTER_DATA_LENGTH; // 182
 export const VERIFYING_PAYMASTER_AND_DATA_LENGTH_V07 = PAYMASTER_DATA_OFFSET_V07 + VERIFYING_PAYMASTER_DATA_LENGTH; // 129
-export const ERC20_PAYMASTER_AND_DATA_LENGTH_V07 = PAYMASTER_DATA_OFFSET_V07 + ERC20_PAYMASTER_DATA_LENGTH; // 182
+export const ERC20_PAYMASTER_AND_DATA_LENGTH_V07 = PAYMASTER_DATA_OFFSET_V07 + ERC20_PAYMASTER_DATA_LENGTH; // 214
 
 // ---------------------------------------------------------------- field types
 /** TokenChargeBase's CHARGE_IN_POSTOP (0) and PRE_CHARGE (1). */
@@ -38,8 +38,18 @@ export type ChargeMode = (typeof ChargeMode)[keyof typeof ChargeMode];
 /** uint48 seconds, handed to the EntryPoint in validationData. */
 export type ValidityWindow = { validUntil: number; validAfter: number };
 
-/** The signed ERC-20 mode fields. exchangeRate: token base units per 1e18 wei. */
-export type Erc20ModeFields = { token: Address; exchangeRate: bigint; chargeMode: ChargeMode };
+/**
+ * The signed ERC-20 mode fields. exchangeRate: token base units per 1e18 wei. maxTokenCharge: the most the
+ * sender can be charged for the op, in token base units, whatever the paymaster's owner-set postOpGas is
+ * when the op lands (the service signs the op's maximum token cost).
+ */
+export type Erc20ModeFields = { token: Address; exchangeRate: bigint; chargeMode: ChargeMode; maxTokenCharge: bigint };
+
+/**
+ * maxTokenCharge of estimation stubs made before the op's maximum cost is known: "no cap" (2^256 - 1), so the
+ * stub's pre-charge is the contract's own maximum, and its 32 non-zero bytes never under-price calldata.
+ */
+export const STUB_MAX_TOKEN_CHARGE = 2n ** 256n - 1n;
 
 /** Decoded paymasterData of a verifying paymaster. */
 export type VerifyingPaymasterData = ValidityWindow & { signature: Hex };
@@ -81,13 +91,13 @@ export function encodeVerifyingPaymasterData(window: ValidityWindow, signature: 
 }
 
 /**
- * paymasterData of ERC20PaymasterV06/V07: validUntil (6) ‖ validAfter (6) ‖ token (20) ‖
- * exchangeRate (32) ‖ chargeMode (1) ‖ signature (65).
+ * paymasterData of ERC20PaymasterV06/V07/V08: validUntil (6) ‖ validAfter (6) ‖ token (20) ‖
+ * exchangeRate (32) ‖ chargeMode (1) ‖ maxTokenCharge (32) ‖ signature (65).
  */
 export function encodeErc20PaymasterData(fields: ValidityWindow & Erc20ModeFields, signature: Hex): Hex {
   assertAddress(fields.token, "token", fieldError);
   assertChargeMode(fields.chargeMode);
-  return `0x${validityDigits(fields)}${fields.token.slice(2)}${uintDigits(fields.exchangeRate, 32, "exchangeRate", fieldError)}${uintDigits(fields.chargeMode, 1, "chargeMode", fieldError)}${signatureDigits(signature)}`;
+  return `0x${validityDigits(fields)}${fields.token.slice(2)}${uintDigits(fields.exchangeRate, 32, "exchangeRate", fieldError)}${uintDigits(fields.chargeMode, 1, "chargeMode", fieldError)}${uintDigits(fields.maxTokenCharge, 32, "maxTokenCharge", fieldError)}${signatureDigits(signature)}`;
 }
 
 /** Strictly decodes a verifying paymasterData: exactly 77 bytes. */
@@ -97,7 +107,7 @@ export function decodeVerifyingPaymasterData(paymasterData: Hex): VerifyingPayma
   return { ...decodeValidity(paymasterData), signature: sliceBytes(paymasterData, VALIDITY_LENGTH) };
 }
 
-/** Strictly decodes an ERC-20 paymasterData: exactly 130 bytes and chargeMode 0 or 1. */
+/** Strictly decodes an ERC-20 paymasterData: exactly 162 bytes and chargeMode 0 or 1. */
 export function decodeErc20PaymasterData(paymasterData: Hex): Erc20PaymasterData {
   assertHexBytes(paymasterData, "paymasterData", fieldError);
   assertLength("paymasterData", paymasterData, ERC20_PAYMASTER_DATA_LENGTH);
@@ -108,7 +118,8 @@ export function decodeErc20PaymasterData(paymasterData: Hex): Erc20PaymasterData
     token: getAddress(sliceBytes(paymasterData, 12, 32)),
     exchangeRate: BigInt(sliceBytes(paymasterData, 32, 64)),
     chargeMode,
-    signature: sliceBytes(paymasterData, 65),
+    maxTokenCharge: BigInt(sliceBytes(paymasterData, 65, 97)),
+    signature: sliceBytes(paymasterData, 97),
   };
 }
 

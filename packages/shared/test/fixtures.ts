@@ -9,6 +9,8 @@ export const VALID_UNTIL = 1_700_000_300;
 export const VALID_AFTER = 1_700_000_000;
 /** 3500 USDC (6 decimals) per ETH: token base units per 1e18 wei. */
 export const EXCHANGE_RATE = 3_500_000_000n;
+/** A signed maximum token charge (0x12d687). */
+export const MAX_TOKEN_CHARGE = 1_234_567n;
 
 const FACTORY: Address = "0x3333333333333333333333333333333333333333";
 const FACTORY_DATA: Hex =

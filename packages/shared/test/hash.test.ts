@@ -11,7 +11,7 @@ import {
   verifyingPaymasterHash,
   type UserOperationV07,
 } from "../src/index.ts";
-import { CHAIN_ID, EXCHANGE_RATE, OP_V06, OP_V07, OP_V07_BARE, PAYMASTER, TOKEN, VALID_AFTER, VALID_UNTIL } from "./fixtures.ts";
+import { CHAIN_ID, EXCHANGE_RATE, MAX_TOKEN_CHARGE, OP_V06, OP_V07, OP_V07_BARE, PAYMASTER, TOKEN, VALID_AFTER, VALID_UNTIL } from "./fixtures.ts";
 import { refErc20Hash, refFieldsHashV06, refFieldsHashV07, refVerifyingHash } from "./reference.ts";
 
 // Golden vectors: first computed with reference.ts (viem encodeAbiParameters) and pinned here, so a
@@ -22,8 +22,8 @@ const GOLDEN = {
   fieldsV07Bare: "0xab132db256a5760d9d7f450624107254349693bc743ceb7eb7a09bf7372c49c0",
   verifyingV06: "0xeaa3123b5d126cef85d5adfa4d384f8792445e2c4b26e1618f9cf9a145dc0325",
   verifyingV07: "0xf4cc85791e20e97b56aa6067c3801eb63a1f537555c68301670d86934d6b99a4",
-  erc20V06: "0x0f5b970dfa7e482ca1b767d59a250e02237e73f32a9297b8e6e2e676b3ed3a2d",
-  erc20V07: "0xed7b2a8aeda2b5fa5989fa2c8fb7c72c1e753ada9b085feebb5ac11b8b4ae70b",
+  erc20V06: "0x640da86f80da1583c8c9b2138524c3519f4f48723b03cc0534b70a4edd5167e3",
+  erc20V07: "0x18113166504a507bfb21633da59f544b0b9d46cc04735bf4b884118058271c1b",
   ethSignedVerifyingV06: "0x4407cb62a772283e4272e36552a577fc3b46779ea28624b9f7a12c0bdf585575",
 } as const;
 
@@ -126,27 +126,28 @@ describe("hash", () => {
 
   describe("erc20PaymasterHash", () => {
     it("v0.6 (pre-charge) matches the golden vector and the reference", () => {
-      const params = { version: "v0.6", userOp: OP_V06, ...common, token: TOKEN, exchangeRate: EXCHANGE_RATE, chargeMode: ChargeMode.PreCharge } as const;
+      const params = { version: "v0.6", userOp: OP_V06, ...common, token: TOKEN, exchangeRate: EXCHANGE_RATE, chargeMode: ChargeMode.PreCharge, maxTokenCharge: MAX_TOKEN_CHARGE } as const;
       expect(erc20PaymasterHash(params)).to.equal(GOLDEN.erc20V06);
-      expect(refErc20Hash(GOLDEN.fieldsV06, CHAIN_ID, PAYMASTER, VALID_UNTIL, VALID_AFTER, TOKEN, EXCHANGE_RATE, 1)).to.equal(GOLDEN.erc20V06);
+      expect(refErc20Hash(GOLDEN.fieldsV06, CHAIN_ID, PAYMASTER, VALID_UNTIL, VALID_AFTER, TOKEN, EXCHANGE_RATE, 1, MAX_TOKEN_CHARGE)).to.equal(GOLDEN.erc20V06);
     });
 
     it("v0.7 (charge in postOp) matches the golden vector and the reference", () => {
-      const params = { version: "v0.7", userOp: OP_V07, ...common, token: TOKEN, exchangeRate: EXCHANGE_RATE, chargeMode: ChargeMode.InPostOp } as const;
+      const params = { version: "v0.7", userOp: OP_V07, ...common, token: TOKEN, exchangeRate: EXCHANGE_RATE, chargeMode: ChargeMode.InPostOp, maxTokenCharge: MAX_TOKEN_CHARGE } as const;
       expect(erc20PaymasterHash(params)).to.equal(GOLDEN.erc20V07);
-      expect(refErc20Hash(GOLDEN.fieldsV07, CHAIN_ID, PAYMASTER, VALID_UNTIL, VALID_AFTER, TOKEN, EXCHANGE_RATE, 0)).to.equal(GOLDEN.erc20V07);
+      expect(refErc20Hash(GOLDEN.fieldsV07, CHAIN_ID, PAYMASTER, VALID_UNTIL, VALID_AFTER, TOKEN, EXCHANGE_RATE, 0, MAX_TOKEN_CHARGE)).to.equal(GOLDEN.erc20V07);
     });
 
-    it("binds token, rate and mode", () => {
-      const base = { version: "v0.7", userOp: OP_V07, ...common, token: TOKEN, exchangeRate: EXCHANGE_RATE, chargeMode: ChargeMode.InPostOp } as const;
+    it("binds token, rate, mode and the maximum charge", () => {
+      const base = { version: "v0.7", userOp: OP_V07, ...common, token: TOKEN, exchangeRate: EXCHANGE_RATE, chargeMode: ChargeMode.InPostOp, maxTokenCharge: MAX_TOKEN_CHARGE } as const;
       const hashes = new Set([
         erc20PaymasterHash(base),
         erc20PaymasterHash({ ...base, token: PAYMASTER }),
         erc20PaymasterHash({ ...base, exchangeRate: EXCHANGE_RATE + 1n }),
         erc20PaymasterHash({ ...base, chargeMode: ChargeMode.PreCharge }),
+        erc20PaymasterHash({ ...base, maxTokenCharge: MAX_TOKEN_CHARGE + 1n }),
         verifyingPaymasterHash(base),
       ]);
-      expect(hashes.size).to.equal(5);
+      expect(hashes.size).to.equal(6);
     });
   });
 

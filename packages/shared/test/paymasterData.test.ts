@@ -27,12 +27,12 @@ import {
   type Hex,
   type PaymasterDataErrorKind,
 } from "../src/index.ts";
-import { EXCHANGE_RATE, PAYMASTER, TOKEN, VALID_AFTER, VALID_UNTIL } from "./fixtures.ts";
+import { EXCHANGE_RATE, MAX_TOKEN_CHARGE, PAYMASTER, TOKEN, VALID_AFTER, VALID_UNTIL } from "./fixtures.ts";
 
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const SIG: Hex = `0x${"12".repeat(32)}${"34".repeat(32)}1b`;
 const WINDOW = { validUntil: VALID_UNTIL, validAfter: VALID_AFTER };
-const ERC20_FIELDS = { ...WINDOW, token: TOKEN, exchangeRate: EXCHANGE_RATE, chargeMode: ChargeMode.PreCharge } as const;
+const ERC20_FIELDS = { ...WINDOW, token: TOKEN, exchangeRate: EXCHANGE_RATE, chargeMode: ChargeMode.PreCharge, maxTokenCharge: MAX_TOKEN_CHARGE } as const;
 const bytes = (hex: Hex) => (hex.length - 2) / 2;
 
 function expectPaymasterDataError(fn: () => unknown, kind: PaymasterDataErrorKind, message: RegExp): void {
@@ -49,15 +49,15 @@ function expectPaymasterDataError(fn: () => unknown, kind: PaymasterDataErrorKin
 
 describe("paymasterData", () => {
   it("lengths are the doc's", () => {
-    expect([VALIDITY_LENGTH, TOKEN_FIELDS_LENGTH, SIGNATURE_LENGTH]).to.deep.equal([12, 53, 65]);
-    expect([VERIFYING_PAYMASTER_DATA_LENGTH, ERC20_PAYMASTER_DATA_LENGTH]).to.deep.equal([77, 130]);
+    expect([VALIDITY_LENGTH, TOKEN_FIELDS_LENGTH, SIGNATURE_LENGTH]).to.deep.equal([12, 85, 65]);
+    expect([VERIFYING_PAYMASTER_DATA_LENGTH, ERC20_PAYMASTER_DATA_LENGTH]).to.deep.equal([77, 162]);
     expect([PAYMASTER_DATA_OFFSET_V06, PAYMASTER_DATA_OFFSET_V07]).to.deep.equal([20, 52]);
     expect([
       VERIFYING_PAYMASTER_AND_DATA_LENGTH_V06,
       ERC20_PAYMASTER_AND_DATA_LENGTH_V06,
       VERIFYING_PAYMASTER_AND_DATA_LENGTH_V07,
       ERC20_PAYMASTER_AND_DATA_LENGTH_V07,
-    ]).to.deep.equal([97, 150, 129, 182]);
+    ]).to.deep.equal([97, 182, 129, 214]);
     expect(ChargeMode).to.deep.equal({ InPostOp: 0, PreCharge: 1 });
   });
 
@@ -102,13 +102,13 @@ describe("paymasterData", () => {
     it("encodes the exact byte layout", () => {
       const encoded = encodeErc20PaymasterData(ERC20_FIELDS, SIG);
       expect(encoded).to.equal(
-        `0x00006553f22c00006553f100${"44".repeat(20)}${"00".repeat(28)}d09dc300` + `01${SIG.slice(2)}`,
+        `0x00006553f22c00006553f100${"44".repeat(20)}${"00".repeat(28)}d09dc300` + `01${"00".repeat(29)}12d687${SIG.slice(2)}`,
       );
     });
 
     it("round-trips both charge modes (token checksummed)", () => {
       for (const chargeMode of [ChargeMode.InPostOp, ChargeMode.PreCharge]) {
-        const fields = { ...ERC20_FIELDS, token: "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48" as const, chargeMode, exchangeRate: 2n ** 256n - 1n };
+        const fields = { ...ERC20_FIELDS, token: "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48" as const, chargeMode, exchangeRate: 2n ** 256n - 1n, maxTokenCharge: 2n ** 256n - 1n };
         const decoded = decodeErc20PaymasterData(encodeErc20PaymasterData(fields, SIG));
         expect(decoded).to.deep.equal({ ...fields, token: "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", signature: SIG });
       }
@@ -117,7 +117,7 @@ describe("paymasterData", () => {
     it("refuses every wrong length on decode", () => {
       const good = encodeErc20PaymasterData(ERC20_FIELDS, SIG);
       for (const bad of ["0x", good.slice(0, -2), `${good}00`, encodeVerifyingPaymasterData(WINDOW, SIG)]) {
-        expectPaymasterDataError(() => decodeErc20PaymasterData(bad as Hex), "length", /expected exactly 130 bytes/);
+        expectPaymasterDataError(() => decodeErc20PaymasterData(bad as Hex), "length", /expected exactly 162 bytes/);
       }
     });
 
@@ -125,16 +125,17 @@ describe("paymasterData", () => {
       const good = encodeErc20PaymasterData(ERC20_FIELDS, SIG);
       for (const mode of ["02", "ff"]) {
         const bad = `${good.slice(0, 2 + 64 * 2)}${mode}${good.slice(2 + 65 * 2)}` as Hex;
-        expect(bytes(bad)).to.equal(130);
+        expect(bytes(bad)).to.equal(162);
         expectPaymasterDataError(() => decodeErc20PaymasterData(bad), "chargeMode", /chargeMode: expected 0 \(InPostOp\) or 1 \(PreCharge\), got \d+/);
       }
     });
 
-    it("refuses chargeMode 2, a bad token and a rate over uint256 on encode", () => {
+    it("refuses chargeMode 2, a bad token, a rate and a maximum charge over uint256 on encode", () => {
       expectPaymasterDataError(() => encodeErc20PaymasterData({ ...ERC20_FIELDS, chargeMode: 2 as ChargeMode }, SIG), "chargeMode", /got 2/);
       expectPaymasterDataError(() => encodeErc20PaymasterData({ ...ERC20_FIELDS, token: "0x1234" }, SIG), "field", /token/);
       expectPaymasterDataError(() => encodeErc20PaymasterData({ ...ERC20_FIELDS, exchangeRate: 2n ** 256n }, SIG), "field", /exchangeRate/);
       expectPaymasterDataError(() => encodeErc20PaymasterData({ ...ERC20_FIELDS, exchangeRate: -1n }, SIG), "field", /exchangeRate/);
+      expectPaymasterDataError(() => encodeErc20PaymasterData({ ...ERC20_FIELDS, maxTokenCharge: 2n ** 256n }, SIG), "field", /maxTokenCharge/);
     });
   });
 
@@ -145,7 +146,7 @@ describe("paymasterData", () => {
       expect(pnd).to.equal(`${PAYMASTER}${data.slice(2)}`);
       expect(bytes(pnd)).to.equal(97);
       expect(decodePaymasterAndData("v0.6", pnd)).to.deep.equal({ paymaster: PAYMASTER, paymasterData: data });
-      expect(bytes(encodePaymasterAndDataV06(PAYMASTER, encodeErc20PaymasterData(ERC20_FIELDS, SIG)))).to.equal(150);
+      expect(bytes(encodePaymasterAndDataV06(PAYMASTER, encodeErc20PaymasterData(ERC20_FIELDS, SIG)))).to.equal(182);
     });
 
     it("v0.7 is paymaster ‖ uint128 ‖ uint128 ‖ paymasterData and round-trips", () => {
@@ -157,7 +158,7 @@ describe("paymasterData", () => {
       };
       const pnd = encodePaymasterAndDataV07(fields);
       expect(pnd.slice(0, 2 + 52 * 2)).to.equal(`${PAYMASTER}${"00".repeat(14)}ea60${"00".repeat(14)}afc8`);
-      expect(bytes(pnd)).to.equal(182);
+      expect(bytes(pnd)).to.equal(214);
       expect(decodePaymasterAndData("v0.7", pnd)).to.deep.equal(fields);
       const verifying = encodePaymasterAndDataV07({ ...fields, paymasterData: encodeVerifyingPaymasterData(WINDOW, SIG) });
       expect(bytes(verifying)).to.equal(129);
@@ -231,7 +232,7 @@ describe("paymasterData", () => {
       expect(verifying).to.equal(encodeVerifyingPaymasterData(WINDOW, STUB_SIGNATURE));
       expect(decodeVerifyingPaymasterData(verifying).signature).to.equal(STUB_SIGNATURE);
       const erc20 = stubErc20PaymasterData(ERC20_FIELDS);
-      expect(bytes(erc20)).to.equal(130);
+      expect(bytes(erc20)).to.equal(162);
       expect(decodeErc20PaymasterData(erc20)).to.deep.equal({ ...ERC20_FIELDS, signature: STUB_SIGNATURE });
     });
   });

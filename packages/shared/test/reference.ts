@@ -69,11 +69,12 @@ export function refErc20Hash(
   token: Address,
   exchangeRate: bigint,
   chargeMode: number,
+  maxTokenCharge: bigint,
 ): Hex {
   return keccak256(
     encodeAbiParameters(
-      [b32, u256, addr, u48, u48, addr, u256, { type: "uint8" }],
-      [fields, chainId, paymaster, validUntil, validAfter, token, exchangeRate, chargeMode],
+      [b32, u256, addr, u48, u48, addr, u256, { type: "uint8" }, u256],
+      [fields, chainId, paymaster, validUntil, validAfter, token, exchangeRate, chargeMode, maxTokenCharge],
     ),
   );
 }

@@ -10,8 +10,10 @@ import {PaymasterBase} from "./PaymasterBase.sol";
 ///         allowlist, the fees held per token, the treasury they are swept to, the postOp gas figures, the
 ///         paymasterData layout, the rounded-up cost and the pre-charge / postOp-charge settlement.
 /// @dev paymasterData (after the paymaster address, and for v0.7 after its two gas limits) is
-///      validUntil (6) | validAfter (6) | token (20) | exchangeRate (32) | chargeMode (1) | signature (65).
-///      exchangeRate is in token base units per 1e18 wei, so the token's decimals are inside the rate.
+///      validUntil (6) | validAfter (6) | token (20) | exchangeRate (32) | chargeMode (1) | maxTokenCharge (32)
+///      | signature (65). exchangeRate is in token base units per 1e18 wei, so the token's decimals are inside
+///      the rate. maxTokenCharge is the most the sender can be charged for the op, whatever the owner-set
+///      postOpGas says when it lands: every token amount taken from a sender is bounded by signed fields.
 ///      Every fee stays in this contract (accruedFees) and reaches the treasury only through sweepFees or
 ///      withdrawTokens, outside postOp: no third party's transfer can make a postOp fail.
 abstract contract TokenChargeBase is PaymasterBase {
@@ -20,6 +22,8 @@ abstract contract TokenChargeBase is PaymasterBase {
     error UnsupportedToken(address token);
     /// @notice A zero exchange rate was signed: the user would pay nothing.
     error ZeroExchangeRate();
+    /// @notice setPostOpGas was given more than MAX_POST_OP_GAS.
+    error PostOpGasTooHigh(uint256 postOpGas, uint256 maximum);
     /// @notice chargeMode is neither CHARGE_IN_POSTOP nor PRE_CHARGE.
     error UnknownChargeMode(uint8 chargeMode);
     /// @notice Moving `amount` of `token` from `from` failed (no allowance, no balance, or the token refused).
@@ -69,8 +73,26 @@ abstract contract TokenChargeBase is PaymasterBase {
     /// @notice Gas postOp keeps back from the refund transfer, so that recording a deferred refund (two fresh
     ///         storage slots and an event) still fits whatever the token's transfer does with the rest.
     uint256 public constant REFUND_BOOKKEEPING_GAS = 50_000;
-    /// @notice Bytes of the mode fields: token (20) + exchangeRate (32) + chargeMode (1).
-    uint256 internal constant TOKEN_FIELDS_LENGTH = 53;
+    /// @notice Bytes of the mode fields: token (20) + exchangeRate (32) + chargeMode (1) + maxTokenCharge (32).
+    uint256 internal constant TOKEN_FIELDS_LENGTH = 85;
+    /// @notice The highest postOpGas the owner may set (the charge is capped by the signed maxTokenCharge
+    ///         anyway; this keeps a mistyped figure from making every charge hit that cap).
+    uint256 public constant MAX_POST_OP_GAS = 200_000;
+    /// @notice Gas one storage slot costs more when postOp writes it from zero (EIP-2929/3529 SSTORE: 20,000
+    ///         instead of 2,900). postOpGas is measured with the fee slots already non-zero, so when accruedFees
+    ///         of the token is zero (the first fee, or the first after a sweep) postOp charges this much more
+    ///         per slot it sets from zero: accruedFees, and in CHARGE_IN_POSTOP mode the paymaster's token
+    ///         balance too (in PRE_CHARGE mode validation already set it, and the EntryPoint counted that gas).
+    uint256 public constant FIRST_FEE_SLOT_GAS = 17_100;
+    /// @notice Gas CHARGE_IN_POSTOP's postOp may spend beyond postOpGas reading the sender's token balance and
+    ///         allowance cold (2 x EIP-2929's 2,100): nothing earlier in the transaction need have touched them
+    ///         (pre-charge mode's validation always has), while postOpGas is measured with them warm.
+    uint256 public constant POSTOP_MODE_COLD_GAS = 4_200;
+    /// @dev Transient slot base of the pre-charges taken in validation whose postOp has not run yet (per token):
+    ///      they sit in this contract's balance but belong to senders until settled, so they are not
+    ///      withdrawable. Transient: validation and postOp of a bundle run in one transaction, and an op whose
+    ///      postOp never settles cannot leave a stale figure behind.
+    bytes32 private constant IN_FLIGHT_SLOT = keccak256("paymaster.TokenChargeBase.inFlightPreCharges");
     /// @notice Bytes of paymasterData: validity + token fields + signature.
     uint256 internal constant TOKEN_PAYMASTER_DATA_LENGTH = VALIDITY_LENGTH + TOKEN_FIELDS_LENGTH + SIGNATURE_LENGTH;
 
@@ -99,14 +121,17 @@ abstract contract TokenChargeBase is PaymasterBase {
         address token;
         uint256 exchangeRate;
         uint8 chargeMode;
+        uint256 maxTokenCharge;
     }
 
-    /// @notice What validation hands to postOp (7 static words: 224 bytes of context).
+    /// @notice What validation hands to postOp (8 static words: 256 bytes of context).
     struct ChargeContext {
         address sender;
         address token;
         uint256 exchangeRate;
         uint256 preCharged;
+        /// @dev The most postOp may keep or take: the pre-charge, or in CHARGE_IN_POSTOP mode maxTokenCharge.
+        uint256 maxCharge;
         uint256 maxFeePerGas;
         uint256 maxPriorityFeePerGas;
         uint256 postOpGasLimit;
@@ -118,8 +143,7 @@ abstract contract TokenChargeBase is PaymasterBase {
     /// @param minPostOpGasLimit_ The lowest postOp gas limit accepted (worst case of both modes).
     constructor(address treasury_, uint256 postOpGas_, uint256 minPostOpGasLimit_) {
         _setTreasury(treasury_);
-        postOpGas = postOpGas_;
-        emit PostOpGasSet(postOpGas_);
+        _setPostOpGas(postOpGas_);
         minPostOpGasLimit = minPostOpGasLimit_;
         emit MinPostOpGasLimitSet(minPostOpGasLimit_);
     }
@@ -137,10 +161,10 @@ abstract contract TokenChargeBase is PaymasterBase {
         _setTreasury(treasury_);
     }
 
-    /// @notice Sets the gas postOp uses, charged on top of actualGasCost.
+    /// @notice Sets the gas postOp uses, charged on top of actualGasCost (at most MAX_POST_OP_GAS). Whatever it
+    ///         is set to, no op is charged more than the maxTokenCharge its sponsorship signed.
     function setPostOpGas(uint256 postOpGas_) external onlyOwner {
-        postOpGas = postOpGas_;
-        emit PostOpGasSet(postOpGas_);
+        _setPostOpGas(postOpGas_);
     }
 
     /// @notice Sets the lowest postOp gas limit accepted; measure it for each token (THREAT_MODEL.md).
@@ -181,11 +205,21 @@ abstract contract TokenChargeBase is PaymasterBase {
         emit RefundClaimed(msg.sender, token, to, amount);
     }
 
-    /// @notice How much of `token` the owner may withdraw: the balance less the refunds owed to users.
+    /// @notice How much of `token` the owner may withdraw: the balance less the refunds owed to users and less
+    ///         the pre-charges of ops in the current bundle whose postOp has not run yet (an owner op earlier in
+    ///         the same bundle must not take a later op's pre-charge, whose refund would then be unbacked).
     function withdrawableTokens(address token) public view returns (uint256) {
         uint256 balance = IERC20(token).balanceOf(address(this));
-        uint256 owed = totalOwedRefunds[token];
-        return balance > owed ? balance - owed : 0;
+        uint256 held = totalOwedRefunds[token] + inFlightPreCharges(token);
+        return balance > held ? balance - held : 0;
+    }
+
+    /// @notice Pre-charges of `token` taken in validation in this transaction whose postOp has not run yet.
+    function inFlightPreCharges(address token) public view returns (uint256 amount) {
+        bytes32 slot = _inFlightSlot(token);
+        assembly ("memory-safe") {
+            amount := tload(slot)
+        }
     }
 
     /// @notice Token amount for `gasCostWei` at `exchangeRate` (token base units per 1e18 wei), rounded up
@@ -195,6 +229,23 @@ abstract contract TokenChargeBase is PaymasterBase {
     }
 
     // ---------------------------------------------------------------- internal
+    function _setPostOpGas(uint256 postOpGas_) private {
+        if (postOpGas_ > MAX_POST_OP_GAS) revert PostOpGasTooHigh(postOpGas_, MAX_POST_OP_GAS);
+        postOpGas = postOpGas_;
+        emit PostOpGasSet(postOpGas_);
+    }
+
+    function _inFlightSlot(address token) private pure returns (bytes32) {
+        return keccak256(abi.encode(token, IN_FLIGHT_SLOT));
+    }
+
+    function _setInFlightPreCharges(address token, uint256 amount) private {
+        bytes32 slot = _inFlightSlot(token);
+        assembly ("memory-safe") {
+            tstore(slot, amount)
+        }
+    }
+
     function _setTreasury(address treasury_) private {
         if (treasury_ == address(0)) revert ZeroAddress();
         treasury = treasury_;
@@ -211,21 +262,23 @@ abstract contract TokenChargeBase is PaymasterBase {
         data.token = address(bytes20(paymasterData[12:32]));
         data.exchangeRate = uint256(bytes32(paymasterData[32:64]));
         data.chargeMode = uint8(paymasterData[64]);
-        signature = paymasterData[65:130];
+        data.maxTokenCharge = uint256(bytes32(paymasterData[65:97]));
+        signature = paymasterData[97:162];
     }
 
     /// @dev The ERC-20 paymasters' hash: the verifying hash's fields plus every mode field.
-    function _tokenHash(
-        bytes32 userOpFieldsHash,
-        uint48 validUntil,
-        uint48 validAfter,
-        address token,
-        uint256 exchangeRate,
-        uint8 chargeMode
-    ) internal view returns (bytes32) {
+    function _tokenHash(bytes32 userOpFieldsHash, TokenPaymasterData memory data) internal view returns (bytes32) {
         return keccak256(
             abi.encode(
-                userOpFieldsHash, block.chainid, address(this), validUntil, validAfter, token, exchangeRate, chargeMode
+                userOpFieldsHash,
+                block.chainid,
+                address(this),
+                data.validUntil,
+                data.validAfter,
+                data.token,
+                data.exchangeRate,
+                data.chargeMode,
+                data.maxTokenCharge
             )
         );
     }
@@ -239,8 +292,7 @@ abstract contract TokenChargeBase is PaymasterBase {
         bytes calldata signature;
         (data, signature) = _parseTokenData(paymasterData);
         _checkTokenData(data);
-        bytes32 hash =
-            _tokenHash(userOpFieldsHash, data.validUntil, data.validAfter, data.token, data.exchangeRate, data.chargeMode);
+        bytes32 hash = _tokenHash(userOpFieldsHash, data);
         validationData = _validationData(hash, signature, data.validUntil, data.validAfter);
     }
 
@@ -258,29 +310,47 @@ abstract contract TokenChargeBase is PaymasterBase {
         if (postOpGasLimit < required) revert PostOpGasLimitTooLow(postOpGasLimit, required);
     }
 
-    /// @dev In PRE_CHARGE mode pulls the maximum token cost into this contract (validation may only touch
-    ///      storage associated with the sender or this staked paymaster). Returns the amount pre-charged (0 in
+    /// @dev In PRE_CHARGE mode pulls the maximum token cost, never more than the signed maxTokenCharge, into
+    ///      this contract (validation may only touch storage associated with the sender or this staked
+    ///      paymaster) and counts it as in flight until postOp. Returns the amount pre-charged (0 in
     ///      CHARGE_IN_POSTOP mode).
     function _preCharge(TokenPaymasterData memory data, address sender, uint256 maxGasCostWei)
         internal
         returns (uint256 preCharged)
     {
         if (data.chargeMode != PRE_CHARGE) return 0;
-        preCharged = tokenCost(maxGasCostWei, data.exchangeRate);
+        preCharged = Math.min(tokenCost(maxGasCostWei, data.exchangeRate), data.maxTokenCharge);
         if (!_tryTransferFrom(data.token, sender, address(this), preCharged)) {
             revert TokenChargeFailed(data.token, sender, preCharged);
         }
+        _setInFlightPreCharges(data.token, inFlightPreCharges(data.token) + preCharged);
     }
 
-    /// @dev Settles the charge for `gasCostWei`; the fee stays here (accruedFees). Pre-charged: keeps the cost
-    ///      (capped at the pre-charge) and refunds the rest; a refund the token refuses is recorded as owed, so
-    ///      this branch never fails. Otherwise pulls the cost from the sender. Returns whether the sender paid,
-    ///      and the amount due.
+    /// @dev The most postOp may charge the op: what was pre-charged, else the signed maxTokenCharge.
+    function _maxCharge(TokenPaymasterData memory data, uint256 preCharged) internal pure returns (uint256) {
+        return data.chargeMode == PRE_CHARGE ? preCharged : data.maxTokenCharge;
+    }
+
+    /// @dev Gas postOp may spend beyond postOpGas, which is measured with every slot it touches warm and
+    ///      non-zero: the paymaster must not pay for storage it did not charge. CHARGE_IN_POSTOP: the sender's
+    ///      slots may be cold (POSTOP_MODE_COLD_GAS); the token's first fee since accruedFees was last zero sets
+    ///      two slots from zero (accruedFees and the paymaster's token balance), pre-charge's first fee one.
+    function _coldSlotsGas(ChargeContext memory ctx) internal view returns (uint256 gas) {
+        bool firstFee = accruedFees[ctx.token] == 0;
+        if (ctx.preCharged > 0) return firstFee ? FIRST_FEE_SLOT_GAS : 0;
+        return POSTOP_MODE_COLD_GAS + (firstFee ? 2 * FIRST_FEE_SLOT_GAS : 0);
+    }
+
+    /// @dev Settles the charge for `gasCostWei`, never more than ctx.maxCharge (the pre-charge, or the signed
+    ///      maxTokenCharge); the fee stays here (accruedFees). Pre-charged: keeps the cost and refunds the rest
+    ///      (no longer in flight); a refund the token refuses is recorded as owed, so this branch never fails.
+    ///      Otherwise pulls the cost from the sender. Returns whether the sender paid, and the amount due.
     function _settleCharge(ChargeContext memory ctx, uint256 gasCostWei) internal returns (bool paid, uint256 amount) {
-        amount = tokenCost(gasCostWei, ctx.exchangeRate);
+        amount = Math.min(tokenCost(gasCostWei, ctx.exchangeRate), ctx.maxCharge);
         uint256 refund;
         if (ctx.preCharged > 0) {
-            if (amount > ctx.preCharged) amount = ctx.preCharged;
+            uint256 inFlight = inFlightPreCharges(ctx.token);
+            _setInFlightPreCharges(ctx.token, inFlight > ctx.preCharged ? inFlight - ctx.preCharged : 0);
             refund = ctx.preCharged - amount;
             paid = true;
         } else {

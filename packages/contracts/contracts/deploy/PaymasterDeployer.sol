@@ -15,7 +15,8 @@ interface IOwnable2StepTransfer {
 ///         it (Ownable2Step). Nothing is left half done: any failing step reverts the whole deployment.
 /// @dev The CREATE2 salt is keccak256(abi.encode(msg.sender, salt)): nobody can take "your" address on a chain
 ///      where you have not deployed yet (squatting), and one deployer key gets the same addresses everywhere.
-///      This contract keeps nothing: it owns a paymaster only inside `deploy`, and holds no ether after it.
+///      This contract holds no ether after `deploy`. It stays the paymaster's owner until the offered owner
+///      accepts; until then the deploying key may re-offer (reofferOwnership), and nobody else can do anything.
 contract PaymasterDeployer {
     // ---------------------------------------------------------------- types
     /// @notice One set-up call on the new paymaster, with the ether it carries (e.g. addStake, deposit).
@@ -29,9 +30,17 @@ contract PaymasterDeployer {
     error ValueMismatch(uint256 sent, uint256 needed);
     error DeploymentFailed();
     error SetupCallFailed(uint256 index, bytes reason);
+    /// @notice `caller` did not deploy `paymaster` through this contract.
+    error NotDeployer(address paymaster, address caller);
 
     // ---------------------------------------------------------------- events
     event PaymasterDeployed(address indexed paymaster, address indexed deployer, bytes32 salt, address owner);
+    /// @notice The key that deployed `paymaster` offered its ownership again, now to `owner`.
+    event OwnershipReoffered(address indexed paymaster, address indexed deployer, address owner);
+
+    // ---------------------------------------------------------------- storage
+    /// @notice The key that deployed each contract through `deploy`: the only one that may re-offer it.
+    mapping(address paymaster => address deployer) public deployerOf;
 
     // ---------------------------------------------------------------- views
     /// @notice The address `deployer` gets for `initCode` (by its keccak256) with `salt`.
@@ -67,8 +76,21 @@ contract PaymasterDeployer {
             (bool ok, bytes memory reason) = paymaster.call{value: setup[i].value}(setup[i].data);
             if (!ok) revert SetupCallFailed(i, reason);
         }
+        deployerOf[paymaster] = msg.sender;
         IOwnable2StepTransfer(paymaster).transferOwnership(owner);
         emit PaymasterDeployed(paymaster, msg.sender, salt, owner);
+    }
+
+    /// @notice Offers `paymaster`'s ownership to `owner` instead of the owner offered at deployment, for when
+    ///         that one can never accept (a typo, a multisig absent on this chain): without it the deposit and
+    ///         stake sent with `deploy` would be locked and the address could not be deployed again. Only the
+    ///         key that deployed it, and only while the offer is open: once an owner accepted, this contract is
+    ///         no longer the owner and the paymaster refuses the call.
+    function reofferOwnership(address paymaster, address owner) external {
+        if (owner == address(0)) revert ZeroOwner();
+        if (deployerOf[paymaster] != msg.sender || msg.sender == address(0)) revert NotDeployer(paymaster, msg.sender);
+        IOwnable2StepTransfer(paymaster).transferOwnership(owner);
+        emit OwnershipReoffered(paymaster, msg.sender, owner);
     }
 
     // ---------------------------------------------------------------- internal

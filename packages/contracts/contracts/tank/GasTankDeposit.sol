@@ -2,6 +2,7 @@
 pragma solidity ^0.8.23;
 
 import {Ownable, Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
+import {IEntryPointStake} from "../core/IEntryPointStake.sol";
 
 /// @title GasTankDeposit
 /// @notice Where anyone, a smart account included, funds a gas tank (User Sponsor mode): `depositFor(sender)`
@@ -26,6 +27,11 @@ contract GasTankDeposit is Ownable2Step {
     error WithdrawFailed(address to, uint256 amount);
     /// @notice Renouncing ownership would lock the deposited ether for good.
     error RenounceOwnershipDisabled();
+    /// @notice `to` is an EntryPoint: plain ether sent to it would be credited to this contract's own
+    ///         EntryPoint deposit, which it can never withdraw. Use depositToPaymaster.
+    error RecipientIsEntryPoint(address to);
+    /// @notice depositToPaymaster named the zero address as the EntryPoint or the paymaster.
+    error ZeroPaymaster();
 
     // ---------------------------------------------------------------- events
     /// @notice `from` paid `amount` wei into the gas tank of `sender` (the smart account whose User Sponsor
@@ -33,6 +39,8 @@ contract GasTankDeposit is Ownable2Step {
     event Deposited(address indexed sender, address indexed from, uint256 amount);
     /// @notice The owner moved `amount` wei of deposits to `to`.
     event Withdrawn(address indexed to, uint256 amount);
+    /// @notice The owner moved `amount` wei of deposits into `paymaster`'s deposit at `entryPoint`.
+    event PaymasterFunded(address indexed entryPoint, address indexed paymaster, uint256 amount);
 
     // ---------------------------------------------------------------- constructor
     /// @param owner_ The owner (withdraws the deposits). Deployed through PaymasterDeployer, it is the
@@ -54,12 +62,21 @@ contract GasTankDeposit is Ownable2Step {
     }
 
     // ---------------------------------------------------------------- owner
-    /// @notice Sends `amount` wei of the deposits to `to` (e.g. to top up the paymasters' EntryPoint deposits).
+    /// @notice Sends `amount` wei of the deposits to `to` (a treasury). Refuses an EntryPoint: to top up a
+    ///         paymaster's EntryPoint deposit, use depositToPaymaster.
     function withdraw(address payable to, uint256 amount) external onlyOwner {
         if (to == address(0)) revert ZeroRecipient();
+        if (_isEntryPoint(to)) revert RecipientIsEntryPoint(to);
         (bool ok,) = to.call{value: amount}("");
         if (!ok) revert WithdrawFailed(to, amount);
         emit Withdrawn(to, amount);
+    }
+
+    /// @notice Adds `amount` wei of the deposits to `paymaster`'s deposit at `entryPoint` (EntryPoint.depositTo).
+    function depositToPaymaster(address entryPoint, address paymaster, uint256 amount) external onlyOwner {
+        if (entryPoint == address(0) || paymaster == address(0)) revert ZeroPaymaster();
+        IEntryPointStake(entryPoint).depositTo{value: amount}(paymaster);
+        emit PaymasterFunded(entryPoint, paymaster, amount);
     }
 
     /// @notice Disabled: without an owner the deposited ether could never be withdrawn.
@@ -68,6 +85,14 @@ contract GasTankDeposit is Ownable2Step {
     }
 
     // ---------------------------------------------------------------- internal
+    /// @dev Whether `to` answers EntryPoint's getDepositInfo(address) (v0.6, v0.7 and v0.8 all have it, with a
+    ///      five-word DepositInfo): an EOA or an ordinary wallet answers nothing or reverts.
+    function _isEntryPoint(address to) private view returns (bool) {
+        if (to.code.length == 0) return false;
+        (bool ok, bytes memory ret) = to.staticcall(abi.encodeWithSignature("getDepositInfo(address)", address(this)));
+        return ok && ret.length >= 160;
+    }
+
     function _deposit(address sender) private {
         if (msg.value == 0) revert ZeroAmount();
         emit Deposited(sender, msg.sender, msg.value);

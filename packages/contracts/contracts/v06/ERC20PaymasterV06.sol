@@ -10,7 +10,7 @@ import {TokenChargeBase} from "../core/TokenChargeBase.sol";
 /// @notice Pays EntryPoint v0.6 gas for user operations whose sender pays in an allowlisted ERC-20 token at
 ///         a signed exchange rate. Must be staked (it returns a context).
 /// @dev paymasterAndData = paymaster (20) | validUntil (6) | validAfter (6) | token (20) | exchangeRate (32)
-///      | chargeMode (1) | signature (65) = 150 bytes. postOp never reverts with fewer than 32 bytes of data:
+///      | chargeMode (1) | maxTokenCharge (32) | signature (65) = 182 bytes. postOp never reverts with fewer than 32 bytes of data:
 ///      v0.6's EntryPoint would revert the whole bundle on such a revert.
 contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
     /// @notice Exact length of paymasterAndData.
@@ -38,15 +38,20 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
     /// @param token The token the sender pays with.
     /// @param exchangeRate Token base units per 1e18 wei.
     /// @param chargeMode CHARGE_IN_POSTOP or PRE_CHARGE.
+    /// @param maxTokenCharge The most the sender may be charged for the op, in token base units.
     function getHash(
         UserOperation calldata userOp,
         uint48 validUntil,
         uint48 validAfter,
         address token,
         uint256 exchangeRate,
-        uint8 chargeMode
+        uint8 chargeMode,
+        uint256 maxTokenCharge
     ) public view returns (bytes32) {
-        return _tokenHash(_userOpFieldsHash(userOp), validUntil, validAfter, token, exchangeRate, chargeMode);
+        return _tokenHash(
+            _userOpFieldsHash(userOp),
+            TokenPaymasterData(validUntil, validAfter, token, exchangeRate, chargeMode, maxTokenCharge)
+        );
     }
 
     function _validatePaymasterUserOp(UserOperation calldata userOp, uint256 maxCost)
@@ -61,7 +66,7 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
         // the v0.6 EntryPoint then reverts the whole bundle, so the limit must cover the worst case.
         _requirePostOpGasLimit(userOp.verificationGasLimit);
         // maxCost already reserves postOp gas (v0.6 allows verificationGasLimit for it); postOpGas on top
-        // keeps the pre-charge an upper bound of what postOp will compute.
+        // keeps the pre-charge an upper bound of what postOp will compute. The signed maxTokenCharge caps it.
         uint256 preCharged = _preCharge(data, userOp.sender, maxCost + postOpGas * userOp.maxFeePerGas);
         context = abi.encode(
             ChargeContext({
@@ -69,6 +74,7 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
                 token: data.token,
                 exchangeRate: data.exchangeRate,
                 preCharged: preCharged,
+                maxCharge: _maxCharge(data, preCharged),
                 maxFeePerGas: userOp.maxFeePerGas,
                 maxPriorityFeePerGas: userOp.maxPriorityFeePerGas,
                 postOpGasLimit: 0
@@ -82,7 +88,7 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
     ///      op's gas cost and is reported by TokenChargeUnpaid.
     function _postOp(PostOpMode mode, bytes calldata context, uint256 actualGasCost) internal override {
         ChargeContext memory ctx = abi.decode(context, (ChargeContext));
-        uint256 gasCostWei = actualGasCost + postOpGas * _userOpGasPrice(ctx);
+        uint256 gasCostWei = actualGasCost + (postOpGas + _coldSlotsGas(ctx)) * _userOpGasPrice(ctx);
         (bool paid, uint256 amount) = _settleCharge(ctx, gasCostWei);
         if (paid) return;
         if (mode != PostOpMode.postOpReverted) revert TokenChargeFailed(ctx.token, ctx.sender, amount);

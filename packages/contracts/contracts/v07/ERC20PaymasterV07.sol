@@ -10,8 +10,8 @@ import {TokenChargeBase} from "../core/TokenChargeBase.sol";
 /// @notice Pays EntryPoint v0.7 gas for user operations whose sender pays in an allowlisted ERC-20 token at
 ///         a signed exchange rate. Must be staked (it returns a context).
 /// @dev paymasterAndData = paymaster (20) | paymasterVerificationGasLimit (16) | paymasterPostOpGasLimit (16)
-///      | validUntil (6) | validAfter (6) | token (20) | exchangeRate (32) | chargeMode (1) | signature (65)
-///      = 182 bytes. v0.7 has no second postOp: in CHARGE_IN_POSTOP mode a failed charge reverts the op's
+///      | validUntil (6) | validAfter (6) | token (20) | exchangeRate (32) | chargeMode (1) | maxTokenCharge (32)
+///      | signature (65) = 214 bytes. v0.7 has no second postOp: in CHARGE_IN_POSTOP mode a failed charge reverts the op's
 ///      execution and the paymaster pays that op's gas (bounded loss); PRE_CHARGE's postOp never reverts.
 contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
     /// @notice Exact length of paymasterAndData.
@@ -41,21 +41,30 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
     /// @param token The token the sender pays with.
     /// @param exchangeRate Token base units per 1e18 wei.
     /// @param chargeMode CHARGE_IN_POSTOP or PRE_CHARGE.
+    /// @param maxTokenCharge The most the sender may be charged for the op, in token base units.
     function getHash(
         PackedUserOperation calldata userOp,
         uint48 validUntil,
         uint48 validAfter,
         address token,
         uint256 exchangeRate,
-        uint8 chargeMode
+        uint8 chargeMode,
+        uint256 maxTokenCharge
     ) public view returns (bytes32) {
-        return _tokenHash(_userOpFieldsHash(userOp), validUntil, validAfter, token, exchangeRate, chargeMode);
+        return _tokenHash(
+            _userOpFieldsHash(userOp),
+            TokenPaymasterData(validUntil, validAfter, token, exchangeRate, chargeMode, maxTokenCharge)
+        );
     }
 
-    /// @notice Gas charged on top of actualGasCost for an op with `postOpGasLimit`: postOp's own gas plus the
-    ///         EntryPoint's 10% penalty on the part of the postOp limit it leaves unused.
-    function postOpGasCharge(uint256 postOpGasLimit) public view virtual returns (uint256) {
-        uint256 used = postOpGas;
+    /// @notice Gas charged on top of actualGasCost for an op with `postOpGasLimit` (fee slots already
+    ///         non-zero): postOp's own gas plus the EntryPoint's 10% penalty on the unused part of the limit.
+    function postOpGasCharge(uint256 postOpGasLimit) public view returns (uint256) {
+        return _postOpGasCharge(postOpGasLimit, postOpGas);
+    }
+
+    /// @dev `used` gas plus the EntryPoint's 10% penalty on the part of `postOpGasLimit` left unused.
+    function _postOpGasCharge(uint256 postOpGasLimit, uint256 used) internal pure virtual returns (uint256) {
         uint256 unused = postOpGasLimit > used ? postOpGasLimit - used : 0;
         return used + (unused * UNUSED_GAS_PENALTY_PERCENT) / 100;
     }
@@ -79,6 +88,7 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
                 token: data.token,
                 exchangeRate: data.exchangeRate,
                 preCharged: preCharged,
+                maxCharge: _maxCharge(data, preCharged),
                 maxFeePerGas: maxFeePerGas,
                 maxPriorityFeePerGas: uint256(userOp.gasFees) >> 128,
                 postOpGasLimit: postOpGasLimit
@@ -94,7 +104,8 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
         override
     {
         ChargeContext memory ctx = abi.decode(context, (ChargeContext));
-        uint256 gasCostWei = actualGasCost + postOpGasCharge(ctx.postOpGasLimit) * actualUserOpFeePerGas;
+        uint256 postOpGasUsed = postOpGas + _coldSlotsGas(ctx);
+        uint256 gasCostWei = actualGasCost + _postOpGasCharge(ctx.postOpGasLimit, postOpGasUsed) * actualUserOpFeePerGas;
         (bool paid, uint256 amount) = _settleCharge(ctx, gasCostWei);
         if (!paid) revert TokenChargeFailed(ctx.token, ctx.sender, amount);
     }

@@ -10,7 +10,7 @@ import {Eip7702InitCodeHash} from "./Eip7702InitCodeHash.sol";
 ///         differ, both where the EntryPoint differs: a 7702 sender's delegate is hashed instead of the marker, and
 ///         v0.8's unused-gas penalty has a 40,000-gas threshold (none when at most that much is left unused). v0.8
 ///         also adds the execution-gas penalty before postOp, so actualGasCost already includes it here.
-/// @dev paymasterAndData layout and length as ERC20PaymasterV07 (182 bytes).
+/// @dev paymasterAndData layout and length as ERC20PaymasterV07 (214 bytes).
 contract ERC20PaymasterV08 is ERC20PaymasterV07 {
     /// @param entryPoint_ EntryPoint v0.8.
     /// @param owner_ Owner (signers, tokens, treasury, deposit, stake).
@@ -30,10 +30,9 @@ contract ERC20PaymasterV08 is ERC20PaymasterV07 {
     /// @notice EntryPoint v0.8 penalises unused gas only beyond this much (EntryPoint.PENALTY_GAS_THRESHOLD).
     uint256 public constant PENALTY_GAS_THRESHOLD = 40_000;
 
-    /// @notice postOp's own gas plus v0.8's penalty on the unused postOp limit: 10% of all of it, but only
-    ///         when more than PENALTY_GAS_THRESHOLD is left unused (EntryPoint._getUnusedGasPenalty).
-    function postOpGasCharge(uint256 postOpGasLimit) public view override returns (uint256) {
-        uint256 used = postOpGas;
+    /// @dev postOp's own gas plus v0.8's penalty on the unused postOp limit: 10% of all of it, but only
+    ///      when more than PENALTY_GAS_THRESHOLD is left unused (EntryPoint._getUnusedGasPenalty).
+    function _postOpGasCharge(uint256 postOpGasLimit, uint256 used) internal pure override returns (uint256) {
         if (postOpGasLimit <= used + PENALTY_GAS_THRESHOLD) return used;
         return used + ((postOpGasLimit - used) * UNUSED_GAS_PENALTY_PERCENT) / 100;
     }

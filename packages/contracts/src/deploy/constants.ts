@@ -34,7 +34,9 @@ export const LOCAL_CHAIN_IDS: readonly number[] = [31337, 1337];
  * test): ~28.1k plus ~3% — v0.7's figure overcharged v0.8 ops by ~3.9k gas, because v0.7's 32k also absorbs
  * the call-gas penalty v0.7's postOp cannot see, which v0.8 shows to postOp (and waives under 40k unused).
  * Pre-charge mode's postOp finds its slots warm (validation touched them) and uses ~10k less: those ops are
- * overcharged by that much gas.
+ * overcharged by that much gas. What this warm figure leaves out (a token's first fee setting slots from zero, the
+ * sender's slots read cold in charge-in-postOp mode) the contracts add themselves (TokenChargeBase
+ * FIRST_FEE_SLOT_GAS, POSTOP_MODE_COLD_GAS).
  */
 export const DEFAULT_POST_OP_GAS = { "v0.6": 27_000n, "v0.7": 32_000n, "v0.8": 29_000n } as const;
 /**

@@ -34,7 +34,7 @@ import {
   ENTRY_POINT_V07_ADDRESS,
   ENTRY_POINT_V08_ADDRESS,
 } from "./constants.ts";
-import { CREATE2_PROXY_FUNDING, create2ProxyState, installCreate2Proxy } from "./create2Proxy.ts";
+import { CREATE2_PROXY_FUNDING, assertCreate2ProxyInstallable, create2ProxyState, installCreate2Proxy } from "./create2Proxy.ts";
 
 export type PaymasterKind = "verifying" | "erc20";
 
@@ -140,10 +140,10 @@ export interface DeployPlan {
  * yet): measured by test/networkDeploy.test.ts on the local chain, rounded up.
  */
 export const APPROX_GAS: Record<"deploy-paymaster-deployer" | "deploy-paymaster-verifying" | "deploy-paymaster-erc20" | "deploy-gas-tank-deposit" | "accept-ownership", bigint> = {
-  "deploy-paymaster-deployer": 560_000n, // measured 496k
-  "deploy-gas-tank-deposit": 560_000n, // measured 478k
-  "deploy-paymaster-verifying": 1_800_000n, // + per set-up call; measured 1.58-1.64M with 3 calls
-  "deploy-paymaster-erc20": 3_200_000n, // + per set-up call; measured 2.99-3.04M with 5 calls
+  "deploy-paymaster-deployer": 720_000n, // measured 641k
+  "deploy-gas-tank-deposit": 760_000n, // measured 686k
+  "deploy-paymaster-verifying": 1_800_000n, // + per set-up call; measured 1.60-1.81M with 3 calls
+  "deploy-paymaster-erc20": 3_400_000n, // + per set-up call; measured 3.17-3.44M with 5 calls
   "accept-ownership": 40_000n, // measured 28k
 };
 /** Gas a set-up call (a signer, a token, deposit, stake) adds to a paymaster's deployment, approximately. */
@@ -348,6 +348,7 @@ export async function planNetworkDeploy(provider: Provider, deployer: Address, i
 
   const create2Proxy = await create2ProxyState(provider);
   if (create2Proxy === "missing") {
+    await assertCreate2ProxyInstallable(provider); // the dry run refuses what the install would fail on, before anything is sent
     txs.push({ step: "install-create2-proxy", label: "CREATE2 proxy (presigned transaction)", from: deployer, to: CREATE2_DEPLOYER_ADDRESS, data: "0x", value: CREATE2_PROXY_FUNDING, gas: 121_000n, gasIsEstimate: false });
   }
 

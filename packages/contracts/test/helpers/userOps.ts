@@ -5,6 +5,7 @@ import {
   encodeVerifyingPaymasterData,
   erc20PaymasterHash,
   packUserOpV07,
+  STUB_MAX_TOKEN_CHARGE,
   verifyingPaymasterHash,
   type EntryPointVersion,
   type Hex,
@@ -42,6 +43,13 @@ export interface TokenFields {
   token: string;
   exchangeRate: bigint;
   chargeMode: 0 | 1;
+  /** The signed cap on the charge; absent: no cap (2^256 - 1), so the charge is the contract's own figure. */
+  maxTokenCharge?: bigint;
+}
+
+/** The token fields as signed: maxTokenCharge filled in (no cap when absent). */
+export function signedTokenFields(t: TokenFields) {
+  return { ...t, token: t.token as Hex, maxTokenCharge: t.maxTokenCharge ?? STUB_MAX_TOKEN_CHARGE };
 }
 
 export type PaymasterKind = "verifying" | "erc20";
@@ -173,7 +181,7 @@ export function offChainPaymasterHash(
   const common = { version, userOp, chainId, paymaster: paymaster as Hex, ...window, ...delegate } as const;
   if (kind === "verifying") return verifyingPaymasterHash(common as Parameters<typeof verifyingPaymasterHash>[0]);
   if (!tokenFields) throw new Error("erc20 hash needs token fields");
-  return erc20PaymasterHash({ ...common, ...tokenFields, token: tokenFields.token as Hex } as Parameters<
+  return erc20PaymasterHash({ ...common, ...signedTokenFields(tokenFields) } as Parameters<
     typeof erc20PaymasterHash
   >[0]);
 }
@@ -187,15 +195,19 @@ export async function onChainPaymasterHash(
   tokenFields?: TokenFields,
 ): Promise<string> {
   const chainOp = toChainOp(version, op);
-  return tokenFields
-    ? paymaster.getFunction("getHash")(chainOp, window.validUntil, window.validAfter, tokenFields.token, tokenFields.exchangeRate, tokenFields.chargeMode)
-    : paymaster.getFunction("getHash")(chainOp, window.validUntil, window.validAfter);
+  if (!tokenFields) return paymaster.getFunction("getHash")(chainOp, window.validUntil, window.validAfter);
+  const t = signedTokenFields(tokenFields);
+  return paymaster.getFunction("getHash")(chainOp, window.validUntil, window.validAfter, t.token, t.exchangeRate, t.chargeMode, t.maxTokenCharge);
 }
 
-/** A window that is valid now: validAfter slightly in the past, validUntil 5 minutes ahead. */
+/**
+ * A window that is valid now: validAfter slightly in the past, validUntil 5 minutes ahead, from the timestamp the
+ * next block will have. Not the latest block's: once a fixture snapshot is restored the chain's clock runs on with
+ * the wall clock, so after a long test file the latest block can be more than 5 minutes old (AA32).
+ */
 export async function validWindow(): Promise<Window> {
-  const block = await ethers.provider.getBlock("latest");
-  const now = block!.timestamp;
+  const pending = (await ethers.provider.send("eth_getBlockByNumber", ["pending", false])) as { timestamp: string };
+  const now = Number(pending.timestamp);
   return { validUntil: now + 300, validAfter: now - 60 };
 }
 
@@ -203,7 +215,7 @@ export async function validWindow(): Promise<Window> {
 export function paymasterDataFor(kind: PaymasterKind, window: Window, signature: string, tokenFields?: TokenFields): string {
   if (kind === "verifying") return encodeVerifyingPaymasterData(window, signature as Hex);
   if (!tokenFields) throw new Error("erc20 paymaster data needs token fields");
-  return encodeErc20PaymasterData({ ...window, ...tokenFields, token: tokenFields.token as Hex }, signature as Hex);
+  return encodeErc20PaymasterData({ ...window, ...signedTokenFields(tokenFields) }, signature as Hex);
 }
 
 export interface SponsorOptions {

@@ -4,17 +4,19 @@
  * paymasters' EntryPoint deposits. The service's ledger is the gas tanks; this contract is only the till.
  */
 import { Contract, Interface, type Wallet } from "ethers";
-import type { Address } from "@paymaster/shared";
+import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, ENTRY_POINT_V08_ADDRESS, type Address } from "@paymaster/shared";
 import { GAS_TANK_DEPOSIT_LABEL } from "@paymaster/contracts/deploy";
 import { AdminError } from "./context.ts";
-import type { ChainTarget } from "./chainTarget.ts";
+import { selectPaymasters, type ChainTarget } from "./chainTarget.ts";
 import { send, type SentChange } from "./paymasters.ts";
 
 const GAS_TANK_DEPOSIT = new Interface([
   "function owner() view returns (address)",
   "function pendingOwner() view returns (address)",
   "function withdraw(address to, uint256 amount)",
+  "function depositToPaymaster(address entryPoint, address paymaster, uint256 amount)",
 ]);
+const ENTRY_POINT = new Interface(["function getDepositInfo(address account) view returns (uint256, bool, uint112, uint32, uint48)"]);
 
 export interface DepositContractStatus {
   address: Address;
@@ -49,8 +51,49 @@ export async function depositContractStatus(target: ChainTarget): Promise<Deposi
   return { address, balanceWei: balance.toString(), owner, pendingOwner: pendingOwner === ZERO ? null : pendingOwner, watched, warnings };
 }
 
-/** Sends `amountWei` of what the contract holds to `to` (owner only). */
+/**
+ * Sends `amountWei` of what the contract holds to `to` (owner only). Refuses an EntryPoint as recipient (audit 2,
+ * N-3): plain ether sent to one is credited to the deposit contract's own EntryPoint deposit, which it can never
+ * withdraw. Contracts deployed before that fix do not refuse it themselves, so the command checks first.
+ */
 export async function withdrawFromDepositContract(target: ChainTarget, owner: Wallet, options: { to: Address; amountWei: bigint }): Promise<SentChange> {
-  const contract = new Contract(depositContractOf(target), GAS_TANK_DEPOSIT, owner);
+  const address = depositContractOf(target);
+  if (await isEntryPoint(target, options.to)) {
+    throw new AdminError(
+      "INVALID_INPUT",
+      `--recipient ${options.to} is an EntryPoint: ether sent there would be credited to the deposit contract's own EntryPoint deposit and lost; ` +
+        "send it to an address you control, then top the paymasters up (paymaster deposit, or depositToPaymaster on the contract)",
+    );
+  }
+  const contract = new Contract(address, GAS_TANK_DEPOSIT, owner);
   return send(GAS_TANK_DEPOSIT_LABEL, `withdraw ${options.amountWei} wei to ${options.to}`, contract.getFunction("withdraw")(options.to, options.amountWei));
+}
+
+/** A canonical or configured EntryPoint, or any contract answering EntryPoint's getDepositInfo(address). */
+async function isEntryPoint(target: ChainTarget, to: Address): Promise<boolean> {
+  const known = [ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS, ENTRY_POINT_V08_ADDRESS, ...target.paymasters.map((p) => p.entryPoint)];
+  if (known.some((a) => a.toLowerCase() === to.toLowerCase())) return true;
+  if ((await target.provider.getCode(to)) === "0x") return false;
+  try {
+    const answer = await target.provider.call({ to, data: ENTRY_POINT.encodeFunctionData("getDepositInfo", [to]) });
+    return (answer.length - 2) / 2 >= 160;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Moves `amountWei` of what the contract holds into one paymaster's EntryPoint deposit (depositToPaymaster,
+ * owner only; audit 2, N-3). Contracts deployed before that function existed refuse the call: withdraw to an
+ * address you control, then `paymaster deposit`.
+ */
+export async function fundPaymasterFromDepositContract(target: ChainTarget, owner: Wallet, options: { paymaster: string; amountWei: bigint }): Promise<SentChange> {
+  const address = depositContractOf(target);
+  const [paymaster] = selectPaymasters(target, options.paymaster);
+  const contract = new Contract(address, GAS_TANK_DEPOSIT, owner);
+  return send(
+    GAS_TANK_DEPOSIT_LABEL,
+    `depositToPaymaster ${options.amountWei} wei into ${paymaster!.label}'s deposit at ${paymaster!.entryPoint}`,
+    contract.getFunction("depositToPaymaster")(paymaster!.entryPoint, paymaster!.address, options.amountWei),
+  );
 }

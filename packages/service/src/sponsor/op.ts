@@ -4,6 +4,7 @@
  */
 import {
   ChargeMode,
+  STUB_MAX_TOKEN_CHARGE,
   encodeErc20PaymasterData,
   encodePaymasterAndDataV06,
   encodePaymasterAndDataV07,
@@ -75,9 +76,9 @@ export function buildOp(request: SponsorRequest, gas: GasValues, paymaster: Addr
 }
 
 /** The paymaster data of the target's mode (ERC-20: token, rate and charge mode) around `signature`. */
-export function paymasterDataFor(target: Target, exchangeRate: bigint, chargeMode: ChargeMode, signature: Hex): Hex {
+export function paymasterDataFor(target: Target, exchangeRate: bigint, chargeMode: ChargeMode, signature: Hex, maxTokenCharge: bigint = STUB_MAX_TOKEN_CHARGE): Hex {
   return target.mode.mode === "erc20"
-    ? encodeErc20PaymasterData({ ...target.window, token: target.mode.token.address, exchangeRate, chargeMode }, signature)
+    ? encodeErc20PaymasterData({ ...target.window, token: target.mode.token.address, exchangeRate, chargeMode, maxTokenCharge }, signature)
     : encodeVerifyingPaymasterData(target.window, signature);
 }
 

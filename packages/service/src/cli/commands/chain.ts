@@ -77,6 +77,11 @@ const sentText = (rows: object[]) => table(rows);
 export function registerChain(program: Command, runChain: RunChain): void {
   withNetwork(program.command("deploy"))
     .description("deploy the paymasters and the gas-tank deposit contract (same address on every chain; resumable); --dry-run prints the plan")
+    .addHelpText(
+      "after",
+      "\nNew contract code (a release that changes the contracts) means new addresses: deploy the new set beside the old one,\n" +
+        "then switch the configuration's entryPoints and drain the old set (docs/operator-guide.md, \"Moving to a new contract set\").",
+    )
     .requiredOption("--treasury <address>", "receives the ERC-20 paymasters' fees")
     .requiredOption("--stake <amount>", "stake per paymaster, wei or e.g. 0.1eth (bundlers require a staked paymaster)")
     .option("--deposit <amount>", "EntryPoint deposit each paymaster is topped up to, wei or e.g. 0.5eth", "0")
@@ -130,6 +135,11 @@ export function registerChain(program: Command, runChain: RunChain): void {
 
   withPaymaster(withNetwork(program.command("status")))
     .description("each paymaster's EntryPoint deposit, stake, owner, signers and token settings, with warnings")
+    .addHelpText(
+      "after",
+      "\nThe paymasters come from the configuration's entryPoints, else the deployment manifest. While moving to a new\n" +
+        "contract set, --config <a copy of the old configuration> shows the old one (docs/operator-guide.md).",
+    )
     .option("--min-deposit <amount>", "warn below this deposit (default: the network's depositAlertWei)")
     .action((o: NetworkOpts & { minDeposit?: string }) =>
       runChain(o, async (target, _env, out) => {

@@ -1,10 +1,10 @@
 /**
- * paymaster deposit-contract show | withdraw
+ * paymaster deposit-contract show | withdraw | fund-paymaster
  * The network's GasTankDeposit (src/admin/depositContract.ts): what users paid into their gas tanks through it,
  * and the owner's withdrawal of it (owner key from PAYMASTER_OWNER_KEY[_FILE]; asks for confirmation).
  */
 import type { Command } from "commander";
-import { depositContractStatus, withdrawFromDepositContract } from "../../admin/depositContract.ts";
+import { depositContractStatus, fundPaymasterFromDepositContract, withdrawFromDepositContract } from "../../admin/depositContract.ts";
 import { addressOption, ownerWallet } from "../../admin/chainTarget.ts";
 import { record } from "../output.ts";
 import type { RunChain } from "../program.ts";
@@ -30,6 +30,18 @@ export function registerDepositContract(program: Command, runChain: RunChain): v
         const to = addressOption(o.recipient, "--recipient");
         await confirm(`Withdraw ${amountWei} wei from the gas-tank deposit contract on ${target.network} to ${to}?`);
         out.print(await withdrawFromDepositContract(target, ownerWallet(target, env), { to, amountWei }), record);
+      }),
+    );
+  withNetwork(group.command("fund-paymaster"))
+    .description("move ether it holds into one paymaster's EntryPoint deposit (depositToPaymaster; owner key; asks for confirmation)")
+    .requiredOption("--paymaster <label|address>", "the paymaster whose deposit is topped up")
+    .requiredOption("--amount <amount>", "wei or e.g. 0.5eth")
+    .option("--yes", "do not ask for confirmation")
+    .action((o: { network: string; deployments?: string; paymaster: string; amount: string; yes?: boolean }) =>
+      runChain(o, async (target, env, out, _log, confirm) => {
+        const amountWei = parseAmount(o.amount, "--amount");
+        await confirm(`Move ${amountWei} wei from the gas-tank deposit contract on ${target.network} into ${o.paymaster}'s EntryPoint deposit?`);
+        out.print(await fundPaymasterFromDepositContract(target, ownerWallet(target, env), { paymaster: o.paymaster, amountWei }), record);
       }),
     );
 }

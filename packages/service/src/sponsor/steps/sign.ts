@@ -1,10 +1,10 @@
 /**
  * Step (signing methods only): sign the op as it will land. Decides the paymaster data: the paymaster's hash
- * of the final op (ERC-20 mode: with token, rate and charge mode) signed by the network's signer, then the op
+ * of the final op (ERC-20 mode: with token, rate, charge mode and the signed cap on the charge, maxTokenCharge) signed by the network's signer, then the op
  * rebuilt with it and packed once. The signature stays inside the pipeline until the landing check and the
  * reservation pass. Raises only the signer's errors.
  */
-import { erc20PaymasterHash, verifyingPaymasterHash, ChargeMode } from "@paymaster/shared";
+import { erc20PaymasterHash, verifyingPaymasterHash, ChargeMode, STUB_MAX_TOKEN_CHARGE } from "@paymaster/shared";
 import type { SimulatedOp } from "../../chain/entryPoint.ts";
 import { buildOp, packedOnce, paymasterDataFor, type GasValues } from "../op.ts";
 import type { MaxCost } from "./maxCost.ts";
@@ -24,11 +24,13 @@ export async function signLanding({ target, gas, cost, token }: SignInput): Prom
   const chainId = target.call.network.config.chainId;
   const exchangeRate = token?.exchangeRate ?? 0n;
   const chargeMode = token?.chargeMode ?? ChargeMode.PreCharge;
+  // The signed cap on the token charge (audit 2, N-7): the op's maximum token cost (stubs carry none).
+  const maxTokenCharge = token?.maxTokenCost ?? STUB_MAX_TOKEN_CHARGE;
   const hashParams = { ...cost.op, chainId, paymaster, ...window } as const;
   const hash =
     mode.mode === "erc20"
-      ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate, chargeMode } as Parameters<typeof erc20PaymasterHash>[0])
+      ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate, chargeMode, maxTokenCharge } as Parameters<typeof erc20PaymasterHash>[0])
       : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
   const signature = await target.chain.signer.signHash(hash, target.call.timing);
-  return packedOnce(buildOp(target.request, gas, paymaster, paymasterDataFor(target, exchangeRate, chargeMode, signature)));
+  return packedOnce(buildOp(target.request, gas, paymaster, paymasterDataFor(target, exchangeRate, chargeMode, signature, maxTokenCharge)));
 }
