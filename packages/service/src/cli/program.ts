@@ -6,10 +6,10 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
-import { AdminError, type AdminContext } from "../admin/context.ts";
+import { AdminError } from "../admin/context.ts";
 import { ConfigError } from "../config/errors.ts";
 import { openAdmin, UsageError, type GlobalOptions } from "./context.ts";
-import { printer, type Printer } from "./output.ts";
+import { printer } from "./output.ts";
 import { registerActivity } from "./commands/activity.ts";
 import { registerApply } from "./commands/apply.ts";
 import { registerAudit } from "./commands/audit.ts";
@@ -21,7 +21,7 @@ import { registerStrategy } from "./commands/strategy.ts";
 import { registerTank } from "./commands/tank.ts";
 import { confirmOnTerminal, registerChain, withChainTarget } from "./commands/chain.ts";
 import { registerDepositContract } from "./commands/depositContract.ts";
-import type { ChainTarget } from "../admin/chainTarget.ts";
+import type { Run, RunChain } from "./run.ts";
 
 export interface Io {
   env: NodeJS.ProcessEnv;
@@ -29,19 +29,7 @@ export interface Io {
   err(text: string): void;
 }
 
-/** Wraps a command's body: opens the store, runs, prints, closes. */
-export type Run = (body: (ctx: AdminContext, out: Printer) => Promise<void>) => Promise<void>;
-
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
-
-/**
- * Wraps an on-chain command's body: opens the network (no store), runs with the environment (keys), a printer,
- * a progress line writer (stderr, so --json output stays clean) and a confirmation step (--yes skips it).
- */
-export type RunChain = (
-  options: { network: string; deployments?: string; yes?: boolean },
-  body: (target: ChainTarget, env: NodeJS.ProcessEnv, out: Printer, log: (line: string) => void, confirm: (question: string) => Promise<void>) => Promise<void>,
-) => Promise<void>;
 
 export function buildProgram(io: Io): Command {
   const program = new Command("paymaster")

@@ -13,7 +13,7 @@ import { addressOption, chainTarget, DEFAULT_DEPLOYMENTS_DIR, deployerWallet, ow
 import { deployPaymasters } from "../../admin/deploy.ts";
 import { addStake, listSigner, paymasterStatus, setSigner, topUpDeposits, unstake, withdrawDeposit, type PaymasterStatus } from "../../admin/paymasters.ts";
 import { record, table } from "../output.ts";
-import type { RunChain } from "../program.ts";
+import type { RunChain } from "../run.ts";
 
 /** An amount of native currency: "<n>" wei, or "<decimal>eth". */
 export function parseAmount(value: string, option: string): bigint {
