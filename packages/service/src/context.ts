@@ -47,6 +47,12 @@ export interface NetworkRuntime {
   readonly rpc?: ChainRpc;
 }
 
+/** /ready's answer (health.ts readiness): ready or not, and each check's state. */
+export interface ReadinessReport {
+  ready: boolean;
+  checks: Record<string, string>;
+}
+
 export interface ServiceContext {
   readonly config: ServiceConfig;
   readonly store: Store;
@@ -58,7 +64,7 @@ export interface ServiceContext {
   /** Per-API-key and per-project limiter (absent: no limit). */
   readonly rateLimiter?: RateLimiter;
   /** /ready's report (absent: ready whenever the process answers). */
-  readonly readiness?: () => Promise<import("./health.ts").ReadinessReport>;
+  readonly readiness?: () => Promise<ReadinessReport>;
   /** Prometheus metrics (absent in tests that do not look). */
   readonly metrics?: ServiceMetrics;
   /** The per-request lookups kept per config version (absent: every lookup reads the store). */

@@ -5,12 +5,7 @@
  *   GET /ready   200 when the store answers and every configured network is initialised with an RPC upstream
  *                that answers; else 503, listing what is failing. A replica that is shutting down is not ready.
  */
-import type { ServiceContext } from "./context.ts";
-
-export interface ReadinessReport {
-  ready: boolean;
-  checks: Record<string, string>;
-}
+import type { ReadinessReport, ServiceContext } from "./context.ts";
 
 /** How long /ready waits for the store. */
 export const READY_STORE_TIMEOUT_MS = 1_000;

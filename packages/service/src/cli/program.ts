@@ -23,7 +23,7 @@ import { registerTank } from "./commands/tank.ts";
 import { confirmOnTerminal, registerChain, withChainTarget } from "./commands/chain.ts";
 import { registerDepositContract } from "./commands/depositContract.ts";
 import { registerToken } from "./commands/token.ts";
-import type { ChainTarget } from "../admin/chainTarget.ts";
+import type { Run, RunChain } from "./run.ts";
 
 export interface Io {
   env: NodeJS.ProcessEnv;
@@ -31,19 +31,7 @@ export interface Io {
   err(text: string): void;
 }
 
-/** Wraps a command's body: opens the store, runs, prints, closes. */
-export type Run = (body: (ctx: AdminContext, out: Printer) => Promise<void>) => Promise<void>;
-
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
-
-/**
- * Wraps an on-chain command's body: opens the network (no store), runs with the environment (keys), a printer,
- * a progress line writer (stderr, so --json output stays clean) and a confirmation step (--yes skips it).
- */
-export type RunChain = (
-  options: { network: string; deployments?: string; yes?: boolean },
-  body: (target: ChainTarget, env: NodeJS.ProcessEnv, out: Printer, log: (line: string) => void, confirm: (question: string) => Promise<void>) => Promise<void>,
-) => Promise<void>;
 
 export function buildProgram(io: Io): Command {
   const program = new Command("paymaster")

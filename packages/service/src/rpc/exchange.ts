@@ -10,7 +10,18 @@
  * builds the exchange and writes it out.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { V1State } from "./v1.ts";
+import type { Timing } from "../timing.ts";
+
+/** What the v1 handler keeps on the exchange's `state` (set by the app's first request wrapper). */
+export interface V1State {
+  /** process.hrtime.bigint() when handling began. */
+  startedAt: bigint;
+  requestId: string;
+  /** The method name once the envelope parsed (for logs). */
+  rpcMethod?: string;
+  /** Where the request's time goes (chain waits vs own work): the Server-Timing header. */
+  timing?: Timing;
+}
 
 export interface RpcExchange {
   readonly req: IncomingMessage;

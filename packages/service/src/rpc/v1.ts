@@ -13,7 +13,6 @@ import { dispatch, type MethodRegistry } from "./dispatch.ts";
 import { RpcError } from "./errors.ts";
 import { stringifyJson } from "./json.ts";
 import { jsonTypeOf, listNames, truncate } from "./schemas.ts";
-import type { Timing } from "../timing.ts";
 import type { RpcExchange } from "./exchange.ts";
 
 /** The response envelope. */
@@ -33,16 +32,7 @@ export interface V1Request {
   params: unknown[] | undefined;
 }
 
-/** What the v1 handler keeps on `ctx.state` (set by the app's first middleware). */
-export interface V1State {
-  /** process.hrtime.bigint() when handling began. */
-  startedAt: bigint;
-  requestId: string;
-  /** The method name once the envelope parsed (for logs). */
-  rpcMethod?: string;
-  /** Where the request's time goes (chain waits vs own work): the Server-Timing header. */
-  timing?: Timing;
-}
+export type { V1State } from "./exchange.ts";
 
 const NS_PER_SECOND = 1_000_000_000n;
 

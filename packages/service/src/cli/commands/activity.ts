@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { activity } from "../../admin/activity.ts";
 import { table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 
 export function registerActivity(program: Command, run: Run): void {
   program

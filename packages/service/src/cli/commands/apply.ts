@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { apply } from "../../admin/apply.ts";
 import { table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 import { readDocument } from "./strategy.ts";
 
 export function registerApply(program: Command, run: Run): void {

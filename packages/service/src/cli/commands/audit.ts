@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { InvalidArgumentError } from "commander";
 import { listAudit } from "../../admin/auditLog.ts";
 import { table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 
 function limit(value: string): number {
   const n = Number(value);

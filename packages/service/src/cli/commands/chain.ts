@@ -14,7 +14,7 @@ import { deployPaymasters } from "../../admin/deploy.ts";
 import { tokenSignerAddress } from "../../admin/tokenSigner.ts";
 import { addStake, listSigner, paymasterStatus, setSigner, topUpDeposits, unstake, withdrawDeposit, type PaymasterStatus } from "../../admin/paymasters.ts";
 import { record, table } from "../output.ts";
-import type { RunChain } from "../program.ts";
+import type { RunChain } from "../run.ts";
 
 /** An amount of native currency: "<n>" wei, or "<decimal>eth". */
 export function parseAmount(value: string, option: string): bigint {

@@ -7,7 +7,7 @@ import type { Command } from "commander";
 import { depositContractStatus, fundPaymasterFromDepositContract, withdrawFromDepositContract } from "../../admin/depositContract.ts";
 import { addressOption, ownerWallet } from "../../admin/chainTarget.ts";
 import { record } from "../output.ts";
-import type { RunChain } from "../program.ts";
+import type { RunChain } from "../run.ts";
 import { parseAmount, withNetwork } from "./chain.ts";
 
 export function registerDepositContract(program: Command, runChain: RunChain): void {

@@ -4,7 +4,7 @@ import { approveApplication, listApplications, rejectApplication } from "../../a
 import { createKey, listKeys, revokeKey, rotateKey, setKeyAccess } from "../../admin/keys.ts";
 import { UsageError } from "../context.ts";
 import { record, table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 
 const SHOWN_ONCE = "\n\nThe key is shown once: store it now (only its hash is kept).";
 

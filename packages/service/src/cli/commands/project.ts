@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { createProject, listProjects, setProjectStatus, showProject } from "../../admin/projects.ts";
 import { record, table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 
 export function registerProject(program: Command, run: Run): void {
   const project = program.command("project").description("Projects: the owners of API keys and strategies");

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { pruneSponsorships, type PruneQuery } from "../../admin/retention.ts";
 import { listSponsorships, showSponsorship, type SponsorshipQuery } from "../../admin/sponsorships.ts";
 import { record, table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 
 export function registerSponsorship(program: Command, run: Run): void {
   const sponsorship = program.command("sponsorship").description("Sponsorships the service signed or reserved");

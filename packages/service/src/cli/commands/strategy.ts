@@ -5,7 +5,7 @@ import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strate
 import { parseDocumentText } from "../../admin/strategyFile.ts";
 import { UsageError } from "../context.ts";
 import { record, table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 
 /** Most bytes of a strategy or apply file (a sender list of 10 000 addresses fits easily). */
 export const DOCUMENT_MAX_BYTES = 2 * 1024 * 1024;

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { creditTank, debitTank, listTanks, showTank, tankLedger } from "../../admin/tanks.ts";
 import { record, table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 
 interface Opts {
   network: string;

@@ -7,7 +7,7 @@ import type { Command } from "commander";
 import { ownerWallet } from "../../admin/chainTarget.ts";
 import { listTokenSupport, resolveToken, setTokenSupport } from "../../admin/tokens.ts";
 import { table } from "../output.ts";
-import type { RunChain } from "../program.ts";
+import type { RunChain } from "../run.ts";
 import { withNetwork } from "./chain.ts";
 
 type TokenOpts = { network: string; deployments?: string; paymaster?: string };

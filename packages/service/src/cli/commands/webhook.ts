@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { createWebhook, listProjectWebhooks, removeWebhook, replayWebhook, webhookDeliveries } from "../../admin/webhooks.ts";
 import { record, table } from "../output.ts";
-import type { Run } from "../program.ts";
+import type { Run } from "../run.ts";
 
 const SHOWN_ONCE = "\n\nThe secret is shown once: give it to the receiver now (it verifies X-Paymaster-Signature with it).";
 
