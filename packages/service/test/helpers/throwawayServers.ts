@@ -22,7 +22,7 @@ export interface ThrowawayServer {
 const STARTUP_TIMEOUT_MS = 60_000;
 
 /** A port nothing listens on now (the OS picks it; a tiny race with other programs is accepted). */
-async function freeLoopbackPort(): Promise<number> {
+export async function freeLoopbackPort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
