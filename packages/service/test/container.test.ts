@@ -59,6 +59,9 @@ describe("container image: built by podman, run against PostgreSQL and a chain o
   after(async () => {
     await podman(["rm", "-f", "-t", "0", name]);
     await podman(["volume", "rm", "-f", volume]);
+    // Each build leaves the previous image and its build stage untagged (about a gigabyte each): only the cache
+    // mounts (pnpm's store, turbo's cache) are worth keeping for the next build.
+    await podman(["image", "prune", "-f"]);
     await embedded?.close();
     await database?.drop();
   });
