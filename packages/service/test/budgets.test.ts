@@ -2,7 +2,7 @@
 // limit and value; the dry run explains without reserving; caps hold under 100 concurrent requests on
 // SQLite, on PostgreSQL, and with two service replicas sharing one PostgreSQL database.
 import { expect } from "chai";
-import pg from "pg";
+import { createTestDatabase } from "./helpers/postgres.ts";
 import { encodeFunctionData, getAddress, type Abi } from "viem";
 import { SimpleAccountFactoryV06Artifact, TestTokenArtifact } from "@paymaster/contracts/artifacts";
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
@@ -233,16 +233,13 @@ describe("strategy policies and budgets", function () {
     for (const replicas of [1, 2]) {
       it(`on PostgreSQL with ${replicas} service replica${replicas > 1 ? "s" : ""}`, async function () {
         this.timeout(120_000);
-        const admin = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/test" });
-        await admin.connect();
-        const database = `paymaster_budget_${process.pid}_${Date.now()}_${replicas}`;
-        await admin.query(`CREATE DATABASE ${database}`);
+        const database = await createTestDatabase(`paymaster_budget_${replicas}`);
         const services: RunningService[] = [];
         try {
           const network = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
           const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-pg-")), "data");
           for (let i = 0; i < replicas; i++) {
-            services.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: `postgres://postgres@127.0.0.1:5432/${database}`, reservations: { maxOutstandingPerSender: 1000 } }, { pollMs: 100 }));
+            services.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: database.url, reservations: { maxOutstandingPerSender: 1000 } }, { pollMs: 100 }));
           }
           const pgStore = services[0]!.service.store;
           const project = await pgStore.createProject("pg");
@@ -259,8 +256,7 @@ describe("strategy policies and budgets", function () {
           expect((await pgStore.getUsage(row!.id, "global", "")).ops).to.equal(K);
         } finally {
           for (const service of services) await service.close();
-          await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-          await admin.end();
+          await database.drop();
         }
       });
     }

@@ -12,8 +12,7 @@ import { startService, type RunningService } from "../src/server.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { startTcpProxy } from "./helpers/tcpProxy.ts";
 import { TEST_NETWORKS, startTestService, type TestService } from "./helpers/rpcService.ts";
-
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+import { testRedisUrl } from "./helpers/testServers.ts";
 
 describe("rate limiter (token buckets per key and project)", () => {
   it("allows a burst, then refills at perSecond", async () => {
@@ -47,10 +46,11 @@ describe("rate limiter (token buckets per key and project)", () => {
     expect(await limiter.takeSponsorship({ id: "k4", projectId: "q" }), "no sponsorship limit by default").to.equal(0);
   });
 
-  it("shares one bucket through Redis between two limiters (two replicas)", async () => {
+  it("shares one bucket through Redis between two limiters (two replicas)", async function () {
+    const redisUrl = await testRedisUrl(this);
     const prefix = `paymaster-test:${randomUUID()}:`;
-    const one = createRateLimiter({ perSecond: 1, burst: 4 }, redisBuckets(REDIS_URL, undefined, prefix), "redis");
-    const two = createRateLimiter({ perSecond: 1, burst: 4 }, redisBuckets(REDIS_URL, undefined, prefix), "redis");
+    const one = createRateLimiter({ perSecond: 1, burst: 4 }, redisBuckets(redisUrl, undefined, prefix), "redis");
+    const two = createRateLimiter({ perSecond: 1, burst: 4 }, redisBuckets(redisUrl, undefined, prefix), "redis");
     try {
       const key = { id: "shared", projectId: "p" };
       const answers = await Promise.all([one, two, one, two, one, two].map((l) => l.takeRequest(key)));
@@ -160,7 +160,8 @@ describe("rate limits shared through Redis by two replicas, over HTTP", function
     for (const s of services) await s.close();
   });
 
-  it("two services on one database and one Redis hold one key to one bucket, and log the effective limits", async () => {
+  it("two services on one database and one Redis hold one key to one bucket, and log the effective limits", async function () {
+    const redisUrl = await testRedisUrl(this);
     const databasePath = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-ratelimit-")), "store.sqlite");
     const seed = await openSqliteStore(databasePath);
     const project = await seed.createProject("shared");
@@ -173,7 +174,7 @@ describe("rate limits shared through Redis by two replicas, over HTTP", function
       services.push(
         await startService(
           { host: "127.0.0.1", port: 0, databasePath, bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES, signatureTtlSeconds: 300, logLevel: "info", networks: TEST_NETWORKS, rateLimit: { perSecond: 1, burst: 4 } },
-          { redisUrl: REDIS_URL, watch: false, logger: createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line)) }) },
+          { redisUrl, watch: false, logger: createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line)) }) },
         ),
       );
     }

@@ -25,6 +25,7 @@ import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { CapCheck } from "../src/policy/types.ts";
 import type { NewSponsorship, ReserveResult, Settlement, SponsorshipRecord, Store } from "../src/store/types.ts";
 import { sponsorshipInput } from "./helpers/sponsorships.ts";
+import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 
 const NET = "base-sepolia";
 const EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as Address;
@@ -36,12 +37,6 @@ const USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e" as Address;
 const DAI = "0x9178a9844002240359454488bC593E68b604214E" as Address;
 const HASH_A = `0x${"ab".repeat(32)}` as const;
 const HASH_B = `0x${"cd".repeat(32)}` as const;
-
-/**
- * The PostgreSQL server the suite runs against (trust auth on loopback, here and on CI). Each run creates its
- * own database there (paymaster_test_<random>) and drops it at the end; every test starts from an empty schema.
- */
-const POSTGRES_ADMIN_URL = process.env.PAYMASTER_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 /** A minimal valid network, for the configuration tests. */
 const LOCAL_NETWORK = {
@@ -127,12 +122,18 @@ function sqliteBackend(): Backend {
   };
 }
 
+/**
+ * The tests' PostgreSQL server (helpers/testServers.ts: PAYMASTER_TEST_POSTGRES_URL, or a throwaway one). Each run
+ * creates its own database there (paymaster_test_<random>) and drops it at the end; every test starts from an
+ * empty schema.
+ */
 function postgresBackend(): Backend {
-  const database = `paymaster_test_${randomBytes(6).toString("hex")}`;
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${database}`;
-  let admin: pg.Client | undefined;
+  let database: TestDatabase | undefined;
   let raw: pg.Client | undefined;
+  const url = (): string => {
+    if (!database) throw new Error("the PostgreSQL test database is not set up");
+    return database.url;
+  };
   const client = (): pg.Client => {
     if (!raw) throw new Error("the PostgreSQL test database is not set up");
     return raw;
@@ -143,30 +144,21 @@ function postgresBackend(): Backend {
     module: new URL("../src/store/postgres.ts", import.meta.url).href,
     opener: "openPostgresStore",
     async setup() {
-      admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-      try {
-        await admin.connect();
-      } catch (err) {
-        throw new Error(
-          `the store tests need PostgreSQL at ${POSTGRES_ADMIN_URL} (set PAYMASTER_TEST_POSTGRES_URL to use another): ${(err as Error).message}`,
-        );
-      }
-      await admin.query(`CREATE DATABASE ${database}`);
-      raw = new pg.Client({ connectionString: url.href });
+      database = await createTestDatabase("paymaster_test");
+      raw = new pg.Client({ connectionString: database.url });
       await raw.connect();
     },
     async teardown() {
       await raw?.end();
       raw = undefined;
-      await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin?.end();
-      admin = undefined;
+      await database?.drop();
+      database = undefined;
     },
     async reset() {
       await client().query("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
     },
-    target: () => url.href,
-    open: () => openPostgresStore(url.href),
+    target: url,
+    open: () => openPostgresStore(url()),
     async count(sql) {
       return Number((await client().query<{ n: string }>(sql)).rows[0]!.n);
     },

@@ -51,4 +51,4 @@ export async function runCliInProcess(args: readonly string[], env: Record<strin
 }
 
 // The throwaway PostgreSQL databases of the CLI tests are helpers/postgres.ts's.
-export { createTestDatabase, POSTGRES_ADMIN_URL } from "./postgres.ts";
+export { createTestDatabase } from "./postgres.ts";

@@ -1,21 +1,22 @@
-// A throwaway PostgreSQL database per test (on the local server, trust auth), dropped afterwards.
+// A throwaway PostgreSQL database per test (on the tests' server: helpers/testServers.ts), dropped afterwards.
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { testPostgresUrl } from "./testServers.ts";
 
-export const POSTGRES_ADMIN_URL = process.env.PAYMASTER_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+export { testPostgresUrl };
 
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
 }
 
-/** A new database on the server of `adminUrl`; `drop()` removes it (and ends the admin connection). */
-export async function createTestDatabase(prefix = "paymaster_ops", adminUrl = POSTGRES_ADMIN_URL): Promise<TestDatabase> {
+/** A new database on the server of `adminUrl` (by default the tests'); `drop()` removes it (and ends the admin connection). */
+export async function createTestDatabase(prefix = "paymaster_ops", adminUrl?: string): Promise<TestDatabase> {
   const name = `${prefix}_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
+  const url = new URL(adminUrl ?? (await testPostgresUrl()));
+  const admin = new pg.Client({ connectionString: url.href });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.href,
