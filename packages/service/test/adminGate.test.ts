@@ -133,6 +133,7 @@ describe("admin listener: deny by default", function () {
         name === "code" ? ids.code
         : name === "network" ? "local"
         : name === "sender" ? SENDER
+        : name === "token" ? "USDC"
         : name === "id" && segment === "projects" ? ids.project
         : name === "id" && segment === "keys" ? ids.key
         : name === "id" && segment === "applications" ? ids.application

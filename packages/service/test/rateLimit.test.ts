@@ -77,7 +77,7 @@ describe("rate limiter (token buckets per key and project)", () => {
   it("falls back to per-process buckets while Redis is refused or hangs (metric set), and shares again once it is back", async function () {
     this.timeout(30_000);
     // A real Redis behind a TCP proxy that then refuses connections, or accepts and never answers.
-    const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(REDIS_URL).port || 6379) });
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(await testRedisUrl(this)).port || 6379) });
     const registry = new Registry();
     const metrics = {
       rateLimitFallback: new Gauge({ name: "fallback", help: "h", registers: [registry] }),

@@ -24,7 +24,7 @@ describe("ERC-20 token allowlist: paymaster token, status, the service's refusal
   let env: Record<string, string>;
   const cli = (...args: string[]) => runCli(["--config", configFile, ...args], env);
   const admin = async (method: string, route: string) => {
-    const response = await fetch(`${embedded.running.adminUrl}/admin/v1${route}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const response = await fetch(`${embedded.running.adminUrl}/admin/v1${route}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" } });
     return { status: response.status, json: (await response.json()) as any };
   };
 
