@@ -121,6 +121,12 @@ describe("webhook destinations", function () {
       ["http://v6.example.test/hook", /^destination refused: fe80::1 is a link-local address/],
       ["http://nowhere.example.test/hook", /^host not found \(ENOTFOUND\)/],
     ];
+    // A resolution that never answers is bounded by the attempt's timeout.
+    const stuck = await sendSigned(
+      { url: "http://stuck.example.test/hook", secret: "whsec_test", body: "{}", id: "evt_2", type: "sponsorship.signed" },
+      { timeoutMs: 200, destinations: destinationPolicy({ resolve: () => new Promise(() => {}) }) },
+    );
+    expect(stuck).to.deep.equal({ ok: false, error: "timed out after 200 ms", timedOut: true });
     for (const [url, message] of cases) {
       const result = await send(url, policy);
       expect(result.ok, url).to.equal(false);

@@ -40,7 +40,8 @@ export async function sendSigned(
   const signal = options.cancel ? AbortSignal.any([timeout, options.cancel]) : timeout;
   try {
     const url = new URL(request.url);
-    const destination = await resolveDestination(url, options.destinations);
+    // The name's resolution counts toward the attempt's time like the request itself.
+    const destination = await Promise.race([resolveDestination(url, options.destinations), aborted(signal)]);
     if ("refused" in destination) return { ok: false, error: destination.refused, timedOut: false };
     const response = await post(url, destination.address, {
       signal,
@@ -64,6 +65,14 @@ export async function sendSigned(
     if (timeout.aborted) return { ok: false, error: `timed out after ${options.timeoutMs} ms`, timedOut: true };
     return { ok: false, error: describeFailure(error), timedOut: false };
   }
+}
+
+/** Rejects when `signal` aborts (never resolves). */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
 }
 
 /** One POST to `address` (the URL's host checked and resolved), reading at most MAX_ANSWER_BYTES of the answer when asked. */
