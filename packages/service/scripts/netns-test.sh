@@ -18,4 +18,4 @@ fi
 NODE="$(command -v node)"
 MOCHA="$PWD/node_modules/mocha/bin/mocha.js"
 
-exec unshare -n -- bash -c 'ip link set lo up && exec "$0" "$@"' "$NODE" "$MOCHA" test/bundler.test.ts test/operatorJourney.test.ts "$@"
+exec unshare -n -- bash -c 'ip link set lo up && exec "$0" "$@"' "$NODE" "$MOCHA" test/bundler.test.ts test/bundlerForward.test.ts test/operatorJourney.test.ts "$@"
