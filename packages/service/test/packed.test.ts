@@ -4,7 +4,7 @@
 // and its printed viem script lands an op; the operator CLI deploys, checks and administers with a configuration
 // file; the project's own node:test file starts the testkit's stack in two parallel workers.
 import { execFile, spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -13,6 +13,8 @@ import { startProcess } from "./helpers/serviceProcess.ts";
 
 const CONSUMER = process.env.PACKED_CONSUMER ?? "";
 const BIN = path.join(CONSUMER, "node_modules/.bin/paymaster");
+const HARDHAT = process.env.PACKED_HARDHAT ?? "";
+const FOUNDRY = process.env.PACKED_FOUNDRY ?? "";
 
 interface Run {
   code: number;
@@ -21,9 +23,9 @@ interface Run {
 }
 
 /** Runs `file args` in the consumer project to its end (not through a shell). */
-function run(file: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
+function run(file: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000, cwd = CONSUMER): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd: CONSUMER, env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(file, args, { cwd, env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       let json: unknown;
       try {
         json = JSON.parse(stdout);
@@ -121,5 +123,39 @@ describe("the packed npm packages, installed with npm into a fresh project", fun
     const starts = [...result.out.matchAll(/local stack up in (\d+) ms/g)].map((m) => Number(m[1]));
     expect(starts).to.have.length(2);
     console.log(`      (two workers in parallel: stacks up in ${starts.join(" ms and ")} ms; both files done in ${Math.round(performance.now() - started)} ms)`);
+  });
+
+  it("the contracts package: ABIs as typed consts for viem, ethers v6 bindings and deploy helpers import from the installed package", async () => {
+    const script = path.join(CONSUMER, "contracts-imports.mjs");
+    writeFileSync(
+      script,
+      [
+        'import { VerifyingPaymasterV07Artifact, ENTRY_POINT_V07_ADDRESS } from "@paymaster/contracts/artifacts";',
+        'import { VerifyingPaymasterV07__factory } from "@paymaster/contracts/typechain/v07";',
+        'import { predictCreate2Address } from "@paymaster/contracts/deploy";',
+        'const names = VerifyingPaymasterV07Artifact.abi.filter((item) => item.type === "function").map((item) => item.name);',
+        "console.log(JSON.stringify({ getHash: names.includes(\"getHash\"), factory: typeof VerifyingPaymasterV07__factory.connect, predict: typeof predictCreate2Address, entryPoint: ENTRY_POINT_V07_ADDRESS }));",
+      ].join("\n"),
+    );
+    const result = await run(process.execPath, [script]);
+    expect(result.code, result.out).to.equal(0);
+    expect(JSON.parse(result.out.trim())).to.deep.equal({ getHash: true, factory: "function", predict: "function", entryPoint: "0x0000000071727De22E5E9d8BAf0edAc6f37da032" });
+  });
+
+  it("a fresh Hardhat 3 project compiles a paymaster that extends ours, imported from the package's Solidity sources", async () => {
+    const built = await run(path.join(HARDHAT, "node_modules/.bin/hardhat"), ["build"], {}, 300_000, HARDHAT);
+    expect(built.code, built.out).to.equal(0);
+    const artifact = JSON.parse(readFileSync(path.join(HARDHAT, "artifacts/contracts/MyPaymaster.sol/MyPaymaster.json"), "utf8")) as { abi: { name?: string }[]; bytecode: string };
+    const names = artifact.abi.map((item) => item.name);
+    expect(names).to.include.members(["NAME", "getHash", "validatePaymasterUserOp", "addSigner"]);
+    expect(artifact.bytecode.length).to.be.greaterThan(2);
+  });
+
+  it("a fresh Foundry project (forge from npm) compiles it and its forge test sponsors an op through the canonical EntryPoint", async () => {
+    const tested = await run(path.join(FOUNDRY, "node_modules/.bin/forge"), ["test"], {}, 300_000, FOUNDRY);
+    expect(tested.code, tested.out).to.equal(0);
+    expect(tested.out).to.include("[PASS] testSponsorsAnOpThroughTheCanonicalEntryPoint()");
+    expect(tested.out).to.include("[PASS] testRefusesAnOpItsSignerDidNotSign()");
+    expect(tested.out).to.match(/2 tests passed, 0 failed/);
   });
 });
