@@ -15,7 +15,8 @@ SERVICE_DIR="$PWD"
 PACKAGES="$(cd .. && pwd)"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/paymaster-packed-XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+# PACKED_KEEP=1 keeps the projects (to rerun test/packed.test.ts by hand with the PACKED_* variables printed).
+[ -n "${PACKED_KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
 PACKS="$WORK/packs"
 CONSUMER="$WORK/consumer"
 HARDHAT="$WORK/hardhat-project"
