@@ -87,6 +87,11 @@ describe("the packed npm packages, installed with npm into fresh projects", func
 
     it("paymaster start: the embedded default with its bundler; the printed viem script, saved in the project and run, lands a sponsored op", async () => {
       expect(banner).to.match(/Bundler +http:\/\/127\.0\.0\.1:\d+ /);
+      // The console's pages come from the packed @paymaster/console.
+      const consoleUrl = /Console +(http:\/\/127\.0\.0\.1:\d+\/console\/)/.exec(banner)![1]!;
+      const page = await fetch(consoleUrl);
+      expect(page.status).to.equal(200);
+      expect(await page.text()).to.match(/<html/i);
       const lines = banner.split("\n");
       const header = lines.findIndex((line) => line.startsWith("# From viem"));
       expect(header, banner).to.be.greaterThan(0);
