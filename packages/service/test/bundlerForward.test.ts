@@ -90,8 +90,10 @@ describe("one URL for bundler and paymaster: the standard endpoint forwards the 
       }
     }
     expect(await bundlerClient(simple).getSupportedEntryPoints()).to.deep.equal(SPONSOR_VERSIONS.map((v) => manifest.entryPoints[v].entryPoint));
-    // Counted in the service's own metrics, like every call of the endpoint.
+    // Counted in the service's own metrics, like every call of the endpoint; the bundler's attempts under its own label.
     expect((await requestsCounted("eth_sendUserOperation")) - sentBefore).to.equal(2);
+    const attempts = (await embedded.running.service.metrics!.rpcRequests.get()).values.filter((v) => v.labels["upstream"] === `bundler ${proxy.url}` && v.labels["method"] === "eth_sendUserOperation");
+    expect(attempts.reduce((sum, v) => sum + v.value, 0)).to.be.at.least(2);
   });
 
   it("the bundler's JSON-RPC error comes back with its own code and message; the API key gates the bundler methods like the others", async () => {

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import type { NetworkConfig } from "../config/types.ts";
 import type { CallContext } from "../rpc/method.ts";
 import type { ServiceMetrics } from "../metrics/metrics.ts";
-import { createChainRpc, NodeError, type ChainRpc } from "../chain/rpc.ts";
+import { createChainRpc, NodeError, type ChainRpc, type RpcObserver } from "../chain/rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { truncate } from "../rpc/schemas.ts";
 import { chainWait } from "../timing.ts";
@@ -31,8 +31,17 @@ export function createBundlerRpc(config: NetworkConfig, options: { logger?: Logg
     timeoutMs,
     deadlineMs: timeoutMs,
     ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.metrics ? { observer: options.metrics.rpcObserver(config.name) } : {}),
+    ...(options.metrics ? { observer: labelledAsBundler(options.metrics.rpcObserver(config.name)) } : {}),
   });
+}
+
+/** The chain RPC metrics with the bundler's upstream label prefixed "bundler ": a provider may serve both from one host. */
+function labelledAsBundler(observer: RpcObserver): RpcObserver {
+  return {
+    attempt: (upstream, method, outcome, seconds) => observer.attempt(`bundler ${upstream}`, method, outcome, seconds),
+    upstreamState: (upstream, up) => observer.upstreamState(`bundler ${upstream}`, up),
+    failover: () => observer.failover(),
+  };
 }
 
 /**
