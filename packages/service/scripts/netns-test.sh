@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs test/bundler.test.ts and test/operatorJourney.test.ts (alto, a real ERC-4337 bundler, binds every interface) inside a fresh
-# loopback-only network namespace, so nothing started by the test is reachable beyond loopback.
+# Runs the tests that start alto (a real ERC-4337 bundler: test/bundler.test.ts, bundlerForward.test.ts, localStack.test.ts,
+# operatorJourney.test.ts) inside a fresh loopback-only network namespace. The local stack binds alto to 127.0.0.1
+# (src/local/bundler.ts: a preload, checked in the socket table); the namespace keeps the tests safe even if that broke.
 # Needs root (unshare -n); without it the bundler test is skipped with a message and exit 0 (exit 1 under CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +19,4 @@ fi
 NODE="$(command -v node)"
 MOCHA="$PWD/node_modules/mocha/bin/mocha.js"
 
-exec unshare -n -- bash -c 'ip link set lo up && exec "$0" "$@"' "$NODE" "$MOCHA" test/bundler.test.ts test/operatorJourney.test.ts "$@"
+exec unshare -n -- bash -c 'ip link set lo up && exec "$0" "$@"' "$NODE" "$MOCHA" test/bundler.test.ts test/bundlerForward.test.ts test/localStack.test.ts test/operatorJourney.test.ts "$@"

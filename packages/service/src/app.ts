@@ -33,6 +33,7 @@ import { stringifyJson } from "./rpc/json.ts";
 import type { MethodDefinition } from "./rpc/method.ts";
 import { plainExchange, sendExchange, type RpcExchange } from "./rpc/exchange.ts";
 import { standardHandler } from "./rpc/standard.ts";
+import { BUNDLER_METHODS } from "./methods/bundler.ts";
 import { sendV1Error, v1Handler, type V1State } from "./rpc/v1.ts";
 import { Timing } from "./timing.ts";
 import { healthBody } from "./health.ts";
@@ -45,6 +46,8 @@ const RPC_PATH = /^\/(rpc\/v1|api\/v1\/paymaster)\/([a-z0-9-]{1,64})$/;
 /** The service's Koa application. */
 export function createApp(service: ServiceContext, methods: readonly MethodDefinition<any>[]): Koa<AppState> {
   const registry = createMethodRegistry(methods);
+  // The bundler methods are standard JSON-RPC only: the v1 dialect is the spec's paymaster API, nothing more.
+  const standardRegistry = createMethodRegistry([...methods, ...BUNDLER_METHODS]);
   const logger = service.logger;
   const app = new Koa<AppState>();
 
@@ -73,7 +76,7 @@ export function createApp(service: ServiceContext, methods: readonly MethodDefin
   // lowercase letters, digits and dashes) go straight to their handlers without Koa (`listen` takes them, see
   // `plainRpcRoute`); any other form of those paths comes through Koa's router, to the same handlers.
   const v1 = v1Handler(service, registry);
-  const standard = standardHandler(service, registry);
+  const standard = standardHandler(service, standardRegistry);
   PLAIN_ROUTES.set(app, plainRpcRoute(logger, { "rpc/v1": standard, "api/v1/paymaster": v1 }));
 
   const router = new Router<AppState>();

@@ -45,6 +45,8 @@ export interface NetworkRuntime {
   chain?: NetworkChain;
   /** The network's RPC client (before the pre-flight passed too). */
   readonly rpc?: ChainRpc;
+  /** The network's bundler client (networks[].bundlerUrl): the standard endpoint forwards bundler methods to it. */
+  readonly bundler?: ChainRpc;
 }
 
 /** /ready's answer (health.ts readiness): ready or not, and each check's state. */

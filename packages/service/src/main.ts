@@ -15,17 +15,29 @@ function curl(endpoint: string, method: string, params?: unknown[]): string {
   return `curl -s -X POST '${endpoint}' -H 'content-type: application/json' -d '${body}'`;
 }
 
-/** A ready viem snippet for the ERC-7677 endpoint (viem's paymaster client speaks the standard dialect). */
-function viemSnippet(erc7677Endpoint: string, strategyCode: string): string[] {
+/**
+ * A runnable viem script (an ES module: save it as send.mjs in a project with viem, run `node send.mjs`): a fresh
+ * EOA as a Simple7702 account (EntryPoint v0.8) sends a sponsored op through `url`, the ERC-7677 endpoint that
+ * also forwards the bundler methods (one URL for bundler and paymaster), and waits for it to land.
+ */
+function viemSnippet(options: { url: string; chainUrl: string; chainId: number; simple7702Account: string; strategyCode: string }): string[] {
   return [
-    'import { http } from "viem";',
-    'import { createBundlerClient, createPaymasterClient } from "viem/account-abstraction";',
-    `const paymaster = createPaymasterClient({ transport: http("${erc7677Endpoint}") });`,
+    'import { createPublicClient, defineChain, http } from "viem";',
+    'import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";',
+    'import { createBundlerClient, toSimple7702SmartAccount } from "viem/account-abstraction";',
+    `const chain = defineChain({ id: ${options.chainId}, name: "local", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: ["${options.chainUrl}"] } } });`,
+    "const client = createPublicClient({ chain, transport: http() });",
+    "const owner = privateKeyToAccount(generatePrivateKey()); // a fresh EOA: it holds no ether, the paymaster pays",
+    `const account = await toSimple7702SmartAccount({ client, owner, implementation: "${options.simple7702Account}" });`,
+    "// Its first op carries its EIP-7702 delegation to the Simple7702Account (a fresh EOA's nonce is 0).",
+    `const authorization = await owner.signAuthorization({ address: "${options.simple7702Account}", chainId: chain.id, nonce: 0 });`,
     "const bundlerClient = createBundlerClient({",
-    "  account, client, transport: http(BUNDLER_URL),",
-    `  paymaster, paymasterContext: { strategy_code: "${strategyCode}" },`,
+    `  account, client, transport: http("${options.url}"), pollingInterval: 500,`,
+    `  paymaster: true, paymasterContext: { strategy_code: "${options.strategyCode}" },`,
     "});",
-    "await bundlerClient.sendUserOperation({ calls: [{ to, value: 0n }] });",
+    "const hash = await bundlerClient.sendUserOperation({ calls: [{ to: account.address, value: 0n }], authorization });",
+    "const { success, receipt } = await bundlerClient.waitForUserOperationReceipt({ hash });",
+    "console.log(JSON.stringify({ userOpHash: hash, success, transactionHash: receipt.transactionHash }));",
   ];
 }
 
@@ -53,7 +65,8 @@ function banner(embedded: Embedded, adminToken: string | undefined): string {
     "",
     `  Chain RPC        ${stack.chain.url}  (chain id ${stack.chain.chainId})`,
     `  Endpoint         ${endpoint}  (the spec's v1 dialect)`,
-    `  ERC-7677         ${embedded.erc7677Endpoint}  (standard JSON-RPC 2.0: viem, permissionless, wallets)`,
+    `  ERC-7677         ${embedded.erc7677Endpoint}  (standard JSON-RPC 2.0: viem, permissionless, wallets${embedded.bundler ? "; also the bundler's methods: one URL for bundler and paymaster" : ""})`,
+    `  Bundler          ${embedded.bundler ? `${embedded.bundler.url}  (alto on the local chain: EntryPoint v0.6, v0.7, v0.8, EIP-7702 senders)` : "off"}`,
     `  Metrics          ${embedded.running.metricsUrl ? `${embedded.running.metricsUrl}/metrics  (also /health, /ready)` : "off"}`,
     `  Console          ${embedded.running.adminUrl}/console/  (sign in with ${adminToken ? `the admin token ${adminToken}, made for this run` : "a token of PAYMASTER_ADMIN_TOKENS"}; admin API under /admin/v1)`,
     `  Apply for a key  ${embedded.running.url}/apply/  (the public application page for teams)`,
@@ -82,9 +95,19 @@ function banner(embedded: Embedded, adminToken: string | undefined): string {
     curl(endpoint, "pm_getPaymasterStubData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
     curl(endpoint, "pm_getPaymasterData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
     "",
-    "# ERC-7677 from viem (pm_getPaymasterStubData / pm_getPaymasterData on the endpoint above):",
-    ...viemSnippet(embedded.erc7677Endpoint, strategyCode).map((line) => `#   ${line}`),
-    "",
+    ...(embedded.bundler
+      ? [
+          "# From viem: a sponsored op through the bundler, with one URL for bundler and paymaster (save as send.mjs in a project with viem; node send.mjs):",
+          ...viemSnippet({
+            url: embedded.erc7677Endpoint,
+            chainUrl: stack.chain.url,
+            chainId: stack.chain.chainId,
+            simple7702Account: stack.manifest.entryPoints["v0.8"].simple7702Account!,
+            strategyCode,
+          }).map((line) => `#   ${line}`),
+          "",
+        ]
+      : []),
     "Ctrl-C stops everything.",
   ];
   return lines.join("\n");
@@ -111,6 +134,8 @@ try {
       chainPort: Number(process.env.PAYMASTER_LOCAL_CHAIN_PORT ?? 8545),
       servicePort: Number(process.env.PAYMASTER_PORT ?? 3000),
       metricsPort: Number(process.env.PAYMASTER_METRICS_PORT ?? 9464),
+      // The bundler on its conventional port; PAYMASTER_LOCAL_BUNDLER_PORT=off runs none.
+      ...(process.env.PAYMASTER_LOCAL_BUNDLER_PORT === "off" ? {} : { bundler: { port: Number(process.env.PAYMASTER_LOCAL_BUNDLER_PORT ?? 4337) } }),
       logLevel: (process.env.PAYMASTER_LOG_LEVEL as "info" | undefined) ?? "warn",
       ...(noWatch ? { watch: false } : {}),
     });

@@ -11,6 +11,7 @@ import type { NetworkConfig } from "./config/types.ts";
 import type { NetworkChain, NetworkRuntime } from "./context.ts";
 import type { Logger } from "pino";
 import { createChainRpc, upstreamLabels, type ChainRpc } from "./chain/rpc.ts";
+import { createBundlerRpc } from "./bundler/client.ts";
 import { RpcError } from "./rpc/errors.ts";
 import type { ServiceMetrics } from "./metrics/metrics.ts";
 import type { Store } from "./store/types.ts";
@@ -137,7 +138,8 @@ export async function startNetwork(
 ): Promise<StartedNetwork> {
   const log = logger.child({ component: "network", network: config.name });
   const rpc = createNetworkRpc(config, { logger, ...(metrics ? { metrics } : {}) });
-  const runtime: NetworkRuntime = { ...configView(config), rpc };
+  const bundler = createBundlerRpc(config, { logger, ...(metrics ? { metrics } : {}) });
+  const runtime: NetworkRuntime = { ...configView(config), rpc, ...(bundler ? { bundler } : {}) };
   let lastProblem: string | undefined = "starting";
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -195,6 +197,7 @@ export async function startNetwork(
       runtime.chain?.market.stop();
       runtime.chain?.signer.close?.();
       rpc.close();
+      bundler?.close();
     },
   };
 }

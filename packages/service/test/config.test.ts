@@ -402,6 +402,19 @@ describe("configuration", () => {
       expect(buildConfig(mutate((d) => Object.assign(d.networks[0], { depositAddress: ADDR1, depositContract: FEED })), KEYS_ENV).networks[0]).to.deep.include({ depositAddress: ADDR1, depositContract: FEED });
     });
 
+    it("bundlerUrl: an http(s) URL, from the file or PAYMASTER_NETWORK_<NAME>_BUNDLER_URL; redacted like rpcUrl", () => {
+      const issues = issuesOf(mutate((d) => (d.networks[0].bundlerUrl = "ws://secret-bundler/")));
+      expectIssue(issues, "networks[0].bundlerUrl", /must be an http\(s\):\/\/ URL/);
+      expect(issues.join("\n")).to.not.include("secret-bundler");
+      expectIssue(issuesOf(mutate((d) => (d.networks[0].bundlerTimeoutMs = 10))), "networks[0].bundlerTimeoutMs", /from 50 to 120000/);
+      const fromFile = buildConfig(mutate((d) => Object.assign(d.networks[0], { bundlerUrl: "https://bundler.example.org/v2/KEY", bundlerTimeoutMs: 5000 })), KEYS_ENV);
+      expect([fromFile.networks[0]!.bundlerUrl, fromFile.networks[0]!.bundlerTimeoutMs]).to.deep.equal(["https://bundler.example.org/v2/KEY", 5000]);
+      expect(redactConfig(fromFile).networks[0]!.bundlerUrl).to.equal("https://bundler.example.org/…");
+      const fromEnv = buildConfig(validDoc(), { ...KEYS_ENV, PAYMASTER_NETWORK_BASE_SEPOLIA_BUNDLER_URL: "http://127.0.0.1:4337" });
+      expect(fromEnv.networks[0]!.bundlerUrl).to.equal("http://127.0.0.1:4337");
+      expect(buildConfig(validDoc(), KEYS_ENV).networks[0]!.bundlerUrl).to.equal(undefined);
+    });
+
     it("rpcUrl missing or not a URL", () => {
       expectIssue(
         issuesOf(mutate((d) => delete d.networks[0].rpcUrl)),

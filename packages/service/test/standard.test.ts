@@ -142,6 +142,24 @@ describe("standard JSON-RPC 2.0 dialect", function () {
     expect(one.status).to.equal(204);
   });
 
+  it("bundler methods without a bundler: METHOD_NOT_AVAILABLE naming bundlerUrl; params checked first; eth_chainId answered here; v1 does not serve them", async () => {
+    const hash = `0x${"ab".repeat(32)}`;
+    for (const [method, params] of [["eth_supportedEntryPoints", []], ["eth_getUserOperationReceipt", [hash]], ["eth_sendUserOperation", [{}, embedded.stack.manifest.entryPoints["v0.7"].entryPoint]]] as const) {
+      const answer = await post(url, req(1, method, [...params]));
+      expect(answer.json.error.data.reason, method).to.equal("METHOD_NOT_AVAILABLE");
+      expect(answer.json.error.message, method).to.include("bundlerUrl");
+    }
+    const badHash = await post(url, req(2, "eth_getUserOperationByHash", ["0x1234"]));
+    expect(badHash.json.error.data.reason).to.equal("INVALID_PARAMS");
+    expect(badHash.json.error.message).to.include("params[0]");
+    const missing = await post(url, req(3, "eth_sendUserOperation", [{}]));
+    expect(missing.json.error.message).to.include("expected params [userOp, entryPoint]");
+    const chainId = await post(url, req(4, "eth_chainId"));
+    expect(chainId.json.result).to.equal(`0x${embedded.stack.chain.chainId.toString(16)}`);
+    const v1 = await call(embedded.endpoint, "eth_supportedEntryPoints");
+    expect(v1.body.data.reason).to.equal("METHOD_NOT_FOUND");
+  });
+
   it("leaves the v1 dialect as it was, and unknown routes still answer the v1 shape", async () => {
     const v1 = await call(embedded.endpoint, "pm_nope");
     expect(v1.status).to.equal(404);

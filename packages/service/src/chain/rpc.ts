@@ -117,6 +117,10 @@ export interface ChainRpcOptions {
   probeIntervalMs?: number;
   logger?: Logger;
   observer?: RpcObserver;
+  /** What the upstreams are, for log lines and the logger's component (default "chain RPC"; the bundler client says "bundler"). */
+  kind?: string;
+  /** What the prober asks a down upstream (default eth_blockNumber; a bundler answers eth_chainId). */
+  probeMethod?: string;
 }
 
 export const RPC_DEFAULTS = Object.freeze({ timeoutMs: 1_000, deadlineMs: 1_500, probeIntervalMs: 1_000 });
@@ -204,7 +208,9 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   const deadlineMs = Math.max(options.deadlineMs ?? RPC_DEFAULTS.deadlineMs, 1);
   const probeIntervalMs = options.probeIntervalMs ?? RPC_DEFAULTS.probeIntervalMs;
   const network = options.network ?? "?";
-  const logger = options.logger?.child({ component: "chain-rpc", network });
+  const kind = options.kind ?? "chain RPC";
+  const probeMethod = options.probeMethod ?? "eth_blockNumber";
+  const logger = options.logger?.child({ component: kind.replaceAll(" ", "-").toLowerCase(), network });
   const observer = options.observer;
   const labels = upstreamLabels(list);
   const upstreams: Upstream[] = list.map((url, i) => {
@@ -227,7 +233,7 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
     u.downSince = Date.now();
     observer?.upstreamState(u.label, false);
     const others = upstreams.filter((o) => o.up).length;
-    logger?.warn({ upstream: u.label, cause: error.cause, detail: error.message, upstreamsUp: others }, others > 0 ? "chain RPC upstream down: failing over" : "chain RPC upstream down: no upstream left");
+    logger?.warn({ upstream: u.label, cause: error.cause, detail: error.message, upstreamsUp: others }, others > 0 ? `${kind} upstream down: failing over` : `${kind} upstream down: no upstream left`);
     startProber();
   }
 
@@ -235,7 +241,7 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
     if (u.up) return;
     u.up = true;
     observer?.upstreamState(u.label, true);
-    logger?.info({ upstream: u.label, downForMs: Date.now() - (u.downSince ?? Date.now()) }, "chain RPC upstream up again");
+    logger?.info({ upstream: u.label, downForMs: Date.now() - (u.downSince ?? Date.now()) }, `${kind} upstream up again`);
     u.cause = undefined;
     u.downSince = undefined;
   }
@@ -293,7 +299,7 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
       probing = true;
       void Promise.all(
         down.map((u) =>
-          exchange<string>(u, "eth_blockNumber", [], timeoutMs).then(
+          exchange<string>(u, probeMethod, [], timeoutMs).then(
             () => markUp(u),
             (error: unknown) => {
               if (error instanceof NodeError) markUp(u); // it answered

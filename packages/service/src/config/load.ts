@@ -30,7 +30,7 @@ export const CONFIG_PATH_ENV = "PAYMASTER_CONFIG";
 /** The PostgreSQL URL (a secret: environment only). When set, the store is PostgreSQL instead of the SQLite file. */
 export const DATABASE_URL_ENV = "DATABASE_URL";
 const NETWORK_ENV_PREFIX = "PAYMASTER_NETWORK_";
-const NETWORK_ENV_SETTINGS = ["RPC_URL", "FALLBACK_RPC_URLS", "SIGNER_KEYS", "SIGNER_KEY_FILE", "PKCS11_PIN", "PKCS11_PIN_FILE"] as const;
+const NETWORK_ENV_SETTINGS = ["RPC_URL", "FALLBACK_RPC_URLS", "BUNDLER_URL", "SIGNER_KEYS", "SIGNER_KEY_FILE", "PKCS11_PIN", "PKCS11_PIN_FILE"] as const;
 
 /** "base-sepolia" -> "BASE_SEPOLIA": the <NAME> in PAYMASTER_NETWORK_<NAME>_… */
 export function networkEnvName(name: string): string {
@@ -181,6 +181,14 @@ export function buildConfig(
         origins.set(`${where}.rpcUrl`, rpcVar);
       }
 
+      // A hosted bundler's URL carries its key, like an RPC URL: the environment may hold it instead of the file.
+      const bundlerVar = networkEnvVar(name, "BUNDLER_URL");
+      const bundlerUrl = envValue(env, bundlerVar);
+      if (bundlerUrl !== undefined) {
+        network.bundlerUrl = bundlerUrl;
+        origins.set(`${where}.bundlerUrl`, bundlerVar);
+      }
+
       const fallbackVar = networkEnvVar(name, "FALLBACK_RPC_URLS");
       const fallbacks = envValue(env, fallbackVar);
       if (fallbacks !== undefined) {
@@ -318,6 +326,9 @@ export interface RedactedNetworkConfig {
   fallbackRpcUrls?: string[];
   rpcTimeoutMs?: number;
   rpcDeadlineMs?: number;
+  /** Redacted like rpcUrl. */
+  bundlerUrl?: string;
+  bundlerTimeoutMs?: number;
   depositAlertWei?: string;
   entryPoints: NetworkConfig["entryPoints"];
   /** The signers' addresses (never the keys). */
@@ -384,6 +395,8 @@ export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
         ...(n.fallbackRpcUrls === undefined ? {} : { fallbackRpcUrls: n.fallbackRpcUrls.map(redactUrl) }),
         ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
         ...(n.rpcDeadlineMs === undefined ? {} : { rpcDeadlineMs: n.rpcDeadlineMs }),
+        ...(n.bundlerUrl === undefined ? {} : { bundlerUrl: redactUrl(n.bundlerUrl) }),
+        ...(n.bundlerTimeoutMs === undefined ? {} : { bundlerTimeoutMs: n.bundlerTimeoutMs }),
         ...(n.depositAlertWei === undefined ? {} : { depositAlertWei: n.depositAlertWei.toString() }),
         entryPoints: Object.fromEntries(
           Object.entries(n.entryPoints).map(([v, ep]) => [v, { ...(ep as EntryPointConfig) }]),

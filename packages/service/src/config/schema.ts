@@ -264,6 +264,15 @@ function isRpcUrl(value: string): boolean {
   }
 }
 
+function isHttpUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === "http:" || protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
 const NETWORK_NAME_RULE = `must be a lowercase network name (a-z, 0-9 and single hyphens, at most ${NETWORK_NAME_MAX_LENGTH} characters, e.g. polygon-amoy): it goes into URL paths and environment variable names`;
 
 /** A network name: a lowercase slug (registry or custom; which one is checked in crossCheck). */
@@ -307,6 +316,12 @@ export const networkSchema = z
       .optional(),
     rpcTimeoutMs: integer("milliseconds", RPC_TIMEOUT_MS_RANGE.min, RPC_TIMEOUT_MS_RANGE.max).optional(),
     rpcDeadlineMs: integer("milliseconds", RPC_TIMEOUT_MS_RANGE.min, RPC_TIMEOUT_MS_RANGE.max).optional(),
+    /** An ERC-4337 bundler: the standard endpoint forwards the eth_*UserOperation* methods to it (src/bundler/). */
+    bundlerUrl: z
+      .string({ error: expected("a URL") })
+      .refine(isHttpUrl, { error: "must be an http(s):// URL" })
+      .optional(),
+    bundlerTimeoutMs: integer("milliseconds", RPC_TIMEOUT_MS_RANGE.min, RPC_TIMEOUT_MS_RANGE.max).optional(),
     depositAlertWei: z
       .string({ error: expected("a decimal amount of wei as a string") })
       .regex(/^\d{1,78}$/, { error: "must be a decimal amount of wei as a string" })
@@ -337,6 +352,8 @@ export const networkSchema = z
       ...(n.fallbackRpcUrls === undefined || n.fallbackRpcUrls.length === 0 ? {} : { fallbackRpcUrls: n.fallbackRpcUrls }),
       ...(n.rpcTimeoutMs === undefined ? {} : { rpcTimeoutMs: n.rpcTimeoutMs }),
       ...(n.rpcDeadlineMs === undefined ? {} : { rpcDeadlineMs: n.rpcDeadlineMs }),
+      ...(n.bundlerUrl === undefined ? {} : { bundlerUrl: n.bundlerUrl }),
+      ...(n.bundlerTimeoutMs === undefined ? {} : { bundlerTimeoutMs: n.bundlerTimeoutMs }),
       ...(n.depositAlertWei === undefined ? {} : { depositAlertWei: BigInt(n.depositAlertWei) }),
       entryPoints: n.entryPoints,
       signerKeys: n.signerKeys,

@@ -47,6 +47,13 @@ export interface NetworkConfig {
   /** Per RPC attempt (default 1000 ms) and per call over all attempts (default 1500 ms). */
   rpcTimeoutMs?: number;
   rpcDeadlineMs?: number;
+  /**
+   * An ERC-4337 bundler's URL (secret-ish, like rpcUrl): the standard endpoint forwards eth_sendUserOperation and
+   * the other bundler methods to it, so one URL serves as bundler and paymaster (src/bundler/).
+   */
+  bundlerUrl?: string;
+  /** Per bundler call (default 10000 ms): the bundler simulates, so it answers slower than a node. */
+  bundlerTimeoutMs?: number;
   /** Below this EntryPoint deposit a paymaster is reported low (log line + paymaster_deposit_low metric). */
   depositAlertWei?: bigint;
   entryPoints: Partial<Record<EntryPointVersion, EntryPointConfig>>;

@@ -16,6 +16,8 @@ import { DEFAULT_BODY_LIMIT_BYTES } from "../config/schema.ts";
 import { startService, type RunningService } from "../server.ts";
 import { SPONSOR_VERSIONS } from "../rpc/schemas.ts";
 import type { AdminApiOptions } from "../adminApi/options.ts";
+import { startLocalBundler, type LocalBundler } from "./bundler.ts";
+import { freeLoopbackPort } from "./ports.ts";
 
 export interface EmbeddedOptions {
   chainPort?: number;
@@ -36,7 +38,17 @@ export interface EmbeddedOptions {
   databaseUrl?: string;
   /** webhooks.allowedDestinations (default none: webhooks go to public addresses only, as everywhere). */
   webhookDestinations?: readonly string[];
+  /**
+   * A bundler for the ERC-7677 endpoint to forward the bundler methods to: `true` or `{port}` runs alto (bound to
+   * 127.0.0.1) on the local chain, on a free port or on `port` (0: a free one); `{url}` uses a bundler running
+   * elsewhere (with its timeout, default BUNDLER_TIMEOUT_MS). Absent: none.
+   */
+  bundler?: boolean | { port: number } | { url: string; timeoutMs?: number };
 }
+
+/** Dev accounts of the local bundler: #7 sends the bundles, #8 deploys its simulation contracts. */
+export const BUNDLER_EXECUTOR_ACCOUNT_INDEX = 7;
+export const BUNDLER_UTILITY_ACCOUNT_INDEX = 8;
 
 /** The embedded watcher: 1 confirmation (automine puts each transaction in its own block), a 500 ms poll. */
 export const EMBEDDED_CONFIRMATIONS = 1;
@@ -59,8 +71,13 @@ export interface Embedded {
   strategyCode: string;
   /** The spec dialect (v1 envelope). */
   endpoint: string;
-  /** The standard JSON-RPC 2.0 dialect: what ERC-7677 clients (viem's paymaster client) call. */
+  /**
+   * The standard JSON-RPC 2.0 dialect: what ERC-7677 clients (viem's paymaster client) call; with a bundler, also
+   * the bundler's methods (one URL for bundler and paymaster).
+   */
   erc7677Endpoint: string;
+  /** The local bundler (alto) itself, when it runs. */
+  bundler?: LocalBundler;
   demoAccounts: DemoAccount[];
   close(): Promise<void>;
 }
@@ -130,7 +147,13 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
   const chainType = options.chainType ?? "l1";
   const stack = await startLocalStack({ port: options.chainPort ?? 8545, chainType });
   let running: RunningService | undefined;
+  let bundlerStart: Promise<LocalBundler> | undefined;
   try {
+    const wanted = options.bundler;
+    const external = typeof wanted === "object" && "url" in wanted ? wanted.url : undefined;
+    const ownPort = wanted === true ? 0 : typeof wanted === "object" && "port" in wanted ? wanted.port : undefined;
+    const bundlerPort = ownPort === undefined ? undefined : ownPort || (await freeLoopbackPort());
+    const bundlerUrl = external ?? (bundlerPort === undefined ? undefined : `http://127.0.0.1:${bundlerPort}`);
     const manifestPath = path.join(dataDir, "deployment.local.json");
     await writeManifest(manifestPath, stack.manifest);
     const network: NetworkConfig = {
@@ -139,7 +162,21 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       pollMs: EMBEDDED_WATCHER_POLL_MS,
       depositAddress: stack.chain.accounts[EMBEDDED_DEPOSIT_ACCOUNT_INDEX]!.address,
       gasKind: chainType === "op" ? "op-stack" : "l1",
+      ...(bundlerUrl === undefined ? {} : { bundlerUrl }),
+      ...(typeof wanted === "object" && "timeoutMs" in wanted && wanted.timeoutMs !== undefined ? { bundlerTimeoutMs: wanted.timeoutMs } : {}),
     };
+    // The bundler starts while the service does (its URL is known: the port is chosen above).
+    bundlerStart =
+      bundlerPort === undefined
+        ? undefined
+        : startLocalBundler({
+            rpcUrl: stack.chain.url,
+            port: bundlerPort,
+            entryPoints: SPONSOR_VERSIONS.map((version) => stack.manifest.entryPoints[version].entryPoint),
+            executorKey: stack.chain.accounts[BUNDLER_EXECUTOR_ACCOUNT_INDEX]!.privateKey,
+            utilityKey: stack.chain.accounts[BUNDLER_UTILITY_ACCOUNT_INDEX]!.privateKey,
+          });
+    bundlerStart?.catch(() => undefined); // awaited below; a failure meanwhile is not an unhandled rejection
     const config = {
       ...embeddedConfig(network, dataDir, options.servicePort ?? 3000, options.logLevel ?? "info"),
       ...(options.databaseUrl === undefined ? {} : { databaseUrl: options.databaseUrl }),
@@ -152,6 +189,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
     });
     const request: ChainRequest = (method, params) => stack.chain.provider.request({ method, params });
     const { apiKey, demoAccounts } = await seedDemo(running.service.store, request, stack.manifest, stack.owner.address, stack.chain.accounts[3]!.address);
+    const bundler = await bundlerStart;
     const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${apiKey}`;
     const erc7677Endpoint = `${running.url}/rpc/v1/local?apiKey=${apiKey}`;
     const service = running;
@@ -163,13 +201,16 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       strategyCode: DEMO_STRATEGY_CODE,
       endpoint,
       erc7677Endpoint,
+      ...(bundler ? { bundler } : {}),
       demoAccounts,
       async close() {
+        await bundler?.stop();
         await service.close();
         await stack.chain.close();
       },
     };
   } catch (error) {
+    await bundlerStart?.then((bundler) => bundler.stop(), () => undefined);
     await running?.close();
     await stack.chain.close();
     throw error;

@@ -55,6 +55,10 @@ export const REASONS = {
   PAYMASTER_DEPOSIT_LOW: { status: 503, jsonRpcCode: -32508, message: "The paymaster's deposit cannot cover this user operation" },
   CHAIN_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The network's RPC endpoint is unavailable" },
   SIGNER_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The paymaster's signing key is unavailable" },
+  // ---- the network's bundler (standard endpoint only: src/methods/bundler.ts)
+  BUNDLER_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The network's bundler is unavailable" },
+  /** The bundler's own JSON-RPC error; the standard dialect answers with the bundler's code (BundlerRejection). */
+  BUNDLER_REJECTED: { status: 400, jsonRpcCode: -32000, message: "The bundler refused the call" },
   // ---- concurrency
   SPONSORSHIP_CONFLICT: { status: 409, jsonRpcCode: -32010, message: "A concurrent request for the same user operation (sender and nonce) replaced this one: retry" },
   // ---- ours

@@ -55,11 +55,14 @@ export interface ServiceProcess {
 }
 
 /** Spawns `node <args>` and resolves once a stdout line matches `ready`, with that line (a chain process, a service). */
-export function startProcess(args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; line: string; output: () => string }> {
+export function startProcess(args: string[], env: NodeJS.ProcessEnv, ready: RegExp, readyWithinMs = 60_000): Promise<{ child: ChildProcess; line: string; output: () => string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
-    const timer = setTimeout(() => reject(new Error(`not ready in 60 s: ${output.slice(-3000)}`)), 60_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`not ready in ${readyWithinMs / 1000} s: ${output.slice(-3000)}`));
+    }, readyWithinMs);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const line = output.split("\n").find((l) => ready.test(l));

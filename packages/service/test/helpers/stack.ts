@@ -26,14 +26,14 @@ import {
   type UserOperationV07,
   type UserOperationV08,
 } from "@paymaster/shared";
-import { startEmbedded, type Embedded } from "../../src/local/embedded.ts";
+import { startEmbedded, type Embedded, type EmbeddedOptions } from "../../src/local/embedded.ts";
 import type { AdminApiOptions } from "../../src/adminApi/options.ts";
 
 export type { Embedded };
 
 /** The embedded stack on free ports; `admin`: also the admin API and the console on their own listener. */
 export async function startTestStack(
-  options: { chainType?: "l1" | "op"; admin?: AdminApiOptions; databaseUrl?: string; webhookDestinations?: readonly string[] } = {},
+  options: { chainType?: "l1" | "op"; admin?: AdminApiOptions; databaseUrl?: string; webhookDestinations?: readonly string[]; bundler?: EmbeddedOptions["bundler"] } = {},
 ): Promise<Embedded> {
   return startEmbedded({
     ...options,

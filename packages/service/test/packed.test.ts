@@ -1,0 +1,179 @@
+// The npm packages from their packed tarballs, installed with plain npm into a fresh project outside the
+// monorepo (scripts/packed-test.sh prepares it and runs this file, in a loopback-only network namespace where one
+// can be made): `paymaster start` runs the embedded default (chain, alto, service) from the installed package
+// and its printed viem script lands an op; the operator CLI deploys, checks and administers with a configuration
+// file; the project's own node:test file starts the testkit's stack in two parallel workers.
+import { execFile, spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { expect } from "chai";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { freeLoopbackPort } from "../src/local/ports.ts";
+import { startProcess } from "./helpers/serviceProcess.ts";
+
+const CONSUMER = process.env.PACKED_CONSUMER ?? "";
+const BIN = path.join(CONSUMER, "node_modules/.bin/paymaster");
+const HARDHAT = process.env.PACKED_HARDHAT ?? "";
+const FOUNDRY = process.env.PACKED_FOUNDRY ?? "";
+
+interface Run {
+  code: number;
+  out: string;
+  json: any;
+}
+
+/** Runs `file args` in the consumer project to its end (not through a shell). */
+function run(file: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000, cwd = CONSUMER): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd, env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      let json: unknown;
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        json = undefined;
+      }
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, out: `${stdout}${stderr}`, json });
+    });
+  });
+}
+
+describe("the packed npm packages, installed with npm into fresh projects", function () {
+  this.timeout(300_000);
+
+  before(function () {
+    for (const [name, dir] of Object.entries({ PACKED_CONSUMER: CONSUMER, PACKED_HARDHAT: HARDHAT, PACKED_FOUNDRY: FOUNDRY })) {
+      if (!dir || !existsSync(path.join(dir, "node_modules"))) throw new Error(`no installed project at ${name}=${dir || "(unset)"}: run scripts/packed-test.sh`);
+      // Not our monorepo: nothing of the workspace is reachable from it.
+      expect(existsSync(path.join(dir, "pnpm-workspace.yaml")), name).to.equal(false);
+    }
+  });
+
+  describe("the service: paymaster start and the operator CLI", () => {
+    let service: Awaited<ReturnType<typeof startProcess>> | undefined;
+    let banner = "";
+
+    before(async function () {
+      const env = {
+        ...process.env,
+        PAYMASTER_LOCAL_CHAIN_PORT: String(await freeLoopbackPort()),
+        PAYMASTER_PORT: String(await freeLoopbackPort()),
+        PAYMASTER_METRICS_PORT: String(await freeLoopbackPort()),
+        PAYMASTER_ADMIN_PORT: String(await freeLoopbackPort()),
+        PAYMASTER_LOCAL_BUNDLER_PORT: String(await freeLoopbackPort()),
+      };
+      // `npx paymaster start` runs exactly this file (the package's bin), from the project folder.
+      // Generous: on a loaded CI machine the stack (chain, deployments, alto) takes long to come up.
+      service = await startProcess([BIN, "start"], env, /Ctrl-C stops everything/, 180_000);
+      banner = service.output();
+    });
+
+    after(async () => {
+      if (service && service.child.exitCode === null) {
+        service.child.kill("SIGTERM");
+        await new Promise((resolve) => service!.child.once("exit", resolve));
+      }
+    });
+
+    it("the installed service is compiled JavaScript with engines declared, and npx finds its bin", async () => {
+      const pkg = (await import(path.join(CONSUMER, "node_modules/@paymaster/service/package.json"), { with: { type: "json" } })).default as { engines?: { node?: string }; private?: boolean };
+      expect(pkg.engines?.node).to.be.a("string");
+      expect(pkg.private).to.equal(undefined);
+      expect(existsSync(path.join(CONSUMER, "node_modules/@paymaster/service/dist/main.js"))).to.equal(true);
+      expect(existsSync(path.join(CONSUMER, "node_modules/@paymaster/service/src"))).to.equal(false);
+      const version = await run("npx", ["--no-install", "paymaster", "--version"]);
+      expect(version.code, version.out).to.equal(0);
+      expect(version.out.trim()).to.equal("0.1.0");
+    });
+
+    it("paymaster start: the embedded default with its bundler; the printed viem script, saved in the project and run, lands a sponsored op", async () => {
+      expect(banner).to.match(/Bundler +http:\/\/127\.0\.0\.1:\d+ /);
+      // The console's pages come from the packed @paymaster/console.
+      const consoleUrl = /Console +(http:\/\/127\.0\.0\.1:\d+\/console\/)/.exec(banner)![1]!;
+      const page = await fetch(consoleUrl);
+      expect(page.status).to.equal(200);
+      expect(await page.text()).to.match(/<html/i);
+      const lines = banner.split("\n");
+      const header = lines.findIndex((line) => line.startsWith("# From viem"));
+      expect(header, banner).to.be.greaterThan(0);
+      const script = path.join(CONSUMER, "send.mjs");
+      writeFileSync(script, `${lines.slice(header + 1).filter((l) => l.startsWith("#   ")).map((l) => l.slice(4)).join("\n")}\n`);
+      const sent = await run(process.execPath, [script], {}, 90_000);
+      expect(sent.code, sent.out).to.equal(0);
+      expect(JSON.parse(sent.out.trim().split("\n").pop()!).success).to.equal(true);
+    });
+
+    it("paymaster deploy, status, project and key with a configuration file, from the installed package", async () => {
+      const chainUrl = /Chain RPC +(http:\/\/127\.0\.0\.1:\d+)/.exec(banner)![1]!;
+      const config = path.join(CONSUMER, "paymaster.json");
+      writeFileSync(config, JSON.stringify({ databasePath: path.join(CONSUMER, "admin.sqlite"), networks: [] }));
+      const deployments = path.join(CONSUMER, "deployments");
+      const env = {
+        PAYMASTER_NETWORK_LOCAL_RPC_URL: chainUrl,
+        PAYMASTER_NETWORK_LOCAL_SIGNER_KEYS: generatePrivateKey(),
+        // Hardhat's dev account #4 (the embedded stack leaves it alone).
+        PAYMASTER_DEPLOYER_KEY: "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
+      };
+      const cli = (...args: string[]) => run(BIN, ["--config", config, ...args, "--json"], env);
+      const deployed = await cli("deploy", "--network", "local", "--treasury", privateKeyToAccount(generatePrivateKey()).address, "--stake", "0.1eth", "--deposit", "0.1eth", "--versions", "v0.7", "--deployments", deployments);
+      expect(deployed.code, deployed.out).to.equal(0);
+      expect(deployed.json.sent.length).to.be.greaterThan(0);
+      const status = await cli("status", "--network", "local", "--deployments", deployments);
+      expect(status.code, status.out).to.equal(0);
+      for (const p of status.json) expect([p.staked, p.serviceSigners[0].accepted], p.label).to.deep.equal([true, true]);
+      const project = await cli("project", "create", "Team");
+      expect(project.code, project.out).to.equal(0);
+      const key = await cli("key", "create", "--project", project.json.id);
+      expect(key.code, key.out).to.equal(0);
+      expect(key.json.key).to.match(/^pm_/);
+    });
+  });
+
+  describe("the testkit", () => {
+    it("the project's own node:test file, run twice in parallel workers, starts its own stack each time and lands a sponsored op", async () => {
+      const started = performance.now();
+      const result = await run(process.execPath, ["--test", "--test-concurrency=2", "a.test.mjs", "b.test.mjs"], {}, 180_000);
+      expect(result.code, result.out).to.equal(0);
+      expect(result.out).to.match(/# pass 2\b/);
+      expect(result.out).to.match(/# fail 0\b/);
+      const starts = [...result.out.matchAll(/local stack up in (\d+) ms/g)].map((m) => Number(m[1]));
+      expect(starts).to.have.length(2);
+      console.log(`      (two workers in parallel: stacks up in ${starts.join(" ms and ")} ms; both files done in ${Math.round(performance.now() - started)} ms)`);
+    });
+  });
+
+  describe("the contracts: Hardhat, Foundry, ABIs and bindings", () => {
+    it("the contracts package: ABIs as typed consts for viem, ethers v6 bindings and deploy helpers import from the installed package", async () => {
+      const script = path.join(CONSUMER, "contracts-imports.mjs");
+      writeFileSync(
+        script,
+        [
+          'import { VerifyingPaymasterV07Artifact, ENTRY_POINT_V07_ADDRESS } from "@paymaster/contracts/artifacts";',
+          'import { VerifyingPaymasterV07__factory } from "@paymaster/contracts/typechain/v07";',
+          'import { predictCreate2Address } from "@paymaster/contracts/deploy";',
+          'const names = VerifyingPaymasterV07Artifact.abi.filter((item) => item.type === "function").map((item) => item.name);',
+          "console.log(JSON.stringify({ getHash: names.includes(\"getHash\"), factory: typeof VerifyingPaymasterV07__factory.connect, predict: typeof predictCreate2Address, entryPoint: ENTRY_POINT_V07_ADDRESS }));",
+        ].join("\n"),
+      );
+      const result = await run(process.execPath, [script]);
+      expect(result.code, result.out).to.equal(0);
+      expect(JSON.parse(result.out.trim())).to.deep.equal({ getHash: true, factory: "function", predict: "function", entryPoint: "0x0000000071727De22E5E9d8BAf0edAc6f37da032" });
+    });
+
+    it("a fresh Hardhat 3 project compiles a paymaster that extends ours, imported from the package's Solidity sources", async () => {
+      const built = await run(path.join(HARDHAT, "node_modules/.bin/hardhat"), ["build"], {}, 300_000, HARDHAT);
+      expect(built.code, built.out).to.equal(0);
+      const artifact = JSON.parse(readFileSync(path.join(HARDHAT, "artifacts/contracts/MyPaymaster.sol/MyPaymaster.json"), "utf8")) as { abi: { name?: string }[]; bytecode: string };
+      const names = artifact.abi.map((item) => item.name);
+      expect(names).to.include.members(["NAME", "getHash", "validatePaymasterUserOp", "addSigner"]);
+      expect(artifact.bytecode.length).to.be.greaterThan(2);
+    });
+
+    it("a fresh Foundry project (forge from npm) compiles it and its forge test sponsors an op through the canonical EntryPoint", async () => {
+      const tested = await run(path.join(FOUNDRY, "node_modules/.bin/forge"), ["test"], {}, 300_000, FOUNDRY);
+      expect(tested.code, tested.out).to.equal(0);
+      expect(tested.out).to.include("[PASS] testSponsorsAnOpThroughTheCanonicalEntryPoint()");
+      expect(tested.out).to.include("[PASS] testRefusesAnOpItsSignerDidNotSign()");
+      expect(tested.out).to.match(/2 tests passed, 0 failed/);
+    });
+  });
+});
