@@ -20,6 +20,8 @@ import { startWebhookReceiver } from "./helpers/webhookReceiver.ts";
 const QUICK = { timeoutMs: 2_000, baseDelayMs: 100, maxDelayMs: 400, pollMs: 50, maxAttempts: 50, allowedDestinations: ["127.0.0.1/32"] };
 const LOOPBACK_RECEIVERS = destinationPolicy({ allowed: QUICK.allowedDestinations });
 
+const MANY_OPEN = { maxOutstandingPerSender: 1000 };
+
 describe("webhooks in the running service", function () {
   this.timeout(120_000);
   let embedded: Embedded;
@@ -34,7 +36,9 @@ describe("webhooks in the running service", function () {
     // The embedded stack's network settings (1 confirmation, a 500 ms watcher poll).
     const network = embedded.running.service.config.networks[0]!;
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-hooks-svc-")), "data");
-    running = await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), webhooks: QUICK }, { pollMs: 100, watch: true });
+    // One deployed sender on many nonce keys makes this file's ops: the per-sender bound on open reservations (4) is
+    // lifted, as the webhooks, not the bound, are under test here.
+    running = await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), webhooks: QUICK, reservations: MANY_OPEN }, { pollMs: 100, watch: true });
     await running.initialised;
   });
   after(async () => {
@@ -176,7 +180,7 @@ describe("webhooks in the running service", function () {
       const network = embedded.running.service.config.networks[0]!;
       const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-hooks-pg-")), "data");
       for (let i = 0; i < 2; i++) {
-        replicas.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: database.url, webhooks: { ...QUICK, pollMs: 20 } }, { pollMs: 100, watch: false }));
+        replicas.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: database.url, webhooks: { ...QUICK, pollMs: 20 }, reservations: MANY_OPEN }, { pollMs: 100, watch: false }));
       }
       await Promise.all(replicas.map((r) => r.initialised));
       const store = replicas[0]!.service.store;

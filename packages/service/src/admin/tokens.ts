@@ -9,7 +9,7 @@ import { Contract, Interface, Wallet } from "ethers";
 import { getAddress, isAddress } from "viem";
 import type { Address } from "@paymaster/shared";
 import { ChainRpcProvider } from "../chain/ethersProvider.ts";
-import { AdminError, audit, knownNetwork, runningService, type AdminContext } from "./context.ts";
+import { AdminError, audit, knownNetwork, runningService, type AdminContext, mutation, requireActor } from "./context.ts";
 import { keyFromEnv, selectPaymasters, serviceChainTarget, type ChainTarget } from "./chainTarget.ts";
 import { send, type SentChange } from "./paymasters.ts";
 
@@ -108,6 +108,7 @@ export function serviceTokenSupport(ctx: AdminContext, network: unknown): Promis
  * the key is. Audited as token.allow / token.disallow with the allowlist before and after.
  */
 export async function serviceSetTokenSupport(ctx: AdminContext, network: unknown, token: unknown, allow: boolean, env: NodeJS.ProcessEnv = process.env): Promise<{ network: string; token: TokenRef; sent: SentChange[]; support: TokenSupportRow[] }> {
+  requireActor(ctx.actor); // before anything is sent on chain
   return onServiceNetwork(ctx, network, async (target) => {
     if (typeof token !== "string" || token === "") throw new AdminError("INVALID_INPUT", "token: a configured symbol or an address");
     const ref = resolveToken(target, token);
@@ -121,7 +122,12 @@ export async function serviceSetTokenSupport(ctx: AdminContext, network: unknown
     const before = await listTokenSupport(target, { tokens: [ref] });
     const sent = await setTokenSupport(target, new Wallet(key, target.provider), { token: ref, allow });
     const support = await listTokenSupport(target, { tokens: [ref] });
-    await audit(ctx, allow ? "token.allow" : "token.disallow", `${target.network}:${ref.symbol ?? ref.address}`, before, { support, sent });
+    await recordTokenChange(ctx, allow ? "token.allow" : "token.disallow", `${target.network}:${ref.symbol ?? ref.address}`, before, { support, sent });
     return { network: target.network, token: ref, sent, support };
   });
 }
+
+/** The audit row of an on-chain allowlist change, written after its transactions (a chain change cannot share a database transaction). */
+const recordTokenChange = mutation(async function recordTokenChange(ctx: AdminContext, action: string, target: string, before: unknown, after: unknown): Promise<void> {
+  await audit(ctx, action, target, before, after);
+});

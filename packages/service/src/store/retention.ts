@@ -9,24 +9,9 @@
  * strategy_usage; the batch's usage links and charge flags go with it.
  */
 import type { Dialect, Param, Queryer } from "./db/types.ts";
-import type { SponsorshipActivity, SponsorshipCount } from "./types.ts";
+import type { PrunableCounts, PruneCounts, PruneCutoffs, SponsorshipActivity, SponsorshipCount } from "./types.ts";
 
-/** Unix seconds: rows before these go; undefined keeps that kind. */
-export interface PruneCutoffs {
-  releasedBefore?: number;
-  settledBefore?: number;
-}
-
-export interface PruneCounts {
-  released: number;
-  settled: number;
-}
-
-/** What a pass would delete, and the oldest of each (unix seconds; null when none). */
-export interface PrunableCounts extends PruneCounts {
-  oldestReleased: number | null;
-  oldestSettled: number | null;
-}
+export type { PrunableCounts, PruneCounts, PruneCutoffs };
 
 type Amount = string | bigint;
 

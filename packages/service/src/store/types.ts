@@ -5,9 +5,7 @@
  */
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 import type { CapCheck, StrategyRules } from "../policy/types.ts";
-import type { PrunableCounts, PruneCounts, PruneCutoffs } from "./retention.ts";
 
-export type { PrunableCounts, PruneCounts, PruneCutoffs } from "./retention.ts";
 
 export type ProjectStatus = "active" | "disabled";
 
@@ -277,17 +275,8 @@ export interface GasTankTotals {
   tanks: number;
 }
 
-/**
- * Leadership of a named role among the processes sharing the store (the settlement watcher of a network).
- * PostgreSQL: a session advisory lock held on a dedicated connection, so it ends when the process or its
- * connection dies. SQLite: one process owns the database file's work, so it always leads.
- */
-export interface Leadership {
-  /** Resolves when the leadership is lost (the connection broke); never for SQLite. */
-  readonly lost: Promise<void>;
-  /** Gives the leadership up (idempotent). */
-  release(): Promise<void>;
-}
+import type { Leadership } from "./db/types.ts";
+export type { Leadership };
 
 
 // ---- the operator console's reads (src/store/consoleRows.ts)
@@ -682,4 +671,23 @@ export interface Store {
   sponsorshipTimeline(id: string): Promise<SponsorshipTimeline | undefined>;
 
   close(): Promise<void>;
+}
+
+// ---- retention (src/store/retention.ts)
+
+/** Unix seconds: rows before these go; undefined keeps that kind. */
+export interface PruneCutoffs {
+  releasedBefore?: number;
+  settledBefore?: number;
+}
+
+export interface PruneCounts {
+  released: number;
+  settled: number;
+}
+
+/** What a pass would delete, and the oldest of each (unix seconds; null when none). */
+export interface PrunableCounts extends PruneCounts {
+  oldestReleased: number | null;
+  oldestSettled: number | null;
 }

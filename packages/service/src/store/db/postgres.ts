@@ -17,7 +17,7 @@ import type { PoolClient } from "pg";
 
 import { StoreError } from "../errors.ts";
 import type { Migration } from "../migrations.ts";
-import type { Leadership } from "../types.ts";
+import type { Leadership } from "./types.ts";
 import { AmbientTx, type Db, type Dialect, type Param, type Tx, type Violation } from "./types.ts";
 
 /** A transaction that hit a transient conflict is tried again, at most this many times in all. */

@@ -22,7 +22,7 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlit
 
 import { StoreError } from "../errors.ts";
 import type { Migration } from "../migrations.ts";
-import type { Leadership } from "../types.ts";
+import type { Leadership } from "./types.ts";
 import { AmbientTx, type Db, type Dialect, type Param, type Queryer, type Tx, type Violation } from "./types.ts";
 
 const BUSY_TIMEOUT_MS = 5000;

@@ -11,7 +11,18 @@
  */
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Leadership } from "../types.ts";
+
+/**
+ * The leadership of one name among the processes sharing a database (Db.tryLeadership): PostgreSQL holds it
+ * as long as its connection lives, so another process takes over at once when the holder's connection dies.
+ * SQLite: one process owns the database file's work, so it always leads.
+ */
+export interface Leadership {
+  /** Resolves when the leadership is lost (the connection broke); never for SQLite. */
+  readonly lost: Promise<void>;
+  /** Gives the leadership up (idempotent). */
+  release(): Promise<void>;
+}
 
 /** Values a query binds: bigints are amounts (decimal TEXT in SQLite, NUMERIC in PostgreSQL), booleans 1/0 in SQLite. */
 export type Param = string | number | bigint | boolean | null;
