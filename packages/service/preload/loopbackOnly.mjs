@@ -1,6 +1,7 @@
 // Loaded into the local bundler's process (node --import, src/local/bundler.ts): every TCP server and UDP
 // socket of that process binds 127.0.0.1, whatever host it asks for. Alto listens on "0.0.0.0" and has no
-// option to change that; the local stack must not be reachable from other machines.
+// option to change that; the local stack must not be reachable from other machines. And the bundler exits when
+// the process that started it goes away, even killed.
 import dgram from "node:dgram";
 import net from "node:net";
 
@@ -33,3 +34,12 @@ dgram.Socket.prototype.bind = function bindOnLoopback(...args) {
   else args.splice(1, 0, LOOPBACK);
   return bind.apply(this, args);
 };
+
+if (process.env.PAYMASTER_BUNDLER_EXIT_WITH_PARENT === "1") {
+  // Orphaned (the parent died, however): the process is handed to another parent. (Not stdin's end: alto ends up
+  // closing its own stdin while it runs.)
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) process.exit(0);
+  }, 250).unref();
+}

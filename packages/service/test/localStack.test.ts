@@ -15,7 +15,7 @@ import { createBundlerClient, toSimple7702SmartAccount } from "viem/account-abst
 import { startLocalStack, type LocalStack } from "../src/testkit/index.ts";
 import { tcpListeners } from "../src/local/ports.ts";
 import { freeLoopbackPort, onlyLoopback } from "./helpers/alto.ts";
-import { startProcess } from "./helpers/serviceProcess.ts";
+import { embeddedPortsEnv, startProcess } from "./helpers/serviceProcess.ts";
 
 const PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
 
@@ -57,14 +57,7 @@ describe("the local stack with its bundler", function () {
 
   it("pnpm start: alto runs on the local chain on 127.0.0.1 only, its URL is printed, and the printed viem script, run as printed, lands a sponsored op", async () => {
     const bundlerPort = await freeLoopbackPort();
-    const env = {
-      ...process.env,
-      PAYMASTER_LOCAL_CHAIN_PORT: String(await freeLoopbackPort()),
-      PAYMASTER_PORT: String(await freeLoopbackPort()),
-      PAYMASTER_METRICS_PORT: String(await freeLoopbackPort()),
-      PAYMASTER_ADMIN_PORT: String(await freeLoopbackPort()),
-      PAYMASTER_LOCAL_BUNDLER_PORT: String(bundlerPort),
-    };
+    const env = { ...process.env, ...(await embeddedPortsEnv(bundlerPort)) };
     const started = performance.now();
     const { child, output } = await startProcess([path.join(PACKAGE_DIR, "src/main.ts")], env, /Ctrl-C stops everything/);
     const startMs = Math.round(performance.now() - started);
@@ -89,6 +82,19 @@ describe("the local stack with its bundler", function () {
       await new Promise((resolve) => child.once("exit", resolve));
     }
     expect(tcpListeners(bundlerPort), "alto stopped with the service").to.deep.equal([]);
+  });
+
+  it("a killed stack leaves no bundler behind: alto exits when the process that started it is killed (SIGKILL)", async () => {
+    const bundlerPort = await freeLoopbackPort();
+    const env = { ...process.env, ...(await embeddedPortsEnv(bundlerPort)) };
+    const { child } = await startProcess([path.join(PACKAGE_DIR, "src/main.ts")], env, /Ctrl-C stops everything/);
+    expect(tcpListeners(bundlerPort), "alto listens").to.not.be.empty;
+    child.kill("SIGKILL");
+    const deadline = Date.now() + 15_000;
+    while (tcpListeners(bundlerPort)!.length > 0) {
+      if (Date.now() > deadline) throw new Error(`alto still listens on ${bundlerPort} 15 s after its parent was killed`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   });
 
   it("the testkit: two stacks started in parallel get their own ports and folders, each lands a sponsored op with viem's bundler client, and stop() frees their ports", async () => {

@@ -8,8 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { freeLoopbackPort } from "../src/local/ports.ts";
-import { startProcess } from "./helpers/serviceProcess.ts";
+import { embeddedPortsEnv, startProcess } from "./helpers/serviceProcess.ts";
 
 const CONSUMER = process.env.PACKED_CONSUMER ?? "";
 const BIN = path.join(CONSUMER, "node_modules/.bin/paymaster");
@@ -53,14 +52,7 @@ describe("the packed npm packages, installed with npm into fresh projects", func
     let banner = "";
 
     before(async function () {
-      const env = {
-        ...process.env,
-        PAYMASTER_LOCAL_CHAIN_PORT: String(await freeLoopbackPort()),
-        PAYMASTER_PORT: String(await freeLoopbackPort()),
-        PAYMASTER_METRICS_PORT: String(await freeLoopbackPort()),
-        PAYMASTER_ADMIN_PORT: String(await freeLoopbackPort()),
-        PAYMASTER_LOCAL_BUNDLER_PORT: String(await freeLoopbackPort()),
-      };
+      const env = { ...process.env, ...(await embeddedPortsEnv()) };
       // `npx paymaster start` runs exactly this file (the package's bin), from the project folder.
       // Generous: on a loaded CI machine the stack (chain, deployments, alto) takes long to come up.
       service = await startProcess([BIN, "start"], env, /Ctrl-C stops everything/, 180_000);

@@ -6,7 +6,8 @@
  * makes every server of its process bind 127.0.0.1; once it answers, the kernel's socket table is checked
  * (Linux) and a bundler listening beyond loopback is killed and the start fails. It gets a clean environment
  * (no SENTRY_DSN, no ALTO_* of the caller's) and its own empty working folder (alto reads a .env from there),
- * and its keys (dev keys of the local chain) through its ALTO_* variables, never its argv.
+ * and its keys (dev keys of the local chain) through its ALTO_* variables, never its argv. It exits when this
+ * process goes away, however (the preload sees itself orphaned).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -127,7 +128,8 @@ export async function startLocalBundler(options: LocalBundlerOptions): Promise<L
     "--log-level", options.logLevel ?? "warn",
   ];
   let log = "";
-  const child = spawn(process.execPath, args, { cwd: workDir, stdio: ["ignore", "pipe", "pipe"], env: altoEnvironment(options) });
+  // The preload exits the bundler when this process goes away (a killed test worker leaves no bundler behind).
+  const child = spawn(process.execPath, args, { cwd: workDir, stdio: ["ignore", "pipe", "pipe"], env: { ...altoEnvironment(options), PAYMASTER_BUNDLER_EXIT_WITH_PARENT: "1" } });
   const append = (chunk: Buffer) => {
     log = (log + chunk.toString()).slice(-20_000);
   };

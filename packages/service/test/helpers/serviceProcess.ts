@@ -7,6 +7,7 @@ import path from "node:path";
 import type { DeploymentManifest } from "@paymaster/contracts/manifest";
 import { ENTRY_POINT_VERSIONS, type Hex } from "@paymaster/shared";
 import { networkEnvVar } from "../../src/config/load.ts";
+import { freeLoopbackPort } from "../../src/local/ports.ts";
 
 const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
 
@@ -52,6 +53,17 @@ export interface ServiceProcess {
   waitFor(predicate: (line: Record<string, any>) => boolean, timeoutMs?: number): Promise<Record<string, any>>;
   /** kill -9 (or another signal) and wait for the exit. */
   kill(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** The environment putting the embedded default (src/main.ts with no configuration) on free loopback ports. */
+export async function embeddedPortsEnv(bundlerPort?: number): Promise<Record<string, string>> {
+  return {
+    PAYMASTER_LOCAL_CHAIN_PORT: String(await freeLoopbackPort()),
+    PAYMASTER_PORT: String(await freeLoopbackPort()),
+    PAYMASTER_METRICS_PORT: String(await freeLoopbackPort()),
+    PAYMASTER_ADMIN_PORT: String(await freeLoopbackPort()),
+    PAYMASTER_LOCAL_BUNDLER_PORT: String(bundlerPort ?? (await freeLoopbackPort())),
+  };
 }
 
 /** Spawns `node <args>` and resolves once a stdout line matches `ready`, with that line (a chain process, a service). */
