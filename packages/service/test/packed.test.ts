@@ -22,9 +22,17 @@ interface Run {
 }
 
 /** Runs `file args` in the consumer project to its end (not through a shell). */
+/**
+ * The environment of a stranger's shell: this run's own, less what pnpm and npm put there for the monorepo's
+ * scripts (npm_config_*, npm_package_*, …), which a consumer's npm would warn about or act on.
+ */
+function strangerEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(npm|pnpm)_/i.test(name)));
+}
+
 function run(file: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000, cwd = CONSUMER): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(file, args, { cwd, env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(file, args, { cwd, env: { ...strangerEnv(), ...env }, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       let json: unknown;
       try {
         json = JSON.parse(stdout);
@@ -52,7 +60,7 @@ describe("the packed npm packages, installed with npm into fresh projects", func
     let banner = "";
 
     before(async function () {
-      const env = { ...process.env, ...(await embeddedPortsEnv()) };
+      const env = { ...strangerEnv(), ...(await embeddedPortsEnv()) };
       // `npx paymaster start` runs exactly this file (the package's bin), from the project folder.
       // Generous: on a loaded CI machine the stack (chain, deployments, alto) takes long to come up.
       service = await startProcess([BIN, "start"], env, /Ctrl-C stops everything/, 180_000);
