@@ -98,7 +98,11 @@ describe("ERC-20 token allowlist: paymaster token, status, the service's refusal
     expect(audit.json[0]).to.deep.include({ actor: "api:ops", action: "token.allow", target: "local:USDC" });
     expect(JSON.stringify(audit.json[0])).not.to.contain(embedded.stack.owner.privateKey.slice(2));
 
-    // Past the allowlist: the next check is the sender's own (it has approved nothing).
+    // Past the allowlist: the next check is the sender's own (it has approved nothing). The service reads the
+    // allowlist once per block of its fee snapshot, which is polled: bring the snapshot to the allow's block first.
+    const market = embedded.running.service.networks.get("local")!.chain!.market;
+    market.invalidate();
+    await market.current();
     const { answer } = await sponsorWithUsdc();
     expect(answer.body.data.reason, JSON.stringify(answer.body)).to.equal("TOKEN_ALLOWANCE_INSUFFICIENT");
   });
