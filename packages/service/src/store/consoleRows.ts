@@ -5,7 +5,7 @@
  * up by the database, amounts in parts that its SUM adds exactly (Dialect.amountParts); ledgers are read as rows.
  */
 import type { Hex } from "@paymaster/shared";
-import type { Dialect } from "./db/types.ts";
+import { joinAmountParts, type Dialect } from "./db/types.ts";
 import type { RequestCountBucket, SponsorshipActivity, SponsorshipStatus, SponsorshipTimeline, TankLedgerEntry } from "./types.ts";
 
 type Amount = string | bigint;
@@ -71,7 +71,7 @@ export type ActivityRow = Record<string, number | string | bigint | null>;
 
 /** A row of activitySql: the amounts put back together from their parts (high·10^18 + mid·10^9 + low). */
 export function toActivity(row: ActivityRow): SponsorshipActivity {
-  const amount = (column: string) => [0, 1, 2].reduce((sum, i) => sum + BigInt(row[`${column}_${i}`] ?? 0) * 10n ** BigInt(9 * i), 0n);
+  const amount = (column: string) => joinAmountParts(row[`${column}_0`], row[`${column}_1`], row[`${column}_2`]);
   return {
     bucket: Number(row.bucket),
     network: String(row.network),

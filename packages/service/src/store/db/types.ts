@@ -99,6 +99,14 @@ export interface Db extends Queryer {
   close(): Promise<void>;
 }
 
+/** An amount put back together from the sums of its Dialect.amountParts (high·10^18 + mid·10^9 + low; a missing sum is 0). */
+export function joinAmountParts(low: AmountPart, mid: AmountPart, high: AmountPart): bigint {
+  return BigInt(high ?? 0) * 10n ** 18n + BigInt(mid ?? 0) * 10n ** 9n + BigInt(low ?? 0);
+}
+
+/** One part's SUM as a driver returns it (NULL when no row was summed). */
+export type AmountPart = string | number | bigint | null | undefined;
+
 /** SQLite's NOCASE folds ASCII only; the PostgreSQL schema's `symbol_key` is the same fold. */
 export function asciiLower(text: string): string {
   return text.replace(/[A-Z]/g, (c) => c.toLowerCase());

@@ -6,7 +6,7 @@
  */
 import type { CapCheck } from "../../policy/types.ts";
 import * as common from "../common.ts";
-import type { Dialect, Param, Tx } from "../db/types.ts";
+import { joinAmountParts, type Dialect, type Param, type Tx } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
 import { releasedData, sponsorshipData } from "../../webhooks/events.ts";
 import { writeEvents } from "../webhookRows.ts";
@@ -61,8 +61,7 @@ function atRiskQuery(d: Dialect): string {
 const parallelNonce = (nonce: bigint): boolean => nonce >> 64n !== 0n;
 
 type PartsRow = Record<`${"project" | "key"}_${"low" | "mid" | "high"}`, string | null>;
-const joined = (row: PartsRow | undefined, scope: "project" | "key"): bigint =>
-  BigInt(row?.[`${scope}_high`] ?? 0) * 10n ** 18n + BigInt(row?.[`${scope}_mid`] ?? 0) * 10n ** 9n + BigInt(row?.[`${scope}_low`] ?? 0);
+const joined = (row: PartsRow | undefined, scope: "project" | "key"): bigint => joinAmountParts(row?.[`${scope}_low`], row?.[`${scope}_mid`], row?.[`${scope}_high`]);
 
 /** cap.reached for a refused reservation; returns how many outbox rows were written (0: already told, or none subscribed). */
 async function capReached(

@@ -5,7 +5,7 @@
  */
 import type { Address, Hex } from "@paymaster/shared";
 import * as common from "../common.ts";
-import type { Dialect, Param, Tx } from "../db/types.ts";
+import { joinAmountParts, type Dialect, type Param, type Tx } from "../db/types.ts";
 import { releasedData, settledData, sponsorshipData } from "../../webhooks/events.ts";
 import type { Settlement, SponsorMode, SponsorshipCount, SponsorshipFilter, SponsorshipRecord, Store, WebhookEventType } from "../types.ts";
 import { mergeCounts, retentionQueries } from "../retention.ts";
@@ -245,7 +245,7 @@ export function sponsorshipStore(s: SqlShared) {
       const wanted = new Set<string>(modes);
       let total = 0n;
       for (const row of await db.all<{ mode: string; low: string; mid: string; high: string }>(q.selectOutstanding, [network, common.address(entryPoint, "entryPoint")])) {
-        if (wanted.has(row.mode)) total += BigInt(row.high) * 10n ** 18n + BigInt(row.mid) * 10n ** 9n + BigInt(row.low);
+        if (wanted.has(row.mode)) total += joinAmountParts(row.low, row.mid, row.high);
       }
       return total;
     },
