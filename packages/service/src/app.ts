@@ -34,6 +34,7 @@ import type { MethodDefinition } from "./rpc/method.ts";
 import { plainExchange, sendExchange, type RpcExchange } from "./rpc/exchange.ts";
 import { standardHandler } from "./rpc/standard.ts";
 import { BUNDLER_METHODS } from "./methods/bundler.ts";
+import { TANK_CONSENT_METHODS } from "./methods/gasTankConsent.ts";
 import { sendV1Error, v1Handler, type V1State } from "./rpc/v1.ts";
 import { Timing } from "./timing.ts";
 import { healthBody } from "./health.ts";
@@ -47,7 +48,8 @@ const RPC_PATH = /^\/(rpc\/v1|api\/v1\/paymaster)\/([a-z0-9-]{1,64})$/;
 export function createApp(service: ServiceContext, methods: readonly MethodDefinition<any>[]): Koa<AppState> {
   const registry = createMethodRegistry(methods);
   // The bundler methods are standard JSON-RPC only: the v1 dialect is the spec's paymaster API, nothing more.
-  const standardRegistry = createMethodRegistry([...methods, ...BUNDLER_METHODS]);
+  // So are the gas tank consent methods (methods/gasTankConsent.ts).
+  const standardRegistry = createMethodRegistry([...methods, ...BUNDLER_METHODS, ...TANK_CONSENT_METHODS]);
   const logger = service.logger;
   const app = new Koa<AppState>();
 

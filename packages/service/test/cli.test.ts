@@ -160,8 +160,18 @@ for (const { backend, run } of BACKENDS) {
       expect(over.code).to.equal(1);
       expect(over.stderr).to.match(/600 wei available, less than 601/);
       expect(await json("tank", "show", "--network", "local", "--sender", SENDER)).to.deep.equal({
-        network: "local", sender: SENDER, balanceWei: "600", reservedWei: "0", availableWei: "600",
+        network: "local", sender: SENDER, balanceWei: "600", reservedWei: "0", availableWei: "600", projects: [],
       });
+      // Which projects may draw from it: none until allowed; allow, disallow, both audited.
+      expect((await cli("tank", "show", "--network", "local", "--sender", SENDER)).stdout).to.contain("projects: none allowed");
+      expect(await json("tank", "allow", "--network", "local", "--sender", SENDER, "--project", project.id)).to.include({ projectId: project.id, allowed: true });
+      expect(await withStore((s) => s.gasTankAllows("local", SENDER, project.id))).to.equal(true);
+      expect((await cli("tank", "show", "--network", "local", "--sender", SENDER)).stdout).to.match(new RegExp(`${project.id}\\s+true`));
+      expect(await json("tank", "disallow", "--network", "local", "--sender", SENDER, "--project", project.id)).to.include({ allowed: false });
+      expect(await withStore((s) => s.gasTankAllows("local", SENDER, project.id))).to.equal(false);
+      const unknownProject = await cli("tank", "allow", "--network", "local", "--sender", SENDER, "--project", "nope");
+      expect(unknownProject.code, unknownProject.stderr).to.not.equal(0);
+      expect(unknownProject.stderr).to.match(/project "nope" not found/);
 
       // Revoke and rotate.
       const second = await json("key", "create", "--project", project.id);
@@ -182,7 +192,7 @@ for (const { backend, run } of BACKENDS) {
       // Every mutation is in the audit log, with before/after and no key plaintext.
       const log = await json("audit", "--limit", "100");
       const actions = log.map((e: { action: string }) => e.action);
-      expect(actions).to.include.members(["project.create", "key.create", "strategy.create", "strategy.update", "strategy.disable", "tank.credit", "tank.debit", "key.rotate", "key.revoke", "project.disable", "project.enable"]);
+      expect(actions).to.include.members(["project.create", "key.create", "strategy.create", "strategy.update", "strategy.disable", "tank.credit", "tank.debit", "tank.allow", "tank.disallow", "key.rotate", "key.revoke", "project.disable", "project.enable"]);
       expect(log.every((e: { actor: string }) => e.actor.startsWith("cli:"))).to.equal(true);
       const revoke = log.find((e: { action: string }) => e.action === "key.revoke");
       expect(revoke.before.status).to.equal("active");

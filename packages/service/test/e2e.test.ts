@@ -22,6 +22,7 @@ import {
   wireOp,
   type Embedded,
   type Wallet,
+  fundTank,
 } from "./helpers/stack.ts";
 
 const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
@@ -78,7 +79,7 @@ describe("service end to end (embedded local chain, real HTTP)", function () {
     it(`User Sponsor mode ${version}: the sender's gas tank covers the maximum cost, reserved against the tank`, async () => {
       const wallet = await newWallet(embedded, version);
       const store = embedded.running.service.store;
-      await store.creditGasTank("local", wallet.sender, 10n ** 17n, `test:${wallet.sender}`);
+      await fundTank(store, wallet.sender, 10n ** 17n, embedded.projectId);
       const wire = wireOp(wallet, executeCallData(wallet.owner.address));
       const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, extraFor({})]);
       expect(status, JSON.stringify(body)).to.equal(200);

@@ -11,6 +11,7 @@ import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import {
   call,
   chainRequest,
+  allowTank,
   handleOps,
   mint,
   newWallet,
@@ -321,6 +322,7 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
       embedded = await startTestStack(database ? { databaseUrl: database.url } : {});
       const v06 = await newWallet(embedded, "v0.6");
       const v07 = await newWallet(embedded, "v0.7");
+      await allowTank(embedded.running.service.store, v07.sender, embedded.projectId); // its User Sponsor template
       const erc20 = await newWallet(embedded, "v0.6");
       await mint(embedded, "USDC", erc20.sender, 1_000n * 10n ** 6n);
       const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!.address;

@@ -31,6 +31,8 @@ import {
   type Embedded,
   type Envelope,
   type Wallet,
+  allowTank,
+  fundTank,
 } from "./helpers/stack.ts";
 import { openSponsorshipReader, type SponsorshipReader } from "./helpers/sponsorships.ts";
 
@@ -299,6 +301,7 @@ describe("sponsor pipeline refusals (embedded local chain, real HTTP)", function
     it("a sender without a gas tank is GAS_TANK_INSUFFICIENT (402) with requiredWei and availableWei", async () => {
       const { wallet, wire } = await freshOp();
       await settleMarket();
+      await allowTank(store(), wallet.sender, projectId); // allowed, but empty
       const data = expectRefusal(await sponsor(wire, {}), 402, "GAS_TANK_INSUFFICIENT");
       expect(data.availableWei).to.equal("0");
       expect(BigInt(data.requiredWei) > 0n).to.equal(true);
@@ -310,6 +313,7 @@ describe("sponsor pipeline refusals (embedded local chain, real HTTP)", function
     it("a tank covering exactly one op: the first is reserved, another nonce refused, the same nonce replaces (not doubles) the reservation", async () => {
       const { wallet, wire } = await freshOp();
       await settleMarket();
+      await allowTank(store(), wallet.sender, projectId);
       const maxCost = BigInt(expectOk(await estimate(wire, {})).maxCostWei);
       await store().creditGasTank("local", wallet.sender, maxCost, `test:${wallet.sender}`);
 
@@ -451,7 +455,7 @@ describe("sponsor pipeline refusals (embedded local chain, real HTTP)", function
       const { apiKey, plaintext } = await store().createApiKey(projectId, "to revoke");
       await store().revokeApiKey(apiKey.id);
       const { wallet, wire } = await freshOp();
-      await store().creditGasTank("local", wallet.sender, 10n ** 17n, `test:${wallet.sender}`);
+      await fundTank(store(), wallet.sender, 10n ** 17n, projectId);
       expectRefusal(await sponsor(wire, {}, endpointFor(plaintext)), 401, "API_KEY_REVOKED");
       expectRefusal(await sponsor(wire, { strategy_code: embedded.strategyCode }, endpointFor(plaintext)), 401, "API_KEY_REVOKED");
       await expectNothingRecorded(wallet.sender);

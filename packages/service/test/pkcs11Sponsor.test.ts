@@ -21,7 +21,7 @@ import { startService, type RunningService } from "../src/server.ts";
 import { findKey, findSlot, generateKey, importKey, pkcs11js, withTokenSession } from "../src/signer/pkcs11Token.ts";
 import { openPkcs11Signer } from "../src/signer/pkcs11Signer.ts";
 import { runCliInProcess } from "./helpers/cli.ts";
-import { call, handleOps, mint, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { call, fundTank, handleOps, mint, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
 
 const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
@@ -32,6 +32,7 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
   let token: SoftToken;
   let running: RunningService;
   let endpoint: string;
+  let projectId: string;
   let tokenSigner: Address;
   const logs: string[] = [];
 
@@ -55,6 +56,7 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     running = await startService(config, { pollMs: 100, watch: false, logger: createLogger("info", { write: (line: string) => void logs.push(line) }) });
     await running.initialised;
     const project = await running.service.store.createProject("pkcs11");
+    projectId = project.id;
     const { plaintext } = await running.service.store.createApiKey(project.id);
     await running.service.store.createStrategy({ projectId: project.id, code: "HSM", name: "token-signed" });
     endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${plaintext}`;
@@ -85,7 +87,7 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
         let callData = executeCallData(wallet.owner.address);
         let context: Record<string, string> = { strategy_code: "HSM" };
         if (mode === "user") {
-          await running.service.store.creditGasTank("local", wallet.sender, 10n ** 17n, `test:${wallet.sender}`);
+          await fundTank(running.service.store, wallet.sender, 10n ** 17n, projectId);
           context = {};
         } else if (mode === "erc20") {
           await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);

@@ -1,13 +1,14 @@
 // Issue 20, finding 2: reservations are made before the account signs, one per (sender, nonce), and 2-D nonces
 // are free. The attacks, over real HTTP on the embedded chain: a key of an unrelated project reserves a
-// victim's gas tank with ops on fresh nonce keys, and a browser key's script reserves with fresh senders. With
-// the bounds, the first stops at maxOutstandingPerSender (the victim's own default-key op still goes through),
-// the second at maxOutstandingPerClientIp; nothing is recorded for a refused op.
+// victim's gas tank with ops on fresh nonce keys, and a browser key's script reserves with fresh senders. The
+// first is refused at once unless the tank allowed that project (GAS_TANK_NOT_ALLOWED); a project it allowed
+// stops at maxOutstandingPerSender (the victim's own default-key op still goes through); the second stops at
+// maxOutstandingPerClientIp; nothing is recorded for a refused op.
 import { expect } from "chai";
 import type { Address } from "@paymaster/shared";
 import type { ServiceConfig } from "../src/config/types.ts";
 import { executeCallData } from "../src/local/embedded.ts";
-import { call, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { call, fundTank, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
 /** The helper's call, with extra headers (a browser's Origin). */
 async function callWith(endpoint: string, method: string, params: unknown[], headers: Record<string, string>) {
@@ -23,12 +24,14 @@ describe("open reservations: per sender across nonce keys, per browser key's cli
   this.timeout(180_000);
   let embedded: Embedded;
   let attackerKey: string;
+  let attackerProjectId: string;
 
   before(async () => {
     embedded = await startTestStack();
     const store = embedded.running.service.store;
     const attacker = await store.createProject("unrelated");
     attackerKey = (await store.createApiKey(attacker.id, "any key")).plaintext;
+    attackerProjectId = attacker.id;
   });
   after(async () => embedded?.close());
 
@@ -37,10 +40,29 @@ describe("open reservations: per sender across nonce keys, per browser key's cli
   const setBounds = (bounds: ServiceConfig["reservations"]) => ((embedded.running.service.config as { reservations?: ServiceConfig["reservations"] }).reservations = bounds);
   const open = async (sender: Address) => (await store().listSponsorships({ sender })).filter((s) => s.status === "signed" || s.status === "reserved");
 
-  it("another project's key cannot hold a victim's gas tank with fresh nonce keys beyond the sender bound", async () => {
+  it("a key of a project the victim's tank never allowed cannot reserve from it at all (GAS_TANK_NOT_ALLOWED)", async () => {
+    setBounds(undefined);
+    const victim = await newWallet(embedded, "v0.7");
+    await fundTank(store(), victim.sender, 2n * 10n ** 17n, embedded.projectId);
+    const userMode = { version: "v0.7" };
+    for (let key = 1n; key <= 3n; key++) {
+      const answer = await call(endpointFor(attackerKey), "pm_sponsorUserOperation", [wireOp(victim, executeCallData(victim.sender), { nonce: key << 64n }), userMode]);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(403);
+      expect(answer.body.data).to.include({ reason: "GAS_TANK_NOT_ALLOWED", sender: victim.sender });
+    }
+    expect(await open(victim.sender)).to.have.length(0);
+    expect((await store().getGasTank("local", victim.sender)).reservedWei).to.equal(0n);
+    // The project the tank allowed still draws from it.
+    const own = await call(embedded.endpoint, "pm_sponsorUserOperation", [wireOp(victim, executeCallData(victim.sender)), userMode]);
+    expect(own.status, JSON.stringify(own.body)).to.equal(200);
+  });
+
+  it("even a project the tank allowed cannot hold it with fresh nonce keys beyond the sender bound", async () => {
     setBounds(undefined); // the defaults: 4 per sender
     const victim = await newWallet(embedded, "v0.7");
-    await store().creditGasTank("local", victim.sender, 10n ** 17n, "test:victim");
+    // The victim allowed the attacker's project too (a dapp it used, whose public key a script took).
+    await fundTank(store(), victim.sender, 10n ** 17n, attackerProjectId);
+    await store().setGasTankConsent({ network: "local", sender: victim.sender, projectId: embedded.projectId, allowed: true, changedBy: "test" });
     const userMode = { version: "v0.7" };
     for (let key = 1n; key <= 4n; key++) {
       const op = wireOp(victim, executeCallData(victim.sender), { nonce: key << 64n });

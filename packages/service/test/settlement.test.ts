@@ -17,7 +17,7 @@ import { logKey, matchTokenCharges, type TokenChargeLog, type UserOperationEvent
 import { cursorNames, depositReference, startWatcher, watcherOptions, WATCHER_DEFAULTS, type Watcher, type WatcherOptions } from "../src/settlement/watcher.ts";
 import { parseUsd } from "../src/sponsor/price.ts";
 import type { SponsorshipRecord, Store, UsageTotals } from "../src/store/types.ts";
-import { call, chainRequest, handleOps, mint, newWallet, opFromResponse, signAsOwner, wireOp, type Embedded, type HandleOpsOutcome, type Wallet } from "./helpers/stack.ts";
+import { allowTank, call, fundTank, chainRequest, handleOps, mint, newWallet, opFromResponse, signAsOwner, wireOp, type Embedded, type HandleOpsOutcome, type Wallet } from "./helpers/stack.ts";
 import { runCli } from "./helpers/cli.ts";
 
 const erc20PaymasterAbi = ERC20PaymasterV06Artifact.abi as Abi;
@@ -80,7 +80,7 @@ describe("settlement watcher (embedded local chain, real SQLite, tick() by hand)
     } else {
       wire = wireOp(wallet, executeCallData(wallet.owner.address));
       if (mode === "sponsor") extra.strategy_code = embedded.strategyCode;
-      else await store.creditGasTank("local", wallet.sender, 10n ** 17n, `test:${wallet.sender}`);
+      else await fundTank(store, wallet.sender, 10n ** 17n, embedded.projectId);
     }
     const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, extra]);
     expect(status, JSON.stringify(body)).to.equal(200);
@@ -378,7 +378,8 @@ describe("settlement watcher (embedded local chain, real SQLite, tick() by hand)
     await store.creditGasTank("local", deposit.wallet.sender, value, depositReference("local", deposit.txHash, deposit.logIndex));
     expect(await store.getGasTank("local", deposit.wallet.sender)).to.deep.equal(tank);
 
-    // The credited tank pays for the account's next op in User Sponsor mode.
+    // The credited tank pays for the account's next op in User Sponsor mode (once it allows the project).
+    await allowTank(store, deposit.wallet.sender, embedded.projectId);
     const wire = wireOp(deposit.wallet, executeCallData(deposit.wallet.owner.address), { deploy: false, nonce: 1n });
     const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, { version: "v0.7" }]);
     expect(status, JSON.stringify(body)).to.equal(200);

@@ -650,6 +650,34 @@ for (const backend of BACKENDS) {
         ).to.equal(true);
         expect((await store.getGasTank(NET, SENDER)).balanceWei).to.equal(0n);
       });
+
+      it("consents: deny by default; a signed one is kept only when newer; one by hand is dated after the recorded one", async () => {
+        const { projectId } = await owner();
+        expect(await store.gasTankAllows(NET, SENDER, projectId)).to.equal(false);
+        const signed = await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: true, issuedAt: 1000, changedBy: "owner" });
+        expect(signed.applied).to.equal(true);
+        expect(await store.gasTankAllows(NET, SENDER.toLowerCase() as Address, projectId)).to.equal(true);
+        expect(await store.gasTankAllows("local", SENDER, projectId)).to.equal(false);
+        expect(await store.gasTankAllows(NET, OTHER, projectId)).to.equal(false);
+        // Not newer: ignored, whatever it says.
+        for (const issuedAt of [1000, 999]) {
+          const stale = await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: false, issuedAt, changedBy: "owner" });
+          expect(stale.applied).to.equal(false);
+          expect(stale.consent).to.include({ allowed: true, issuedAt: 1000 });
+        }
+        // By hand: dated after the recorded one (now, here), so the old signed allow cannot come back.
+        const byHand = await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: false, changedBy: "cli:ops" });
+        expect(byHand.applied).to.equal(true);
+        expect(byHand.consent.issuedAt).to.be.greaterThan(1000);
+        expect((await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: true, issuedAt: 1000, changedBy: "owner" })).applied).to.equal(false);
+        expect(await store.gasTankAllows(NET, SENDER, projectId)).to.equal(false);
+        const listed = await store.gasTankConsents(NET, SENDER);
+        expect(listed).to.have.length(1);
+        expect(listed[0]).to.include({ projectId, allowed: false, changedBy: "cli:ops" });
+        // A project that does not exist: NOT_FOUND, nothing written.
+        expect(isStoreError(await rejection(store.setGasTankConsent({ network: NET, sender: SENDER, projectId: "nope", allowed: true, changedBy: "x" })), "NOT_FOUND")).to.equal(true);
+        expect(await store.gasTankConsents(NET, SENDER)).to.have.length(1);
+      });
     });
 
     describe("sponsorships", () => {

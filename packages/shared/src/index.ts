@@ -21,3 +21,4 @@ export * from "./maxCost.ts";
 export * from "./networks.ts";
 export * from "./paymasterGas.ts";
 export * from "./hashVectors.ts";
+export * from "./gasTankConsent.ts";

@@ -1,7 +1,10 @@
-/** Gas tanks (User Sponsor mode): list, show, ledger, credit, debit. A reference makes a credit or debit idempotent. */
+/**
+ * Gas tanks (User Sponsor mode): list, show, ledger, credit, debit, and which projects may draw from a tank
+ * (allow, disallow). A reference makes a credit or debit idempotent.
+ */
 import { randomUUID } from "node:crypto";
-import { audit, guarded, invalid, knownNetwork, validAddress, validWei, type AdminContext, mutation } from "./context.ts";
-import type { TankLedgerEntry } from "../store/types.ts";
+import { audit, guarded, invalid, knownNetwork, notFound, validAddress, validWei, type AdminContext, mutation } from "./context.ts";
+import type { GasTankConsentRecord, TankLedgerEntry } from "../store/types.ts";
 import { tankView } from "./views.ts";
 
 interface TankInput {
@@ -15,9 +18,40 @@ function reference(value: unknown): string {
   return value;
 }
 
+const consentView = (c: GasTankConsentRecord) => ({ projectId: c.projectId, allowed: c.allowed, changedBy: c.changedBy, issuedAt: c.issuedAt, updatedAt: c.updatedAt });
+
+/** The tank and the projects its consents name (allowed or no longer). */
 export async function showTank(ctx: AdminContext, input: TankInput) {
   const network = knownNetwork(ctx, input.network);
-  return tankView(await guarded(() => ctx.store.getGasTank(network, validAddress(input.sender, "sender"))));
+  const sender = validAddress(input.sender, "sender");
+  const [tank, consents] = await Promise.all([guarded(() => ctx.store.getGasTank(network, sender)), ctx.store.gasTankConsents(network, sender)]);
+  return { ...tankView(tank), projects: consents.map(consentView) };
+}
+
+/**
+ * The operator allows (or no longer allows) a project to draw from a sender's tank — for a tank owner who asked
+ * out of band, or whose account cannot sign a consent (no ERC-1271). Dated after any signed consent, so no
+ * message signed earlier undoes it. Before and after go to the audit log.
+ */
+const changeTankConsent = mutation(async function changeTankConsent(ctx: AdminContext, input: TankInput & { project: unknown }, allowed: boolean) {
+  const network = knownNetwork(ctx, input.network);
+  const sender = validAddress(input.sender, "sender");
+  if (typeof input.project !== "string" || input.project === "") invalid("project: a project id");
+  const projectId = input.project;
+  if (!(await ctx.store.getProject(projectId))) notFound(`project ${JSON.stringify(projectId)} not found`);
+  const before = (await ctx.store.gasTankConsents(network, sender)).find((c) => c.projectId === projectId);
+  const { consent } = await guarded(() => ctx.store.setGasTankConsent({ network, sender, projectId, allowed, changedBy: ctx.actor }));
+  const after = { network, sender, ...consentView(consent) };
+  await audit(ctx, allowed ? "tank.allow" : "tank.disallow", `${network}:${sender}`, before ? consentView(before) : null, after);
+  return after;
+});
+
+export function allowTankProject(ctx: AdminContext, input: TankInput & { project: unknown }) {
+  return changeTankConsent(ctx, input, true);
+}
+
+export function disallowTankProject(ctx: AdminContext, input: TankInput & { project: unknown }) {
+  return changeTankConsent(ctx, input, false);
 }
 
 /** A credit or a debit by hand: the tank before and after go to the audit log. */

@@ -11,7 +11,7 @@ import { createKey, listKeys, revokeKey, rotateKey, setKeyAccess } from "../admi
 import { createProject, listProjects, setProjectStatus, showProject } from "../admin/projects.ts";
 import { listSponsorships, showSponsorship } from "../admin/sponsorships.ts";
 import { createStrategy, listStrategies, setStrategyStatus, showStrategy, strategyUsage, strategyUsageHistory, updateStrategy } from "../admin/strategies.ts";
-import { creditTank, debitTank, listTanks, showTank, tankLedger } from "../admin/tanks.ts";
+import { allowTankProject, creditTank, debitTank, disallowTankProject, listTanks, showTank, tankLedger } from "../admin/tanks.ts";
 import { activity } from "../admin/activity.ts";
 import { networkStatus } from "../admin/networks.ts";
 import { serviceSetTokenSupport, serviceTokenSupport } from "../admin/tokens.ts";
@@ -194,6 +194,20 @@ const ROUTES: readonly AdminRoute[] = [
     summary: "Debit a gas tank by hand (never beyond what is available)",
     body: "{wei, reference?}",
     handler: (ctx, r) => debitTank(ctx, { ...tankOf(r), wei: object(r.body).wei, reference: object(r.body).reference }),
+  },
+  {
+    method: "post",
+    path: "/tanks/:network/:sender/allow",
+    summary: "Allow a project to draw from a gas tank (User Sponsor mode denies every project the tank has not allowed)",
+    body: "{project}",
+    handler: (ctx, r) => allowTankProject(ctx, { ...tankOf(r), project: object(r.body).project }),
+  },
+  {
+    method: "post",
+    path: "/tanks/:network/:sender/disallow",
+    summary: "No longer allow a project to draw from a gas tank",
+    body: "{project}",
+    handler: (ctx, r) => disallowTankProject(ctx, { ...tankOf(r), project: object(r.body).project }),
   },
 
   { method: "get", path: "/sponsorships", summary: "List sponsorships, newest first", query: SPONSORSHIP_FILTERS, handler: (ctx, r) => listSponsorships(ctx, r.query) },

@@ -68,6 +68,8 @@ export interface Embedded {
   running: RunningService;
   manifestPath: string;
   apiKey: string;
+  /** The demo project (the API key's): the one the demo accounts' gas tanks allow. */
+  projectId: string;
   strategyCode: string;
   /** The spec dialect (v1 envelope). */
   endpoint: string;
@@ -101,6 +103,7 @@ async function demoAccount(request: ChainRequest, manifest: DeploymentManifest, 
 
 export interface Demo {
   apiKey: string;
+  projectId: string;
   strategyCode: string;
   demoAccounts: DemoAccount[];
 }
@@ -117,12 +120,14 @@ export async function seedDemo(store: Store, request: ChainRequest, manifest: De
   const demoAccounts = await Promise.all(SPONSOR_VERSIONS.map((v) => demoAccount(request, manifest, v, demoOwner)));
   for (const account of demoAccounts) {
     await store.creditGasTank("local", account.sender, DEMO_GAS_TANK_WEI, `demo:${account.version}`);
+    // The demo accounts' tanks allow the demo project, as their owner would (User Sponsor mode denies by default).
+    await store.setGasTankConsent({ network: "local", sender: account.sender, projectId: project.id, allowed: true, changedBy: "demo" });
     for (const token of manifest.tokens) {
       const mint = encodeFunctionData({ abi: TestTokenArtifact.abi as Abi, functionName: "mint", args: [account.sender, 1_000n * 10n ** BigInt(token.decimals)] });
       await request("eth_sendTransaction", [{ from: minter, to: token.address, data: mint }]);
     }
   }
-  return { apiKey, strategyCode: DEMO_STRATEGY_CODE, demoAccounts };
+  return { apiKey, projectId: project.id, strategyCode: DEMO_STRATEGY_CODE, demoAccounts };
 }
 
 /** The service configuration of the embedded default for a local chain at `rpcUrl`. */
@@ -188,7 +193,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       ...(options.admin ? { admin: options.admin } : {}),
     });
     const request: ChainRequest = (method, params) => stack.chain.provider.request({ method, params });
-    const { apiKey, demoAccounts } = await seedDemo(running.service.store, request, stack.manifest, stack.owner.address, stack.chain.accounts[3]!.address);
+    const { apiKey, projectId, demoAccounts } = await seedDemo(running.service.store, request, stack.manifest, stack.owner.address, stack.chain.accounts[3]!.address);
     const bundler = await bundlerStart;
     const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${apiKey}`;
     const erc7677Endpoint = `${running.url}/rpc/v1/local?apiKey=${apiKey}`;
@@ -198,6 +203,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       running,
       manifestPath,
       apiKey,
+      projectId,
       strategyCode: DEMO_STRATEGY_CODE,
       endpoint,
       erc7677Endpoint,

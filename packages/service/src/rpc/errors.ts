@@ -45,6 +45,8 @@ export const REASONS = {
   POSTOP_CHARGE_PENDING: { status: 409, jsonRpcCode: -32501, message: "This sender already has an unsettled sponsorship charged in postOp: wait for it to land or expire, or approve the paymaster for the maximum cost" },
   TOO_MANY_OUTSTANDING: { status: 429, jsonRpcCode: -32504, message: "Too many open sponsorships for this sender or client: send or let expire the ones already signed" },
   POSTOP_CHARGE_AT_RISK: { status: 403, jsonRpcCode: -32501, message: "Charging in postOp is paused for this project or API key (too much at risk): approve the paymaster for the maximum cost to be charged up front" },
+  GAS_TANK_NOT_ALLOWED: { status: 403, jsonRpcCode: -32501, message: "The sender's gas tank has not allowed this project to draw from it" },
+  INVALID_CONSENT: { status: 400, jsonRpcCode: -32602, message: "The gas tank consent is not valid" },
   GAS_TANK_INSUFFICIENT: { status: 402, jsonRpcCode: -32501, message: "The sender's gas tank cannot cover the maximum cost" },
   APPROVAL_DENIED: { status: 403, jsonRpcCode: -32501, message: "The project's approval webhook refused this user operation" },
   GAS_LIMIT_TOO_HIGH: { status: 400, jsonRpcCode: -32501, message: "A gas limit is above this network's cap" },

@@ -131,7 +131,7 @@ export async function capVerdicts(
 
 export async function resolveMode(
   call: CallContext,
-  request: { strategyCode?: string; token?: string },
+  request: { strategyCode?: string; token?: string; sender: Address },
 ): Promise<ResolvedMode> {
   const store = call.service.store;
   if (request.strategyCode !== undefined) {
@@ -152,7 +152,24 @@ export async function resolveMode(
     }
     return { mode: "erc20", token };
   }
+  await requireTankConsent(call, request.sender);
   return { mode: "user" };
+}
+
+/**
+ * User Sponsor mode draws from the sender's own gas tank, which belongs to no project: only projects the tank's
+ * owner allowed (a signed consent, pm_setGasTankConsent) or the operator allowed for it (`tank allow`) may.
+ * Deny by default: without this, any key of any project could hold a stranger's tank with reservations.
+ */
+async function requireTankConsent(call: CallContext, sender: Address): Promise<void> {
+  const network = call.network.config.name;
+  const projectId = call.apiKey.projectId;
+  if (await call.service.store.gasTankAllows(network, sender, projectId)) return;
+  throw new RpcError(
+    "GAS_TANK_NOT_ALLOWED",
+    `The gas tank of ${sender} on ${network} has not allowed this API key's project (${projectId}): its owner signs a consent (pm_gasTankConsentRequest, then pm_setGasTankConsent) or the operator allows it`,
+    { sender, projectId },
+  );
 }
 
 export type { SponsorMode };

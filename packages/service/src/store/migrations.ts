@@ -617,6 +617,25 @@ export function sharedMigrations(d: Dialect): Migration[] {
         CREATE INDEX sponsorships_settled_at ON sponsorships(settled_at) WHERE status = 'settled';
       `,
     },
+    {
+      version: 13,
+      name: "gas tank consents",
+      // Which projects may draw from a sender's gas tank (User Sponsor mode): none unless a row says allowed
+      // (deny by default). issued_at orders the consents of one (tank, project): a signed consent is kept only
+      // when newer than the row, so an old signed message cannot be replayed to undo a later change.
+      sql: `
+        CREATE TABLE gas_tank_consents (
+          network     TEXT NOT NULL,
+          sender      TEXT NOT NULL,
+          project_id  TEXT NOT NULL REFERENCES projects(id),
+          allowed     ${t.bool} NOT NULL,
+          issued_at   ${t.time} NOT NULL,
+          changed_by  TEXT NOT NULL,
+          updated_at  ${t.time} NOT NULL,
+          PRIMARY KEY (network, sender, project_id)
+        )${d.tableSuffix};
+      `,
+    },
   ];
 }
 

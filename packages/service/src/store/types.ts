@@ -95,6 +95,29 @@ export interface GasTank {
   reservedWei: bigint;
 }
 
+/** Whether one project may draw from one gas tank, and who said so last. */
+export interface GasTankConsentRecord {
+  network: string;
+  sender: Address;
+  projectId: string;
+  allowed: boolean;
+  /** Unix seconds: the signed message's issuedAt, or when the operator changed it. */
+  issuedAt: number;
+  /** "owner" (a signed consent) or the admin actor. */
+  changedBy: string;
+  updatedAt: number;
+}
+
+/** A change of a tank's consent for one project: `issuedAt` for a signed one (kept only when newer), none by hand. */
+export interface GasTankConsentChange {
+  network: string;
+  sender: Address;
+  projectId: string;
+  allowed: boolean;
+  changedBy: string;
+  issuedAt?: number;
+}
+
 export type SponsorMode = "sponsor" | "erc20" | "user";
 /**
  * "reserved" (held, not yet signed) is written by no current code path: reserveSponsorship records the op signed.
@@ -507,6 +530,16 @@ export interface Store {
    * when the tank's available balance (balance - reserved) does not cover it: a debit never creates a debt.
    */
   debitGasTank(network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank>;
+  /** Whether the project may draw from the sender's tank: only when a consent says allowed (deny by default). */
+  gasTankAllows(network: string, sender: Address, projectId: string): Promise<boolean>;
+  /** The tank's consents, most recently changed first. */
+  gasTankConsents(network: string, sender: Address): Promise<GasTankConsentRecord[]>;
+  /**
+   * Records a consent. A signed one (with issuedAt) is kept only when newer than the one recorded (else
+   * `applied: false`, nothing changes); one by hand always is, dated after the recorded one, so no message
+   * signed before it can undo it. Unknown project: NOT_FOUND.
+   */
+  setGasTankConsent(change: GasTankConsentChange): Promise<{ applied: boolean; consent: GasTankConsentRecord }>;
 
   // ---- sponsorships and reservations
   /**

@@ -49,6 +49,11 @@ export interface LocalStack {
   /** The demo project's API key (in the URLs above) and its strategy, which sponsors everything on the local chain. */
   apiKey: string;
   strategyCode: string;
+  /**
+   * The demo project's id. User Sponsor mode draws only from gas tanks that allowed the key's project: the demo
+   * accounts' tanks do; for another sender, POST {project: projectId} to `${adminUrl}/admin/v1/tanks/local/<sender>/allow`.
+   */
+  projectId: string;
   /** Funded dev accounts (10000 ETH each) nothing of the stack uses: free for the tests. */
   accounts: DevAccount[];
   /** Counterfactual SimpleAccounts (v0.6, v0.7, v0.8) with a funded gas tank and 1000 of each test token. */
@@ -86,6 +91,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       adminUrl: embedded.running.adminUrl!,
       adminToken,
       apiKey: embedded.apiKey,
+      projectId: embedded.projectId,
       strategyCode: embedded.strategyCode,
       accounts: chain.accounts.filter((_, i) => !RESERVED_ACCOUNTS.has(i)).map(({ address, privateKey }) => ({ address, privateKey })),
       demoAccounts: embedded.demoAccounts,

@@ -28,6 +28,7 @@ import {
 } from "@paymaster/shared";
 import { startEmbedded, type Embedded, type EmbeddedOptions } from "../../src/local/embedded.ts";
 import type { AdminApiOptions } from "../../src/adminApi/options.ts";
+import type { Store } from "../../src/store/types.ts";
 
 export type { Embedded };
 
@@ -272,4 +273,18 @@ export async function deployAccount(embedded: Embedded, ownerIndex: number): Pro
   await sendTx(embedded, factory, encodeFunctionData({ abi, functionName: "createAccount", args: [owner, 0n] }));
   const word = await chainRequest<Hex>(embedded, "eth_call", [{ to: factory, data: encodeFunctionData({ abi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"]);
   return getAddress(`0x${word.slice(-40)}`);
+}
+
+/**
+ * Credits a sender's gas tank and lets the project draw from it, as its owner would (User Sponsor mode denies
+ * every project a tank has not allowed).
+ */
+export async function fundTank(store: Store, sender: Address, wei: bigint, projectId: string, reference = `test:${sender}`): Promise<void> {
+  await store.creditGasTank("local", sender, wei, reference);
+  await allowTank(store, sender, projectId);
+}
+
+/** Lets the project draw from the sender's gas tank (on the local network), as its owner would. */
+export async function allowTank(store: Store, sender: Address, projectId: string): Promise<void> {
+  await store.setGasTankConsent({ network: "local", sender, projectId, allowed: true, changedBy: "test" });
 }

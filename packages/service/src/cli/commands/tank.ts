@@ -1,6 +1,6 @@
-/** paymaster tank list|show|ledger|credit|debit (User Sponsor mode gas tanks; replaces the former `admin credit|tank`). */
+/** paymaster tank list|show|ledger|credit|debit|allow|disallow (User Sponsor mode gas tanks; replaces the former `admin credit|tank`). */
 import type { Command } from "commander";
-import { creditTank, debitTank, listTanks, showTank, tankLedger } from "../../admin/tanks.ts";
+import { allowTankProject, creditTank, debitTank, disallowTankProject, listTanks, showTank, tankLedger } from "../../admin/tanks.ts";
 import { record, table } from "../output.ts";
 import type { Run } from "../run.ts";
 
@@ -32,9 +32,19 @@ export function registerTank(program: Command, run: Run): void {
         ),
       ),
     );
-  common(tank.command("show").description("a sender's tank: balance, reserved, available")).action((o: Opts) =>
-    run(async (ctx, out) => out.print(await showTank(ctx, o), record)),
+  common(tank.command("show").description("a sender's tank: balance, reserved, available, and the projects allowed to draw from it")).action((o: Opts) =>
+    run(async (ctx, out) =>
+      out.print(await showTank(ctx, o), ({ projects, ...t }) =>
+        [record(t), projects.length === 0 ? "projects: none allowed" : table(projects, ["projectId", "allowed", "changedBy", "updatedAt"])].join("\n"),
+      ),
+    ),
   );
+  common(tank.command("allow").description("let a project's requests draw from this tank (User Sponsor mode denies every project not allowed)"))
+    .requiredOption("--project <id>", "the project id")
+    .action((o: Opts & { project: string }) => run(async (ctx, out) => out.print(await allowTankProject(ctx, o), record)));
+  common(tank.command("disallow").description("no longer let a project's requests draw from this tank"))
+    .requiredOption("--project <id>", "the project id")
+    .action((o: Opts & { project: string }) => run(async (ctx, out) => out.print(await disallowTankProject(ctx, o), record)));
   common(tank.command("credit").description("add wei to a tank by hand"))
     .requiredOption("--wei <amount>", "a positive amount of wei")
     .option("--reference <id>", "makes the credit idempotent (default: a new admin:<uuid>)")

@@ -58,7 +58,7 @@ export async function resolveTarget({ request, call }: TargetInput): Promise<Tar
   }
   const market = await chainWait(call.timing, () => chain.market.current());
   const now = Math.max(service.now(), market.timestamp);
-  const mode = await resolveMode(call, request);
+  const mode = await resolveMode(call, { ...request, sender: request.userOp.sender });
   const erc20 = mode.mode === "erc20" ? chain.erc20[request.version]! : NO_POSTOP;
   return {
     request,

@@ -6,8 +6,8 @@
 import type { Address } from "@paymaster/shared";
 import * as common from "../common.ts";
 import { StoreError } from "../errors.ts";
-import type { GasTank, GasTankTotals, Store } from "../types.ts";
-import { lockTank, readTank, type SqlShared } from "./shared.ts";
+import type { GasTank, GasTankConsentChange, GasTankConsentRecord, GasTankTotals, Store } from "../types.ts";
+import { isForeignKey, lockTank, readTank, type SqlShared } from "./shared.ts";
 
 const TANK_QUERIES = {
   insertCredit: `INSERT INTO gas_tank_credits (reference, network, sender, amount_wei, created_at)
@@ -19,7 +19,38 @@ const TANK_QUERIES = {
   selectDebit: "SELECT network, sender, amount_wei FROM gas_tank_debits WHERE reference = ?",
   // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): this reads the rows.
   selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
+  selectAllowed: "SELECT allowed FROM gas_tank_consents WHERE network = ? AND sender = ? AND project_id = ?",
+  selectConsent: `SELECT network, sender, project_id, allowed, issued_at, changed_by, updated_at FROM gas_tank_consents
+    WHERE network = ? AND sender = ? AND project_id = ?`,
+  selectConsents: `SELECT network, sender, project_id, allowed, issued_at, changed_by, updated_at FROM gas_tank_consents
+    WHERE network = ? AND sender = ? ORDER BY updated_at DESC, project_id`,
+  // A signed consent replaces the row only when newer (the WHERE of the upsert); one by hand comes dated after it.
+  upsertConsent: `INSERT INTO gas_tank_consents (network, sender, project_id, allowed, issued_at, changed_by, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (network, sender, project_id) DO UPDATE SET allowed = excluded.allowed, issued_at = excluded.issued_at,
+      changed_by = excluded.changed_by, updated_at = excluded.updated_at
+    WHERE gas_tank_consents.issued_at < excluded.issued_at`,
 } as const;
+
+interface ConsentRow {
+  network: string;
+  sender: Address;
+  project_id: string;
+  allowed: boolean | number;
+  issued_at: number | string;
+  changed_by: string;
+  updated_at: number | string;
+}
+
+const consentOf = (r: ConsentRow): GasTankConsentRecord => ({
+  network: r.network,
+  sender: r.sender,
+  projectId: r.project_id,
+  allowed: Boolean(Number(r.allowed)),
+  issuedAt: Number(r.issued_at),
+  changedBy: r.changed_by,
+  updatedAt: Number(r.updated_at),
+});
 
 export function tankStore(s: SqlShared) {
   const { db } = s;
@@ -86,6 +117,35 @@ export function tankStore(s: SqlShared) {
 
     async getGasTank(network: string, sender: Address): Promise<GasTank> {
       return readTank(s, db, network, common.address(sender, "sender"));
+    },
+
+    async gasTankAllows(network: string, sender: Address, projectId: string): Promise<boolean> {
+      const row = await db.one<{ allowed: boolean | number }>(q.selectAllowed, [network, common.address(sender, "sender"), projectId]);
+      return row !== undefined && Boolean(Number(row.allowed));
+    },
+
+    async gasTankConsents(network: string, sender: Address): Promise<GasTankConsentRecord[]> {
+      return (await db.all<ConsentRow>(q.selectConsents, [network, common.address(sender, "sender")])).map(consentOf);
+    },
+
+    async setGasTankConsent(change: GasTankConsentChange): Promise<{ applied: boolean; consent: GasTankConsentRecord }> {
+      const sender = common.address(change.sender, "sender");
+      const key = [change.network, sender, change.projectId];
+      try {
+        return await db.transaction(async (tx) => {
+          const now = common.nowSeconds();
+          const current = await tx.one<ConsentRow>(q.selectConsent, key);
+          const issuedAt = change.issuedAt ?? Math.max(now, current ? Number(current.issued_at) + 1 : 0);
+          const applied = (await tx.run(q.upsertConsent, [...key, change.allowed, issuedAt, change.changedBy, now])) > 0;
+          const row = await tx.one<ConsentRow>(q.selectConsent, key);
+          // By hand and not applied: a signed consent dated later landed in between; the caller may retry.
+          if (!applied && change.issuedAt === undefined) throw new StoreError("CONFLICT", "the consent changed concurrently: retry");
+          return { applied, consent: consentOf(row!) };
+        });
+      } catch (err) {
+        if (isForeignKey(s, err)) throw new StoreError("NOT_FOUND", `project ${change.projectId} not found`);
+        throw err;
+      }
     },
 
     async gasTankTotals(): Promise<GasTankTotals[]> {
