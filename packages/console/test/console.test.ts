@@ -348,6 +348,20 @@ describe("operator console (Chromium, real service)", function () {
     await page.getByRole("table", { name: "Credits, debits and operations paid" }).getByText("invoice-42").waitFor();
     const tank = await bearer("GET", `/tanks/local/${sender}`);
     expect(tank.json.balanceWei).to.equal((10n ** 18n + 25n * 10n ** 16n).toString());
+    // The demo account's tank allows the demo project; allow the test's project too, then disallow it.
+    const projects = page.getByRole("table", { name: "Projects of the tank" });
+    await projects.getByText("Demo project").waitFor();
+    await page.getByLabel("Project to allow").selectOption(state.projectId!);
+    await page.getByRole("button", { name: "Allow the project" }).click();
+    const row = projects.getByRole("row").filter({ has: page.getByRole("link", { name: "Acme", exact: true }) });
+    await row.getByRole("button", { name: "Disallow" }).waitFor();
+    let consents = (await bearer("GET", `/tanks/local/${sender}`)).json.projects;
+    expect(consents.find((c: any) => c.projectId === state.projectId)).to.include({ allowed: true });
+    expect(consents.find((c: any) => c.projectId === state.projectId).changedBy).to.match(/^console:/);
+    await row.getByRole("button", { name: "Disallow" }).click();
+    await row.getByRole("button", { name: "Allow again" }).waitFor();
+    consents = (await bearer("GET", `/tanks/local/${sender}`)).json.projects;
+    expect(consents.find((c: any) => c.projectId === state.projectId)).to.include({ allowed: false });
     await screenshots(page, "13-gas-tank");
     await page.getByRole("link", { name: "Webhooks" }).click();
     await page.getByText("No endpoint").waitFor();

@@ -1,5 +1,6 @@
 // Gas tanks (User Sponsor mode): the tanks, one tank's balance, what is reserved and available, its ledger of
-// credits, debits and the operations it paid for, and a credit by hand with a reference.
+// credits, debits and the operations it paid for, a credit by hand with a reference, and which projects may
+// draw from it (allowed by the owner's signed consent or by hand here).
 import { useState } from "preact/hooks";
 import { api, query, useApi } from "../api.ts";
 import { formatEth, formatTime, parseEth, short } from "../../shared/format.ts";
@@ -100,6 +101,7 @@ export function Tank({ network, sender }: { network: string; sender: string }) {
               <button type="submit" class="primary" disabled={credit.busy}>Credit the tank</button>
             </form>
           </section>
+          <TankProjects network={network} sender={sender} />
           <h2>Ledger</h2>
           {t.entries.length === 0 ? (
             <Empty>No movement yet.</Empty>
@@ -118,5 +120,58 @@ export function Tank({ network, sender }: { network: string; sender: string }) {
         </>
       )}
     </>
+  );
+}
+
+/** The projects a tank allows (User Sponsor mode refuses every other), and allowing or disallowing one by hand. */
+function TankProjects({ network, sender }: { network: string; sender: string }) {
+  const tank = useApi<any>(`/tanks/${seg(network)}/${seg(sender)}`);
+  const projects = useApi<any[]>("/projects");
+  const [project, setProject] = useState("");
+  const change = useAction();
+  const names = new Map((projects.data ?? []).map((p) => [p.id, p.name] as [string, string]));
+  const chosen = project || projects.data?.[0]?.id || "";
+  const set = (allowed: boolean, projectId: string) =>
+    void change.run(async () => {
+      await api.post(`/tanks/${seg(network)}/${seg(sender)}/${allowed ? "allow" : "disallow"}`, { project: projectId });
+      await tank.reload();
+    });
+  const consents: any[] = tank.data?.projects ?? [];
+  return (
+    <section class="panel" aria-labelledby="tank-projects">
+      <h2 id="tank-projects">Projects allowed to draw</h2>
+      <p class="muted">The tank pays only for the projects listed as allowed: its owner allows one by signing a consent through the dapp, or you allow it here.</p>
+      <ErrorNotice error={tank.error ?? change.error} what="Could not change the tank's projects" />
+      {consents.length === 0 ? (
+        <Empty>No project may draw from this tank yet.</Empty>
+      ) : (
+        <Table caption="Projects of the tank" head={["Project", "Allowed", "By", "Changed", ""]}>
+          {consents.map((c) => (
+            <tr key={c.projectId}>
+              <th scope="row"><a href={href(`/projects/${seg(c.projectId)}`)}>{names.get(c.projectId) ?? c.projectId}</a></th>
+              <td>{c.allowed ? "yes" : "no"}</td>
+              <td>{c.changedBy}</td>
+              <td>{formatTime(c.updatedAt)}</td>
+              <td>
+                <button type="button" disabled={change.busy} onClick={() => set(!c.allowed, c.projectId)}>
+                  {c.allowed ? "Disallow" : "Allow again"}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      <form
+        class="row"
+        style="align-items:flex-end"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (chosen) set(true, chosen);
+        }}
+      >
+        <div style="min-width:14rem"><Select label="Project to allow" value={chosen} onChange={setProject} options={(projects.data ?? []).map((p) => [p.id, p.name] as [string, string])} /></div>
+        <button type="submit" class="primary" style="margin-bottom:0.85rem" disabled={change.busy || !chosen}>Allow the project</button>
+      </form>
+    </section>
   );
 }
