@@ -7,6 +7,7 @@ import { Wallet, type Contract } from "ethers";
 import { EIP7702_MARKER, eip7702DelegationCode, getUserOpHashV08, packUserOpV07 } from "@paymaster/shared";
 import { ethers, loadStack, networkHelpers, type Stack } from "./helpers/stack.ts";
 import {
+  VERSIONS,
   accountCallData,
   draftOp,
   handleOps,
@@ -20,22 +21,24 @@ import {
   type PaymasterKind,
   type TestOp,
 } from "./helpers/userOps.ts";
-import { parseValidationData, validateAsEntryPoint } from "./helpers/expectations.ts";
+import { expectFailedOp, parseValidationData, validateAsEntryPoint } from "./helpers/expectations.ts";
+import { delegateTo, delegatedWallet, readyAccount } from "./helpers/accounts.ts";
+import { loadShippedArtifact } from "../src/deploy/aaArtifacts.ts";
 
 const VERSION = "v0.8" as const;
 const KINDS: PaymasterKind[] = ["verifying", "erc20"];
 const OTHER_DELEGATE = "0x7777777777777777777777777777777777777777";
 
-/** A fresh EOA delegated to the stack's Simple7702Account by a signed authorization in a type-4 transaction. */
-async function delegatedEoa(stack: Stack): Promise<{ eoa: Wallet; delegate: string }> {
-  const eoa = new Wallet(Wallet.createRandom().privateKey, ethers.provider);
-  await networkHelpers.setBalance(eoa.address, 10n ** 18n);
-  const delegate = stack.manifest.entryPoints[VERSION].simple7702Account!;
-  const authorization = await eoa.authorize({ address: delegate, chainId: stack.chainId });
-  const [funder] = await ethers.getSigners();
-  await (await funder!.sendTransaction({ type: 4, to: eoa.address, authorizationList: [authorization] })).wait();
-  expect((await ethers.provider.getCode(eoa.address)).toLowerCase()).to.equal(eip7702DelegationCode(delegate as `0x${string}`));
-  return { eoa, delegate };
+/** A fresh EOA delegated to `to` (default: the stack's Simple7702Account) by a real type-4 authorization. */
+async function delegatedEoa(stack: Stack, to?: string): Promise<{ eoa: Wallet; delegate: string }> {
+  const delegate = to ?? stack.manifest.entryPoints[VERSION].simple7702Account!;
+  return { eoa: await delegatedWallet(stack, delegate), delegate };
+}
+
+/** A second copy of v0.8's Simple7702Account (same code, another address): a delegate that works just as well. */
+async function anotherSimple7702Account(stack: Stack): Promise<string> {
+  const tx = await stack.owner.sendTransaction({ data: loadShippedArtifact("v08", "Simple7702Account").bytecode });
+  return (await tx.wait())!.contractAddress!;
 }
 
 async function tokenFields(stack: Stack, kind: PaymasterKind) {
@@ -103,4 +106,66 @@ describe("EIP-7702 senders on EntryPoint v0.8", () => {
       await expect(onChainPaymasterHash(VERSION, paymaster, op, await validWindow(), fields)).to.be.revertedWith("sender has no code");
     });
   }
+});
+
+// Re-audit N-5: an already-delegated EOA may send ops with no initCode at all (no marker). The paymaster hash
+// then binds the delegate its code points to — keccak(delegate), as the bare marker does on v0.8 — so re-delegating
+// between signing and inclusion voids the sponsorship, on every EntryPoint version.
+describe("EIP-7702 senders without the marker (empty initCode): the sponsorship binds the sender's delegate", () => {
+  const A = "0xA11CE00000000000000000000000000000000A11";
+  const B = "0xB0B0000000000000000000000000000000000B0B";
+
+  for (const version of VERSIONS) {
+    for (const kind of KINDS) {
+      it(`${version} ${kind}: signed while delegated to A it validates; once the sender re-delegates to B it fails (sigFailed)`, async () => {
+        const stack = await loadStack();
+        const { eoa } = await delegatedEoa(stack, A);
+        const paymaster = stack.v[version][kind] as Contract;
+        const fields = await tokenFields(stack, kind);
+        const draft = await draftOp({ sender: eoa.address, callData: accountCallData(version, [{ to: eoa.address, data: "0x" }]) });
+        const op = await sponsor(stack, version, draft, { kind, paymaster, signer: stack.signer, tokenFields: fields, eip7702Delegate: A });
+        const window = await validWindow();
+        const onChain = await onChainPaymasterHash(version, paymaster, { ...draft, paymaster: await paymaster.getAddress() }, window, fields);
+        expect(onChain, "getHash binds the delegate").to.equal(offChainPaymasterHash(version, kind, { ...draft, paymaster: await paymaster.getAddress() }, stack.chainId, await paymaster.getAddress(), window, fields, A));
+        expect(onChain, "getHash differs from the undelegated hash").to.not.equal(offChainPaymasterHash(version, kind, { ...draft, paymaster: await paymaster.getAddress() }, stack.chainId, await paymaster.getAddress(), window, fields, undefined));
+        expect(parseValidationData((await validateAsEntryPoint(stack, version, paymaster, op))[1]).sigFailed, "still delegated to A").to.equal(false);
+        await delegateTo(stack, eoa, B);
+        expect(parseValidationData((await validateAsEntryPoint(stack, version, paymaster, op))[1]).sigFailed, "re-delegated to B").to.equal(true);
+        // A sponsorship that never named a delegate fails too: the sender is delegated.
+        const unbound = await sponsor(stack, version, draft, { kind, paymaster, signer: stack.signer, tokenFields: fields });
+        expect(parseValidationData((await validateAsEntryPoint(stack, version, paymaster, unbound))[1]).sigFailed, "unbound").to.equal(true);
+      });
+
+      it(`${version} ${kind}: a sender that is not delegated, with empty initCode, validates as before`, async () => {
+        const stack = await loadStack();
+        const account = await readyAccount(stack, version);
+        const paymaster = stack.v[version][kind] as Contract;
+        const fields = await tokenFields(stack, kind);
+        const draft = await draftOp({ sender: account.address, callData: accountCallData(version, [{ to: account.owner.address, data: "0x" }]) });
+        const op = await sponsor(stack, version, draft, { kind, paymaster, signer: stack.signer, tokenFields: fields });
+        expect(parseValidationData((await validateAsEntryPoint(stack, version, paymaster, op))[1]).sigFailed).to.equal(false);
+      });
+    }
+  }
+
+  it("v0.8 end to end: the op lands while the EOA stays delegated; after it re-delegates (to a working copy of the account) handleOps refuses it with AA34", async () => {
+    const stack = await loadStack();
+    const { eoa, delegate } = await delegatedEoa(stack);
+    const paymaster = stack.v[VERSION].verifying;
+    const draft = await draftOp({ sender: eoa.address, callData: accountCallData(VERSION, [{ to: eoa.address, data: "0x" }]) });
+    const op = await signAsOwner(stack, VERSION, await sponsor(stack, VERSION, draft, { kind: "verifying", paymaster, signer: stack.signer, eip7702Delegate: delegate }), eoa);
+    const copy = await anotherSimple7702Account(stack);
+
+    const snapshot = await networkHelpers.takeSnapshot();
+    const event = await userOperationEvent(stack, VERSION, await handleOps(stack, VERSION, [op]));
+    expect(event.success).to.equal(true);
+    expect(event.paymaster).to.equal(await paymaster.getAddress());
+    await snapshot.restore();
+
+    await delegateTo(stack, eoa, copy);
+    await expectFailedOp(stack, VERSION, op, "AA34 signature error");
+    // The same op sponsored for the new delegate lands: the account itself accepts it either way.
+    const renewed = await signAsOwner(stack, VERSION, await sponsor(stack, VERSION, draft, { kind: "verifying", paymaster, signer: stack.signer, eip7702Delegate: copy }), eoa);
+    expect((await userOperationEvent(stack, VERSION, await handleOps(stack, VERSION, [renewed]))).success).to.equal(true);
+  });
 });

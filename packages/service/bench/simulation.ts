@@ -65,7 +65,7 @@ try {
     signature: "0x",
   };
   const paymasterSigner = createSigner(chain.signerKey);
-  const pmHash = verifyingPaymasterHash({ version: "v0.7", userOp: op, chainId: 31337, paymaster: entry.verifyingPaymaster, ...window } as Parameters<typeof verifyingPaymasterHash>[0]);
+  const pmHash = verifyingPaymasterHash({ version: "v0.7", userOp: op, chainId: 31337, paymaster: entry.verifyingPaymaster, ...window, eip7702Delegate: undefined } as Parameters<typeof verifyingPaymasterHash>[0]);
   op = { ...op, paymasterData: encodeVerifyingPaymasterData(window, await paymasterSigner.signHash(pmHash)) };
   const userOpHash = getUserOpHash({ version: "v0.7", userOp: op, entryPoint: entry.entryPoint, chainId: 31337 } as Parameters<typeof getUserOpHash>[0]);
   op = { ...op, signature: await createSigner(ownerKey).signHash(userOpHash) };

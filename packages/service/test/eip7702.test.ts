@@ -5,11 +5,11 @@
 import { expect } from "chai";
 import { http, toHex } from "viem";
 import { createPaymasterClient } from "viem/account-abstraction";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { STUB_SIGNATURE, eip7702DelegationCode } from "@paymaster/shared";
-import { executeCallData } from "../src/local/embedded.ts";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { STUB_SIGNATURE, eip7702DelegationCode, type Address, type Hex } from "@paymaster/shared";
+import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import type { StrategyRules } from "../src/policy/types.ts";
-import { call, chainRequest, handleOps, new7702Wallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { call, chainRequest, handleOps, mint, new7702Wallet, opFromResponse, sendTx, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
 describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function () {
   this.timeout(120_000);
@@ -130,9 +130,73 @@ describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function ()
     expect(other.body.data).to.include({ rule: "eip7702.delegates", value: v08.simple7702Account });
     const ours = await ask("CODEOURS");
     expect(ours.status, JSON.stringify(ours.body)).to.equal(200);
-    // A strategy without 7702 rules does not read the code (nothing to judge): sponsored as before.
+    // Without 7702 rules the code is still read: the signed hash binds the delegate (below).
     expect((await call(embedded.endpoint, "pm_sponsorUserOperation", [next, { strategy_code: embedded.strategyCode, version: "v0.8" }])).status).to.equal(200);
   });
+
+  // Re-audit N-5: the sponsorship of an op without initCode binds the delegate the sender's code points to when the
+  // service signs; an EOA that re-delegates between signing and inclusion runs other code, and the paymaster refuses.
+  for (const mode of ["Sponsor", "ERC-20"] as const) {
+    it(`${mode} mode: an already-delegated EOA's op without the marker lands while it stays delegated, and is refused (AA34) once it re-delegates`, async () => {
+      const v08 = embedded.stack.manifest.entryPoints["v0.8"];
+      const wallet = await new7702Wallet(embedded);
+      const context = mode === "ERC-20" ? { token: "USDC", version: "v0.8" } : { strategy_code: embedded.strategyCode, version: "v0.8" };
+      const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
+      const paymaster = mode === "ERC-20" ? v08.erc20Paymaster : v08.verifyingPaymaster;
+      await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+      // Delegated by its first op (marker and authorization), which also approves the ERC-20 paymaster.
+      const first = wireOp(wallet, approveCallData(usdc.address, paymaster));
+      const firstAnswer = await call(embedded.endpoint, "pm_sponsorUserOperation", [first, { strategy_code: embedded.strategyCode, version: "v0.8" }]);
+      expect(firstAnswer.status, JSON.stringify(firstAnswer.body)).to.equal(200);
+      expect((await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, first, firstAnswer.body.data)))).reverted).to.equal(false);
+      // The next ops: no factory, no eip7702Auth.
+      const sponsored = async (nonce: bigint) => {
+        const wire = wireOp(wallet, executeCallData(wallet.sender), { deploy: false, nonce });
+        const answer = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, context]);
+        expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+        expect(answer.body.data.paymasterAddress).to.equal(paymaster);
+        return signAsOwner(embedded, wallet, opFromResponse(wallet, wire, answer.body.data));
+      };
+
+      // Still delegated to Simple7702Account: lands.
+      const stays = await handleOps(embedded, await sponsored(1n));
+      expect(stays.reverted, stays.failedOp).to.equal(false);
+      expect(stays.event!.success).to.equal(true);
+      expect(stays.event!.paymaster).to.equal(paymaster);
+
+      // Signed while delegated to Simple7702Account, sent after the EOA re-delegated to another contract (here a copy
+      // of the same account code, so only the paymaster can object): the EntryPoint refuses it.
+      const signedForA = await sponsored(2n);
+      const copy = await simple7702Copy();
+      await redelegate(wallet.owner, copy);
+      const refused = await handleOps(embedded, signedForA);
+      expect(refused.reverted).to.equal(true);
+      expect(refused.failedOp).to.match(/AA34 signature error/);
+      // Sponsored again now, the service signs for the new delegate: lands.
+      const renewed = await handleOps(embedded, await sponsored(2n));
+      expect(renewed.reverted, renewed.failedOp).to.equal(false);
+      expect(renewed.event!.success).to.equal(true);
+    });
+  }
+
+  let copies = 0;
+  /** A second contract with v0.8's Simple7702Account code (hardhat_setCode at a fresh address). */
+  async function simple7702Copy(): Promise<Address> {
+    const code = await chainRequest<Hex>(embedded, "eth_getCode", [embedded.stack.manifest.entryPoints["v0.8"].simple7702Account!, "latest"]);
+    const address = `0x${(0x7702c0de0000n + BigInt(++copies)).toString(16).padStart(40, "0")}` as Address;
+    await chainRequest(embedded, "hardhat_setCode", [address, code]);
+    return address;
+  }
+
+  /** The EOA signs an authorization to `delegate` (its next nonce), carried by another account's type-4 transaction. */
+  async function redelegate(owner: PrivateKeyAccount, delegate: Address): Promise<void> {
+    const chainId = embedded.stack.chain.chainId;
+    const nonce = Number(await chainRequest<Hex>(embedded, "eth_getTransactionCount", [owner.address, "latest"]));
+    const signed = await owner.signAuthorization({ address: delegate, chainId, nonce });
+    const authorization = { chainId: BigInt(chainId), address: delegate, nonce: BigInt(nonce), r: signed.r, s: signed.s, yParity: signed.yParity ?? 0 };
+    await sendTx(embedded, owner.address, "0x", embedded.stack.chain.accounts[7]!.address, [authorization]);
+    expect(await chainRequest(embedded, "eth_getCode", [owner.address, "latest"])).to.equal(eip7702DelegationCode(delegate));
+  }
 
   it("refuses a marker op without eip7702Auth, and eip7702Auth on v0.7, naming the field", async () => {
     const eoa = privateKeyToAccount(generatePrivateKey());

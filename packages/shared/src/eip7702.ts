@@ -1,7 +1,8 @@
 // EIP-7702 senders under EntryPoint v0.8 (core/Eip7702Support.sol): an initCode that starts with the
 // 0x7702 marker says "the sender is an EOA delegated by EIP-7702". The EntryPoint then hashes the
 // delegate (read from the sender's code 0xef0100 ‖ delegate) instead of the marker, so one signature
-// can never be replayed for a different delegate. The paymaster hash binds the delegate the same way.
+// can never be replayed for a different delegate. The paymaster hash binds the delegate the same way, and
+// also (every version) for an already-delegated sender whose op carries no initCode at all (re-audit N-5).
 import { assertAddress, assertHexBytes, byteLength, encodingError, sliceBytes } from "./bytes.ts";
 import { keccak256 } from "./keccak.ts";
 import type { Address, Hex, UserOperationV08 } from "./types.ts";
@@ -39,6 +40,20 @@ export function eip7702DelegateOfCode(code: Hex): Address | undefined {
   assertHexBytes(code, "code");
   if (byteLength(code) !== 23 || !code.toLowerCase().startsWith(EIP7702_CODE_PREFIX)) return undefined;
   return `0x${sliceBytes(code, 3).slice(2)}`;
+}
+
+/**
+ * The paymaster hash's initCode word outside the 0x7702 marker, every EntryPoint version (the contracts'
+ * core/InitCodeHash.sol): keccak(initCode), except for an op that deploys nothing (empty initCode) whose
+ * sender is delegated by EIP-7702 — keccak(senderDelegate), the bare marker's hash. `senderDelegate` is the
+ * delegate the sender's code (0xef0100 ‖ delegate) points to when the op is validated; undefined when it is
+ * not delegated. Ignored when the op has initCode.
+ */
+export function paymasterInitCodeHash(initCode: Hex, senderDelegate: Address | undefined): Hex {
+  assertHexBytes(initCode, "initCode");
+  if (senderDelegate === undefined || byteLength(initCode) !== 0) return keccak256(initCode);
+  assertAddress(senderDelegate, "sender's eip7702 delegate");
+  return keccak256(senderDelegate);
 }
 
 /**

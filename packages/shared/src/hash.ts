@@ -4,7 +4,7 @@
 // instead of being hashed into a signature that can never verify.
 import { addressWord, bytes32Word, keccakWord, keccakWords, uintWord } from "./abiWords.ts";
 import { keccak256 } from "./keccak.ts";
-import { initCodeHashV08 } from "./eip7702.ts";
+import { initCodeHashV08, isEip7702InitCode, paymasterInitCodeHash } from "./eip7702.ts";
 import { initCodeV07 } from "./userOperation.ts";
 import type { Erc20ModeFields, ValidityWindow } from "./paymasterData.ts";
 import type { Address, Hex, UserOperationV06, UserOperationV07, UserOperationV08, VersionedUserOperation } from "./types.ts";
@@ -15,31 +15,39 @@ export type VerifyingPaymasterHashParams = VersionedUserOperation &
     chainId: bigint | number;
     /** The paymaster contract's address (address(this) in getHash). */
     paymaster: Address;
-    /** v0.8 7702 ops: the delegate the sender's code points to (default: userOp.eip7702Auth.address). */
-    eip7702Delegate?: Address;
+    /**
+     * The EIP-7702 delegate the sender's code (0xef0100 ‖ delegate) points to when the op is validated, undefined
+     * when the sender is not a delegated EOA. Required for an op without initCode (its hash binds the delegate,
+     * re-audit N-5) and for a v0.8 0x7702 marker op. v0.8: undefined falls back to userOp.eip7702Auth.address
+     * (the bundler applies that authorization before validation).
+     */
+    eip7702Delegate: Address | undefined;
   };
 
 /** Inputs of ERC20PaymasterV06/V07/V08.getHash. */
 export type Erc20PaymasterHashParams = VerifyingPaymasterHashParams & Erc20ModeFields;
 
 /**
- * keccak256(abi.encode(sender, nonce, keccak256(initCode), keccak256(callData), callGasLimit,
- * verificationGasLimit, preVerificationGas, maxFeePerGas, maxPriorityFeePerGas)) — BasePaymasterV06.
- * paymasterAndData and signature are not covered (they hold the signature being made).
+ * keccak256(abi.encode(sender, nonce, initCodeHash, keccak256(callData), callGasLimit, verificationGasLimit,
+ * preVerificationGas, maxFeePerGas, maxPriorityFeePerGas)) — BasePaymasterV06. initCodeHash is
+ * paymasterInitCodeHash: keccak256(initCode), or keccak256(delegate) for an empty initCode from a sender
+ * delegated to `senderDelegate`. paymasterAndData and signature are not covered (they hold the signature
+ * being made).
  */
-export function userOpFieldsHashV06(op: UserOperationV06): Hex {
-  return keccakWords(userOpWordsV06(op));
+export function userOpFieldsHashV06(op: UserOperationV06, senderDelegate?: Address): Hex {
+  return keccakWords(userOpWordsV06(op, paymasterInitCodeHash(op.initCode, senderDelegate).slice(2)));
 }
 
 /**
  * The nine words both the paymaster hash and the EntryPoint's v0.6 userOpHash start with: sender, nonce,
- * keccak(initCode), keccak(callData) and the five gas values, in the UserOperation's field order.
+ * the initCode word (the EntryPoint's: keccak(initCode)), keccak(callData) and the five gas values, in the
+ * UserOperation's field order.
  */
-export function userOpWordsV06(op: UserOperationV06) {
+export function userOpWordsV06(op: UserOperationV06, initCodeHashWord = keccakWord(op.initCode, "initCode")) {
   return [
     addressWord(op.sender, "sender"),
     uintWord(op.nonce, 256, "nonce"),
-    keccakWord(op.initCode, "initCode"),
+    initCodeHashWord,
     keccakWord(op.callData, "callData"),
     uintWord(op.callGasLimit, 256, "callGasLimit"),
     uintWord(op.verificationGasLimit, 256, "verificationGasLimit"),
@@ -51,21 +59,24 @@ export function userOpWordsV06(op: UserOperationV06) {
 
 /**
  * The v0.6 field order plus paymasterVerificationGasLimit and paymasterPostOpGasLimit — BasePaymasterV07.
- * initCode = factory ‖ factoryData (empty without a factory); absent paymaster gas limits are 0. The
- * values packed into bytes32 on-chain (gas limits, fees) are uint128, so they are range-checked as such.
+ * initCode = factory ‖ factoryData (empty without a factory: then a sender delegated to `senderDelegate` has
+ * the word keccak(delegate), as in v0.6); absent paymaster gas limits are 0. The values packed into bytes32
+ * on-chain (gas limits, fees) are uint128, so they are range-checked as such.
  */
-export function userOpFieldsHashV07(op: UserOperationV07): Hex {
-  return keccakWords(packedFieldWords(op, keccakWord(initCodeV07(op), "initCode")));
+export function userOpFieldsHashV07(op: UserOperationV07, senderDelegate?: Address): Hex {
+  return keccakWords(packedFieldWords(op, paymasterInitCodeHash(initCodeV07(op), senderDelegate).slice(2)));
 }
 
 /**
- * BasePaymasterV08: v0.7's words, except that a 7702 op's initCode word is the EntryPoint's override
+ * BasePaymasterV08: v0.7's words, except that a 7702 marker op's initCode word is the EntryPoint's override
  * keccak(delegate ‖ initCode[20:]) — the delegate is bound, never the raw marker. The delegate is
- * `delegate` if given (read from the chain), else `eip7702Auth.address`.
+ * `delegate` if given (read from the chain), else `eip7702Auth.address` (for an op without initCode too).
  */
 export function userOpFieldsHashV08(op: UserOperationV08, delegate?: Address): Hex {
-  const initCodeWord = initCodeHashV08(initCodeV07(op), delegate ?? op.eip7702Auth?.address).slice(2);
-  return keccakWords(packedFieldWords(op, initCodeWord));
+  const initCode = initCodeV07(op);
+  const senderDelegate = delegate ?? op.eip7702Auth?.address;
+  const word = isEip7702InitCode(initCode) ? initCodeHashV08(initCode, senderDelegate) : paymasterInitCodeHash(initCode, senderDelegate);
+  return keccakWords(packedFieldWords(op, word.slice(2)));
 }
 
 function packedFieldWords(op: UserOperationV07, initCodeWord: string): string[] {
@@ -84,13 +95,13 @@ function packedFieldWords(op: UserOperationV07, initCodeWord: string): string[] 
   ];
 }
 
-/** The fields hash of any version (`delegate`: see userOpFieldsHashV08; ignored before v0.8). */
-export function userOpFieldsHash(versioned: VersionedUserOperation, delegate?: Address): Hex {
+/** The fields hash of any version (`delegate`: the sender's EIP-7702 delegate, VerifyingPaymasterHashParams). */
+export function userOpFieldsHash(versioned: VersionedUserOperation, delegate: Address | undefined): Hex {
   switch (versioned.version) {
     case "v0.6":
-      return userOpFieldsHashV06(versioned.userOp);
+      return userOpFieldsHashV06(versioned.userOp, delegate);
     case "v0.7":
-      return userOpFieldsHashV07(versioned.userOp);
+      return userOpFieldsHashV07(versioned.userOp, delegate);
     case "v0.8":
       return userOpFieldsHashV08(versioned.userOp, delegate);
   }

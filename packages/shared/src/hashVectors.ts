@@ -18,7 +18,10 @@ export interface HashVectorJson {
   exchangeRate?: string;
   chargeMode?: number;
   maxTokenCharge?: string;
-  /** v0.8 7702 ops (factory = the 0x7702 marker): the sender's delegate, hashed instead of the marker. */
+  /**
+   * A sender delegated by EIP-7702 (its code 0xef0100 ‖ delegate): its delegate, hashed instead of the v0.8
+   * 0x7702 marker, and for an op without initCode (every version) instead of keccak256 of the empty initCode.
+   */
   eip7702Delegate?: Address;
   /** The op's hashed fields (v0.6: UserOperation's; v0.7/v0.8: unpacked, with factory/factoryData). */
   userOp: Readonly<Record<string, string | undefined>>;
@@ -50,7 +53,7 @@ export function parseHashVector(json: HashVectorJson): HashVector {
     paymaster: json.paymaster,
     validUntil: json.validUntil,
     validAfter: json.validAfter,
-    ...(json.eip7702Delegate === undefined ? {} : { eip7702Delegate: json.eip7702Delegate }),
+    eip7702Delegate: json.eip7702Delegate,
   };
   const packedOp = { ...fields, paymaster: json.paymaster, paymasterData: "0x", signature: "0x" } as unknown as UserOperationV07;
   const versioned =

@@ -27,7 +27,7 @@ const GOLDEN = {
   ethSignedVerifyingV06: "0x4407cb62a772283e4272e36552a577fc3b46779ea28624b9f7a12c0bdf585575",
 } as const;
 
-const common = { chainId: CHAIN_ID, paymaster: PAYMASTER, validUntil: VALID_UNTIL, validAfter: VALID_AFTER };
+const common = { chainId: CHAIN_ID, paymaster: PAYMASTER, validUntil: VALID_UNTIL, validAfter: VALID_AFTER, eip7702Delegate: undefined };
 
 describe("hash", () => {
   describe("userOpFieldsHash", () => {

@@ -9,14 +9,22 @@ const b32 = { type: "bytes32" } as const;
 const addr = { type: "address" } as const;
 const u48 = { type: "uint48" } as const;
 
-export function refFieldsHashV06(op: UserOperationV06): Hex {
+/**
+ * The paymaster hash's initCode word (core/InitCodeHash.sol): an empty initCode from a sender delegated to
+ * `senderDelegate` hashes the delegate's 20 bytes; anything else hashes the initCode.
+ */
+function refPaymasterInitCodeHash(initCode: Hex, senderDelegate: Address | undefined): Hex {
+  return keccak256(initCode === "0x" && senderDelegate !== undefined ? senderDelegate : initCode);
+}
+
+export function refFieldsHashV06(op: UserOperationV06, senderDelegate?: Address): Hex {
   return keccak256(
     encodeAbiParameters(
       [addr, u256, b32, b32, u256, u256, u256, u256, u256],
       [
         op.sender,
         op.nonce,
-        keccak256(op.initCode),
+        refPaymasterInitCodeHash(op.initCode, senderDelegate),
         keccak256(op.callData),
         op.callGasLimit,
         op.verificationGasLimit,
@@ -28,9 +36,9 @@ export function refFieldsHashV06(op: UserOperationV06): Hex {
   );
 }
 
-export function refFieldsHashV07(op: UserOperationV07): Hex {
+export function refFieldsHashV07(op: UserOperationV07, senderDelegate?: Address): Hex {
   const initCode = op.factory ? concat([op.factory, op.factoryData ?? "0x"]) : "0x";
-  return refFieldsHashWithInitCodeHash(op, keccak256(initCode));
+  return refFieldsHashWithInitCodeHash(op, refPaymasterInitCodeHash(initCode, senderDelegate));
 }
 
 function refFieldsHashWithInitCodeHash(op: UserOperationV07, initCodeHash: Hex): Hex {
@@ -144,8 +152,10 @@ function refInitCodePreimageV08(op: UserOperationV07, delegate: Address | undefi
   return concat([delegate!, op.factoryData ?? "0x"]);
 }
 
+/** The paymaster's v0.8 initCode word: the marker's, else every version's (an empty initCode binds a delegated sender). */
 function refInitCodeHashV08(op: UserOperationV07, delegate: Address | undefined): Hex {
-  return keccak256(refInitCodePreimageV08(op, delegate));
+  if (op.factory?.toLowerCase() === MARKER_7702) return keccak256(refInitCodePreimageV08(op, delegate));
+  return refPaymasterInitCodeHash(refInitCodePreimageV08(op, delegate), delegate);
 }
 
 export function refFieldsHashV08(op: UserOperationV07, delegate: Address | undefined): Hex {

@@ -13,6 +13,14 @@ describe("golden vectors (vectors/paymaster-hash.json) against the TypeScript mi
     expect((committed.vectors as HashVectorJson[]).filter((v) => v.eip7702Delegate !== undefined)).to.have.length.greaterThan(1);
   });
 
+  it("cover, on every version, an op without initCode both from a 7702-delegated sender and from one that is not", () => {
+    const noInitCode = (committed.vectors as HashVectorJson[]).filter((v) => (v.userOp.initCode ?? "0x") === "0x" && v.userOp.factory === undefined);
+    for (const version of ["v0.6", "v0.7", "v0.8"]) {
+      expect(noInitCode.filter((v) => v.version === version && v.eip7702Delegate !== undefined), version).to.have.length.greaterThan(0);
+      expect(noInitCode.filter((v) => v.version === version && v.eip7702Delegate === undefined), version).to.have.length.greaterThan(0);
+    }
+  });
+
   for (const v of vectors) {
     it(v.name, () => {
       const hash = v.kind === "verifying" ? verifyingPaymasterHash(v.params) : erc20PaymasterHash(v.params);

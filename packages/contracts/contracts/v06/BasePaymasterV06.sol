@@ -4,6 +4,7 @@ pragma solidity ^0.8.23;
 import {IPaymaster} from "@account-abstraction/contracts-v06/interfaces/IPaymaster.sol";
 import {UserOperation} from "@account-abstraction/contracts-v06/interfaces/UserOperation.sol";
 import {PaymasterBase} from "../core/PaymasterBase.sol";
+import {InitCodeHash} from "../core/InitCodeHash.sol";
 
 /// @title BasePaymasterV06
 /// @notice EntryPoint v0.6 glue: the IPaymaster entry points (EntryPoint-only) and the v0.6 user operation
@@ -38,13 +39,14 @@ abstract contract BasePaymasterV06 is PaymasterBase, IPaymaster {
     function _postOp(PostOpMode mode, bytes calldata context, uint256 actualGasCost) internal virtual;
 
     /// @notice Hash of every user operation field a signature covers, each listed explicitly (never a
-    ///         calldata copy, never the userOpHash, which contains paymasterAndData).
-    function _userOpFieldsHash(UserOperation calldata userOp) internal pure returns (bytes32) {
+    ///         calldata copy, never the userOpHash, which contains paymasterAndData). The initCode word binds an
+    ///         already-delegated EIP-7702 sender's delegate (InitCodeHash).
+    function _userOpFieldsHash(UserOperation calldata userOp) internal view returns (bytes32) {
         return keccak256(
             abi.encode(
                 userOp.sender,
                 userOp.nonce,
-                keccak256(userOp.initCode),
+                InitCodeHash.initCodeHash(userOp.sender, userOp.initCode),
                 keccak256(userOp.callData),
                 userOp.callGasLimit,
                 userOp.verificationGasLimit,

@@ -4,6 +4,7 @@ pragma solidity ^0.8.23;
 import {IPaymaster} from "@account-abstraction/contracts-v07/interfaces/IPaymaster.sol";
 import {PackedUserOperation} from "@account-abstraction/contracts-v07/interfaces/PackedUserOperation.sol";
 import {PaymasterBase} from "../core/PaymasterBase.sol";
+import {InitCodeHash} from "../core/InitCodeHash.sol";
 
 /// @title BasePaymasterV07
 /// @notice EntryPoint v0.7 glue: the IPaymaster entry points (EntryPoint-only) and the v0.7 user operation
@@ -67,10 +68,11 @@ abstract contract BasePaymasterV07 is PaymasterBase, IPaymaster {
         );
     }
 
-    /// @dev The initCode word of the fields hash: keccak256(initCode) here; v0.8 binds a 7702 sender's delegate
-    ///      instead (VerifyingPaymasterV08 / ERC20PaymasterV08), as its EntryPoint's userOpHash does.
+    /// @dev The initCode word of the fields hash: InitCodeHash's (keccak256(initCode), or the delegate of an
+    ///      already-delegated EIP-7702 sender with empty initCode); v0.8 also binds the delegate of a 0x7702 marker
+    ///      op (VerifyingPaymasterV08 / ERC20PaymasterV08), as its EntryPoint's userOpHash does.
     function _initCodeHash(PackedUserOperation calldata userOp) internal view virtual returns (bytes32) {
-        return keccak256(userOp.initCode);
+        return InitCodeHash.initCodeHash(userOp.sender, userOp.initCode);
     }
 
     /// @dev paymasterVerificationGasLimit and paymasterPostOpGasLimit; the caller checked the length.

@@ -1,6 +1,7 @@
 // Accounts prepared outside the paymaster flow (deployed, funded with tokens, paymasters approved).
-import { Contract, MaxUint256, type Wallet } from "ethers";
-import type { EntryPointVersion } from "@paymaster/shared";
+import { expect } from "chai";
+import { Contract, MaxUint256, Wallet } from "ethers";
+import { eip7702DelegationCode, type EntryPointVersion } from "@paymaster/shared";
 import { ethers, networkHelpers, type Stack } from "./stack.ts";
 import { accountCallData, newAccount, randomOwner } from "./userOps.ts";
 
@@ -92,3 +93,19 @@ export function transferData(stack: Stack, to: string, amount: bigint): string {
 }
 
 export type { Contract };
+
+/** A fresh EOA with ETH, delegated to `delegate` by a signed EIP-7702 authorization in a type-4 transaction. */
+export async function delegatedWallet(stack: Stack, delegate: string): Promise<Wallet> {
+  const eoa = new Wallet(Wallet.createRandom().privateKey, ethers.provider);
+  await networkHelpers.setBalance(eoa.address, 10n ** 18n);
+  await delegateTo(stack, eoa, delegate);
+  return eoa;
+}
+
+/** `eoa` signs an authorization to `delegate`, carried by someone else's type-4 transaction (a re-delegation too). */
+export async function delegateTo(stack: Stack, eoa: Wallet, delegate: string): Promise<void> {
+  const authorization = await eoa.authorize({ address: delegate, chainId: stack.chainId });
+  const [funder] = await ethers.getSigners();
+  await (await funder!.sendTransaction({ type: 4, to: eoa.address, authorizationList: [authorization] })).wait();
+  expect((await ethers.provider.getCode(eoa.address)).toLowerCase()).to.equal(eip7702DelegationCode(delegate as `0x${string}`));
+}

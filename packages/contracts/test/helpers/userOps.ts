@@ -177,8 +177,7 @@ export function offChainPaymasterHash(
   eip7702Delegate?: string,
 ): Hex {
   const userOp = version === "v0.6" ? toUserOpV06(op) : toUserOpV07(op);
-  const delegate = eip7702Delegate === undefined ? {} : { eip7702Delegate: eip7702Delegate as Hex };
-  const common = { version, userOp, chainId, paymaster: paymaster as Hex, ...window, ...delegate } as const;
+  const common = { version, userOp, chainId, paymaster: paymaster as Hex, ...window, eip7702Delegate: eip7702Delegate as Hex | undefined } as const;
   if (kind === "verifying") return verifyingPaymasterHash(common as Parameters<typeof verifyingPaymasterHash>[0]);
   if (!tokenFields) throw new Error("erc20 hash needs token fields");
   return erc20PaymasterHash({ ...common, ...signedTokenFields(tokenFields) } as Parameters<
@@ -228,7 +227,7 @@ export interface SponsorOptions {
   chainId?: bigint;
   /** Hash for another paymaster address (replay tests). */
   hashPaymaster?: string;
-  /** v0.8 7702 senders: the delegate the hash binds (replay tests sign for another one). */
+  /** 7702 senders (v0.8 marker ops; any version without initCode): the delegate the hash binds (replay tests sign for another one). */
   eip7702Delegate?: string;
 }
 

@@ -61,7 +61,7 @@ export interface PipelineResult {
 
 /** pm_getPaymasterStubData. */
 export async function stubPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
-  const target = await detectDelegate(await resolveTarget({ request, call }));
+  const target = await detectDelegate(await resolveTarget({ request, call }), false);
   const verdicts = cheapPolicy({ target, failing: "refuse" });
   const price = await tokenPrice({ target, holdings: false });
   const { gas, complete } = clientGas(target);
@@ -76,21 +76,21 @@ export async function stubPipeline(request: SponsorRequest, call: CallContext): 
 
 /** pm_checkPolicy and pm_getTokenQuotes: every verdict, and the caps' current totals. */
 export async function dryRunPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
-  const quoted = await quote(request, call, "collect");
+  const quoted = await quote(request, call, "collect", false);
   quoted.verdicts.push(...(await capTotals(quoted)));
   return pipelineResult(quoted);
 }
 
 /** pm_estimateUserOperationGas: the op's gas and cost, checked by the final simulation (unsigned). */
 export async function estimatePipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
-  const quoted = await quote(request, call, "refuse");
+  const quoted = await quote(request, call, "refuse", false);
   if (call.network.config.skipFinalSimulation !== true) await checkLanding({ ...quoted, op: quoted.cost.op, signed: false });
   return pipelineResult(quoted);
 }
 
 /** pm_sponsorUserOperation and pm_getPaymasterData: reserve the maximum cost and sign. */
 export async function sponsorPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
-  const quoted = await quote(request, call, "refuse");
+  const quoted = await quote(request, call, "refuse", true);
   await requireApproval(quoted);
   const landing = await signLanding(quoted);
   const committed = await commitSponsorship({ ...quoted, landing });
@@ -108,9 +108,12 @@ interface Quoted {
   verdicts: RuleVerdict[];
 }
 
-/** The steps up to the maximum cost and the gas rules, shared by the dry run, the estimate and sponsoring. */
-async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts): Promise<Quoted> {
-  const target = await detectDelegate(await resolveTarget({ request, call }));
+/**
+ * The steps up to the maximum cost and the gas rules, shared by the dry run, the estimate and sponsoring
+ * (`signs`: the paymaster hash will be signed, so the sender's EIP-7702 delegate is needed).
+ */
+async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts, signs: boolean): Promise<Quoted> {
+  const target = await detectDelegate(await resolveTarget({ request, call }), signs);
   const verdicts = cheapPolicy({ target, failing });
   const price = await tokenPrice({ target, holdings: true });
   const client = clientGas(target);

@@ -26,11 +26,13 @@ export async function signLanding({ target, gas, cost, token }: SignInput): Prom
   const chargeMode = token?.chargeMode ?? ChargeMode.PreCharge;
   // The signed cap on the token charge (audit 2, N-7): the op's maximum token cost (stubs carry none).
   const maxTokenCharge = token?.maxTokenCost ?? STUB_MAX_TOKEN_CHARGE;
-  const hashParams = { ...cost.op, chainId, paymaster, ...window } as const;
+  // The sender's EIP-7702 delegate (the delegate step): bound by the hash of a 0x7702 marker op and of an op
+  // without initCode from an already-delegated EOA (re-audit N-5).
+  const hashParams = { ...cost.op, chainId, paymaster, ...window, eip7702Delegate: target.eip7702Delegate } as const;
   const hash =
     mode.mode === "erc20"
-      ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate, chargeMode, maxTokenCharge } as Parameters<typeof erc20PaymasterHash>[0])
-      : verifyingPaymasterHash(hashParams as Parameters<typeof verifyingPaymasterHash>[0]);
+      ? erc20PaymasterHash({ ...hashParams, token: mode.token.address, exchangeRate, chargeMode, maxTokenCharge })
+      : verifyingPaymasterHash(hashParams);
   const signature = await target.chain.signer.signHash(hash, target.call.timing);
   return packedOnce(buildOp(target.request, gas, paymaster, paymasterDataFor(target, exchangeRate, chargeMode, signature, maxTokenCharge)));
 }
