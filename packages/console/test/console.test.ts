@@ -204,11 +204,12 @@ describe("operator console (Chromium, real service)", function () {
 
     await dailyUsd.fill("50.00");
     await page.getByRole("group", { name: "Per-operation cap" }).getByLabel("Max USD per operation").fill("5");
+    await page.getByRole("group", { name: "Browser clients" }).getByLabel("Open sponsorships per browser client").fill("3");
     await page.getByRole("button", { name: "Create strategy" }).click();
     await page.getByRole("heading", { name: "Strategy acme-free" }).waitFor();
     const stored = await bearer("GET", "/strategies/acme-free");
     expect(stored.json).to.deep.include({ code: "acme-free", name: "Acme free mints", projectId: state.projectId, networks: ["local"], status: "enabled" });
-    expect(stored.json.rules).to.deep.equal({ caps: { daily: { maxUsd: "50.00" }, perOp: { maxUsd: "5" } } });
+    expect(stored.json.rules).to.deep.equal({ caps: { daily: { maxUsd: "50.00" }, perOp: { maxUsd: "5" } }, maxOutstandingPerClientIp: 3 });
 
     // The JSON view is the same document.
     await page.getByRole("tab", { name: "JSON" }).click();

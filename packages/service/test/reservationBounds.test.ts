@@ -101,4 +101,37 @@ describe("open reservations: per sender across nonce keys, per browser key's cli
     // The server-side demo key (no origin list) from the same address is a backend serving many users.
     for (let i = 0; i < 4; i++) expect((await sponsorFrom(embedded.apiKey, await newWallet(embedded, "v0.7"))).status).to.equal(200);
   });
+
+  it("the review's caps attack: a browser key's script cannot hold a strategy's small op-count cap (caps.daily.maxOps 3)", async () => {
+    setBounds(undefined); // the defaults: 8 per client address, lowered under this strategy to half its maxOps cap
+    const project = await store().createProject("capped");
+    await store().createStrategy({ projectId: project.id, code: "CAPPED3", name: "three a day", rules: { caps: { daily: { maxOps: 3 } } } });
+    await store().createStrategy({ projectId: project.id, code: "CAPPED3_OPEN2", name: "three a day, two per client", rules: { caps: { daily: { maxOps: 3 } }, maxOutstandingPerClientIp: 2 } });
+    const browser = await store().createApiKey(project.id, "public");
+    await store().setApiKeyAccess(browser.apiKey.id, { allowedOrigins: ["https://app.example"], allowedIps: null });
+    const server = (await store().createApiKey(project.id, "backend")).plaintext;
+    const sponsor = async (key: string, code: string, origin?: string) => {
+      const wallet = await newWallet(embedded, "v0.7");
+      const params = [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: code, version: "v0.7" }];
+      return { wallet, answer: await callWith(endpointFor(key), "pm_sponsorUserOperation", params, origin ? { origin } : {}) };
+    };
+    // The script: fresh senders, one signed, the next refused; the cap keeps two of its three ops.
+    expect((await sponsor(browser.plaintext, "CAPPED3", "https://app.example")).answer.status).to.equal(200);
+    const { wallet: script, answer: refused } = await sponsor(browser.plaintext, "CAPPED3", "https://app.example");
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(429);
+    expect(refused.body.data).to.include({ reason: "TOO_MANY_OUTSTANDING", scope: "clientIp", limit: 1 });
+    expect(await open(script.sender)).to.have.length(0);
+    // The project's real users (its backend here) still get the rest of the day's cap.
+    for (let i = 0; i < 2; i++) {
+      const { answer } = await sponsor(server, "CAPPED3");
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    }
+    const full = (await sponsor(server, "CAPPED3")).answer;
+    expect(full.body.data).to.include({ reason: "STRATEGY_NOT_ALLOWED", rule: "caps.daily.maxOps" });
+    // A strategy's own maxOutstandingPerClientIp is the bound under it (counted per key and address).
+    const other = await store().createApiKey(project.id, "public 2");
+    await store().setApiKeyAccess(other.apiKey.id, { allowedOrigins: ["https://app.example"], allowedIps: null });
+    for (let i = 0; i < 2; i++) expect((await sponsor(other.plaintext, "CAPPED3_OPEN2", "https://app.example")).answer.status).to.equal(200);
+    expect((await sponsor(other.plaintext, "CAPPED3_OPEN2", "https://app.example")).answer.body.data).to.include({ reason: "TOO_MANY_OUTSTANDING", limit: 2 });
+  });
 });

@@ -25,6 +25,7 @@ function fullJson(): Record<string, any> {
     },
     gasLimits: { maxVerificationGasLimit: 500_000, maxCallGasLimit: "2000000", maxPreVerificationGas: "0" },
     maxFeeMultiplierBps: 15_000,
+    maxOutstandingPerClientIp: 2,
   };
 }
 
@@ -61,6 +62,7 @@ describe("strategyRulesSchema", () => {
       },
       gasLimits: { maxVerificationGasLimit: 500_000n, maxCallGasLimit: 2_000_000n, maxPreVerificationGas: 0n },
       maxFeeMultiplierBps: 15_000,
+      maxOutstandingPerClientIp: 2,
     });
   });
 
@@ -111,6 +113,8 @@ describe("strategyRulesSchema", () => {
       ["bps below 1x", ["maxFeeMultiplierBps"], 9_999, /^maxFeeMultiplierBps: expected an integer number of basis points from 10000/],
       ["bps above 100x", ["maxFeeMultiplierBps"], 1_000_001, /^maxFeeMultiplierBps: /],
       ["fractional bps", ["maxFeeMultiplierBps"], 15_000.5, /^maxFeeMultiplierBps: /],
+      ["no open sponsorship per client", ["maxOutstandingPerClientIp"], 0, /^maxOutstandingPerClientIp: expected an integer from 1 to 1000/],
+      ["a string per-client bound", ["maxOutstandingPerClientIp"], "2", /^maxOutstandingPerClientIp: expected an integer from 1 to 1000/],
       ["a misspelt rule", ["senderAllowList"], [ALICE], /^\(root\): unknown key\(s\) "senderAllowList"/],
       ["a misspelt gas limit", ["gasLimits", "maxCallGas"], "1", /^gasLimits: unknown key\(s\) "maxCallGas" in a gasLimits object/],
       ["null caps", ["caps"], null, /^caps: expected a caps object, got null/],

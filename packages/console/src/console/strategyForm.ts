@@ -24,6 +24,8 @@ export interface StrategyForm {
   caps: { global: CapForm; daily: CapForm; perSender: CapForm; perOp: Omit<CapForm, "maxOps"> };
   gas: { maxVerificationGasLimit: string; maxCallGasLimit: string; maxPreVerificationGas: string };
   maxFeeMultiplierBps: string;
+  /** "" = the configuration's bound (lowered to half the smallest maxOps cap). */
+  maxOutstandingPerClientIp: string;
   /** "" = no rule; else the eip7702 rule's allow. */
   eip7702: "" | "allow" | "deny";
   delegates: string;
@@ -46,6 +48,7 @@ export function emptyForm(project = ""): StrategyForm {
     caps: { global: cap(), daily: cap(), perSender: cap(), perOp: { maxWei: "", maxUsd: "" } },
     gas: { maxVerificationGasLimit: "", maxCallGasLimit: "", maxPreVerificationGas: "" },
     maxFeeMultiplierBps: "",
+    maxOutstandingPerClientIp: "",
     eip7702: "",
     delegates: "",
   };
@@ -90,6 +93,7 @@ export function toDocument(f: StrategyForm, isNew: boolean): Record<string, unkn
   for (const [k, v] of Object.entries(f.gas)) if (v.trim()) gas[k] = v.trim();
   if (Object.keys(gas).length) rules.gasLimits = gas;
   if (f.maxFeeMultiplierBps.trim()) rules.maxFeeMultiplierBps = integer(f.maxFeeMultiplierBps);
+  if (f.maxOutstandingPerClientIp.trim()) rules.maxOutstandingPerClientIp = integer(f.maxOutstandingPerClientIp);
   if (f.eip7702) rules.eip7702 = { allow: f.eip7702 === "allow", ...(f.delegates.trim() ? { delegates: lines(f.delegates) } : {}) };
   return {
     code: f.code.trim(),
@@ -125,6 +129,7 @@ export function fromDocument(doc: any): StrategyForm {
     caps: { global: capForm(r.caps?.global), daily: capForm(r.caps?.daily), perSender: capForm(r.caps?.perSender), perOp: { maxWei: str(r.caps?.perOp?.maxWei), maxUsd: str(r.caps?.perOp?.maxUsd) } },
     gas: { maxVerificationGasLimit: str(r.gasLimits?.maxVerificationGasLimit), maxCallGasLimit: str(r.gasLimits?.maxCallGasLimit), maxPreVerificationGas: str(r.gasLimits?.maxPreVerificationGas) },
     maxFeeMultiplierBps: str(r.maxFeeMultiplierBps),
+    maxOutstandingPerClientIp: str(r.maxOutstandingPerClientIp),
     eip7702: r.eip7702 === undefined ? "" : r.eip7702.allow ? "allow" : "deny",
     delegates: (r.eip7702?.delegates ?? []).join("\n"),
   };

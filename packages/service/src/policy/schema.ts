@@ -22,6 +22,7 @@ export const RULE_LIMITS = Object.freeze({
   maxUint: (1n << 256n) - 1n,
   minFeeMultiplierBps: 10_000,
   maxFeeMultiplierBps: 1_000_000,
+  maxOutstandingPerClientIp: 1_000,
 });
 
 const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
@@ -86,6 +87,13 @@ const maxOpsSchema = primitive<number>((v) => {
   return { value: v };
 });
 
+const outstandingSchema = primitive<number>((v) => {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > RULE_LIMITS.maxOutstandingPerClientIp) {
+    return { problem: `expected an integer from 1 to ${RULE_LIMITS.maxOutstandingPerClientIp}` };
+  }
+  return { value: v };
+});
+
 const bpsSchema = primitive<number>((v) => {
   const { minFeeMultiplierBps: min, maxFeeMultiplierBps: max } = RULE_LIMITS;
   if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
@@ -147,6 +155,7 @@ export const strategyRulesSchema = object(
       "a gasLimits object",
     ).optional(),
     maxFeeMultiplierBps: bpsSchema.optional(),
+    maxOutstandingPerClientIp: outstandingSchema.optional(),
     eip7702: object(
       {
         allow: z.boolean({ error: "expected true or false" }),
@@ -190,6 +199,7 @@ export interface StrategyRulesJson {
   caps?: { global?: CapJson; daily?: CapJson; perSender?: CapJson; perOp?: Omit<CapJson, "maxOps"> };
   gasLimits?: { maxVerificationGasLimit?: string; maxCallGasLimit?: string; maxPreVerificationGas?: string };
   maxFeeMultiplierBps?: number;
+  maxOutstandingPerClientIp?: number;
   eip7702?: { allow: boolean; delegates?: string[] };
 }
 
@@ -221,6 +231,7 @@ export function serializeRules(rules: StrategyRules): StrategyRulesJson {
     out.gasLimits = gas;
   }
   if (rules.maxFeeMultiplierBps !== undefined) out.maxFeeMultiplierBps = rules.maxFeeMultiplierBps;
+  if (rules.maxOutstandingPerClientIp !== undefined) out.maxOutstandingPerClientIp = rules.maxOutstandingPerClientIp;
   return out;
 }
 

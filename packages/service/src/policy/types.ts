@@ -45,6 +45,13 @@ export interface StrategyRules {
    * lists the only delegate implementations sponsored. Absent: allowed, any delegate.
    */
   eip7702?: { allow: boolean; delegates?: Address[] };
+  /**
+   * Browser keys (keys with an origins list): at most this many open sponsorships per (key, client address)
+   * for requests under this strategy, instead of the configuration's `reservations.maxOutstandingPerClientIp`.
+   * Absent: the smaller of that and half the strategy's smallest `maxOps` cap (global, daily), at least 1, so
+   * one client cannot hold a small op-count cap with ops nobody signs (sponsor/outstanding.ts).
+   */
+  maxOutstandingPerClientIp?: number;
 }
 
 /** One rule's verdict, for refusals and for the dry run. */

@@ -10,6 +10,7 @@
  */
 import type { ServiceConfig } from "../config/types.ts";
 import type { ApiKey } from "../store/types.ts";
+import type { StrategyRules } from "../policy/types.ts";
 
 export const DEFAULT_RESERVATION_BOUNDS = Object.freeze({ maxOutstandingPerSender: 4, maxOutstandingPerClientIp: 8 });
 
@@ -18,11 +19,26 @@ export function browserKey(key: Pick<ApiKey, "allowedOrigins">): boolean {
   return key.allowedOrigins !== null && key.allowedOrigins.length > 0;
 }
 
-/** The store's bounds for a reservation requested with `key` from `clientIp`. */
-export function outstandingBounds(config: Pick<ServiceConfig, "reservations">, key: Pick<ApiKey, "allowedOrigins">, clientIp: string | undefined) {
+/**
+ * The per-client bound under a strategy: its own `maxOutstandingPerClientIp` when set; else the configuration's,
+ * lowered to half the strategy's smallest op-count cap (global, daily; at least 1). Without that a script could
+ * hold a whole small cap (the review's caps.daily.maxOps 3) from one address; many addresses together are
+ * bounded by the cap itself, which real ops could use up just the same.
+ */
+export function perClientBound(configured: number, rules: StrategyRules | undefined): number {
+  if (rules?.maxOutstandingPerClientIp !== undefined) return rules.maxOutstandingPerClientIp;
+  const opCaps = [rules?.caps?.global?.maxOps, rules?.caps?.daily?.maxOps].filter((n): n is number => n !== undefined);
+  return Math.min(configured, ...opCaps.map((n) => Math.max(1, Math.floor(n / 2))));
+}
+
+/** The store's bounds for a reservation requested with `key` from `clientIp` (under `rules`, in Sponsor mode). */
+export function outstandingBounds(config: Pick<ServiceConfig, "reservations">, key: Pick<ApiKey, "allowedOrigins">, clientIp: string | undefined, rules?: StrategyRules) {
   const c = { ...DEFAULT_RESERVATION_BOUNDS, ...config.reservations };
   return {
     ...(clientIp === undefined ? {} : { clientIp }),
-    outstanding: { maxPerSender: c.maxOutstandingPerSender, ...(browserKey(key) && clientIp !== undefined ? { maxPerClientIp: c.maxOutstandingPerClientIp } : {}) },
+    outstanding: {
+      maxPerSender: c.maxOutstandingPerSender,
+      ...(browserKey(key) && clientIp !== undefined ? { maxPerClientIp: perClientBound(c.maxOutstandingPerClientIp, rules) } : {}),
+    },
   };
 }

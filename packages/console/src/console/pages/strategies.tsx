@@ -302,6 +302,18 @@ function StrategyFields(props: { form: StrategyForm; set: (p: Partial<StrategyFo
       </fieldset>
 
       <fieldset>
+        <legend>Browser clients</legend>
+        <TextInput
+          label="Open sponsorships per browser client"
+          name="maxOutstandingPerClientIp"
+          value={f.maxOutstandingPerClientIp}
+          onInput={(v) => set({ maxOutstandingPerClientIp: v })}
+          error={e["rules.maxOutstandingPerClientIp"]}
+          hint="Per key with an origins list and client address: signed operations not landed yet. Empty: the service's setting, at most half the smallest maxOps cap."
+        />
+      </fieldset>
+
+      <fieldset>
         <legend>EIP-7702 senders</legend>
         <div class="inline-fields">
           <Select

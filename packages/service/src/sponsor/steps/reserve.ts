@@ -67,7 +67,7 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
         ...(postOpCharge ? { postOpChargeRisk: postOpChargeRisk(call.service.config, target.now) } : {}),
         // Open reservations per sender and per browser key's client address: no one holds others' money with
         // ops nobody signs.
-        ...outstandingBounds(call.service.config, call.apiKey, call.clientIp),
+        ...outstandingBounds(call.service.config, call.apiKey, call.clientIp, target.mode.mode === "sponsor" ? target.mode.strategy.rules : undefined),
         pending,
       },
       caps,
