@@ -678,6 +678,32 @@ for (const backend of BACKENDS) {
         expect(isStoreError(await rejection(store.setGasTankConsent({ network: NET, sender: SENDER, projectId: "nope", allowed: true, changedBy: "x" })), "NOT_FOUND")).to.equal(true);
         expect(await store.gasTankConsents(NET, SENDER)).to.have.length(1);
       });
+
+      it("consents on upgrade: a tank allows the projects under which its sender's User Sponsor ops landed, and only those", async () => {
+        const landed = await owner();
+        const pending = await owner();
+        await store.creditGasTank(NET, SENDER, 10_000n, "c1");
+        const settledOne = await store.reserveSponsorship(op(landed, { maxCostWei: 100n }));
+        const unlanded = await store.reserveSponsorship(op(pending, { sender: SENDER, nonce: 1n, maxCostWei: 100n }));
+        const sponsorMode = await store.createStrategy({ projectId: pending.projectId, code: "FREE_UP", name: "free" });
+        const bySponsor = await store.reserveSponsorship(op(pending, { sender: OTHER, mode: "sponsor", strategyId: sponsorMode.id, maxCostWei: 100n }));
+        if (!settledOne.ok || !unlanded.ok || !bySponsor.ok) expect.fail("reserved");
+        const facts = { actualGasCostWei: 40n, actualCostUsdMicros: 0n, actualTokenCost: null, success: true, txHash: HASH_B, blockNumber: 1n, blockHash: HASH_A, logIndex: 0 };
+        expect(await store.settleSponsorship(settledOne.record.id, facts)).to.equal(true);
+        expect(await store.settleSponsorship(bySponsor.record.id, { ...facts, logIndex: 1 })).to.equal(true);
+        // The database as version 12 left it (no consents yet), then opened by this version.
+        await store.close();
+        await backend.exec("DROP TABLE gas_tank_consents");
+        await backend.exec("DELETE FROM schema_migrations WHERE version = 13");
+        store = await open();
+        expect(await store.gasTankAllows(NET, SENDER, landed.projectId)).to.equal(true);
+        expect(await store.gasTankAllows(NET, SENDER, pending.projectId), "an op not landed proves nothing").to.equal(false);
+        expect(await store.gasTankAllows(NET, OTHER, pending.projectId), "Sponsor mode used no tank").to.equal(false);
+        const [kept] = await store.gasTankConsents(NET, SENDER);
+        expect(kept).to.include({ projectId: landed.projectId, allowed: true, issuedAt: 0, changedBy: "settled ops" });
+        // Any signed consent is newer.
+        expect((await store.setGasTankConsent({ network: NET, sender: SENDER, projectId: landed.projectId, allowed: false, issuedAt: 1, changedBy: "owner" })).applied).to.equal(true);
+      });
     });
 
     describe("sponsorships", () => {

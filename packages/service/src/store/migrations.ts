@@ -623,6 +623,8 @@ export function sharedMigrations(d: Dialect): Migration[] {
       // Which projects may draw from a sender's gas tank (User Sponsor mode): none unless a row says allowed
       // (deny by default). issued_at orders the consents of one (tank, project): a signed consent is kept only
       // when newer than the row, so an old signed message cannot be replayed to undo a later change.
+      // An upgraded database keeps what its history proves: a tank allows each project under which its sender
+      // signed a User Sponsor op that landed (a settled sponsorship), dated 0 so any signed consent overrides it.
       sql: `
         CREATE TABLE gas_tank_consents (
           network     TEXT NOT NULL,
@@ -634,6 +636,10 @@ export function sharedMigrations(d: Dialect): Migration[] {
           updated_at  ${t.time} NOT NULL,
           PRIMARY KEY (network, sender, project_id)
         )${d.tableSuffix};
+        INSERT INTO gas_tank_consents (network, sender, project_id, allowed, issued_at, changed_by, updated_at)
+          SELECT network, sender, project_id, ${d.name === "sqlite" ? "1" : "TRUE"}, 0, 'settled ops', MAX(COALESCE(settled_at, created_at))
+          FROM sponsorships WHERE mode = 'user' AND status = 'settled'
+          GROUP BY network, sender, project_id;
       `,
     },
   ];
