@@ -3,7 +3,7 @@
 // (low deposit, cap nearly reached); and every metric the Grafana dashboard and the Prometheus rules use exists
 // in a real scrape.
 import { readFileSync } from "node:fs";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -11,6 +11,9 @@ import { localNetworkConfig } from "../src/config/local.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
+import { ServiceMetrics, snapshotReusable } from "../src/metrics/metrics.ts";
+import { openStore } from "../src/store/index.ts";
+import type { Store } from "../src/store/types.ts";
 import { encodeFunctionData, type Abi } from "viem";
 import { GasTankDepositArtifact } from "@paymaster/contracts/artifacts";
 import { call, chainRequest, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
@@ -204,5 +207,46 @@ describe("metrics, health and alerts", function () {
     expect((await running.service.store.getGasTank("local", sender)).balanceWei).to.equal(10n ** 16n);
     const line = logs.find((l) => l.msg === "deposit credited to the gas tank" && l.sender === sender);
     expect(line).to.deep.include({ network: "local", via: "contract", from, wei: "10000000000000000" });
+  });
+});
+
+describe("store-backed gauges on a large history: a slow read is reused, a quick one never", function () {
+  this.timeout(30_000);
+
+  it("snapshotReusable: only reads of 250 ms or more, for 10 times their duration, at most 5 minutes", () => {
+    expect(snapshotReusable(1_000, 249, 1_001)).to.equal(false);
+    expect(snapshotReusable(1_000, 300, 3_999)).to.equal(true);
+    expect(snapshotReusable(1_000, 300, 4_000)).to.equal(false);
+    expect(snapshotReusable(0, 60_000, 299_999)).to.equal(true);
+    expect(snapshotReusable(0, 60_000, 300_000)).to.equal(false);
+  });
+
+  it("a scrape right after a slow read answers from it; with a quick store every scrape reads afresh", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "pm-metrics-snapshot-"));
+    const store = await openStore({ databasePath: path.join(dir, "db.sqlite") });
+    try {
+      const tanks = async (metrics: ServiceMetrics) => /paymaster_gas_tanks\{network="local"\} (\d+)/.exec((await metrics.exposition()).body)?.[1];
+      const quick = new ServiceMetrics({ store, defaultMetrics: false });
+      await store.creditGasTank("local", "0x1111111111111111111111111111111111111111", 1n, "t1");
+      expect(await tanks(quick)).to.equal("1");
+      await store.creditGasTank("local", "0x2222222222222222222222222222222222222222", 1n, "t2");
+      expect(await tanks(quick), "a quick read is never reused").to.equal("2");
+
+      // The same store whose counts take 300 ms, as a history of millions of rows does.
+      const slowStore = Object.create(store) as Store;
+      slowStore.sponsorshipCounts = async () => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return store.sponsorshipCounts();
+      };
+      const slow = new ServiceMetrics({ store: slowStore, defaultMetrics: false });
+      expect(await tanks(slow)).to.equal("2");
+      await store.creditGasTank("local", "0x3333333333333333333333333333333333333333", 1n, "t3");
+      const second = (await slow.exposition()).body;
+      expect(/paymaster_gas_tanks\{network="local"\} (\d+)/.exec(second)?.[1], "answered from the slow read just made").to.equal("2");
+      expect(Number(/^paymaster_store_snapshot_seconds (\S+)$/m.exec(second)?.[1])).to.be.at.least(0.25);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

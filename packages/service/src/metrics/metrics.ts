@@ -292,7 +292,13 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
 
-  #snapshot: { value: Promise<StoreSnapshot | undefined> } | undefined;
+  readonly storeSnapshotSeconds = new Gauge({
+    name: "paymaster_store_snapshot_seconds",
+    help: "How long the last read of the store-backed gauges took (a read of 250 ms or more is reused for 10 times as long, at most 5 minutes)",
+    registers: [this.registry],
+  });
+
+  #snapshot: SnapshotEntry | undefined;
 
   constructor(options: { store?: Store; defaultMetrics?: boolean; capWarnPercent?: number } = {}) {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: "paymaster_process_" });
@@ -300,16 +306,26 @@ export class ServiceMetrics {
     const store = options.store;
     if (!store) return;
     // Store-backed gauges: one snapshot per scrape (prom-client collects every metric of a scrape in the same
-    // tick, so they share the snapshot in flight), reset and refilled each time.
+    // tick, so they share the snapshot in flight), reset and refilled each time. A slow read (a large history:
+    // the counts read every row) is reused for a while after it (snapshotReusable), so scraping never keeps the
+    // database busy more than about a tenth of the time.
     const snapshot = (): Promise<StoreSnapshot | undefined> => {
-      if (!this.#snapshot) {
-        const value = readSnapshot(store).catch(() => undefined);
-        this.#snapshot = { value };
-        void value.finally(() => {
-          if (this.#snapshot?.value === value) this.#snapshot = undefined;
-        });
-      }
-      return this.#snapshot.value;
+      const now = Date.now();
+      const held = this.#snapshot;
+      if (held && (held.finishedAt === undefined || snapshotReusable(held.finishedAt, held.tookMs!, now))) return held.value;
+      const value = readSnapshot(store).catch(() => undefined);
+      const entry: SnapshotEntry = { value };
+      this.#snapshot = entry;
+      void value.then((s) => {
+        if (!s) {
+          if (this.#snapshot === entry) this.#snapshot = undefined; // a failed read is not kept
+          return;
+        }
+        entry.finishedAt = Date.now();
+        entry.tookMs = entry.finishedAt - now;
+        this.storeSnapshotSeconds.set(entry.tookMs / 1000);
+      });
+      return value;
     };
     const fill = async () => {
       const s = await snapshot();
@@ -379,6 +395,24 @@ export class ServiceMetrics {
   async exposition(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
+}
+
+/** A read of the store-backed gauges: in flight, or finished (when, and how long it took). */
+interface SnapshotEntry {
+  value: Promise<StoreSnapshot | undefined>;
+  finishedAt?: number;
+  tookMs?: number;
+}
+
+/**
+ * A store snapshot that took at least `slowMs` to read is reused for `factor` times its duration, at most
+ * `maxMs`; a quicker one never is (every scrape reads afresh).
+ */
+export const SNAPSHOT_REUSE = Object.freeze({ slowMs: 250, factor: 10, maxMs: 300_000 });
+
+/** Whether a snapshot read in `tookMs`, finished at `finishedAt`, may still answer a scrape at `now` (ms). */
+export function snapshotReusable(finishedAt: number, tookMs: number, now: number): boolean {
+  return tookMs >= SNAPSHOT_REUSE.slowMs && now - finishedAt < Math.min(tookMs * SNAPSHOT_REUSE.factor, SNAPSHOT_REUSE.maxMs);
 }
 
 async function readSnapshot(store: Store): Promise<StoreSnapshot> {
