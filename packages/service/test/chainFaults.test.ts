@@ -7,7 +7,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import type { Hex } from "@paymaster/shared";
+import { gasTankConsentTypedData, type Hex } from "@paymaster/shared";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { networkStatus } from "../src/admin/networks.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import type { NetworkConfig } from "../src/config/types.ts";
@@ -199,6 +200,25 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     await waitReady(s);
     return { primary, fallback, s };
   }
+
+  it("a gas tank consent while the RPC refuses: CHAIN_UNAVAILABLE (-32002), never a wrong-signature refusal", async () => {
+    const p = await proxy("pass");
+    const s = await start({ rpcUrl: p.url });
+    await waitReady(s);
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const issuedAt = Math.floor(Date.now() / 1000);
+    const projectId = (await s.running.service.store.listProjects()).find((x) => x.name === "faults")!.id;
+    const signature = await privateKeyToAccount(generatePrivateKey()).signTypedData(
+      gasTankConsentTypedData(embedded.stack.chain.chainId, { sender: owner.address, project: projectId, allowed: true, issuedAt: BigInt(issuedAt) }),
+    );
+    const consent = () =>
+      fetch(s.standard, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "pm_setGasTankConsent", params: [{ sender: owner.address, allowed: true, issuedAt, signature }] }) }).then((r) => r.json() as Promise<any>);
+    expect((await consent()).error?.data?.reason, "answered: a stranger's signature").to.equal("INVALID_CONSENT");
+    await p.setMode("refuse");
+    const down = await consent();
+    expect(down.error?.code, JSON.stringify(down)).to.equal(-32002);
+    expect(down.error.data.reason).to.equal("CHAIN_UNAVAILABLE");
+  });
 
   it("fails over from a hanging primary to a fallback URL, and reports it", async () => {
     const { primary, s } = await startWithFallback();

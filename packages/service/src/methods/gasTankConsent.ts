@@ -73,9 +73,25 @@ export const pm_setGasTankConsent = defineMethod({
     }
     const chain = call.network.chain;
     if (!chain) throw new RpcError("CHAIN_UNAVAILABLE", `Network ${call.network.config.name} is not ready: its RPC has not answered yet`, { network: call.network.config.name });
-    const client = createPublicClient({ transport: custom({ request: ({ method, params }) => chain.rpc.request(method, (params as unknown[] | undefined) ?? []) }) });
+    // viem answers "not valid" when its calls fail, so the transport remembers whether the chain could not be
+    // asked: then the answer is CHAIN_UNAVAILABLE (503), never a wrong-signature refusal.
+    let unavailable: unknown;
+    const client = createPublicClient({
+      transport: custom({
+        request: async ({ method, params }) => {
+          try {
+            return await chain.rpc.request(method, (params as unknown[] | undefined) ?? []);
+          } catch (err) {
+            if (err instanceof RpcError && err.reason === "CHAIN_UNAVAILABLE") unavailable = err;
+            throw err;
+          }
+        },
+        // The chain client already retries and fails over.
+      }, { retryCount: 0 }),
+    });
     const typedData = typedDataFor(call, sender as Address, allowed, at);
     const valid = await chainWait(call.timing, () => verifyTypedData(client, { ...typedData, address: sender as Address, signature: signature as Hex }).catch(() => false));
+    if (!valid && unavailable) throw unavailable;
     if (!valid) {
       throw new RpcError("INVALID_CONSENT", `the signature is not ${sender}'s for this consent (project ${call.apiKey.projectId}, chain ${call.network.config.chainId}, allowed ${allowed}, issuedAt ${at})`);
     }
