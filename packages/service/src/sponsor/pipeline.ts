@@ -20,7 +20,7 @@ import type { FailingVerdicts, ResolvedMode } from "./policy.ts";
 import { paymasterAndDataOf, paymasterDataFor, type GasValues } from "./op.ts";
 import { resolveTarget, type Target } from "./steps/target.ts";
 import { cheapPolicy } from "./steps/cheapPolicy.ts";
-import { detectDelegate } from "./steps/delegate.ts";
+import { detectDelegate, judgesDelegates } from "./steps/delegate.ts";
 import { tokenPrice, type TokenPrice } from "./steps/tokenPrice.ts";
 import { clientGas } from "./steps/clientGas.ts";
 import { checkCaps } from "./steps/caps.ts";
@@ -113,7 +113,12 @@ interface Quoted {
  * (`signs`: the paymaster hash will be signed, so the sender's EIP-7702 delegate is needed).
  */
 async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts, signs: boolean): Promise<Quoted> {
-  const target = await detectDelegate(await resolveTarget({ request, call }), signs);
+  const resolved = await resolveTarget({ request, call });
+  // The sender's code read starts now; only rules on 7702 delegates wait for it here. Otherwise the hash is the
+  // first to need it, so the read overlaps the price and estimate steps' chain calls.
+  const delegated = detectDelegate(resolved, signs);
+  delegated.catch(() => undefined); // a failed read is raised where it is awaited, never unhandled meanwhile
+  let target = judgesDelegates(resolved) ? await delegated : resolved;
   const verdicts = cheapPolicy({ target, failing });
   const price = await tokenPrice({ target, holdings: true });
   const client = clientGas(target);
@@ -125,6 +130,7 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   const token = price && (await chargeToken({ target, gas, price, paymasterData: estimateData }));
   const cost = await maxCost({ target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
+  target = await delegated;
   return { target, gas, token, cost, verdicts };
 }
 

@@ -18,15 +18,19 @@ import type { Target } from "./target.ts";
  * it) or the strategy's rules need it.
  */
 export async function detectDelegate(target: Target, signs: boolean): Promise<Target> {
-  const { request, mode, chain, call } = target;
+  const { request, chain, call } = target;
   const authorized = request.version === "v0.6" ? undefined : request.userOp.eip7702Auth?.address;
   if (authorized !== undefined) return { ...target, eip7702Delegate: authorized };
-  const judged = mode.mode === "sponsor" && mode.strategy.rules.eip7702 !== undefined;
-  if ((!signs && !judged) || deploys(target)) return target;
+  if ((!signs && !judgesDelegates(target)) || deploys(target)) return target;
   const sender = request.userOp.sender;
   const code = await chainWait(call.timing, () => chain.rpc.request<Hex>("eth_getCode", [sender, "latest"]));
   const delegate: Address | undefined = eip7702DelegateOfCode(code);
   return delegate === undefined ? target : { ...target, eip7702Delegate: delegate };
+}
+
+/** Whether the strategy's rules judge the delegate (so the policy needs it before any other step). */
+export function judgesDelegates({ mode }: Target): boolean {
+  return mode.mode === "sponsor" && mode.strategy.rules.eip7702 !== undefined;
 }
 
 /** Whether the op carries initCode (v0.6) or a factory (v0.7+): a counterfactual account, not a delegated EOA. */
