@@ -3,7 +3,10 @@
  * and simulated (Sponsor mode, a strategy with global, daily and per-sender caps, every op its own nonce), on
  * SQLite and on PostgreSQL.
  *
- *   pnpm --filter @paymaster/service bench:store -- [--reservations 2000] [--concurrency 8] [--postgres URL]
+ *   pnpm --filter @paymaster/service bench:store -- [--reservations 2000] [--concurrency 8] [--postgres URL] [--uncapped]
+ *
+ * --uncapped: a strategy without caps (every reservation still adds to the strategy's running totals, the one
+ * global usage row all of them update).
  *
  * Prints per backend: the p50/p99 of one reservation run alone, reservations per second with `concurrency` in
  * flight, and this process's CPU per reservation (the driver's and the store's; SQLite's own work runs in this
@@ -29,6 +32,7 @@ const { values } = parseArgs({
     reservations: { type: "string", default: "2000" },
     concurrency: { type: "string", default: "8" },
     postgres: { type: "string", default: DEFAULT_POSTGRES_URL },
+    uncapped: { type: "boolean", default: false },
   },
 });
 const reservations = Math.max(10, Math.min(20_000, Number(values.reservations)));
@@ -41,7 +45,7 @@ const ENTRY_POINT = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
 async function bench(name: string, store: Store): Promise<void> {
   const project = await store.createProject("bench");
   const { apiKey } = await store.createApiKey(project.id);
-  const rules = { caps: { global: { maxOps: 1_000_000 }, daily: { maxUsd: "1000000" }, perSender: { maxOps: 1_000_000 } } };
+  const rules = values.uncapped ? {} : { caps: { global: { maxOps: 1_000_000 }, daily: { maxUsd: "1000000" }, perSender: { maxOps: 1_000_000 } } };
   const strategy = await store.createStrategy({ projectId: project.id, code: `BENCH${randomBytes(3).toString("hex")}`, name: "bench", rules });
   const caps = capChecks(strategy.rules, { now: Math.floor(Date.now() / 1000), sender: SENDER });
   let nonce = 0n;
@@ -88,7 +92,7 @@ async function bench(name: string, store: Store): Promise<void> {
   await run(100, 4); // warm-up: prepared statements, JIT, the usage rows
   const alone = await run(reservations, 1);
   const busy = await run(reservations, concurrency);
-  console.log(`\n${name}: reserveSponsorship (signed, 3 caps)`);
+  console.log(`\n${name}: reserveSponsorship (signed, ${values.uncapped ? "no caps" : "3 caps"})`);
   console.log(`  alone          p50 ${percentile(alone.times, 50).toFixed(3)} ms  p99 ${percentile(alone.times, 99).toFixed(3)} ms  CPU ${alone.cpuMs.toFixed(3)} ms/reservation`);
   console.log(`  concurrency ${String(concurrency).padEnd(2)} ${(busy.times.length / busy.seconds).toFixed(0)} reservations/s  CPU ${busy.cpuMs.toFixed(3)} ms/reservation`);
 }
