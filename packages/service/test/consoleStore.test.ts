@@ -1,48 +1,21 @@
 // The store reads behind the operator console, on SQLite and on PostgreSQL: per-minute request counts (added up
 // across flushes, bucketed, pruned), sponsorship activity per bucket with exact bigint sums, gas tank listings
 // and ledgers (credits, debits, settled User Sponsor ops), and a sponsorship's timeline.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { expect } from "chai";
 import type { Address, Hex } from "@paymaster/shared";
-import { openPostgresStore } from "../src/store/postgres.ts";
-import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { NewSponsorship, Settlement, Store } from "../src/store/types.ts";
-import { createTestDatabase } from "./helpers/postgres.ts";
 import { sponsorshipInput } from "./helpers/sponsorships.ts";
 import { ServiceMetrics } from "../src/metrics/metrics.ts";
 import { startRequestCountFlusher } from "../src/metrics/requestCounts.ts";
 import { createLogger } from "../src/log.ts";
+import { storeBackends } from "./helpers/storeBackends.ts";
 
 const EP = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
 const SENDER = "0x1111111111111111111111111111111111111111" as Address;
 const OTHER = "0x2222222222222222222222222222222222222222" as Address;
 const TX = `0x${"cd".repeat(32)}` as Hex;
 
-const backends: { name: string; open(): Promise<{ store: Store; close(): Promise<void> }> }[] = [
-  {
-    name: "SQLite",
-    async open() {
-      const store = await openSqliteStore(path.join(mkdtempSync(path.join(tmpdir(), "paymaster-console-store-")), "db.sqlite"));
-      return { store, close: () => store.close() };
-    },
-  },
-  {
-    name: "PostgreSQL",
-    async open() {
-      const database = await createTestDatabase("paymaster_console_store");
-      const store = await openPostgresStore(database.url);
-      return {
-        store,
-        async close() {
-          await store.close();
-          await database.drop();
-        },
-      };
-    },
-  },
-];
+const backends = storeBackends("console_store");
 
 const settlement = (wei: bigint, usdMicros = 0n): Settlement => ({
   actualGasCostWei: wei,

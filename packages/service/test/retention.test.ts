@@ -2,9 +2,6 @@
 // sponsorships of a strategy with caps; pruning deletes the old final ones in batches, and everything read from
 // them — strategy usage and caps, the daily history, the console's activity, the records-by-status counts — is
 // exactly what it was before. The dry run counts without deleting; open ones and young ones are never touched.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { expect } from "chai";
 import type { Address, Hex } from "@paymaster/shared";
 import { activity } from "../src/admin/activity.ts";
@@ -15,40 +12,16 @@ import { createLogger } from "../src/log.ts";
 import { startRetention } from "../src/lifecycle/retention.ts";
 import { ServiceMetrics } from "../src/metrics/metrics.ts";
 import { capChecks } from "../src/policy/rules.ts";
-import { openPostgresStore } from "../src/store/postgres.ts";
-import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { StrategyRules } from "../src/policy/types.ts";
 import type { NewSponsorship, Settlement, Store } from "../src/store/types.ts";
-import { createTestDatabase } from "./helpers/postgres.ts";
 import { sponsorshipInput } from "./helpers/sponsorships.ts";
+import { storeBackends } from "./helpers/storeBackends.ts";
 
 const EP = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
 const SENDERS = ["0x1111111111111111111111111111111111111111", "0x2222222222222222222222222222222222222222"] as Address[];
 const DAY = 86_400;
 
-const backends: { name: string; open(): Promise<{ store: Store; close(): Promise<void> }> }[] = [
-  {
-    name: "SQLite",
-    async open() {
-      const store = await openSqliteStore(path.join(mkdtempSync(path.join(tmpdir(), "paymaster-retention-")), "db.sqlite"));
-      return { store, close: () => store.close() };
-    },
-  },
-  {
-    name: "PostgreSQL",
-    async open() {
-      const database = await createTestDatabase("paymaster_retention");
-      const store = await openPostgresStore(database.url);
-      return {
-        store,
-        async close() {
-          await store.close();
-          await database.drop();
-        },
-      };
-    },
-  },
-];
+const backends = storeBackends("retention");
 
 const settlement = (n: number): Settlement => ({
   actualGasCostWei: 10n ** 17n + BigInt(n) * 999_999_937n, // large and odd: the sums' parts must carry

@@ -1,46 +1,19 @@
 // The store methods operations use, on SQLite and on PostgreSQL: strategies listed, sponsorships counted by
 // status, gas tanks added up, outstanding maximum costs per EntryPoint and mode, and leadership (a PostgreSQL
 // advisory lock on a connection of its own: one holder at a time, freed by release or by the connection dying).
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { expect } from "chai";
 import pg from "pg";
 import type { Address } from "@paymaster/shared";
 import { openPostgresStore } from "../src/store/postgres.ts";
-import { openSqliteStore } from "../src/store/sqlite.ts";
 import type { NewSponsorship, Store } from "../src/store/types.ts";
-import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 import { sponsorshipInput } from "./helpers/sponsorships.ts";
+import { storeBackends } from "./helpers/storeBackends.ts";
 
 const EP = "0x0000000071727De22E5E9d8BAf0edAc6f37da032" as Address;
 const OTHER_EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789" as Address;
 const SENDER = "0x1111111111111111111111111111111111111111" as Address;
 
-const backends: { name: string; open(): Promise<{ store: Store; url?: string; close(): Promise<void> }> }[] = [
-  {
-    name: "SQLite",
-    async open() {
-      const store = await openSqliteStore(path.join(mkdtempSync(path.join(tmpdir(), "paymaster-storeops-")), "db.sqlite"));
-      return { store, close: () => store.close() };
-    },
-  },
-  {
-    name: "PostgreSQL",
-    async open() {
-      const database: TestDatabase = await createTestDatabase("paymaster_storeops");
-      const store = await openPostgresStore(database.url);
-      return {
-        store,
-        url: database.url,
-        async close() {
-          await store.close();
-          await database.drop();
-        },
-      };
-    },
-  },
-];
+const backends = storeBackends("storeops");
 
 for (const backend of backends) {
   describe(`store operations methods (${backend.name})`, () => {
