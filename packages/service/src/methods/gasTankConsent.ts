@@ -17,7 +17,7 @@ import { createPublicClient, custom, type Hex } from "viem";
 import { verifyTypedData } from "viem/actions";
 import { gasTankConsentTypedData, type Address } from "@paymaster/shared";
 import { defineMethod, type CallContext, type MethodDefinition } from "../rpc/method.ts";
-import { address, hexBytes, jsonTypeOf } from "../rpc/schemas.ts";
+import { address, hexBytes, objectParams } from "../rpc/schemas.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { chainWait } from "../timing.ts";
 
@@ -25,22 +25,6 @@ import { chainWait } from "../timing.ts";
 export const CONSENT_WINDOW_SECONDS = 600;
 /** Room for an ERC-6492 wrapper (factory calldata) around the account's own signature. */
 const SIGNATURE_MAX_BYTES = 4096;
-
-function single<T extends z.ZodRawShape>(names: string, shape: T) {
-  const object = z.strictObject(shape);
-  return z.unknown().transform((params, ctx): z.infer<typeof object> => {
-    if (!Array.isArray(params) || params.length !== 1) {
-      ctx.addIssue({ code: "custom", message: `expected params [{${names}}], got ${Array.isArray(params) ? `${params.length} params` : jsonTypeOf(params)}` });
-      return z.NEVER;
-    }
-    const parsed = object.safeParse(params[0]);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", path: [0, ...issue.path], message: issue.message });
-      return z.NEVER;
-    }
-    return parsed.data;
-  });
-}
 
 const issuedAt = z.number().int().nonnegative().max(2 ** 53 - 1);
 
@@ -50,7 +34,7 @@ function typedDataFor(call: CallContext, sender: Address, allowed: boolean, at: 
 
 export const pm_gasTankConsentRequest = defineMethod({
   name: "pm_gasTankConsentRequest",
-  params: single("sender, allowed?", { sender: address(), allowed: z.boolean().optional() }),
+  params: objectParams("sender, allowed?", z.strictObject({ sender: address(), allowed: z.boolean().optional() })),
   async handler({ sender, allowed = true }, call) {
     const typedData = typedDataFor(call, sender as Address, allowed, Math.floor(call.service.now()));
     // JSON as eth_signTypedData_v4 takes it: issuedAt as a number.
@@ -60,12 +44,10 @@ export const pm_gasTankConsentRequest = defineMethod({
 
 export const pm_setGasTankConsent = defineMethod({
   name: "pm_setGasTankConsent",
-  params: single("sender, allowed, issuedAt, signature", {
-    sender: address(),
-    allowed: z.boolean(),
-    issuedAt,
-    signature: hexBytes({ maxBytes: SIGNATURE_MAX_BYTES }),
-  }),
+  params: objectParams(
+    "sender, allowed, issuedAt, signature",
+    z.strictObject({ sender: address(), allowed: z.boolean(), issuedAt, signature: hexBytes({ maxBytes: SIGNATURE_MAX_BYTES }) }),
+  ),
   async handler({ sender, allowed, issuedAt: at, signature }, call) {
     const now = Math.floor(call.service.now());
     if (Math.abs(at - now) > CONSENT_WINDOW_SECONDS) {

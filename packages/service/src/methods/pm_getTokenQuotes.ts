@@ -18,7 +18,7 @@ import type { EntryPointVersion } from "@paymaster/shared";
 import { defineMethod, type CallContext } from "../rpc/method.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { formatParamsPath, toParamsIssues } from "../rpc/dispatch.ts";
-import { extraText, jsonTypeOf, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
+import { extraText, jsonTypeOf, objectParams, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
 import { dryRunPipeline } from "../sponsor/pipeline.ts";
 import { exchangeRate } from "../sponsor/price.ts";
 import { chainWait } from "../timing.ts";
@@ -44,19 +44,9 @@ export interface QuoteParams {
   userOp?: unknown;
 }
 
-export const quoteParamsSchema: z.ZodType<QuoteParams> = z.unknown().transform((params, ctx): QuoteParams => {
-  if (params === undefined || (Array.isArray(params) && params.length === 0)) return { version: "v0.6" };
-  if (!Array.isArray(params) || params.length !== 1) {
-    ctx.addIssue({ code: "custom", message: `expected params [{tokens?, version?, userOp?}] or none, got ${Array.isArray(params) ? `${params.length} params` : jsonTypeOf(params)}` });
-    return z.NEVER;
-  }
-  const parsed = quoteObject.safeParse(params[0]);
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", path: [0, ...issue.path], message: issue.message });
-    return z.NEVER;
-  }
-  return { tokens: parsed.data.tokens, version: parsed.data.version ?? "v0.6", ...(parsed.data.userOp !== undefined ? { userOp: parsed.data.userOp } : {}) };
-});
+export const quoteParamsSchema: z.ZodType<QuoteParams> = objectParams<z.infer<typeof quoteObject>>("tokens?, version?, userOp?", quoteObject, () => ({})).transform(
+  (data): QuoteParams => ({ tokens: data.tokens, version: data.version ?? "v0.6", ...(data.userOp !== undefined ? { userOp: data.userOp } : {}) }),
+);
 
 export const pm_getTokenQuotes = defineMethod({
   name: "pm_getTokenQuotes",

@@ -485,6 +485,27 @@ export const sponsorParamsSchema: z.ZodType<SponsorRequest> = z.unknown().transf
     : { version, userOp: userOp.data as UserOpInputV07, ...mode };
 });
 
+/**
+ * Params of a method that takes one object, `[{names}]`: the object parsed by `object`, its issues reported under
+ * params[0]. With `none`, no params at all (the field omitted, or []) is accepted too and gives `none()`.
+ */
+export function objectParams<T>(names: string, object: z.ZodType<T>, none?: () => T): z.ZodType<T> {
+  return z.unknown().transform((params, ctx): T => {
+    if (none && (params === undefined || (Array.isArray(params) && params.length === 0))) return none();
+    if (!Array.isArray(params) || params.length !== 1) {
+      const got = Array.isArray(params) ? `${params.length} params` : jsonTypeOf(params);
+      ctx.addIssue({ code: "custom", message: `expected params [{${names}}]${none ? " or none" : ""}, got ${got}` });
+      return z.NEVER;
+    }
+    const parsed = object.safeParse(params[0]);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", path: [0, ...issue.path], message: issue.message });
+      return z.NEVER;
+    }
+    return parsed.data;
+  });
+}
+
 /** Params of a method that takes none: the field omitted, or []. */
 export const noParamsSchema: z.ZodType<undefined> = z.unknown().transform((params, ctx): undefined => {
   if (params === undefined || (Array.isArray(params) && params.length === 0)) return undefined;
