@@ -3,7 +3,7 @@
  * (allow, disallow). A reference makes a credit or debit idempotent.
  */
 import { randomUUID } from "node:crypto";
-import { audit, guarded, invalid, knownNetwork, notFound, validAddress, validWei, type AdminContext, mutation } from "./context.ts";
+import { audit, guarded, invalid, knownNetwork, validAddress, validWei, type AdminContext, mutation } from "./context.ts";
 import type { GasTankConsentRecord, TankLedgerEntry } from "../store/types.ts";
 import { tankView } from "./views.ts";
 
@@ -38,11 +38,10 @@ const changeTankConsent = mutation(async function changeTankConsent(ctx: AdminCo
   const sender = validAddress(input.sender, "sender");
   if (typeof input.project !== "string" || input.project === "") invalid("project: a project id");
   const projectId = input.project;
-  if (!(await ctx.store.getProject(projectId))) notFound(`project ${JSON.stringify(projectId)} not found`);
-  const before = (await ctx.store.gasTankConsents(network, sender)).find((c) => c.projectId === projectId);
-  const { consent } = await guarded(() => ctx.store.setGasTankConsent({ network, sender, projectId, allowed, changedBy: ctx.actor }));
+  // An unknown project is the store's NOT_FOUND (the consent's foreign key).
+  const { consent, previous } = await guarded(() => ctx.store.setGasTankConsent({ network, sender, projectId, allowed, changedBy: ctx.actor }));
   const after = { network, sender, ...consentView(consent) };
-  await audit(ctx, allowed ? "tank.allow" : "tank.disallow", `${network}:${sender}`, before ? consentView(before) : null, after);
+  await audit(ctx, allowed ? "tank.allow" : "tank.disallow", `${network}:${sender}`, previous ? consentView(previous) : null, after);
   return after;
 });
 

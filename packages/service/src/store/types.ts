@@ -537,9 +537,9 @@ export interface Store {
   /**
    * Records a consent. A signed one (with issuedAt) is kept only when newer than the one recorded (else
    * `applied: false`, nothing changes); one by hand always is, dated after the recorded one, so no message
-   * signed before it can undo it. Unknown project: NOT_FOUND.
+   * signed before it can undo it. Unknown project: NOT_FOUND. Answers the consent recorded now and the one before.
    */
-  setGasTankConsent(change: GasTankConsentChange): Promise<{ applied: boolean; consent: GasTankConsentRecord }>;
+  setGasTankConsent(change: GasTankConsentChange): Promise<{ applied: boolean; consent: GasTankConsentRecord; previous: GasTankConsentRecord | undefined }>;
 
   // ---- sponsorships and reservations
   /**

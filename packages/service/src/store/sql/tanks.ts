@@ -9,6 +9,8 @@ import { StoreError } from "../errors.ts";
 import type { GasTank, GasTankConsentChange, GasTankConsentRecord, GasTankTotals, Store } from "../types.ts";
 import { isForeignKey, lockTank, readTank, type SqlShared } from "./shared.ts";
 
+const CONSENT_COLUMNS = "network, sender, project_id, allowed, issued_at, changed_by, updated_at";
+
 const TANK_QUERIES = {
   insertCredit: `INSERT INTO gas_tank_credits (reference, network, sender, amount_wei, created_at)
     VALUES (?, ?, ?, ?, ?) ON CONFLICT (reference) DO NOTHING`,
@@ -20,10 +22,8 @@ const TANK_QUERIES = {
   // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): this reads the rows.
   selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
   selectAllowed: "SELECT allowed FROM gas_tank_consents WHERE network = ? AND sender = ? AND project_id = ?",
-  selectConsent: `SELECT network, sender, project_id, allowed, issued_at, changed_by, updated_at FROM gas_tank_consents
-    WHERE network = ? AND sender = ? AND project_id = ?`,
-  selectConsents: `SELECT network, sender, project_id, allowed, issued_at, changed_by, updated_at FROM gas_tank_consents
-    WHERE network = ? AND sender = ? ORDER BY updated_at DESC, project_id`,
+  selectConsent: `SELECT ${CONSENT_COLUMNS} FROM gas_tank_consents WHERE network = ? AND sender = ? AND project_id = ?`,
+  selectConsents: `SELECT ${CONSENT_COLUMNS} FROM gas_tank_consents WHERE network = ? AND sender = ? ORDER BY updated_at DESC, project_id`,
   // A signed consent replaces the row only when newer (the WHERE of the upsert); one by hand comes dated after it.
   upsertConsent: `INSERT INTO gas_tank_consents (network, sender, project_id, allowed, issued_at, changed_by, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -128,7 +128,7 @@ export function tankStore(s: SqlShared) {
       return (await db.all<ConsentRow>(q.selectConsents, [network, common.address(sender, "sender")])).map(consentOf);
     },
 
-    async setGasTankConsent(change: GasTankConsentChange): Promise<{ applied: boolean; consent: GasTankConsentRecord }> {
+    async setGasTankConsent(change: GasTankConsentChange): Promise<{ applied: boolean; consent: GasTankConsentRecord; previous: GasTankConsentRecord | undefined }> {
       const sender = common.address(change.sender, "sender");
       const key = [change.network, sender, change.projectId];
       try {
@@ -140,10 +140,10 @@ export function tankStore(s: SqlShared) {
           const row = await tx.one<ConsentRow>(q.selectConsent, key);
           // By hand and not applied: a signed consent dated later landed in between; the caller may retry.
           if (!applied && change.issuedAt === undefined) throw new StoreError("CONFLICT", "the consent changed concurrently: retry");
-          return { applied, consent: consentOf(row!) };
+          return { applied, consent: consentOf(row!), previous: current ? consentOf(current) : undefined };
         });
       } catch (err) {
-        if (isForeignKey(s, err)) throw new StoreError("NOT_FOUND", `project ${change.projectId} not found`);
+        if (isForeignKey(s, err)) throw new StoreError("NOT_FOUND", `project ${JSON.stringify(change.projectId)} not found`);
         throw err;
       }
     },
