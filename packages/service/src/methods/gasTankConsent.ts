@@ -16,7 +16,7 @@ import { z } from "zod";
 import { createPublicClient, custom, type Hex } from "viem";
 import { verifyTypedData } from "viem/actions";
 import { gasTankConsentTypedData, type Address } from "@paymaster/shared";
-import { defineMethod, type CallContext, type MethodDefinition } from "../rpc/method.ts";
+import { defineMethod, readyChain, type CallContext, type MethodDefinition } from "../rpc/method.ts";
 import { address, hexBytes, objectParams } from "../rpc/schemas.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { chainWait } from "../timing.ts";
@@ -53,8 +53,7 @@ export const pm_setGasTankConsent = defineMethod({
     if (Math.abs(at - now) > CONSENT_WINDOW_SECONDS) {
       throw new RpcError("INVALID_CONSENT", `issuedAt ${at} is more than ${CONSENT_WINDOW_SECONDS} s from the service's clock (${now}): sign a fresh consent`);
     }
-    const chain = call.network.chain;
-    if (!chain) throw new RpcError("CHAIN_UNAVAILABLE", `Network ${call.network.config.name} is not ready: its RPC has not answered yet`, { network: call.network.config.name });
+    const chain = readyChain(call.network);
     // viem answers "not valid" when its calls fail, so the transport remembers whether the chain could not be
     // asked: then the answer is CHAIN_UNAVAILABLE (503), never a wrong-signature refusal.
     let unavailable: unknown;

@@ -3,7 +3,8 @@
  * dialect called it. One file per method under src/methods/.
  */
 import type { z } from "zod";
-import type { NetworkRuntime, ServiceContext } from "../context.ts";
+import type { NetworkChain, NetworkRuntime, ServiceContext } from "../context.ts";
+import { RpcError } from "./errors.ts";
 import type { ApiKey } from "../store/types.ts";
 import type { Timing } from "../timing.ts";
 import type { ConfigLookups } from "../store/configCache.ts";
@@ -34,4 +35,10 @@ export interface MethodDefinition<P = unknown> {
 /** Keeps the param type of each definition while letting the registry hold them together. */
 export function defineMethod<P>(definition: MethodDefinition<P>): MethodDefinition<P> {
   return definition;
+}
+
+/** The network's chain access, or CHAIN_UNAVAILABLE while its RPC has not answered since start-up (not ready). */
+export function readyChain(network: NetworkRuntime): NetworkChain {
+  if (!network.chain) throw new RpcError("CHAIN_UNAVAILABLE", `Network ${network.config.name} is not ready: its RPC has not answered yet`, { network: network.config.name });
+  return network.chain;
 }

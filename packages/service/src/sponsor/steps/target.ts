@@ -6,7 +6,7 @@
  * STRATEGY_NOT_FOUND and TOKEN_NOT_SUPPORTED (src/sponsor/policy.ts resolveMode).
  */
 import type { Address } from "@paymaster/shared";
-import type { CallContext } from "../../rpc/method.ts";
+import { readyChain, type CallContext } from "../../rpc/method.ts";
 import type { NetworkChain } from "../../context.ts";
 import type { SponsorRequest } from "../../rpc/schemas.ts";
 import type { EntryPointConfig } from "../../config/types.ts";
@@ -47,9 +47,7 @@ const NO_POSTOP = { postOpGas: 0n, minPostOpGasLimit: 0n } as const;
 
 export async function resolveTarget({ request, call }: TargetInput): Promise<Target> {
   const { service, network } = call;
-  const chain = network.chain;
-  // No chain yet: the network's RPC has not answered since start-up (it is not ready).
-  if (!chain) throw new RpcError("CHAIN_UNAVAILABLE", `Network ${network.config.name} is not ready: its RPC has not answered yet`, { network: network.config.name });
+  const chain = readyChain(network);
   const entry = network.entryPoint(request.version);
   if (!entry) {
     throw new RpcError("UNSUPPORTED_ENTRYPOINT_VERSION", `${network.config.name} does not serve EntryPoint ${request.version}`, {
