@@ -135,6 +135,9 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     expect(line!.network).to.equal("local");
     expect(line!.upstreams).to.deep.equal([`http://127.0.0.1:${p.port}/…`]);
     expectUnavailableFast(await sponsorBoth(s));
+    // Quotes need the chain too: the same refusal, never an internal error.
+    const quotes = await fetch(s.standard, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "pm_getTokenQuotes" }) }).then((r) => r.json() as Promise<any>);
+    expect(quotes.error?.data?.reason, JSON.stringify(quotes)).to.equal("CHAIN_UNAVAILABLE");
 
     await new Promise((resolve) => setTimeout(resolve, 2_500)); // a retry or two while still refused
     expect(s.logs.filter((l) => l.msg?.startsWith("network not ready")), "one line, not one per retry").to.have.length(1);

@@ -15,7 +15,7 @@
  */
 import { z } from "zod";
 import type { EntryPointVersion } from "@paymaster/shared";
-import { defineMethod, type CallContext } from "../rpc/method.ts";
+import { defineMethod, readyChain, type CallContext } from "../rpc/method.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { formatParamsPath, toParamsIssues } from "../rpc/dispatch.ts";
 import { extraText, jsonTypeOf, objectParams, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
@@ -54,11 +54,10 @@ export const pm_getTokenQuotes = defineMethod({
   async handler(params, call) {
     const { network, service } = call;
     const entry = network.entryPoint(params.version);
-    const chain = network.chain;
     if (!entry) {
       throw new RpcError("UNSUPPORTED_ENTRYPOINT_VERSION", `${network.config.name} does not serve EntryPoint ${params.version}`, { supported: network.versions });
     }
-    if (!chain) throw new RpcError("INTERNAL_ERROR");
+    const chain = readyChain(network);
     const name = network.config.name;
 
     let tokens: Token[];
