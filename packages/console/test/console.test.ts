@@ -3,7 +3,8 @@
 // application page and claim its key there, create a strategy with a cap through the form (the service's
 // field-named error first), dry-run an operation, sponsor operations with the new key from Node (one lands and
 // settles), see them on the usage chart, in the sponsorship list and in a sponsorship's timeline, credit a gas
-// tank, revoke the key in the console and see the next request refused; a change without the CSRF header, or
+// tank, bill the project (plan, credit, an op held then billed, its statement as CSV), revoke the key in the
+// console and see the next request refused; a change without the CSRF header, or
 // from another origin, is refused; sign-out ends the session. Screenshots of each page at 1280 and 390 px go to
 // test-artifacts/.
 import { expect } from "chai";
@@ -381,6 +382,68 @@ describe("operator console (Chromium, real service)", function () {
     await screenshots(page, "15-audit");
   });
 
+  it("bills a project: the plan turned on, a credit by hand (once per reference), an op held then billed, the statement on screen and as CSV", async () => {
+    await page.goto(`${admin}/console/#/projects/${encodeURIComponent(state.projectId!)}`);
+    await page.locator("main").getByRole("link", { name: "Billing", exact: true }).click();
+    await page.getByRole("heading", { name: "Billing of Acme" }).waitFor();
+    await page.getByText("Billing is off for this project").waitFor();
+    await page.getByLabel("Billing", { exact: true }).selectOption("on");
+    await page.getByLabel("Markup (basis points)").fill("1000");
+    await page.getByLabel("Fee per operation (USD)").fill("0.01");
+    await page.getByLabel("Alert below (USD)").fill("5");
+    await page.getByRole("button", { name: "Save the plan" }).click();
+    await page.getByText("Plan saved.").waitFor();
+    expect((await bearer("GET", `/projects/${state.projectId}/billing`)).json).to.include({ enabled: true, markupBps: 1000, feeUsd: "0.01", alertBelowUsd: "5.00" });
+
+    // Without credit the project's next op is refused; the operator credits it (twice with one reference: once).
+    const endpoint = `${publicUrl}/api/v1/paymaster/local?apiKey=${state.key}`;
+    const wallet = await newWallet(embedded, "v0.7");
+    const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+    const refused = await call(endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: "acme-free", version: "v0.7" }]);
+    expect([refused.status, (refused.body as any).data.reason]).to.deep.equal([402, "PROJECT_BALANCE_EXHAUSTED"]);
+    for (const expected of ["Credited $20.00 (reference inv-7). Balance now $20.00.", "Reference inv-7 was credited before: nothing changed. Balance $20.00."]) {
+      await page.getByLabel("Amount (USD)").fill("20");
+      await page.getByLabel("Reference").fill("inv-7");
+      await page.getByRole("button", { name: "Credit the project" }).click();
+      await page.getByText(expected).waitFor();
+    }
+    const answer = await call(endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: "acme-free", version: "v0.7" }]);
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    const held = (await bearer("GET", `/projects/${state.projectId}/billing`)).json.heldUsd;
+    expect(Number(held)).to.be.greaterThan(0.01);
+    const outcome = await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, answer.body.data)));
+    expect(outcome.reverted, outcome.failedOp).to.equal(false);
+    await chainRequest(embedded, "evm_mine", []);
+    for (let i = 0; i < 100 && (await bearer("GET", `/projects/${state.projectId}/billing`)).json.heldUsd !== "0.00"; i++) await new Promise((r) => setTimeout(r, 100));
+
+    await page.reload();
+    const statement = page.getByRole("table", { name: `Statement of ${new Date().toISOString().slice(0, 7)}` });
+    await statement.getByText("inv-7").waitFor();
+    await statement.getByRole("rowheader", { name: "Operation" }).waitFor();
+    const billed = (await bearer("GET", `/projects/${state.projectId}/billing/statement`)).json;
+    expect(billed.lines.map((l: any) => l.kind)).to.deep.equal(["credit", "debit"]);
+    await page.getByText(`closing balance $${billed.closingBalanceUsd}`).waitFor();
+    await screenshots(page, "17-project-billing");
+    const download = page.waitForEvent("download");
+    await page.getByRole("link", { name: "Download CSV" }).click();
+    const file = await download;
+    expect(file.suggestedFilename()).to.match(/^statement-.*\.csv$/);
+    const csv = await new Promise<string>((resolve, reject) => {
+      void file.createReadStream().then((stream) => {
+        let text = "";
+        stream.on("data", (chunk) => (text += chunk));
+        stream.on("end", () => resolve(text));
+        stream.on("error", reject);
+      }, reject);
+    });
+    expect(csv).to.match(/\r\n1,[^,]+,credit,inv-7,/);
+    expect(csv).to.contain(`,debit,${billed.lines[1].reference},local,sponsor,${billed.lines[1].userOpHash},${billed.lines[1].txHash},`);
+
+    await page.getByRole("navigation").getByRole("link", { name: "Billing", exact: true }).click();
+    await page.getByRole("table", { name: "Billed projects" }).getByRole("link", { name: "Acme" }).waitFor();
+    await screenshots(page, "18-billing");
+  });
+
   it("a change without the CSRF header, or from another origin, is refused and writes nothing", async () => {
     const before = (await bearer("GET", "/projects")).json.length;
     const refused = await page.evaluate(async () => {
@@ -571,6 +634,8 @@ describe("operator console (Chromium, real service)", function () {
       ["/strategies/acme-free", "Strategy acme-free"],
       ["/sponsorships", "Sponsorships"],
       ["/tanks", "Gas tanks"],
+      ["/billing", "Billing"],
+      [`/billing/${encodeURIComponent(state.projectId!)}`, "Billing of Acme"],
       ["/webhooks", "Webhooks"],
       ["/audit", "Audit log"],
     ];

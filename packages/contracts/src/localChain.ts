@@ -29,6 +29,11 @@ export interface LocalChainOptions {
    * and L1Block predeploys, receipts with the L1 data fee; type-4 transactions are refused).
    */
   chainType?: "l1" | "op";
+  /**
+   * The EVM rules, e.g. "shanghai" to play a chain that never took Cancun (which the contracts need). Default: the
+   * newest hardfork Hardhat knows for the chain type.
+   */
+  hardfork?: string;
 }
 
 /** A funded development account (the well-known Hardhat mnemonic: never use these keys on a real network). */
@@ -139,7 +144,7 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
       // Our build infos (artifacts/) are loaded into EDR, so reverts of our contracts decode in traces.
       paths: { artifacts: path.join(root, "artifacts"), cache: path.join(root, "cache") },
       networks: {
-        local: { type: "edr-simulated", chainType, chainId, allowUnlimitedContractSize: false },
+        local: { type: "edr-simulated", chainType, chainId, allowUnlimitedContractSize: false, ...(options.hardfork === undefined ? {} : { hardfork: options.hardfork }) },
       },
     },
     {},

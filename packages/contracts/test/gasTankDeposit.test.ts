@@ -141,6 +141,34 @@ describe("GasTankDeposit", () => {
     });
   }
 
+  it("depositToPaymaster refuses a paymaster of another EntryPoint, the tank itself and a non-paymaster, with nothing moved (audit 3, finding 1)", async () => {
+    const { stack, tank } = await setup();
+    const [, , , payer] = await ethers.getSigners();
+    await (await tank.connect(payer!).depositFor(payer!, { value: parseEther("1") })).wait();
+    const tankAddress = await tank.getAddress();
+    const v06 = await stack.v["v0.6"].entryPoint.getAddress();
+    const v07Paymaster = await stack.v["v0.7"].erc20.getAddress();
+    const v07 = await stack.v["v0.7"].entryPoint.getAddress();
+    /** What every EntryPoint holds for the v0.7 paymaster and for the tank. */
+    const deposits = async () =>
+      Promise.all((["v0.6", "v0.7", "v0.8"] as const).flatMap((v) => [v07Paymaster, tankAddress].map((a) => stack.v[v].entryPoint.getFunction("balanceOf")(a) as Promise<bigint>)));
+    const before = await deposits();
+    // The audit's proof: ether for the v0.7 paymaster sent at the v0.6 EntryPoint was credited there for good.
+    await expect(tank.depositToPaymaster(v06, v07Paymaster, parseEther("1")))
+      .to.be.revertedWithCustomError(tank, "PaymasterNotOfEntryPoint")
+      .withArgs(v06, v07Paymaster, v07);
+    // The tank's own address: its own EntryPoint deposit, which it can never withdraw.
+    await expect(tank.depositToPaymaster(v07, tankAddress, parseEther("1"))).to.be.revertedWithCustomError(tank, "PaymasterIsTank");
+    // Not a paymaster: an EOA (the call answers nothing) and a contract without entryPoint() (the token).
+    await expect(tank.depositToPaymaster(v07, stack.stranger.address, 1n))
+      .to.be.revertedWithCustomError(tank, "PaymasterNotOfEntryPoint")
+      .withArgs(v07, stack.stranger.address, ZeroAddress);
+    const token = await stack.tokens.USDC.getAddress();
+    await expect(tank.depositToPaymaster(v07, token, 1n)).to.be.revertedWithCustomError(tank, "PaymasterNotOfEntryPoint").withArgs(v07, token, ZeroAddress);
+    expect(await deposits()).to.deep.equal(before);
+    expect(await ethers.provider.getBalance(tankAddress)).to.equal(parseEther("1"));
+  });
+
   it("ownership is two-step and cannot be renounced", async () => {
     const { stack, tank } = await setup();
     await expect(tank.renounceOwnership()).to.be.revertedWithCustomError(tank, "RenounceOwnershipDisabled");

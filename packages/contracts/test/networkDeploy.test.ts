@@ -19,6 +19,8 @@ import {
   ENTRY_POINT_V08_SALT,
 } from "../src/deploy/constants.ts";
 import { CREATE2_PROXY_PRESIGNED_TX, CREATE2_PROXY_SIGNER, create2ProxyState, installCreate2Proxy } from "../src/deploy/create2Proxy.ts";
+import { CANCUN_PROBE_INIT_CODE, CANCUN_PROBE_MARKER, cancunMissing } from "../src/deploy/cancunProbe.ts";
+import { ERC20PaymasterV07__factory } from "../types/ethers-contracts/index.ts";
 import {
   executeNetworkDeploy,
   paymasterDeployerAddress,
@@ -485,6 +487,67 @@ describe("deployment to a network: a CREATE2 proxy that cannot be installed is r
     expect(await net.provider.getBalance(CREATE2_PROXY_SIGNER)).to.equal(0n);
     await installCreate2Proxy(net.deployer);
     expect(await create2ProxyState(net.provider)).to.equal("present");
+  });
+});
+
+// Audit 3, finding 2: the contracts need Cancun (MCOPY everywhere, TSTORE/TLOAD in the ERC-20 paymasters). A chain
+// with Shanghai rules is refused by the dry run and by the deployment before anything is sent; Cancun itself passes.
+describe("deployment to a network: a chain older than Cancun is refused before anything is sent (audit 3, finding 2)", function () {
+  this.timeout(120_000);
+
+  async function startWithHardfork(hardfork: string): Promise<Net> {
+    const chain = await startLocalChain({ port: 0, chainId: 84532, hardfork });
+    const provider = new JsonRpcProvider(chain.url, 84532, { staticNetwork: true, cacheTimeout: -1 });
+    return { chain, provider, deployer: new Wallet(chain.accounts[0]!.privateKey, provider) };
+  }
+
+  it("Shanghai: the ERC-20 paymaster would deploy and then fail on TLOAD; the dry run and the deployment refuse, naming Cancun, and send nothing", async () => {
+    const net = await startWithHardfork("shanghai");
+    try {
+      // Why it matters: the paymaster's creation code runs on Shanghai, its transient storage does not.
+      const paymaster = await new ERC20PaymasterV07__factory(net.deployer).deploy(ENTRY_POINT_V07_ADDRESS, net.deployer.address, [], net.deployer.address, 32_000n, 95_000n);
+      await paymaster.waitForDeployment();
+      expect(await net.provider.getCode(await paymaster.getAddress())).to.not.equal("0x");
+      const read = { to: await paymaster.getAddress(), data: paymaster.interface.encodeFunctionData("inFlightPreCharges", [ENTRY_POINT_V07_ADDRESS]) };
+      expect(await net.provider.call(read).then(() => "answered", () => "reverted"), "a read using TLOAD").to.equal("reverted");
+
+      expect(await cancunMissing(net.provider)).to.match(/^It refused code using TSTORE, TLOAD and MCOPY: .*invalid opcode/);
+      const nonce = await net.provider.getTransactionCount(net.deployer.address);
+      const outDir = await mkdtemp(path.join(tmpdir(), "paymaster-shanghai-"));
+      for (const dryRun of [true, false]) {
+        let message = "accepted";
+        try {
+          await deployToNetwork(net.deployer, configFor(net), { dryRun, outDir });
+        } catch (error) {
+          message = (error as Error).message;
+        }
+        expect(message, dryRun ? "dry run" : "deployment").to.match(
+          /^chain 84532 does not run the Cancun EVM, which the contracts need \(EVM: Cancun or later: EIP-1153 transient storage, EIP-5656 MCOPY\)\. Nothing was sent\. It refused code using TSTORE, TLOAD and MCOPY: .*invalid opcode/,
+        );
+      }
+      expect(await net.provider.getTransactionCount(net.deployer.address), "nothing sent").to.equal(nonce);
+      expect(await net.provider.getCode(CREATE2_DEPLOYER_ADDRESS)).to.equal("0x");
+    } finally {
+      net.provider.destroy();
+      await net.chain.close();
+    }
+  });
+
+  it("Cancun: the probe answers its marker, and the deployment runs there", async () => {
+    const net = await startWithHardfork("cancun");
+    try {
+      expect(await net.provider.call({ data: CANCUN_PROBE_INIT_CODE })).to.equal(CANCUN_PROBE_MARKER);
+      expect(await cancunMissing(net.provider)).to.equal(undefined);
+      await installCreate2Proxy(net.deployer);
+      await installEntryPoints(net);
+      const { plan, sent } = await deployToNetwork(net.deployer, configFor(net), { outDir: await mkdtemp(path.join(tmpdir(), "paymaster-cancun-")) });
+      expect(sent.length).to.equal(plan.txs.length);
+      const erc20 = plan.paymasters.find((p) => p.label === "ERC20PaymasterV07")!;
+      expect(await ERC20PaymasterV07__factory.connect(erc20.address, net.provider).inFlightPreCharges(ENTRY_POINT_V07_ADDRESS)).to.equal(0n);
+    } finally {
+      net.provider.destroy();
+      await net.chain.close();
+    }
   });
 });
 

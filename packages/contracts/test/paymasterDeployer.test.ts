@@ -1,7 +1,8 @@
 // Audit 2, N-2: PaymasterDeployer offers ownership of what it deploys in the same transaction as the deposit and
 // stake. If the offered owner can never accept (a typo, a multisig that does not exist on this chain), the key
 // that deployed it may offer it again while the offer is open; nobody else can, and nobody at all once an owner
-// accepted.
+// accepted — and only for PaymasterDeployer.REOFFER_WINDOW after the deployment (audit 3, finding 3): past it the
+// deploying key can do nothing, where before it stayed as strong as the owner until somebody accepted.
 import { expect } from "chai";
 import { Contract, Wallet, parseEther, ZeroAddress } from "ethers";
 import { PaymasterDeployer__factory, VerifyingPaymasterV07__factory } from "../types/ethers-contracts/index.ts";
@@ -26,7 +27,10 @@ describe("PaymasterDeployer: the deploying key re-offers ownership an owner neve
     await (await deployer.deploy(salt, initCode, setup, unreachable, { value: parseEther("2") })).wait();
     const paymaster = new Contract(address, paymasterInterface, ethers.provider);
     expect(await paymaster.getFunction("pendingOwner")()).to.equal(unreachable);
-    expect(await deployer.deployerOf(address)).to.equal(await deployingKey!.getAddress());
+    const deployment = await deployer.deployments(address);
+    expect(deployment.deployer).to.equal(await deployingKey!.getAddress());
+    const deployedAt = (await ethers.provider.getBlock("latest"))!.timestamp;
+    expect(deployment.reofferUntil).to.equal(BigInt(deployedAt) + (await deployer.REOFFER_WINDOW()));
     return { stack, deployer, deployingKey: deployingKey!, paymaster, address, entryPoint };
   }
 
@@ -62,5 +66,22 @@ describe("PaymasterDeployer: the deploying key re-offers ownership an owner neve
     await (await (paymaster.connect(stack.stranger) as Contract).getFunction("acceptOwnership")()).wait();
     await expect(deployer.reofferOwnership(address, stack.treasury)).to.be.revertedWithCustomError(paymaster, "OwnableUnauthorizedAccount");
     expect(await paymaster.getFunction("owner")()).to.equal(stack.stranger.address);
+  });
+
+  it("the window closes REOFFER_WINDOW (7 days) after the deployment: the deploying key can no longer offer the paymaster to itself and take the deposit", async () => {
+    const { deployer, deployingKey, paymaster, address, entryPoint } = await deployedWithUnreachableOwner();
+    expect(await deployer.REOFFER_WINDOW()).to.equal(7n * 86_400n);
+    const { reofferUntil } = await deployer.deployments(address);
+    // The last second of the window still works (re-offered to the unreachable owner again: nothing changes).
+    await networkHelpers.time.setNextBlockTimestamp(reofferUntil);
+    await (await deployer.reofferOwnership(address, "0x000000000000000000000000000000000000dEaD")).wait();
+    // The audit's proof, one second later: the deploying key offers the paymaster to itself to accept it and
+    // withdraw the deposit. Refused; the offer and the deposit stay where they were.
+    await networkHelpers.time.setNextBlockTimestamp(reofferUntil + 1n);
+    const key = await deployingKey.getAddress();
+    await expect(deployer.reofferOwnership(address, key)).to.be.revertedWithCustomError(deployer, "ReofferWindowClosed").withArgs(address, reofferUntil);
+    expect(await paymaster.getFunction("pendingOwner")()).to.equal("0x000000000000000000000000000000000000dEaD");
+    await expect((paymaster.connect(deployingKey) as Contract).getFunction("acceptOwnership")()).to.be.revertedWithCustomError(paymaster, "OwnableUnauthorizedAccount");
+    expect(await entryPoint.getFunction("balanceOf")(address)).to.equal(parseEther("1"));
   });
 });

@@ -3,7 +3,7 @@
  * mock-paymaster on the same local chain (everything on 127.0.0.1).
  *
  *   pnpm --filter @paymaster/service bench -- [--peer] [--alto] [--rounds 2] [--ops 120] [--sequential 40]
- *       [--concurrency 8] [--land-every 10] [--warmup 300] [--skip-final] [--cpu-prof DIR]
+ *       [--concurrency 8] [--land-every 10] [--warmup 300] [--skip-final] [--cpu-prof DIR] [--rpc-delay-ms 25]
  *       [--url URL --context JSON --chain NODE_URL --manifest deployment.json [--chain-pid PID]]
  *
  * - starts the local chain in its own process (the contracts package's start-local) and our service in
@@ -22,6 +22,12 @@
  * - systems alternate round by round (the machine is shared); each round reports sequential p50 latency and
  *   throughput at `--concurrency`, plus CPU per op of each process: the system's, the client's (this one),
  *   the chain's (and Alto's).
+ * - `--rpc-delay-ms MS`: the systems reach the chain through a forwarder in this process that adds MS to every
+ *   call's round trip (half each way: a hosted RPC's distance, bench/forwarder.ts) and records each call (the
+ *   bench's own set-up and handleOps calls go straight to the node); each sequential phase then also prints,
+ *   per method, its p50 / p99 and how many chain calls sat on its critical path (one after the other,
+ *   bench/criticalPath.ts), and the run ends with issue 38's goals (one round trip + 5 ms for stub + data, two
+ *   + 5 ms for pm_sponsorUserOperation).
  * Bounded: at most 2000 ops per phase and 300 s in all, then it stops by itself.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -40,6 +46,8 @@ import { createSigner } from "../src/signer/signer.ts";
 import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
 import { startSystemProcess, type SystemProcess } from "./systemProcess.ts";
 import { executeCallData } from "../src/local/embedded.ts";
+import { startRpcDistance } from "./forwarder.ts";
+import { criticalPath, describeAddedDelay, describePaths, type PathCount } from "./criticalPath.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -59,6 +67,7 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "300" },
     "skip-final": { type: "boolean", default: false },
     "cpu-prof": { type: "string" },
+    "rpc-delay-ms": { type: "string" },
   },
 });
 const rounds = Math.max(1, Math.min(5, Number(values.rounds)));
@@ -103,6 +112,9 @@ const chain = values.chain
   : await startChainProcess(manifestPath);
 if (values.url && !values.chain) console.log("note: --url without --chain: the endpoint must serve the chain this bench starts (see its URL below)");
 const manifest = await readManifest(manifestPath);
+/** `--rpc-delay-ms`: what the systems reach the chain through (a delaying, recording forwarder). */
+const distance = await startRpcDistance(chain.url, values["rpc-delay-ms"]);
+if (distance) stops.push(() => void distance.close());
 const entry = manifest.entryPoints["v0.7"];
 const chainIdHex = numberToHex(31337);
 const accounts = await rpc<Address[]>(chain.url, "eth_accounts", []);
@@ -124,7 +136,7 @@ const systems: System[] = [];
 
 /** Starts bench/serve.ts for `system` (`--cpu-prof DIR`: ours writes a V8 CPU profile there when it stops). */
 async function startSystem(system: "ours" | "peer", env: Record<string, string>): Promise<SystemProcess> {
-  const started = await startSystemProcess(system, { chainUrl: chain.url, manifestPath, env, ...(values["cpu-prof"] && system === "ours" ? { cpuProfDir: values["cpu-prof"] } : {}) });
+  const started = await startSystemProcess(system, { chainUrl: chain.url, ...(distance ? { systemChainUrl: distance.url } : {}), manifestPath, env, ...(values["cpu-prof"] && system === "ours" ? { cpuProfDir: values["cpu-prof"] } : {}) });
   stops.push(started.stop);
   return started;
 }
@@ -348,6 +360,8 @@ async function finish(op: UserOperationV07): Promise<{ handleOpsMs: number; floo
 interface Sample {
   totalMs: number;
   dataMs: number;
+  /** Each of the op's requests to the system: its method and when it was sent and answered (performance.now()). */
+  requests: { method: string; start: number; end: number }[];
   handleOpsMs: number;
   /** The same eth_call through the system's bare forwarder (sequential phases of ours). */
   floorMs?: number;
@@ -369,7 +383,11 @@ async function erc7677Op(system: System): Promise<Sample> {
     paymasterPostOpGasLimit: data.paymasterPostOpGasLimit ? BigInt(data.paymasterPostOpGasLimit) : op.paymasterPostOpGasLimit!,
     paymasterData: data.paymasterData,
   };
-  return { totalMs: now - started, dataMs: now - dataStarted, ...(await finish(op)) };
+  const requests = [
+    { method: "pm_getPaymasterStubData", start: started, end: dataStarted },
+    { method: "pm_getPaymasterData", start: dataStarted, end: now },
+  ];
+  return { totalMs: now - started, dataMs: now - dataStarted, requests, ...(await finish(op)) };
 }
 
 async function sponsorOp(system: System): Promise<Sample> {
@@ -378,9 +396,10 @@ async function sponsorOp(system: System): Promise<Sample> {
   for (const field of ["callGasLimit", "verificationGasLimit", "preVerificationGas"]) delete w[field];
   const started = performance.now();
   const result = await rpc<any>(system.url, "pm_sponsorUserOperation", system.sponsor!.params(w));
-  const ms = performance.now() - started;
+  const ended = performance.now();
+  const ms = ended - started;
   op = system.sponsor!.apply(op, result);
-  return { totalMs: ms, dataMs: ms, ...(await finish(op)) };
+  return { totalMs: ms, dataMs: ms, requests: [{ method: "pm_sponsorUserOperation", start: started, end: ended }], ...(await finish(op)) };
 }
 
 interface Phase {
@@ -398,6 +417,7 @@ async function phase(system: System, work: () => Promise<Sample>, count: number,
   const samples: Sample[] = [];
   let issued = 0;
   await prepareSenders(count);
+  if (distance) distance.calls.length = 0; // each phase's windows are read against its own calls
   const cpu = process.cpuUsage();
   const systemCpu = cpuSecondsOf(system.pid);
   const chainCpu = cpuSecondsOf(chain.pid);
@@ -423,7 +443,26 @@ async function phase(system: System, work: () => Promise<Sample>, count: number,
   };
 }
 
-const p50 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+const p50 = (values: number[]) => percentile(values, 50);
+
+/** Per method of a sequential phase: latency p50 / p99 and, with --rpc-delay-ms, the critical paths. */
+interface MethodFigures {
+  method: string;
+  p50: number;
+  p99: number;
+  paths: PathCount[] | undefined;
+}
+
+/** Read right after a sequential phase (its calls are still the recorder's). */
+function methodFigures(samples: Sample[]): MethodFigures[] {
+  const methods = [...new Set(samples.flatMap((s) => s.requests.map((r) => r.method)))];
+  return methods.map((method) => {
+    const windows = samples.flatMap((s) => s.requests.filter((r) => r.method === method));
+    const latencies = windows.map((w) => w.end - w.start);
+    return { method, p50: p50(latencies), p99: percentile(latencies, 99), paths: distance ? windows.map((w) => criticalPath(distance.calls, w)) : undefined };
+  });
+}
 
 interface Row {
   path: string;
@@ -434,6 +473,8 @@ interface Row {
   handleOpsP50: number;
   /** p50 of the same eth_call through the system's bare forwarder, when it has one. */
   floorP50: number | undefined;
+  /** The sequential phase's figures per method. */
+  methods: MethodFigures[];
   opsPerSecond: number;
   cpuMsPerOp: number;
   systemCpuMsPerOp: number;
@@ -485,11 +526,29 @@ function printGoals(ours: string, peer: string | undefined): void {
   }
 }
 
+/** Issue 38's goals with a hosted RPC's round trip in front of the chain, round by round. */
+function printRoundTripGoals(ours: string, peer: string | undefined, delayMs: number): void {
+  const row = (system: string, path: string, round: number) => rows.find((r) => r.system === system && r.path === path && r.round === round);
+  const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+  console.log(`\nissue 38 goals with ${delayMs} ms added to each chain call's round trip (each round):`);
+  for (let round = 1; round <= rounds; round++) {
+    const erc = row(ours, "ERC-7677 stub + data", round);
+    const sponsor = row(ours, "pm_sponsorUserOperation", round);
+    const lines: string[] = [];
+    if (erc) lines.push(`ERC-7677 stub + data seq p50 ${erc.seqP50.toFixed(1)} ms (goal <= one round trip + 5 = ${delayMs + 5} ms): ${verdict(erc.seqP50 <= delayMs + 5)}`);
+    if (sponsor) lines.push(`pm_sponsorUserOperation seq p50 ${sponsor.seqP50.toFixed(1)} ms (goal <= two round trips + 5 = ${2 * delayMs + 5} ms): ${verdict(sponsor.seqP50 <= 2 * delayMs + 5)}`);
+    const peerErc = peer ? row(peer, "ERC-7677 stub + data", round) : undefined;
+    if (erc && peerErc) lines.push(`ERC-7677 throughput x${(erc.opsPerSecond / peerErc.opsPerSecond).toFixed(2)} the peer's (goal >= x5): ${verdict(erc.opsPerSecond >= 5 * peerErc.opsPerSecond)}`);
+    for (const line of lines) console.log(`  round ${round}: ${line}`);
+  }
+}
+
 try {
   const paths: { name: string; work: (s: System) => Promise<Sample>; applies: (s: System) => boolean }[] = [
     { name: "ERC-7677 stub + data", work: erc7677Op, applies: () => true },
     { name: "pm_sponsorUserOperation", work: sponsorOp, applies: (s) => s.sponsor !== undefined },
   ];
+  if (distance) console.log(`the systems reach the chain through a forwarder adding ${distance.delayMs} ms to each call's round trip (half each way)`);
   console.log(`bench: chain ${chain.url}; systems: ${systems.map((s) => `${s.name} ${s.url.replace(/apiKey=.*/, "apiKey=…")}`).join("; ")}`);
   // Warm-up, every system alike and unmeasured: connections, caches and the JIT's optimized code, so the rounds
   // measure the steady state a long-running service is in rather than its first few hundred requests.
@@ -503,6 +562,8 @@ try {
         floorUrl = system.forwarderUrl;
         const seq = await phase(system, () => p.work(system), sequentialOps, 1).finally(() => (floorUrl = undefined));
         const floors = seq.samples.flatMap((s) => (s.floorMs === undefined ? [] : [s.floorMs]));
+        const methods = methodFigures(seq.samples);
+        const added = distance ? describeAddedDelay(distance.calls) : undefined;
         const par = await phase(system, () => p.work(system), opsPerPhase, concurrency);
         rows.push({
           path: p.name,
@@ -512,6 +573,7 @@ try {
           dataP50: p50(seq.samples.map((s) => s.dataMs)),
           handleOpsP50: p50(seq.samples.map((s) => s.handleOpsMs)),
           floorP50: floors.length > 0 ? p50(floors) : undefined,
+          methods,
           opsPerSecond: par.samples.length / par.seconds,
           cpuMsPerOp: par.cpuMsPerOp,
           systemCpuMsPerOp: par.systemCpuMsPerOp,
@@ -523,6 +585,11 @@ try {
           `round ${round} ${p.name.padEnd(24)} ${system.name.padEnd(28)} seq p50 ${r.seqP50.toFixed(1)} ms (data ${r.dataP50.toFixed(1)}, handleOps eth_call ${r.handleOpsP50.toFixed(1)}${r.floorP50 !== undefined ? `, via forwarder ${r.floorP50.toFixed(1)}` : ""})  ` +
             `${concurrency} concurrent: ${r.opsPerSecond.toFixed(1)} ops/s  CPU/op: system ${r.systemCpuMsPerOp.toFixed(2)} ms, client ${r.cpuMsPerOp.toFixed(2)} ms, chain ${r.chainCpuMsPerOp.toFixed(2)} ms${altoPid ? `, alto ${r.altoCpuMsPerOp.toFixed(2)} ms` : ""}`,
         );
+        for (const m of methods) {
+          const path = m.paths ? `; chain calls on the critical path: ${describePaths(m.paths)}` : "";
+          console.log(`    ${m.method.padEnd(24)} seq p50 ${m.p50.toFixed(1)} ms, p99 ${m.p99.toFixed(1)} ms${path}`);
+        }
+        if (added) console.log(`    round trip the forwarder added per chain call (sequential phase): ${added}`);
       }
     }
   }
@@ -537,6 +604,7 @@ try {
     }
   }
   if (ours) printGoals(ours.name, peer?.name);
+  if (ours && distance) printRoundTripGoals(ours.name, peer?.name, distance.delayMs);
   console.log(`\n${opCount} ops simulated through handleOps by the bench, ${refused} refused${refused ? ` (first: ${firstRefusal})` : ""}, ${landed} landed.`);
 } finally {
   for (const child of children) child.kill("SIGINT");

@@ -3,6 +3,8 @@
  * (the embedded configuration against the bench's chain, a seeded demo key) or Pimlico's mock-paymaster.
  * Started by bench/erc7677.ts; everything from the environment (the chain's signer key is no argv matter):
  *   BENCH_SYSTEM=ours|peer  BENCH_CHAIN_URL  BENCH_MANIFEST  BENCH_SIGNER_KEY (ours)  BENCH_SKIP_FINAL=1 (ours)
+ *   BENCH_SYSTEM_CHAIN_URL (optional: the chain URL the system itself uses, e.g. the bench's delaying forwarder,
+ *   bench/forwarder.ts; set-up calls go to BENCH_CHAIN_URL)
  *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)  BENCH_DATABASE_URL (ours, optional: PostgreSQL)
  *   BENCH_SIGNER=pkcs11 (ours, optional: the signer's key created in a throwaway SoftHSM2 token and accepted on
  *   chain by the owner, dev account #0; else the key in memory)
@@ -31,25 +33,31 @@ const env = (name: string): string => {
   return value;
 };
 const chainUrl = env("BENCH_CHAIN_URL");
+/** What the system under test reaches the chain through (a hosted RPC's distance, `--rpc-delay-ms`); set-up goes straight. */
+const systemChainUrl = process.env.BENCH_SYSTEM_CHAIN_URL || chainUrl;
 const chain = createChainRpc(chainUrl, { timeoutMs: 60_000 });
 const request = (method: string, params: unknown[]) => chain.request<unknown>(method, params);
 const stops: (() => Promise<unknown>)[] = [];
 
 if (env("BENCH_SYSTEM") === "ours") {
   const manifest = await readManifest(env("BENCH_MANIFEST"));
-  const memoryNetwork = localNetworkConfig({ manifest, rpcUrl: chainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex });
+  const memoryNetwork = localNetworkConfig({ manifest, rpcUrl: systemChainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex });
   const network = process.env.BENCH_SIGNER === "pkcs11" ? await tokenSignedNetwork(memoryNetwork, manifest) : memoryNetwork;
   const embedded = embeddedConfig(process.env.BENCH_SKIP_FINAL === "1" ? { ...network, skipFinalSimulation: true } : network, env("BENCH_DATA_DIR"), 0, "silent");
   // BENCH_DATABASE_URL: the store on PostgreSQL instead of the SQLite file.
-  const config = process.env.BENCH_DATABASE_URL ? { ...embedded, databaseUrl: process.env.BENCH_DATABASE_URL } : embedded;
+  const stored = process.env.BENCH_DATABASE_URL ? { ...embedded, databaseUrl: process.env.BENCH_DATABASE_URL } : embedded;
+  // One account sends every op, each on a fresh 2-D nonce key, signed and never sent: lift the bound on open
+  // reservations per sender (src/sponsor/outstanding.ts, default 4), which would refuse the fifth request.
+  const config = { ...stored, reservations: { ...stored.reservations, maxOutstandingPerSender: 1_000_000 } };
   // The metrics listener (its own loopback port): the benches read the chain calls per request from it.
   const running = await startService({ ...config, metrics: { host: "127.0.0.1", port: 0 } }, { pollMs: 1000 });
   stops.push(() => running.close());
   await running.initialised;
   const accounts = (await request("eth_accounts", [])) as Address[];
   const demo = await seedDemo(running.service.store, request, manifest, accounts[0]!, accounts[3]!);
-  // The floor the bench compares against: the same eth_call through a bare forwarder in this process.
-  const forwarder = await startForwarder(chainUrl);
+  // The floor the bench compares against: the same eth_call through a bare forwarder in this process (to the
+  // chain as the service reaches it).
+  const forwarder = await startForwarder(systemChainUrl);
   stops.push(() => forwarder.close());
   const ready = {
     url: `${running.url}/rpc/v1/local?apiKey=${demo.apiKey}`,
@@ -73,7 +81,7 @@ if (env("BENCH_SYSTEM") === "ours") {
   };
   const port = 3010 + Math.floor(Math.random() * 1000);
   // The peer's ERC-7677 methods never reach the bundler; its pm_sponsorUserOperation needs BENCH_ALTO_URL.
-  const instance = paymaster({ anvilRpc: chainUrl, altoRpc: process.env.BENCH_ALTO_URL ?? "http://127.0.0.1:9", port, host: "127.0.0.1" });
+  const instance = paymaster({ anvilRpc: systemChainUrl, altoRpc: process.env.BENCH_ALTO_URL ?? "http://127.0.0.1:9", port, host: "127.0.0.1" });
   await instance.start();
   stops.push(() => instance.stop());
   console.log(`READY ${JSON.stringify({ url: `http://127.0.0.1:${port}`, context: null })}`);

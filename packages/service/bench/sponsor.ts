@@ -2,7 +2,8 @@
  * The service's own work per request, against the local chain (everything on 127.0.0.1):
  *
  *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--method sponsor|data|stub]
- *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--signer memory|pkcs11] [--postgres URL] [--cpu-prof DIR]
+ *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--signer memory|pkcs11] [--billing] [--postgres URL] [--cpu-prof DIR]
+ *       [--rpc-delay-ms 25]
  *
  * Three processes: the local chain (the contracts package's start-local), our service (bench/serve.ts: the
  * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
@@ -19,7 +20,12 @@
  * request by JSON-RPC method (from the service's /metrics). `--postgres URL` (e.g.
  * postgres://postgres@127.0.0.1:5432/test): the service's store on a throwaway database of that server, dropped
  * at the end; SQLite otherwise. `--signer pkcs11`: the service signs with a key in a throwaway SoftHSM2 token
- * (bench/serve.ts) instead of the key in memory. Bounded: at most 5000 requests per phase and
+ * (bench/serve.ts) instead of the key in memory. `--billing`: the service bills the key's project (a plan with markup
+ * and fee, a balance that never runs out), so every reservation holds against its balance and every settlement bills
+ * it; without it billing is off, as by default. `--rpc-delay-ms MS`: the service reaches the chain through a
+ * forwarder in this process that adds MS to every call's round trip (half each way: a hosted RPC's distance,
+ * bench/forwarder.ts) and records each call; the concurrency-1 phase then also prints how many chain calls sat
+ * on each request's critical path (one after the other, bench/criticalPath.ts). Bounded: at most 5000 requests per phase and
  * 120 s in all, then it stops by itself.
  */
 import { mkdtempSync } from "node:fs";
@@ -37,6 +43,8 @@ import { openStore } from "../src/store/index.ts";
 import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
 import { startSystemProcess } from "./systemProcess.ts";
 import { throwawayDatabase } from "./postgres.ts";
+import { startRpcDistance } from "./forwarder.ts";
+import { criticalPath, describeAddedDelay, describePaths, type PathCount } from "./criticalPath.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -49,6 +57,8 @@ const { values } = parseArgs({
     "cpu-prof": { type: "string" },
     postgres: { type: "string" },
     signer: { type: "string", default: "memory" },
+    billing: { type: "boolean", default: false },
+    "rpc-delay-ms": { type: "string" },
   },
 });
 const concurrency = Math.max(1, Math.min(64, Number(values.concurrency)));
@@ -66,8 +76,10 @@ const manifestPath = path.join(dataDir, "manifest.json");
 const postgres = values.postgres === undefined ? undefined : await throwawayDatabase(values.postgres);
 if (values.postgres !== undefined && !postgres) throw new Error("--postgres: the PostgreSQL server did not answer");
 const chainProcess = await startChainProcess(manifestPath);
+const distance = await startRpcDistance(chainProcess.url, values["rpc-delay-ms"]);
 const service = await startSystemProcess("ours", {
   chainUrl: chainProcess.url,
+  ...(distance ? { systemChainUrl: distance.url } : {}),
   manifestPath,
   env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir, BENCH_SIGNER: values.signer, ...(postgres ? { BENCH_DATABASE_URL: postgres.url } : {}) },
   ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
@@ -86,10 +98,16 @@ await request("eth_sendTransaction", [{ from: owner, to: entry.simpleAccountFact
 const senderWord = (await request("eth_call", [{ to: entry.simpleAccountFactory, data: encodeFunctionData({ abi: factoryAbi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"])) as Hex;
 const sender = `0x${senderWord.slice(-40)}` as Address;
 const callData: Hex = executeCallData(owner);
-if (mode === "user") {
-  // The service's store (several processes may share it): the sender's gas tank.
+if (mode === "user" || values.billing) {
+  // The service's store (several processes may share it): the sender's gas tank; the projects' billing.
   const store = await openStore({ databasePath: path.join(dataDir, "paymaster.sqlite"), ...(postgres ? { databaseUrl: postgres.url } : {}) });
-  await store.creditGasTank("local", sender, 10n ** 21n, "bench");
+  if (mode === "user") await store.creditGasTank("local", sender, 10n ** 21n, "bench");
+  if (values.billing) {
+    for (const project of await store.listProjects()) {
+      await store.setBillingPlan(project.id, { enabled: true, markupBps: 1500, feeUsdMicros: 5000n });
+      await store.addBillingEntry({ projectId: project.id, kind: "credit", amountUsdMicros: 10n ** 15n, reference: `bench-${project.id}`, actor: "cli:bench" });
+    }
+  }
   await store.close();
 }
 const usdc = manifest.tokens.find((t) => t.symbol === "USDC")!;
@@ -130,6 +148,8 @@ interface Sample {
   /** Waiting on a PKCS#11 token (0 with the key in memory). */
   signerMs: number;
   ownMs: number;
+  /** When the request was sent and its answer read (performance.now()). */
+  window: { start: number; end: number };
 }
 
 /** Keep-alive node:http: the client's own cost stays small (it runs in a process of its own anyway). */
@@ -151,21 +171,35 @@ async function one(): Promise<Sample> {
   const [url, body] = next();
   const started = performance.now();
   const { status, text, timing } = await post(url, body);
-  const latencyMs = performance.now() - started;
+  const ended = performance.now();
+  const latencyMs = ended - started;
   if (status !== 200 || text.includes('"error"') || text.includes('"reason"')) throw new Error(`HTTP ${status}: ${text.slice(0, 300)}`);
   const chainMs = Number(/chain;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN);
   const ownMs = Number(/own;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN);
   const signerMs = Number(/signer;dur=([\d.]+)/.exec(timing)?.[1] ?? 0);
-  return { latencyMs, chainMs, signerMs, ownMs };
+  return { latencyMs, chainMs, signerMs, ownMs, window: { start: started, end: ended } };
 }
 
-/** The service's chain RPC attempts so far, by JSON-RPC method (paymaster_rpc_requests_total). */
+/** Keys of chainCalls() that are not a JSON-RPC method: attempts that got no answer, and failovers. */
+const FAILED = " failed attempts";
+const FAILOVERS = " failovers";
+
+/**
+ * The service's chain RPC attempts so far, by JSON-RPC method (paymaster_rpc_requests_total), and under
+ * FAILED / FAILOVERS those that got no answer (timeout, refused, rate-limited, …) and the calls moved to
+ * another upstream (paymaster_rpc_failovers_total): what retries and failover cost, off the happy path.
+ */
 async function chainCalls(): Promise<Map<string, number>> {
   const text = await (await fetch(service.metricsUrl!)).text();
-  const calls = new Map<string, number>();
-  for (const match of text.matchAll(/^paymaster_rpc_requests_total\{[^}]*method="([^"]+)"[^}]*\} (\d+)/gm)) {
-    calls.set(match[1]!, (calls.get(match[1]!) ?? 0) + Number(match[2]));
+  const calls = new Map<string, number>([[FAILED, 0], [FAILOVERS, 0]]);
+  const add = (key: string, n: number) => calls.set(key, (calls.get(key) ?? 0) + n);
+  for (const match of text.matchAll(/^paymaster_rpc_requests_total\{([^}]*)\} (\d+)/gm)) {
+    const labels = match[1]!;
+    const method = /method="([^"]+)"/.exec(labels)?.[1] ?? "?";
+    const outcome = /outcome="([^"]+)"/.exec(labels)?.[1] ?? "ok";
+    add(outcome === "ok" || outcome === "jsonrpc_error" ? method : FAILED, Number(match[2]));
   }
+  for (const match of text.matchAll(/^paymaster_rpc_failovers_total\{[^}]*\} (\d+)/gm)) add(FAILOVERS, Number(match[1]));
   return calls;
 }
 
@@ -177,12 +211,20 @@ interface Phase {
   clientCpuMs: number;
   /** Chain calls per request, by method. */
   calls: [string, number][];
+  /** Per request: attempts that got no answer, and calls moved to another upstream. */
+  setBacks: { failed: number; failovers: number };
+  /** With --rpc-delay-ms: the calls the forwarder passed, per request (the attempts the service made, seen from outside). */
+  forwarded: number | undefined;
+  /** With --rpc-delay-ms: each request's critical path (read it when one request ran at a time), and what the forwarder added per call. */
+  paths: PathCount[] | undefined;
+  added: string | undefined;
 }
 
 async function run(count: number, parallel: number): Promise<Phase> {
   const samples: Sample[] = [];
   let issued = 0;
   const callsBefore = await chainCalls();
+  if (distance) distance.calls.length = 0; // each phase's windows are read against its own calls
   const serviceCpu = cpuSecondsOf(service.pid);
   const chainCpu = cpuSecondsOf(chainProcess.pid);
   const clientCpu = process.cpuUsage();
@@ -201,8 +243,13 @@ async function run(count: number, parallel: number): Promise<Phase> {
   const chainCpuMs = ((cpuSecondsOf(chainProcess.pid) - chainCpu) * 1000) / samples.length;
   const callsAfter = await chainCalls();
   // The poller's eth_blockNumber runs on a timer whatever the load: counted too, it is part of the cost.
-  const calls = [...callsAfter].map(([name, n]): [string, number] => [name, (n - (callsBefore.get(name) ?? 0)) / samples.length]).filter(([, n]) => n > 0);
-  return { samples, seconds, serviceCpuMs, chainCpuMs, clientCpuMs: (client.user + client.system) / 1000 / samples.length, calls };
+  const perRequest = (name: string) => ((callsAfter.get(name) ?? 0) - (callsBefore.get(name) ?? 0)) / samples.length;
+  const calls = [...callsAfter.keys()].filter((name) => name !== FAILED && name !== FAILOVERS).map((name): [string, number] => [name, perRequest(name)]).filter(([, n]) => n > 0);
+  const setBacks = { failed: perRequest(FAILED), failovers: perRequest(FAILOVERS) };
+  const paths = distance ? samples.map((s) => criticalPath(distance.calls, s.window)) : undefined;
+  const added = distance ? describeAddedDelay(distance.calls) : undefined;
+  const forwarded = distance ? distance.calls.length / samples.length : undefined;
+  return { samples, seconds, serviceCpuMs, chainCpuMs, clientCpuMs: (client.user + client.system) / 1000 / samples.length, calls, setBacks, forwarded, paths, added };
 }
 
 function percentile(values: number[], p: number): number {
@@ -222,12 +269,18 @@ function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: nu
   console.log(`  server: own      ${fmt(percentile(col((s) => s.ownMs), 50))} ${fmt(percentile(col((s) => s.ownMs), 99))}`);
   console.log(`  CPU per request: service ${phase.serviceCpuMs.toFixed(3)} ms, chain ${phase.chainCpuMs.toFixed(3)} ms, client ${phase.clientCpuMs.toFixed(3)} ms (from /proc: every thread, in ns)`);
   console.log(`  chain calls per request: ${phase.calls.map(([name, n]) => `${name} ${n.toFixed(2)}`).join(", ") || "none"}`);
+  if (phase.paths && label.startsWith("concurrency 1 ")) console.log(`  chain calls on the critical path (one after the other): ${describePaths(phase.paths)}`);
+  if (phase.added) console.log(`  round trip the forwarder added per chain call: ${phase.added}`);
+  const attempts = phase.calls.reduce((sum, [, n]) => sum + n, 0) + phase.setBacks.failed;
+  const seen = phase.forwarded === undefined ? "" : `; the forwarder passed ${phase.forwarded.toFixed(2)} calls per request against the service's ${attempts.toFixed(2)} attempts`;
+  console.log(`  retries and failover per request: attempts without an answer ${phase.setBacks.failed.toFixed(2)}, failovers ${phase.setBacks.failovers.toFixed(2)}${seen}`);
   return { ownP50: percentile(col((s) => s.ownMs), 50), serviceCpuMs: phase.serviceCpuMs };
 }
 
 try {
   const methodName = { sponsor: "pm_sponsorUserOperation (the service estimates gas)", data: "pm_getPaymasterData (client gas)", stub: "pm_getPaymasterStubData" }[method];
-  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}; service, chain and client in processes of their own`);
+  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}, billing ${values.billing ? "on" : "off"}; service, chain and client in processes of their own`);
+  if (distance) console.log(`the service reaches the chain through a forwarder adding ${distance.delayMs} ms to each call's round trip (half each way)`);
   await run(60, 4); // warm-up: JIT, connections, caches
   report("concurrency 1 (no queueing)", await run(Math.min(400, requests), 1));
   const loaded = report(`concurrency ${concurrency}`, await run(requests, concurrency));
@@ -235,6 +288,7 @@ try {
 } finally {
   service.stop();
   chainProcess.stop();
+  await distance?.close();
   // The service closes its connections as it stops; the drop forces out any left.
   await postgres?.drop();
 }

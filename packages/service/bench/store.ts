@@ -3,10 +3,11 @@
  * and simulated (Sponsor mode, a strategy with global, daily and per-sender caps, every op its own nonce), on
  * SQLite and on PostgreSQL.
  *
- *   pnpm --filter @paymaster/service bench:store -- [--reservations 2000] [--concurrency 8] [--postgres URL] [--uncapped]
+ *   pnpm --filter @paymaster/service bench:store -- [--reservations 2000] [--concurrency 8] [--postgres URL] [--uncapped] [--billing]
  *
  * --uncapped: a strategy without caps (every reservation still adds to the strategy's running totals, the one
- * global usage row all of them update).
+ * global usage row all of them update). --billing: the project is billed (docs/policies.md "Project billing"):
+ * every reservation also holds against its balance, the one account row all of them update.
  *
  * Prints per backend: the p50/p99 of one reservation run alone, reservations per second with `concurrency` in
  * flight, and this process's CPU per reservation (the driver's and the store's; SQLite's own work runs in this
@@ -25,6 +26,7 @@ import { openPostgresStore } from "../src/store/postgres.ts";
 import { openSqliteStore } from "../src/store/sqlite.ts";
 import { DEFAULT_POSTGRES_URL, throwawayDatabase } from "./postgres.ts";
 import type { NewSponsorship, Store } from "../src/store/types.ts";
+import type { BillingTerms } from "../src/billing/charge.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -33,6 +35,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "8" },
     postgres: { type: "string", default: DEFAULT_POSTGRES_URL },
     uncapped: { type: "boolean", default: false },
+    billing: { type: "boolean", default: false },
   },
 });
 const reservations = Math.max(10, Math.min(20_000, Number(values.reservations)));
@@ -48,6 +51,8 @@ async function bench(name: string, store: Store): Promise<void> {
   const rules = values.uncapped ? {} : { caps: { global: { maxOps: 1_000_000 }, daily: { maxUsd: "1000000" }, perSender: { maxOps: 1_000_000 } } };
   const strategy = await store.createStrategy({ projectId: project.id, code: `BENCH${randomBytes(3).toString("hex")}`, name: "bench", rules });
   const caps = capChecks(strategy.rules, { now: Math.floor(Date.now() / 1000), sender: SENDER });
+  if (values.billing) await store.addBillingEntry({ projectId: project.id, kind: "credit", amountUsdMicros: 10n ** 18n, reference: `bench-${project.id}`, actor: "cli:bench" });
+  const billing: BillingTerms = { basis: "gas", nativeUsd: { numerator: 3000n, denominator: 1n }, markupBps: 1500, feeUsdMicros: 5000n };
   let nonce = 0n;
   const op = (): NewSponsorship => ({
     network: "local",
@@ -68,6 +73,7 @@ async function bench(name: string, store: Store): Promise<void> {
     validAfter: 1_700_000_000,
     userOpHash: `0x${randomBytes(32).toString("hex")}` as Hex,
     paymasterAndData: `0x${randomBytes(117).toString("hex")}` as Hex,
+    ...(values.billing ? { billing } : {}),
   });
   const reserve = async (): Promise<number> => {
     const started = performance.now();
@@ -92,7 +98,7 @@ async function bench(name: string, store: Store): Promise<void> {
   await run(100, 4); // warm-up: prepared statements, JIT, the usage rows
   const alone = await run(reservations, 1);
   const busy = await run(reservations, concurrency);
-  console.log(`\n${name}: reserveSponsorship (signed, ${values.uncapped ? "no caps" : "3 caps"})`);
+  console.log(`\n${name}: reserveSponsorship (signed, ${values.uncapped ? "no caps" : "3 caps"}, billing ${values.billing ? "on" : "off"})`);
   console.log(`  alone          p50 ${percentile(alone.times, 50).toFixed(3)} ms  p99 ${percentile(alone.times, 99).toFixed(3)} ms  CPU ${alone.cpuMs.toFixed(3)} ms/reservation`);
   console.log(`  concurrency ${String(concurrency).padEnd(2)} ${(busy.times.length / busy.seconds).toFixed(0)} reservations/s  CPU ${busy.cpuMs.toFixed(3)} ms/reservation`);
 }

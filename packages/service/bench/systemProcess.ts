@@ -26,6 +26,8 @@ export interface SystemProcess extends SystemReady {
 
 export interface SystemOptions {
   chainUrl: string;
+  /** The chain URL the system itself uses (the bench's delaying forwarder); set-up calls go to chainUrl. Default: chainUrl. */
+  systemChainUrl?: string;
   manifestPath: string;
   /** More environment for bench/serve.ts (BENCH_SIGNER_KEY, BENCH_DATA_DIR, BENCH_SKIP_FINAL, BENCH_ALTO_URL). */
   env?: Record<string, string>;
@@ -38,7 +40,7 @@ export async function startSystemProcess(system: "ours" | "peer", options: Syste
   const script = fileURLToPath(new URL("./serve.ts", import.meta.url));
   const profile = options.cpuProfDir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(options.cpuProfDir)}`] : [];
   const child = spawn(process.execPath, [...profile, "--disable-warning=ExperimentalWarning", script], {
-    env: { ...process.env, BENCH_SYSTEM: system, BENCH_CHAIN_URL: options.chainUrl, BENCH_MANIFEST: options.manifestPath, ...options.env },
+    env: { ...process.env, BENCH_SYSTEM: system, BENCH_CHAIN_URL: options.chainUrl, BENCH_MANIFEST: options.manifestPath, ...(options.systemChainUrl ? { BENCH_SYSTEM_CHAIN_URL: options.systemChainUrl } : {}), ...options.env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   // However the bench ends (a thrown error included), the system's process ends with it.

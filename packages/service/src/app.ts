@@ -28,7 +28,7 @@ import type { ServiceContext } from "./context.ts";
 import { applicationHandlers } from "./admin/publicApplications.ts";
 import { sendSiteFile } from "./console/static.ts";
 import { createMethodRegistry } from "./rpc/dispatch.ts";
-import { RpcError, toClientError } from "./rpc/errors.ts";
+import { knownClientError, RpcError } from "./rpc/errors.ts";
 import { stringifyJson } from "./rpc/json.ts";
 import type { MethodDefinition } from "./rpc/method.ts";
 import { plainExchange, sendExchange, type RpcExchange } from "./rpc/exchange.ts";
@@ -130,15 +130,16 @@ async function serveRequest(x: RpcExchange, logger: Logger, route: () => Promise
   try {
     await route();
   } catch (error) {
-    const clientError = toClientError(error);
-    reason = clientError.reason;
+    const known = knownClientError(error);
+    reason = known?.reason ?? "INTERNAL_ERROR";
     const internal = (): RpcError => new RpcError("INTERNAL_ERROR", "Internal error; quote the requestId to the operator", { requestId });
-    if (error instanceof RpcError) {
+    if (known) {
+      // A dependency's failure is logged once per state change where it is seen (store, chain RPC, signer), not per request.
       try {
-        sendV1Error(x, error);
+        sendV1Error(x, known);
       } catch (renderError) {
         // Details that cannot be serialized (a cycle) are a bug of the thrower, not the client's business.
-        logger.error({ err: renderError, requestId, reason: error.reason }, "could not render an error");
+        logger.error({ err: renderError, requestId, reason: known.reason }, "could not render an error");
         reason = "INTERNAL_ERROR";
         sendV1Error(x, internal());
       }

@@ -7,8 +7,10 @@ import type { EntryPointVersion } from "@paymaster/shared";
 import type { EntryPointConfig, NetworkConfig, ServiceConfig } from "./config/types.ts";
 import type { Store } from "./store/types.ts";
 import type { RateLimiter } from "./rpc/rateLimit.ts";
+import type { RpcError } from "./rpc/errors.ts";
 import type { ChainRpc } from "./chain/rpc.ts";
 import type { Market } from "./chain/market.ts";
+import type { BlockReads } from "./chain/blockReads.ts";
 import type { PriceOracle } from "./sponsor/price.ts";
 import type { PaymasterSigner } from "./signer/signer.ts";
 import type { DepositGuard } from "./sponsor/deposit.ts";
@@ -20,6 +22,8 @@ import type { ConfigCache } from "./store/configCache.ts";
 export interface NetworkChain {
   readonly rpc: ChainRpc;
   readonly market: Market;
+  /** Reads that do not depend on the op, kept per block and refreshed as the market sees blocks (src/chain/blockReads.ts). */
+  readonly blockReads: BlockReads;
   readonly prices: PriceOracle;
   readonly signer: PaymasterSigner;
   /** How v0.7 and v0.8 simulations reach their simulator's code (found once at start-up). */
@@ -45,6 +49,13 @@ export interface NetworkRuntime {
   chain?: NetworkChain;
   /** The network's RPC client (before the pre-flight passed too). */
   readonly rpc?: ChainRpc;
+  /**
+   * While the pre-flight has not passed because the signer cannot be opened (a PKCS#11 token refusing the PIN):
+   * what calls get (SIGNER_UNAVAILABLE with its cause) instead of CHAIN_UNAVAILABLE.
+   */
+  signerUnavailable?: RpcError | undefined;
+  /** What is failing now, in the operator's words (the signer's CKR code, the library's path): the admin API's status. */
+  problem?(): string | undefined;
   /** The network's bundler client (networks[].bundlerUrl): the standard endpoint forwards bundler methods to it. */
   readonly bundler?: ChainRpc;
 }

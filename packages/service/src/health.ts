@@ -2,10 +2,16 @@
  * Liveness and readiness, answered on the public listener (load balancers need them) and on the metrics
  * listener:
  *   GET /health  200 {status: "ok", networks}: the process is alive and serving HTTP.
- *   GET /ready   200 when the store answers and every configured network is initialised with an RPC upstream
- *                that answers; else 503, listing what is failing. A replica that is shutting down is not ready.
+ *   GET /ready   200 when the store works (its health: reads and writes; and a read answers now) and every
+ *                configured network is initialised with an RPC upstream that answers and a signer that signs;
+ *                else 503, listing what is failing. A replica that is shutting down is not ready.
+ * Also here: the store health's log lines and metrics (one line per state change).
  */
+import type { Logger } from "pino";
 import type { ReadinessReport, ServiceContext } from "./context.ts";
+import type { ServiceMetrics } from "./metrics/metrics.ts";
+import { knownClientError } from "./rpc/errors.ts";
+import { describeStoreState, type StoreHealth } from "./store/health.ts";
 
 /** How long /ready waits for the store. */
 export const READY_STORE_TIMEOUT_MS = 1_000;
@@ -14,8 +20,14 @@ export function healthBody(service: ServiceContext): { status: "ok"; networks: s
   return { status: "ok", networks: [...service.networks.keys()] };
 }
 
-/** Whether the store answers a trivial read within READY_STORE_TIMEOUT_MS. */
+/**
+ * The store's health (a write that failed is remembered until one succeeds: a full disk leaves reads working),
+ * then whether it answers a trivial read within READY_STORE_TIMEOUT_MS (a database that went silent while idle).
+ * Never the driver's words: /ready is public.
+ */
 async function storeCheck(service: ServiceContext): Promise<string> {
+  const down = describeStoreState(service.store.health.state());
+  if (down !== undefined) return `failing: the database: ${down}`;
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -26,10 +38,32 @@ async function storeCheck(service: ServiceContext): Promise<string> {
     ]);
     return "ok";
   } catch (error) {
-    return `failing: ${error instanceof Error ? error.message : String(error)}`;
+    // The health has the cause when the read failed for want of the database; a silent one is the timeout above.
+    const why = describeStoreState(service.store.health.state()) ?? knownClientError(error)?.message ?? (error as Error).message;
+    return `failing: the database: ${why}`;
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The store's state changes as log lines (component "store": one when it goes down or its cause changes, one when
+ * it is back) and metrics (paymaster_store_up, paymaster_store_errors_total by cause).
+ */
+export function reportStoreHealth(health: StoreHealth, logger: Logger, metrics?: ServiceMetrics): void {
+  const log = logger.child({ component: "store" });
+  metrics?.storeUp.set(health.state().up ? 1 : 0);
+  health.onFailure((cause) => metrics?.storeErrors.inc({ cause }));
+  health.onChange((now, before) => {
+    metrics?.storeUp.set(now.up ? 1 : 0);
+    if (now.up) {
+      if (!before.up) log.info({ was: before.cause, downForMs: Date.now() - before.since }, "store available again");
+      return;
+    }
+    const fields = { cause: now.cause, scope: now.scope, detail: now.detail };
+    if (now.scope === "writes") log.warn(fields, "store cannot write: sponsorships get 503 STORE_UNAVAILABLE until a write succeeds");
+    else log.warn(fields, "store unavailable: requests get 503 STORE_UNAVAILABLE; probing until it answers");
+  });
 }
 
 export async function readiness(service: ServiceContext, extra: { networks: ReadonlyMap<string, () => string | undefined>; shuttingDown: () => boolean }): Promise<ReadinessReport> {

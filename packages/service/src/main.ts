@@ -143,7 +143,9 @@ try {
     close = embedded.close;
   } else {
     const running = await startService(config, { ...(noWatch ? { watch: false } : {}), admin: adminApiOptionsFromEnv(process.env) });
-    console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config), ...(running.adminUrl ? { adminApi: running.adminUrl, console: `${running.adminUrl}/console/` } : {}) }));
+    // A PKCS#11 network's address comes from its token (read at start-up unless the token refused).
+    const tokenSigners = new Map([...running.service.networks].flatMap(([name, n]) => (n.config.pkcs11 && n.chain ? [[name, n.chain.signer.address] as const] : [])));
+    console.log(JSON.stringify({ msg: "configuration", config: redactConfig(config, tokenSigners), ...(running.adminUrl ? { adminApi: running.adminUrl, console: `${running.adminUrl}/console/` } : {}) }));
     close = running.close;
   }
 } catch (error) {

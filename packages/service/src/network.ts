@@ -15,8 +15,10 @@ import { createBundlerRpc } from "./bundler/client.ts";
 import { RpcError } from "./rpc/errors.ts";
 import type { ServiceMetrics } from "./metrics/metrics.ts";
 import type { Store } from "./store/types.ts";
+import { dependencyFailure } from "./dependencies/failure.ts";
 import { createDepositGuard } from "./sponsor/deposit.ts";
 import { createMarket } from "./chain/market.ts";
+import { createBlockReads } from "./chain/blockReads.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
 import { openNetworkSigner } from "./signer/open.ts";
 import type { PaymasterSigner } from "./signer/signer.ts";
@@ -90,13 +92,17 @@ async function checkedChain(config: NetworkConfig, rpc: ChainRpc, store: Store, 
       minPostOpGasLimit: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "minPostOpGasLimit"),
     };
   }
+  const market = createMarket(rpc, { pollMs, maxAgeMs: pollMs * 2 });
+  const blockReads = createBlockReads();
+  market.onBlock((block) => blockReads.refresh(block));
   return {
     rpc,
-    market: createMarket(rpc, { pollMs, maxAgeMs: pollMs * 2 }),
+    market,
+    blockReads,
     prices: createPriceOracle(rpc),
     signer,
     erc20,
-    deposits: createDepositGuard(rpc, store, config.name),
+    deposits: createDepositGuard(rpc, store, config.name, blockReads),
     simulator: Object.freeze({
       "v0.7": base.versions.includes("v0.7") ? await findSimulator(rpc, "v0.7") : CODE_OVERRIDE_SIMULATORS["v0.7"],
       "v0.8": base.versions.includes("v0.8") ? await findSimulator(rpc, "v0.8") : CODE_OVERRIDE_SIMULATORS["v0.8"],
@@ -115,7 +121,7 @@ export interface StartedNetwork {
   readonly rpc: ChainRpc;
   /** Resolves once the pre-flight passed (never, if it never does). */
   readonly initialised: Promise<NetworkChain>;
-  /** Initialised and some RPC upstream up. */
+  /** Initialised and some RPC upstream up (one cooling down after a rate limit is up: the network is degraded, not down). */
   ready(): boolean;
   /** What is failing, for /ready; undefined when ready. */
   failing(): string | undefined;
@@ -130,7 +136,8 @@ const PREFLIGHT_VERDICT_RETRY_MS = 30_000;
  * Starts a network. The first pre-flight runs now: a verdict (wrong chain, missing contract, signer not
  * accepted) fails the start; an RPC that does not answer does not: the network is then "not ready" (one log
  * line naming the network and its redacted URLs), the pre-flight is retried in the background, and the network
- * becomes ready when it passes.
+ * becomes ready when it passes. The pre-flight's calls go through the network's RPC client like any other: a
+ * primary that refuses, hangs or is rate-limited is failed over to a fallback (src/chain/rpc.ts).
  */
 export async function startNetwork(
   config: NetworkConfig,
@@ -141,6 +148,8 @@ export async function startNetwork(
   const bundler = createBundlerRpc(config, { logger, ...(metrics ? { metrics } : {}) });
   const runtime: NetworkRuntime = { ...configView(config), rpc, ...(bundler ? { bundler } : {}) };
   let lastProblem: string | undefined = "starting";
+  /** The signer's failure at start-up in the operator's words (for the admin API). */
+  let lastDetail: string | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let resolveInitialised!: (chain: NetworkChain) => void;
@@ -152,49 +161,73 @@ export async function startNetwork(
       const chain = await preflight(config, rpc, store, { pollMs, logger: log });
       if (stopped) {
         chain.market.stop();
+        chain.prices.stop();
         return;
       }
       runtime.chain = chain;
+      runtime.signerUnavailable = undefined;
       if (!first) log.info({ upstreams: upstreams() }, "network ready: the RPC answers and the pre-flight passed");
       lastProblem = undefined;
+      lastDetail = undefined;
       resolveInitialised(chain);
     } catch (error) {
       if (error instanceof PreflightError && first) throw error;
+      const signer = error instanceof RpcError && error.reason === "SIGNER_UNAVAILABLE" ? error : undefined;
+      // Calls get the signer's failure while it is what keeps the network from being ready (SIGNER_UNAVAILABLE, not CHAIN_UNAVAILABLE).
+      runtime.signerUnavailable = signer;
+      const cause = error instanceof RpcError ? String(error.details["cause"] ?? error.message) : (error as Error).message;
+      const rateLimited = !signer && cause === "rate_limited";
       const problem =
-        error instanceof PreflightError || (error instanceof RpcError && error.reason === "SIGNER_UNAVAILABLE")
-          ? error.message
-          : `the RPC does not answer (${error instanceof RpcError ? String(error.details["cause"] ?? error.message) : (error as Error).message})`;
-      // One line per distinct problem, not one per retry.
+        error instanceof PreflightError || signer
+          ? (error as Error).message
+          : rateLimited
+            ? `the RPC provider rate-limits this service (${cause})`
+            : `the RPC does not answer (${cause})`;
+      // One line per distinct problem, not one per retry; the signer's line has the operator's detail (CKR code, library).
       if (problem !== lastProblem) {
         const line = { upstreams: upstreams(), problem };
         if (error instanceof PreflightError) log.error(line, "network not ready: the pre-flight check failed; retrying");
-        else if (error instanceof RpcError && error.reason === "SIGNER_UNAVAILABLE") log.error(line, "network not ready: its signing key is unavailable; retrying");
+        else if (signer) log.error({ ...line, detail: dependencyFailure(signer)?.detail }, "network not ready: its signing key is unavailable; retrying");
+        else if (rateLimited) log.warn(line, "network not ready: its RPC provider rate-limits this service; retrying when the limit lifts");
         else log.warn(line, "network not ready: its RPC does not answer; retrying until it does");
       }
       lastProblem = problem;
+      lastDetail = signer ? dependencyFailure(signer)?.detail : undefined;
       if (stopped) return;
-      timer = setTimeout(() => void attempt(false), error instanceof PreflightError ? PREFLIGHT_VERDICT_RETRY_MS : PREFLIGHT_RETRY_MS);
+      // Rate-limited: back when the provider's limit is due to lift (sooner than the usual retry, never later).
+      const retryAfterMs = rateLimited ? Number((error as RpcError).details["retryAfterSeconds"] ?? 0) * 1000 : 0;
+      timer = setTimeout(
+        () => void attempt(false),
+        error instanceof PreflightError ? PREFLIGHT_VERDICT_RETRY_MS : retryAfterMs > 0 ? Math.min(retryAfterMs, PREFLIGHT_RETRY_MS) : PREFLIGHT_RETRY_MS,
+      );
       timer.unref();
     }
   };
+  /** What is failing, for /ready (public: the signer's cause only) or, with `detail`, for the operator. */
+  const failing = (detail: boolean): string | undefined => {
+    if (runtime.chain === undefined) return detail && lastDetail ? `${lastProblem}: ${lastDetail}` : (lastProblem ?? "starting");
+    if (!rpc.healthy()) {
+      const causes = rpc.upstreams().map((u) => `${u.label}: ${u.cause ?? "down"}`);
+      return `no RPC upstream answers (${causes.join(", ")})`;
+    }
+    // A signer that fails at run time (a token lost): sponsorships get SIGNER_UNAVAILABLE until it signs again.
+    const signer = runtime.chain.signer.failing?.();
+    if (signer) return `the paymaster's signing key is unavailable (${signer.cause})${detail ? `: ${signer.detail}` : ""}`;
+    return undefined;
+  };
+  runtime.problem = () => failing(true);
   await attempt(true);
   return {
     runtime,
     rpc,
     initialised,
-    ready: () => runtime.chain !== undefined && rpc.healthy(),
-    failing() {
-      if (runtime.chain === undefined) return lastProblem ?? "starting";
-      if (!rpc.healthy()) {
-        const causes = rpc.upstreams().map((u) => `${u.label}: ${u.cause ?? "down"}`);
-        return `no RPC upstream answers (${causes.join(", ")})`;
-      }
-      return undefined;
-    },
+    ready: () => failing(false) === undefined,
+    failing: () => failing(false),
     stop() {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
       runtime.chain?.market.stop();
+      runtime.chain?.prices.stop();
       runtime.chain?.signer.close?.();
       rpc.close();
       bundler?.close();

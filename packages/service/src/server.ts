@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import type { ServiceConfig } from "./config/types.ts";
 import type { NetworkRuntime, ServiceContext } from "./context.ts";
 import { createApp, listen } from "./app.ts";
-import { readiness } from "./health.ts";
+import { readiness, reportStoreHealth } from "./health.ts";
 import { createLogger } from "./log.ts";
 import { METHODS } from "./methods/index.ts";
 import { ServiceMetrics } from "./metrics/metrics.ts";
@@ -68,6 +68,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = await openStore(config);
   const metrics = new ServiceMetrics({ store, ...(config.alerts?.capWarnPercent === undefined ? {} : { capWarnPercent: config.alerts.capWarnPercent }) });
+  reportStoreHealth(store.health, logger, metrics);
   const started: StartedNetwork[] = [];
   const networks = new Map<string, NetworkRuntime>();
   try {

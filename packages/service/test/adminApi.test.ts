@@ -154,7 +154,7 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
 describe("admin API settings and the public port", () => {
   it("is off without tokens; refuses short or malformed tokens without echoing them", () => {
     expect(adminApiOptionsFromEnv({})).to.equal(undefined);
-    expect(adminApiOptionsFromEnv({ PAYMASTER_ADMIN_TOKENS: `ops=${TOKEN}` })).to.deep.equal({ host: "127.0.0.1", port: 3001, tokens: [{ name: "ops", token: TOKEN }] });
+    expect(adminApiOptionsFromEnv({ PAYMASTER_ADMIN_TOKENS: `ops=${TOKEN}` })).to.deep.equal({ host: "127.0.0.1", port: 3001, tokens: [{ name: "ops", token: TOKEN, role: "admin" }] });
     for (const value of ["ops=short-secret-value", "no-equals-sign-here-but-long-enough-to-be-a-token", `a=${TOKEN},a=${OTHER_TOKEN}`]) {
       let error: unknown;
       try {

@@ -10,7 +10,6 @@
  */
 import { expect } from "chai";
 import { mkdtempSync, rmSync } from "node:fs";
-import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -18,147 +17,39 @@ import pg from "pg";
 import { listen, type RunningServer } from "../src/app.ts";
 import { createAdminApp, type AdminApp } from "../src/adminApi/app.ts";
 import { adminApiOptionsFromEnv, type AdminApiOptions } from "../src/adminApi/options.ts";
-import { submitApplication } from "../src/admin/applications.ts";
 import { apply } from "../src/admin/apply.ts";
 import { AdminError, audit, type AdminContext } from "../src/admin/context.ts";
-import { createKey } from "../src/admin/keys.ts";
 import { createProject } from "../src/admin/projects.ts";
-import { createStrategy } from "../src/admin/strategies.ts";
-import { creditTank } from "../src/admin/tanks.ts";
-import { createWebhook } from "../src/admin/webhooks.ts";
 import { ConfigError } from "../src/config/errors.ts";
 import { createLogger } from "../src/log.ts";
 import { openStore } from "../src/store/index.ts";
 import type { Store } from "../src/store/types.ts";
+import { type Answer, type AdminFixture, type AdminListener, consoleSession, FIXTURE_SENDER as SENDER, pathVariants as variants, rawRequest as request, snapshotSqlite, startAdminListener } from "./helpers/adminHttp.ts";
 import { createTestDatabase } from "./helpers/cli.ts";
 
 const TOKEN = "g".repeat(40);
-const SENDER = "0x9406Cc6185a346906296840746125a0E44976454";
-
-interface Answer {
-  status: number;
-  body: string;
-}
-
-/** A raw HTTP/1.1 request: the path goes out exactly as written (fetch would normalise it), any Host header. */
-function request(base: string, method: string, rawPath: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method, path: rawPath, headers: { ...(body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }), ...headers }, setHost: !("host" in headers) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-/** Every row of every table, as text: what "nothing was written" is compared by (SQLite file). */
-function snapshotSqlite(file: string): string {
-  const db = new DatabaseSync(file, { readOnly: true });
-  try {
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[];
-    return JSON.stringify(tables.map(({ name }) => [name, db.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]), (_k, v) => (typeof v === "bigint" ? v.toString() : v));
-  } finally {
-    db.close();
-  }
-}
-
-/** The path variants an attacker would try for one canonical admin path. */
-function variants(canonical: string): string[] {
-  const rest = canonical.slice("/admin/v1".length); // "/projects/…"
-  const staticSegment = rest.split("/")[1]!; // "projects"
-  const capitalised = `/admin/v1/${staticSegment[0]!.toUpperCase()}${staticSegment.slice(1)}${rest.slice(1 + staticSegment.length)}`;
-  const encodedLetter = `/admin/v1/%${staticSegment.charCodeAt(0).toString(16)}${staticSegment.slice(1)}${rest.slice(1 + staticSegment.length)}`;
-  return [
-    canonical.toUpperCase(),
-    `/ADMIN/v1${rest}`,
-    `/Admin/v1${rest}`,
-    `/admin/V1${rest}`,
-    capitalised,
-    `/%61dmin/v1${rest}`,
-    `/admin/%761${rest}`,
-    encodedLetter,
-    `/admin%2Fv1${rest}`,
-    `//admin/v1${rest}`,
-    `/admin//v1${rest}`,
-    `/admin/v1/${rest}`,
-    `${canonical}/`,
-    `${canonical}//`,
-    `/admin/v1/x/..${rest}`,
-    `/admin/v1/.${rest}`,
-    `/admin/v1/%2e%2e/v1${rest}`,
-    `/admin/./v1${rest}`,
-  ];
-}
 
 describe("admin listener: deny by default", function () {
   this.timeout(120_000);
-  let dir: string;
+  let listener: AdminListener;
   let file: string;
   let store: Store;
   let app: AdminApp;
   let server: RunningServer;
-  const ids: Record<string, string> = {};
+  let fixture: AdminFixture;
 
   before(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), "pm-admin-gate-"));
-    file = path.join(dir, "db.sqlite");
-    store = await openStore({ databasePath: file });
-    const options = adminApiOptionsFromEnv({ PAYMASTER_ADMIN_TOKENS: `ops=${TOKEN}`, PAYMASTER_ADMIN_PORT: "0" })!;
-    app = createAdminApp({ store, networks: ["local"], logger: createLogger("silent") }, options);
-    server = await listen(app, options);
     // Real rows for every parameter, so a request that got through would change something.
-    const ctx: AdminContext = { store, networks: ["local"], actor: "cli:test" };
-    ids.project = (await createProject(ctx, { name: "Victim" })).id;
-    ids.key = (await createKey(ctx, { projectId: ids.project, label: "web" })).id;
-    ids.code = (await createStrategy(ctx, { code: "victim-free", project: ids.project, rules: { caps: { daily: { maxOps: 3 } } } })).code;
-    await creditTank(ctx, { network: "local", sender: SENDER, wei: "200000000000000000" });
-    ids.webhook = (await createWebhook(ctx, { projectId: ids.project, url: "https://receiver.invalid/hook" })).endpoint.id;
-    ids.application = (await submitApplication({ ...ctx, actor: "public:127.0.0.1" }, { contact: "a@b.example", project: "Team", networks: ["local"], use: "tests" })).id;
+    listener = await startAdminListener("admin-gate", `ops=${TOKEN}`);
+    ({ file, store, app, server, fixture } = listener);
   });
 
   after(async () => {
-    await server?.close();
-    await store?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await listener?.close();
   });
 
-  /** A route's path with every parameter a real row's. */
-  function filled(routePath: string): string {
-    return routePath.replace(/:(\w+)/g, (_m, name: string, offset: number) => {
-      const segment = routePath.slice(0, offset).split("/").at(-2);
-      const value =
-        name === "code" ? ids.code
-        : name === "network" ? "local"
-        : name === "sender" ? SENDER
-        : name === "token" ? "USDC"
-        : name === "id" && segment === "projects" ? ids.project
-        : name === "id" && segment === "keys" ? ids.key
-        : name === "id" && segment === "applications" ? ids.application
-        : name === "id" && segment === "webhooks" ? ids.webhook
-        : name === "id" && (segment === "sponsorships" || segment === "webhook-deliveries") ? "00000000-0000-4000-8000-000000000000"
-        : undefined;
-      if (value === undefined) throw new Error(`adminGate.test.ts: give the parameter :${name} of ${routePath} a real value`);
-      return value;
-    });
-  }
-
-  /** The bodies a write would succeed with (if it got through). */
-  const BODIES: Record<string, unknown> = {
-    "/admin/v1/projects": { name: "Attacker" },
-    "/admin/v1/keys": { projectId: "{project}" },
-    "/admin/v1/tanks/:network/:sender/credit": { wei: "7000000000000000000" },
-    "/admin/v1/tanks/:network/:sender/debit": { wei: "1" },
-    "/admin/v1/strategies/:code": { name: "Owned" },
-    "/admin/v1/strategies": { code: "attacker", project: "{project}" },
-    "/admin/v1/projects/:id/webhooks": { url: "https://attacker.invalid/" },
-    "/admin/v1/applications/:id/reject": { reason: "no" },
-    "/admin/v1/keys/:id/access": { origins: null },
-    "/admin/v1/apply": { projects: [{ name: "Applied" }] },
-  };
-  const bodyOf = (routePath: string) => JSON.stringify(BODIES[routePath] ?? {}).replaceAll("{project}", ids.project!);
+  const filled = (routePath: string) => fixture.filled(routePath);
+  const bodyOf = (routePath: string) => fixture.bodyOf(routePath);
 
   it("lists a short, explicit set of public routes", () => {
     const publicRoutes = app.routers.public.stack.flatMap((layer) => layer.methods.filter((m) => m !== "HEAD").map((m) => `${m} ${String(layer.path)}`)).sort();
@@ -166,14 +57,11 @@ describe("admin listener: deny by default", function () {
   });
 
   it("refuses every registered admin route, in every spelling, without a principal, and writes nothing", async () => {
-    const signIn = await request(server.url, "POST", "/admin/v1/session", { "content-type": "application/json" }, JSON.stringify({ token: TOKEN }));
-    expect(signIn.status).to.equal(200);
-    const cookie = await sessionCookie();
+    const { cookie, csrf } = await consoleSession(server.url, TOKEN);
     const before = snapshotSqlite(file);
     const layers = app.routers.protected.stack;
     expect(layers.length, "the admin router's routes").to.be.greaterThan(40);
     // The session cookie, without the CSRF header: a read with it is the console's own; a write is not.
-    const { csrf } = JSON.parse(signIn.body) as { csrf: string };
     expect(csrf).to.be.a("string");
     let requests = 0;
     // Each route's requests go out together (nothing may be written, so their order cannot matter).
@@ -225,19 +113,6 @@ describe("admin listener: deny by default", function () {
     const credited = await request(server.url, "POST", `/admin/v1/tanks/local/${SENDER}/credit`, { "content-type": "application/json", authorization: `Bearer ${TOKEN}` }, JSON.stringify({ wei: "1" }));
     expect(credited.status, credited.body).to.equal(200);
   });
-
-  async function sessionCookie(): Promise<string> {
-    const url = new URL(server.url);
-    return new Promise((resolve, reject) => {
-      const req = http.request({ host: url.hostname, port: url.port, method: "POST", path: "/admin/v1/session", headers: { "content-type": "application/json" } }, (res) => {
-        res.resume();
-        const set = res.headers["set-cookie"]?.[0] ?? "";
-        resolve(set.split(";")[0]!);
-      });
-      req.on("error", reject);
-      req.end(JSON.stringify({ token: TOKEN }));
-    });
-  }
 
   it("refuses writes that are not JSON (415) before reading them, and writes nothing", async () => {
     const before = snapshotSqlite(file);

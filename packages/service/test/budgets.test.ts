@@ -2,22 +2,13 @@
 // limit and value; the dry run explains without reserving; caps hold under 100 concurrent requests on
 // SQLite, on PostgreSQL, and with two service replicas sharing one PostgreSQL database.
 import { expect } from "chai";
-import { createTestDatabase } from "./helpers/postgres.ts";
-import { encodeFunctionData, getAddress, type Abi } from "viem";
-import { SimpleAccountFactoryV06Artifact, TestTokenArtifact } from "@paymaster/contracts/artifacts";
+import { encodeFunctionData, type Abi } from "viem";
+import { TestTokenArtifact } from "@paymaster/contracts/artifacts";
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 import { executeCallData } from "../src/local/embedded.ts";
-import { embeddedConfig } from "../src/local/embedded.ts";
-import { localNetworkConfig } from "../src/config/local.ts";
-import { startService, type RunningService } from "../src/server.ts";
 import type { StrategyRules } from "../src/policy/types.ts";
 import type { Store } from "../src/store/types.ts";
-import { call, chainRequest, newWallet, sendTx, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-
-const factoryAbi = SimpleAccountFactoryV06Artifact.abi as Abi;
+import { call, chainRequest, deployAccount, newWallet, sponsorBurst, startPostgresReplicas, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
 describe("strategy policies and budgets", function () {
   let embedded: Embedded;
@@ -190,25 +181,9 @@ describe("strategy policies and budgets", function () {
   describe("caps under concurrency: 100 requests against a cap of k ops -> exactly k signatures", () => {
     const K = 7;
 
-    /** One deployed account; each request uses its own 2-D nonce key, so all 100 are valid at once. */
-    async function account(version: EntryPointVersion): Promise<Address> {
-      const owner = embedded.stack.chain.accounts[6]!.address;
-      const factory = embedded.stack.manifest.entryPoints[version].simpleAccountFactory;
-      await sendTx(embedded, factory, encodeFunctionData({ abi: factoryAbi, functionName: "createAccount", args: [owner, 0n] }));
-      const word = await chainRequest<Hex>(embedded, "eth_call", [{ to: factory, data: encodeFunctionData({ abi: factoryAbi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"]);
-      return getAddress(`0x${word.slice(-40)}`);
-    }
-
+    /** 100 requests at once, one account on 100 nonce keys (helpers/stack.ts sponsorBurst), against the cap. */
     async function burst(endpoints: string[], code: string, sender: Address, keyBase: bigint) {
-      const owner = embedded.stack.chain.accounts[6]!.address;
-      const results = await Promise.all(
-        Array.from({ length: 100 }, (_, i) =>
-          call(endpoints[i % endpoints.length]!, "pm_sponsorUserOperation", [
-            { sender, nonce: `0x${((keyBase + BigInt(i)) << 64n).toString(16)}`, callData: executeCallData(owner), signature: `0x${"aa".repeat(32)}${"55".repeat(32)}1c` },
-            { strategy_code: code, version: "v0.7" },
-          ]),
-        ),
-      );
+      const results = await sponsorBurst(embedded, endpoints, { sender, ownerIndex: 6, extra: { strategy_code: code }, keyBase });
       const ok = results.filter((r) => r.status === 200).length;
       const refused = results.filter((r) => r.status === 403 && r.body.data.rule === "caps.global.maxOps").length;
       return { ok, refused, other: results.filter((r) => r.status !== 200 && r.status !== 403).map((r) => r.body) };
@@ -216,7 +191,7 @@ describe("strategy policies and budgets", function () {
 
     it("on SQLite", async function () {
       this.timeout(120_000);
-      const sender = await account("v0.7");
+      const sender = await deployAccount(embedded, 6);
       const code = await strategy({ caps: { global: { maxOps: K } } });
       // One sender on 100 nonce keys is this test's way to make 100 valid ops at once: the per-sender bound on
       // open reservations (4 by default) is lifted so that only the cap decides.
@@ -233,20 +208,14 @@ describe("strategy policies and budgets", function () {
     for (const replicas of [1, 2]) {
       it(`on PostgreSQL with ${replicas} service replica${replicas > 1 ? "s" : ""}`, async function () {
         this.timeout(120_000);
-        const database = await createTestDatabase(`paymaster_budget_${replicas}`);
-        const services: RunningService[] = [];
+        const { services, close } = await startPostgresReplicas(embedded, replicas, `paymaster_budget_${replicas}`);
         try {
-          const network = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
-          const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-pg-")), "data");
-          for (let i = 0; i < replicas; i++) {
-            services.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: database.url, reservations: { maxOutstandingPerSender: 1000 } }, { pollMs: 100 }));
-          }
           const pgStore = services[0]!.service.store;
           const project = await pgStore.createProject("pg");
           const { plaintext } = await pgStore.createApiKey(project.id);
           const code = `PG${replicas}`;
           await pgStore.createStrategy({ projectId: project.id, code, name: code, rules: { caps: { global: { maxOps: K } } } });
-          const sender = await account("v0.7");
+          const sender = await deployAccount(embedded, 6);
           const endpoints = services.map((s) => `${s.url}/api/v1/paymaster/local?apiKey=${plaintext}`);
           const { ok, refused, other } = await burst(endpoints, code, sender, 5000n + BigInt(replicas) * 1000n);
           expect(other, JSON.stringify(other[0])).to.deep.equal([]);
@@ -255,8 +224,7 @@ describe("strategy policies and budgets", function () {
           const row = await pgStore.getStrategyByCode(code);
           expect((await pgStore.getUsage(row!.id, "global", "")).ops).to.equal(K);
         } finally {
-          for (const service of services) await service.close();
-          await database.drop();
+          await close();
         }
       });
     }

@@ -2,21 +2,25 @@
 // connections, one that accepts and never answers, and its return. Sponsor calls fail within 2 s with the
 // documented service-unavailable error in both dialects (HTTP 503 CHAIN_UNAVAILABLE; JSON-RPC -32002), /ready
 // says what is failing, logs carry one line per state change with the URL redacted, and the service recovers
-// without a restart. Also: starting while the RPC is down, and failing over to a fallback URL.
+// without a restart. Also: starting while the RPC is down, and failing over to a fallback URL. And a provider
+// that rate-limits: an HTTP front before the chain answering limits in the providers' shapes (429, -32005, …).
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { gasTankConsentTypedData, type Hex } from "@paymaster/shared";
+import { encodeErrorResult } from "viem";
+import { gasTankConsentTypedData, STUB_SIGNATURE, type Hex } from "@paymaster/shared";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { networkStatus } from "../src/admin/networks.ts";
+import { NodeError } from "../src/chain/rpc.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import type { NetworkConfig } from "../src/config/types.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import { startTcpProxy, type TcpProxy } from "./helpers/tcpProxy.ts";
-import { clientGasFields, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { passAll, SHAPES, startRateLimitFront, type LimitPolicy, type RateLimitFront } from "./helpers/rateLimitFront.ts";
+import { chainRequest, clientGasFields, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
 /** The RPC secret in the URL's path and query: it must never reach a log line. */
 const SECRET = "sEcReTpRoViDeRkEy";
@@ -74,14 +78,15 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     return { ...wireOp(wallet, executeCallData(wallet.owner.address)), ...gas };
   }
 
+  async function post(url: string, body: unknown) {
+    const started = performance.now();
+    const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    return { status: response.status, body: (await response.json()) as any, ms: performance.now() - started, retryAfter: response.headers.get("retry-after") };
+  }
+
   /** Both dialects' signing calls, timed. */
   async function sponsorBoth(s: Started) {
     const entryPoint = embedded.stack.manifest.entryPoints["v0.7"].entryPoint;
-    const post = async (url: string, body: unknown) => {
-      const started = performance.now();
-      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-      return { status: response.status, body: (await response.json()) as any, ms: performance.now() - started };
-    };
     const [v1, standard] = await Promise.all([
       post(s.v1, { id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [await op(), { strategy_code: s.code, version: "v0.7" }] }),
       post(s.standard, { id: 7, jsonrpc: "2.0", method: "pm_getPaymasterData", params: [await op(await clientGasFields(embedded)), entryPoint, "0x7a69", { strategy_code: s.code }] }),
@@ -260,5 +265,194 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
     expect(down!.error).to.match(/could not be read: .*CHAIN_UNAVAILABLE|could not be read: No RPC endpoint of network local answered/);
     expect(down!.error).to.not.contain(SECRET);
     expect(down!.network).to.equal("local");
+  });
+  describe("a provider that rate-limits (an HTTP front before the chain)", () => {
+    /** A rate-limiting front before the local chain, closed after the test. */
+    async function front(policy: LimitPolicy): Promise<RateLimitFront> {
+      const f = await startRateLimitFront(embedded.stack.chain.url, policy);
+      cleanups.push(() => f.close());
+      return f;
+    }
+
+    const sponsorV1 = async (s: Started, version: "v0.6" | "v0.7" = "v0.7", userOp?: unknown) =>
+      post(s.v1, { id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [userOp ?? (await op()), { strategy_code: s.code, version }] });
+
+    /** paymaster_rpc_requests_total of `upstream` with `outcome`, summed over methods. */
+    async function rpcAttempts(s: Started, upstream: string, outcome: string): Promise<number> {
+      const text = await (await fetch(`${s.running.metricsUrl}/metrics`)).text();
+      const line = new RegExp(`^paymaster_rpc_requests_total\\{network="local",upstream="${upstream.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}",method="[^"]+",outcome="${outcome}"\\} (\\d+)$`, "gm");
+      return [...text.matchAll(line)].reduce((sum, m) => sum + Number(m[1]), 0);
+    }
+
+    /** The RpcError a rate-limited CHAIN_UNAVAILABLE carries, in either dialect. */
+    function expectRateLimited(data: any, message: string) {
+      expect(data.reason, JSON.stringify(data)).to.equal("CHAIN_UNAVAILABLE");
+      expect(data.cause).to.equal("rate_limited");
+      expect(data.retryAfterSeconds).to.be.a("number").and.to.be.at.least(1);
+      expect(message).to.match(/rate limited/);
+    }
+
+    it("a primary that limits every other call (429 with a JSON-RPC body, 200 with -32005, -32016, 429 with Retry-After) and a healthy fallback: 30 of 30 sponsorships succeed; the limits are counted per upstream, one log line, never 'down'", async () => {
+      const primary = await front((n) => (n % 2 === 1 ? SHAPES[(n >> 1) % SHAPES.length] : undefined));
+      const fallback = await front(passAll);
+      const s = await start({ rpcUrl: `${primary.url}/a/${SECRET}`, fallbackRpcUrls: [`${fallback.url}/b/${SECRET}`] });
+      await waitReady(s);
+      const failures: unknown[] = [];
+      for (let i = 0; i < 30; i++) {
+        const answer = await sponsorV1(s);
+        if (answer.status !== 200 || !/^0x[0-9a-f]+$/i.test(answer.body.data?.userOpResponse?.paymasterAndData ?? "")) failures.push(answer.body);
+        // A client's pace (~2.5 s in all): the primary comes back from each cool-down (~200 ms) and meets every shape.
+        await new Promise((resolve) => setTimeout(resolve, 60));
+      }
+      expect(failures, JSON.stringify(failures.slice(0, 2))).to.deep.equal([]);
+      expect(primary.limited, "the primary met each shape of limit").to.be.at.least(SHAPES.length);
+      expect(fallback.limited).to.equal(0);
+
+      primary.setPolicy(passAll);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // answers in flight are counted
+      expect(await rpcAttempts(s, `http://127.0.0.1:${primary.port}/…`, "rate_limited"), "every limit counted on the primary").to.equal(primary.limited);
+      expect(await rpcAttempts(s, `http://127.0.0.1:${fallback.port}/…`, "rate_limited")).to.equal(0);
+      expect(await rpcAttempts(s, `http://127.0.0.1:${fallback.port}/…`, "ok")).to.be.greaterThan(0);
+      const lines = s.logs.filter((l) => String(l.msg).startsWith("chain RPC upstream rate-limited"));
+      expect(lines, "one line for the episode, not one per limit").to.have.length(1);
+      expect(lines[0]).to.include({ upstream: `http://127.0.0.1:${primary.port}/…`, cause: "rate_limited", msg: "chain RPC upstream rate-limited: cooling it down, failing over" });
+      expect(lines[0]!.coolDownMs).to.be.a("number");
+      expect(s.logs.filter((l) => String(l.msg).startsWith("chain RPC upstream down")), "a limit is not an outage").to.deep.equal([]);
+      expect((await ready(s)).status).to.equal(200);
+      expectNoSecret(s.logs);
+    });
+
+    it("no fallback, and a limit that lifts after 500 ms: the calls wait within their deadline and are served, or answer CHAIN_UNAVAILABLE naming the rate limit, never INTERNAL_ERROR", async () => {
+      const f = await front(passAll);
+      const s = await start({ rpcUrl: `${f.url}/${SECRET}` });
+      await waitReady(s);
+      const liftAt = Date.now() + 500;
+      f.setPolicy(() => (Date.now() < liftAt ? "200-32005" : undefined));
+      const rounds = await Promise.all([0, 1, 2].map(() => sponsorBoth(s)));
+      let served = 0;
+      for (const { v1, standard } of rounds) {
+        expect(v1.ms, "within the deadline and then some").to.be.below(2_500);
+        if (v1.status === 200) served++;
+        else {
+          expect(v1.status, JSON.stringify(v1.body)).to.equal(503);
+          expectRateLimited(v1.body.data, v1.body.message);
+          expect(Number(v1.retryAfter)).to.be.at.least(1);
+        }
+        if (standard.body.result !== undefined) served++;
+        else {
+          expect(standard.body.error.code, JSON.stringify(standard.body)).to.equal(-32002);
+          expectRateLimited(standard.body.error.data, standard.body.error.message);
+        }
+      }
+      expect(f.limited, "the limit was met").to.be.greaterThan(0);
+      expect(served, "served once the limit lifted, within the calls' deadline").to.be.greaterThan(0);
+      expect(s.logs.some((l) => l.err !== undefined), "no error objects (stacks) in the logs").to.equal(false);
+    });
+
+    it("a limit whose Retry-After ends past the deadline: CHAIN_UNAVAILABLE at once with the wait (HTTP Retry-After in v1); nothing reaches the provider until then; /ready stays 200; served again afterwards without a restart", async () => {
+      const f = await front(passAll);
+      const s = await start({ rpcUrl: `${f.url}/${SECRET}` });
+      await waitReady(s);
+      f.setPolicy(() => "retry-after", 2);
+      const limitedAt = performance.now();
+      const first = await sponsorV1(s);
+      expect(first.status, JSON.stringify(first.body)).to.equal(503);
+      expectRateLimited(first.body.data, first.body.message);
+      expect(first.body.data.retryAfterSeconds).to.equal(2);
+      expect(first.retryAfter).to.equal("2");
+      expect(first.ms, "no waiting for a cool-down the deadline cannot cover").to.be.below(1_000);
+      const limits = f.limited;
+      const during = await sponsorBoth(s);
+      expectRateLimited(during.v1.body.data, during.v1.body.message);
+      expect(during.standard.body.error?.code, JSON.stringify(during.standard.body)).to.equal(-32002);
+      expectRateLimited(during.standard.body.error.data, during.standard.body.error.message);
+      expect(during.v1.ms).to.be.below(500);
+      expect(f.limited - limits, "no call reaches the provider while it cools down").to.equal(0);
+      const degraded = await ready(s);
+      expect(degraded.status, "degraded, not dead: ready").to.equal(200);
+      expect(degraded.body.checks["network:local"]).to.equal("ok");
+      expect(s.running.service.networks.get("local")!.rpc!.upstreams()[0]!.coolingDownMs).to.be.greaterThan(0);
+
+      f.setPolicy(passAll);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 2_100 - (performance.now() - limitedAt))));
+      expectServed(await sponsorBoth(s));
+      const lines = s.logs.filter((l) => String(l.msg).startsWith("chain RPC upstream rate-limited"));
+      expect(lines).to.have.length(1);
+      expect(lines[0]!.msg).to.equal("chain RPC upstream rate-limited: cooling it down; calls wait for it within their deadline");
+      expect(lines[0]!.coolDownMs).to.equal(2_000);
+      expectNoSecret(s.logs);
+    });
+
+    it("a limit during start-up: the network is ready at once, from the fallback, or (no fallback) from the primary once the limit lifts within the deadline; limited past it, not ready saying so until it lifts", async () => {
+      const primary = await front(() => "429-json");
+      const fallback = await front(passAll);
+      const withFallback = await start({ rpcUrl: `${primary.url}/a/${SECRET}`, fallbackRpcUrls: [`${fallback.url}/b/${SECRET}`] });
+      const answer = await ready(withFallback);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      expect(primary.limited, "the primary limited the start-up's calls").to.be.greaterThan(0);
+      expect(withFallback.logs.some((l) => String(l.msg).startsWith("network not ready"))).to.equal(false);
+      expectServed(await sponsorBoth(withFallback));
+
+      const liftAt = Date.now() + 400;
+      const alone = await front(() => (Date.now() < liftAt ? "429-plain" : undefined));
+      const single = await start({ rpcUrl: `${alone.url}/${SECRET}` });
+      const singleReady = await ready(single);
+      expect(singleReady.status, JSON.stringify(singleReady.body)).to.equal(200);
+      expect(alone.limited).to.be.greaterThan(0);
+
+      // Alone, and limited past the deadline: not ready, saying why; ready when the limit lifts, without a restart.
+      const stubborn = await front(() => "retry-after");
+      const late = await start({ rpcUrl: `${stubborn.url}/${SECRET}` });
+      const notYet = await ready(late);
+      expect(notYet.status).to.equal(503);
+      expect(notYet.body.checks["network:local"]).to.equal("failing: the RPC provider rate-limits this service (rate_limited)");
+      expect(late.logs.filter((l) => l.msg === "network not ready: its RPC provider rate-limits this service; retrying when the limit lifts")).to.have.length(1);
+      stubborn.setPolicy(passAll);
+      expect(await waitReady(late, 3_000), "back within the Retry-After (1 s) and a retry").to.be.below(3_000);
+      expectNoSecret([...withFallback.logs, ...single.logs, ...late.logs]);
+    });
+
+    it("a revert is the node's verdict whatever its reason says: '429 Too Many Requests: rate limit exceeded' in an op's call is EXECUTION_REVERTED, in its validation SIMULATION_FAILED; no limit counted, nothing retried", async () => {
+      const f = await front(passAll);
+      const s = await start({ rpcUrl: f.url });
+      await waitReady(s);
+      const reason = "429 Too Many Requests: rate limit exceeded, please wait 23s";
+      const revertData = encodeErrorResult({ abi: [{ type: "error", name: "Error", inputs: [{ type: "string", name: "message" }] }], errorName: "Error", args: [reason] });
+      // Code that reverts with Error(reason) whatever it is called with: CODECOPY the data after it, REVERT with it.
+      const size = ((revertData.length - 2) / 2).toString(16).padStart(4, "0");
+      const code = `0x61${size}600e60003961${size}6000fd${revertData.slice(2)}`;
+      const reverter = `0x${"7e".repeat(20)}`;
+      const revertingSender = `0x${"7d".repeat(20)}`;
+      for (const address of [reverter, revertingSender]) await chainRequest(embedded, "hardhat_setCode", [address, code]);
+
+      const wallet = await newWallet(embedded, "v0.6");
+      const executed = await sponsorV1(s, "v0.6", wireOp(wallet, executeCallData(reverter as Hex)));
+      expect(executed.status, JSON.stringify(executed.body)).to.equal(422);
+      expect(executed.body.data.reason).to.equal("EXECUTION_REVERTED");
+      expect(executed.body.data.revertData).to.equal(revertData);
+
+      const validated = await sponsorV1(s, "v0.6", { sender: revertingSender, nonce: "0x0", initCode: "0x", callData: "0x", signature: STUB_SIGNATURE });
+      expect(validated.status, JSON.stringify(validated.body)).to.equal(422);
+      expect(validated.body.data.reason).to.equal("SIMULATION_FAILED");
+      expect(validated.body.data.entryPointReason).to.include(reason);
+
+      // The same revert straight from the node: its message carries the reason ("… reverted with reason string
+      // '429 Too Many Requests: …'"), its data the revert; one request, answered as the node's error.
+      const rpc = s.running.service.networks.get("local")!.rpc!;
+      const before = f.forwardedWith(reverter);
+      const direct = await rpc.request("eth_call", [{ to: reverter, data: "0x" }, "latest"]).then(
+        () => expect.fail("the call reverts"),
+        (error: unknown) => error,
+      );
+      expect(direct).to.be.instanceOf(NodeError);
+      expect((direct as NodeError).message).to.include(reason);
+      expect((direct as NodeError).revertData).to.equal(revertData);
+      expect(f.forwardedWith(reverter) - before, "not retried").to.equal(1);
+
+      expect(await rpcAttempts(s, `http://127.0.0.1:${f.port}`, "rate_limited")).to.equal(0);
+      expect(await rpcAttempts(s, `http://127.0.0.1:${f.port}`, "jsonrpc_error"), "the reverts were answers").to.be.greaterThan(0);
+      expect(s.logs.filter((l) => String(l.msg).includes("rate-limited"))).to.deep.equal([]);
+      expect(s.running.service.networks.get("local")!.rpc!.upstreams()[0]).to.deep.equal({ label: `http://127.0.0.1:${f.port}`, up: true });
+    });
   });
 });

@@ -11,6 +11,7 @@ import { openStore } from "../src/store/index.ts";
 import type { Store } from "../src/store/types.ts";
 import { createTestDatabase, runCli, runCliInProcess, type CliResult } from "./helpers/cli.ts";
 import { startTestService } from "./helpers/rpcService.ts";
+import { freeLoopbackPort } from "./helpers/throwawayServers.ts";
 
 const SENDER = "0x9406Cc6185a346906296840746125a0E44976454";
 const EP = "0x5FF137D4b0FDCD49DcA30c7CF57E578a026d2789";
@@ -322,5 +323,18 @@ describe("paymaster CLI and a running service", () => {
       await service.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("paymaster CLI when the database is away", () => {
+  it("PostgreSQL refusing: one line naming the database's failure and its cause, exit code 1, no stack, no password", async () => {
+    const port = await freeLoopbackPort(); // nothing listens there
+    const result = await runCliInProcess(["project", "list"], { DATABASE_URL: `postgres://paymaster:s3cret-db-pw@127.0.0.1:${port}/paymaster` });
+    expect(result.code).to.equal(1);
+    const lines = result.stderr.trim().split("\n");
+    expect(lines, result.stderr).to.have.length(1);
+    expect(lines[0]).to.match(/^paymaster: The paymaster's database refuses connections \(refused\): .*ECONNREFUSED/);
+    expect(result.stderr).to.not.include("s3cret-db-pw");
+    expect(result.stderr).to.not.include("    at ");
   });
 });

@@ -56,6 +56,24 @@ describe("paymaster deploy / status / deposit / withdraw / stake / signer (child
     expect(text.stdout).to.match(/^Plan \(dry run: nothing sent\) on base-sepolia \(chain 84532\)/);
   });
 
+  it("deploy and its dry run refuse a chain older than Cancun, naming the fork, before sending anything (audit 3, finding 2)", async () => {
+    const shanghai = await startLocalChain({ port: 0, chainId: 84532, hardfork: "shanghai" });
+    try {
+      const rpc = { PAYMASTER_NETWORK_BASE_SEPOLIA_RPC_URL: `${shanghai.url}/secret-path-key` };
+      for (const args of [[...deployArgs, "--dry-run"], deployArgs]) {
+        const r = await cli(args, rpc);
+        expect(r.code, r.stderr).to.equal(1);
+        expect(r.stderr).to.match(/chain 84532 does not run the Cancun EVM, which the contracts need \(EVM: Cancun or later: EIP-1153 transient storage, EIP-5656 MCOPY\)\. Nothing was sent\. It refused code using TSTORE, TLOAD and MCOPY: .*invalid opcode/);
+        expect(r.stderr).to.not.include("secret-path-key");
+        expect(r.stderr).to.not.match(/\n\s+at /);
+      }
+      const nonce = Number(await shanghai.provider.request({ method: "eth_getTransactionCount", params: [chain.accounts[0]!.address, "latest"] }));
+      expect(nonce, "nothing sent").to.equal(0);
+    } finally {
+      await shanghai.close();
+    }
+  });
+
   it("deploy sends the plan and writes the outputs; a second run sends nothing and finds the same addresses", async () => {
     const first = await cli([...deployArgs, "--json"]);
     expect(first.code, first.stderr).to.equal(0);

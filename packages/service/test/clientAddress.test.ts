@@ -4,7 +4,8 @@
  * limits and keys' IP allowlists. The test connects from 127.0.0.1, which plays the proxy when it is trusted.
  */
 import { expect } from "chai";
-import { clientAddress } from "../src/access/clientAddress.ts";
+import { clientAddress, clientBucket } from "../src/access/clientAddress.ts";
+import { ipv6Bytes, ipv6Text } from "../src/access/ipv6.ts";
 import { ConfigError } from "../src/config/errors.ts";
 import { buildConfig, redactConfig } from "../src/config/load.ts";
 import { startTestService, type TestService } from "./helpers/rpcService.ts";
@@ -28,6 +29,28 @@ describe("client address (pure)", () => {
     expect(clientAddress("127.0.0.1", " 2001:db8::1 ", proxies)).to.equal("2001:db8::1");
   });
 
+  it("per-client bounds count an IPv6 client by its /64 (configurable), an IPv4-mapped one as its IPv4 address", () => {
+    expect(clientBucket("203.0.113.9")).to.equal("203.0.113.9");
+    expect(clientBucket("::ffff:203.0.113.9"), "dual-stack socket").to.equal("203.0.113.9");
+    expect(clientBucket("::FFFF:cb00:7109"), "mapped, hex form").to.equal("203.0.113.9");
+    expect(clientBucket("2001:db8:1:2:aaaa:bbbb:cccc:dddd")).to.equal("2001:db8:1:2::/64");
+    expect(clientBucket("2001:DB8:1:2::1")).to.equal("2001:db8:1:2::/64");
+    expect(clientBucket("2001:db8:1:3::1"), "the next /64 is another client").to.equal("2001:db8:1:3::/64");
+    expect(clientBucket("fe80::1%eth0")).to.equal("fe80::/64");
+    expect(clientBucket("::1")).to.equal("::/64");
+    expect(clientBucket("2001:db8:1:2ff::1", 56)).to.equal("2001:db8:1:200::/56");
+    expect(clientBucket("2001:db8::1:2:3", 128)).to.equal("2001:db8::1:2:3/128");
+    expect(clientBucket("2001:db8:1:2::9", 50)).to.equal("2001:db8:1::/50");
+    expect(clientBucket("not an address")).to.equal("not an address");
+  });
+
+  it("IPv6 bytes and their canonical text (RFC 5952), as the URL serializer writes them", () => {
+    const cases = ["::", "::1", "1::", "2001:db8::1", "2001:DB8:0:0:1:0:0:1", "2001:0:0:1:0:0:0:1", "1:0:1:0:1:0:1:0", "fe80::1:0:0:0", "0:0:1::", "1:2:3:4:5:6:7:8", "::ffff:10.1.2.3", "64:ff9b::192.0.2.33"];
+    for (const address of cases) expect(ipv6Text(ipv6Bytes(address)!), address).to.equal(new URL(`http://[${address}]/`).hostname.slice(1, -1));
+    expect(ipv6Bytes("10.1.2.3")).to.equal(undefined);
+    expect(ipv6Bytes("2001:db8::g")).to.equal(undefined);
+  });
+
   it("the configuration takes addresses and CIDR ranges, normalised, and refuses anything else by name", () => {
     const doc = (service: Record<string, unknown>) => ({
       ...service,
@@ -36,15 +59,18 @@ describe("client address (pure)", () => {
     const config = buildConfig(doc({ trustedProxies: ["10.0.0.5", "fd00::/8"] }), ENV);
     expect(config.trustedProxies).to.deep.equal(["10.0.0.5/32", "fd00::/8"]);
     expect(config.applicationExpiryDays).to.equal(14);
+    expect(config.ipv6ClientPrefix, "IPv6 clients per /64 by default").to.equal(64);
+    expect(buildConfig(doc({ ipv6ClientPrefix: 56 }), ENV).ipv6ClientPrefix).to.equal(56);
     expect(redactConfig(config).trustedProxies, "in the start-up log").to.deep.equal(["10.0.0.5/32", "fd00::/8"]);
     let issues: readonly string[] = [];
     try {
-      buildConfig(doc({ trustedProxies: ["proxy.internal"], applicationExpiryDays: 0 }), ENV);
+      buildConfig(doc({ trustedProxies: ["proxy.internal"], applicationExpiryDays: 0, ipv6ClientPrefix: 16 }), ENV);
     } catch (error) {
       if (error instanceof ConfigError) issues = error.issues;
     }
     expect(issues.join("\n")).to.match(/^trustedProxies\[0\]: must be an IP address or CIDR range/m);
     expect(issues.join("\n")).to.match(/^applicationExpiryDays: must be a number of days from 1 to 365/m);
+    expect(issues.join("\n")).to.match(/^ipv6ClientPrefix: must be a prefix length from 32 to 128/m);
   });
 });
 
@@ -87,6 +113,18 @@ describe("client address over HTTP: application/claim limits and key IP allowlis
     for (let i = 0; i < 6; i++) claims.push(await claim("203.0.113.66"));
     expect(claims).to.deep.equal([404, 404, 404, 404, 404, 429]);
     expect(await claim("203.0.113.78"), "another claimant").to.equal(404);
+  });
+
+  it("the second review's IPv6 attack: 8 addresses of one /64 share one application bucket; another /64 is another client", async () => {
+    t.service.config.trustedProxies = ["127.0.0.1/32"];
+    const statuses = [];
+    for (let i = 1; i <= 8; i++) statuses.push(await apply(`2001:db8:77:1:${i}::${i}`));
+    expect(statuses).to.deep.equal([202, 202, 202, 202, 202, 429, 429, 429]);
+    expect(await apply("2001:db8:77:2::1"), "a neighbour's /64").to.equal(202);
+    // Claims count the same way.
+    const claims = [];
+    for (let i = 1; i <= 6; i++) claims.push(await claim(`2001:db8:77:3::${i}`));
+    expect(claims).to.deep.equal([404, 404, 404, 404, 404, 429]);
   });
 
   it("keys' IP allowlists see the forwarded client address from a trusted proxy, the socket address otherwise", async () => {

@@ -267,6 +267,17 @@ describe("configuration", () => {
       expect(built.retention).to.deep.equal({ releasedDays: 2, settledDays: 400 });
     });
 
+    it("database timeouts: in range, no unknown field; they reach the redacted configuration", () => {
+      const issues = issuesOf(mutate((d) => (d.database = { connectTimeoutMs: 10, queryTimeoutMs: 1.5, statementTimeoutMs: 100, poolSize: 3 })));
+      expectIssue(issues, "database.connectTimeoutMs", /from 100 to 60000/);
+      expectIssue(issues, "database.queryTimeoutMs", /integer/);
+      expectIssue(issues, "database.statementTimeoutMs", /from 1000 to 3600000/);
+      expect(issues.join("\n")).to.match(/poolSize/);
+      const built = buildConfig(mutate((d) => (d.database = { connectTimeoutMs: 2000, queryTimeoutMs: 250 })), KEYS_ENV);
+      expect(built.database).to.deep.equal({ connectTimeoutMs: 2000, queryTimeoutMs: 250 });
+      expect(redactConfig(built).database).to.deep.equal({ connectTimeoutMs: 2000, queryTimeoutMs: 250 });
+    });
+
     it("a host that is not loopback", () => {
       for (const host of ["0.0.0.0", "10.0.0.1", "128.0.0.1", "example.com", "::", "[::1]", "192.168.1.1"]) {
         expectIssue(issuesOf(mutate((d) => (d.host = host))), "host", /must be a loopback address/);

@@ -99,7 +99,7 @@ describe("console sessions and files (admin listener)", function () {
 
     const ok = await signIn();
     expect(ok.status).to.equal(200);
-    expect(ok.json).to.include({ name: "ops", expiresAt: clock + 8 * 3600 });
+    expect(ok.json).to.include({ name: "ops", role: "admin", expiresAt: clock + 8 * 3600 });
     expect(ok.json.csrf).to.match(/^[A-Za-z0-9_-]{43}$/);
     const header = ok.headers.get("set-cookie")!;
     expect(header).to.match(/^pm_console=\d+:ops:[A-Za-z0-9_-]{43}; Path=\/admin\/v1; HttpOnly; SameSite=Strict; Max-Age=28800$/);
@@ -110,7 +110,7 @@ describe("console sessions and files (admin listener)", function () {
     const cookie = cookieOf(ok)!;
     const me = await http(server.url, "GET", "/admin/v1/session", { headers: { cookie: `other=1; pm_console=${cookie}` } });
     expect(me.json).to.deep.equal(ok.json);
-    expect((await http(server.url, "GET", "/admin/v1/session", { headers: { authorization: `Bearer ${OTHER}` } })).json).to.deep.equal({ name: "ci", expiresAt: null, csrf: null });
+    expect((await http(server.url, "GET", "/admin/v1/session", { headers: { authorization: `Bearer ${OTHER}` } })).json).to.deep.include({ name: "ci", role: "admin", expiresAt: null, csrf: null });
     expect((await http(server.url, "GET", "/admin/v1/session")).status).to.equal(401);
   });
 

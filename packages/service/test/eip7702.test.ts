@@ -2,14 +2,20 @@
 // authorization to v0.8's Simple7702Account (eip7702Auth, factory "0x7702"). The service simulates it with the
 // delegation applied as a code override, signs a paymaster hash that binds the delegate, and the op lands in a
 // type-4 handleOps transaction that carries the same authorization.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { expect } from "chai";
 import { http, toHex } from "viem";
 import { createPaymasterClient } from "viem/account-abstraction";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { STUB_SIGNATURE, eip7702DelegationCode, type Address, type Hex } from "@paymaster/shared";
-import { approveCallData, executeCallData } from "../src/local/embedded.ts";
+import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
+import { localNetworkConfig } from "../src/config/local.ts";
+import { startService } from "../src/server.ts";
 import type { StrategyRules } from "../src/policy/types.ts";
-import { call, chainRequest, handleOps, mint, new7702Wallet, opFromResponse, sendTx, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { call, chainRequest, clientGasFields, handleOps, mint, new7702Wallet, opFromResponse, sendTx, signAsOwner, startTestStack, wireOp, type Embedded, type Wallet } from "./helpers/stack.ts";
+import { startTcpProxy } from "./helpers/tcpProxy.ts";
 
 describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function () {
   this.timeout(120_000);
@@ -176,6 +182,58 @@ describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function ()
       const renewed = await handleOps(embedded, await sponsored(2n));
       expect(renewed.reverted, renewed.failedOp).to.equal(false);
       expect(renewed.event!.success).to.equal(true);
+    });
+  }
+
+  // Behind a node 30 ms away, a data call (the client's gas: no estimate) reaches its signature before the
+  // sender's code read is back: the op is signed for the delegate last read for the sender (here the one its
+  // first op's authorization named), and the final simulation checks it (src/sponsor/steps/delegate.ts).
+  async function behindSlowNode(skipFinalSimulation: boolean) {
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(embedded.stack.chain.url).port) });
+    proxy.setDelay(15);
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-7702-slow-")), "data");
+    const network = { ...localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: proxy.url, signerKey: embedded.stack.signer.privateKey }), skipFinalSimulation };
+    const running = await startService(embeddedConfig(network, dataDir, 0, "silent"), { watch: false });
+    await running.initialised;
+    const store = running.service.store;
+    const project = await store.createProject("7702-slow");
+    const { plaintext } = await store.createApiKey(project.id);
+    await store.createStrategy({ projectId: project.id, code: "SLOW7702", name: "SLOW7702" });
+    const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${plaintext}`;
+    /** A delegated EOA (its first op, with the authorization, sponsored here and landed), then re-delegated to a copy. */
+    const redelegated = async () => {
+      const wallet = await new7702Wallet(embedded);
+      const first = wireOp(wallet, executeCallData(wallet.sender));
+      const answer = await call(endpoint, "pm_sponsorUserOperation", [first, { strategy_code: "SLOW7702", version: "v0.8" }]);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      expect((await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, first, answer.body.data)))).reverted).to.equal(false);
+      await redelegate(wallet.owner, await simple7702Copy());
+      return wallet;
+    };
+    /** Its next op with the client's gas, sponsored here and sent. */
+    const nextLands = async (wallet: Wallet) => {
+      const next = wireOp(wallet, executeCallData(wallet.sender), { deploy: false, nonce: 1n, extra: await clientGasFields(embedded) });
+      const answer = await call(endpoint, "pm_sponsorUserOperation", [next, { strategy_code: "SLOW7702", version: "v0.8" }]);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      const landed = await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, next, answer.body.data)));
+      expect(landed.reverted, landed.failedOp).to.equal(false);
+      expect(landed.event!.success).to.equal(true);
+    };
+    return { redelegated, nextLands, close: async () => (await running.close(), await proxy.close()) };
+  }
+
+  const slowNodeCases = [
+    [false, "a re-delegated EOA's op signed for its former delegate (not waiting for the code read) is refused by the final simulation, then signed for the read one: it lands"],
+    [true, "skipFinalSimulation: nothing would check a guess, so the code read decides before signing: a re-delegated EOA's op lands"],
+  ] as const;
+  for (const [skipFinalSimulation, title] of slowNodeCases) {
+    it(title, async () => {
+      const slow = await behindSlowNode(skipFinalSimulation);
+      try {
+        await slow.nextLands(await slow.redelegated());
+      } finally {
+        await slow.close();
+      }
     });
   }
 

@@ -360,7 +360,7 @@ describe("v1 dialect over HTTP", () => {
       const result = await rawRequest(t.url, {
         path: `/api/v1/paymaster/local?apiKey=${t.keys.active}`,
         headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
-        chunks: Array.from({ length: 160 }, () => chunk), // 10 MiB, far past the drain cap
+        chunks: Array.from({ length: 640 }, () => chunk), // 40 MiB, far past the drain cap (16 MiB)
       });
       // Either the 413 arrived before the connection was cut, or the cut came first.
       if ("status" in result) expect(result.status).to.equal(413);

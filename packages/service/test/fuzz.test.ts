@@ -11,18 +11,7 @@ import { METHODS } from "../src/methods/index.ts";
 import { REASONS } from "../src/rpc/errors.ts";
 import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 import { COST_RE, ECHO_SPONSOR_PARAMS, echoSponsorMethod, startTestService, validUserOpV06, validUserOpV07, type TestService } from "./helpers/rpcService.ts";
-
-/** mulberry32: a small deterministic PRNG. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "./helpers/prng.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

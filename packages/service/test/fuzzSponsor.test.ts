@@ -22,18 +22,7 @@ import {
   type Embedded,
 } from "./helpers/stack.ts";
 import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
-
-/** mulberry32: a small deterministic PRNG. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "./helpers/prng.ts";
 
 type Obj = Record<string, unknown>;
 

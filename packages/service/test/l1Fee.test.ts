@@ -18,8 +18,10 @@ import {
   l1PartAsGas,
   l2GasPrice,
   opForL1Pricing,
+  placeholderUpTo,
   quoteL1Part,
 } from "../src/chain/l1Fee.ts";
+import { DEFAULT_GAS_CAPS } from "../src/config/types.ts";
 import { createChainRpc, type ChainRpc } from "../src/chain/rpc.ts";
 import { preVerificationGas } from "../src/sponsor/gas.ts";
 import { call as callService, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
@@ -161,6 +163,25 @@ describe("L1 data fee as preVerificationGas", () => {
       expect(decoded.args[0]).to.equal(bundleTransaction(input));
       expect(quote).to.deep.equal({ kind: "wei", wei: await oracleFee(bundleTransaction(input)) });
       expect(quote?.kind === "wei" && quote.wei > 0n).to.equal(true);
+    });
+
+    it("limits still to be estimated, priced at their caps' width before the estimate, quote no less than any value up to the caps", async () => {
+      const entryPoint = stack.manifest.entryPoints["v0.7"].entryPoint;
+      const quote = async (callGasLimit: bigint, verificationGasLimit: bigint) => {
+        const op = sampleOp(STUB_SIGNATURE);
+        const userOp = { ...(op.userOp as UserOperationV07), callGasLimit, verificationGasLimit };
+        const answer = await quoteL1Part(rpc, "op-stack", { chainId: stack.chain.chainId, entryPoint, op: { version: "v0.7", userOp }, l2GasPrice: 10n ** 9n });
+        return answer?.kind === "wei" ? answer.wei : -1n;
+      };
+      const { maxCallGasLimit, maxVerificationGasLimit } = DEFAULT_GAS_CAPS;
+      const placeheld = await quote(placeholderUpTo(maxCallGasLimit, 1), placeholderUpTo(maxVerificationGasLimit, 2));
+      // What an estimate gives, and the most (and least compressible) values the caps allow.
+      for (const [call, verification] of [[45_000n, 120_000n], [maxCallGasLimit, maxVerificationGasLimit], [0xfedcbn, 0xf1e2dn], [maxCallGasLimit - 1n, maxVerificationGasLimit - 1n]] as const) {
+        const actual = await quote(call, verification);
+        expect(placeheld >= actual, `${placeheld} < ${actual} for ${call}/${verification}`).to.equal(true);
+      }
+      // A few bytes more than the smallest of them: a fraction of the margin.
+      expect(placeheld * 100n <= (await quote(45_000n, 120_000n)) * 102n).to.equal(true);
     });
 
     it("a constant stub signature compresses: pricing it as sent would under-price the real signature", async () => {

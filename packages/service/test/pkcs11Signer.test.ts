@@ -9,7 +9,9 @@ import { expect } from "chai";
 import { keccak256, recoverMessageAddress, toHex, type Hex } from "viem";
 import { RpcError } from "../src/rpc/errors.ts";
 import { openPkcs11Signer, type Pkcs11Signer } from "../src/signer/pkcs11Signer.ts";
-import { findKey, generateKey, library, pkcs11js, withTokenSession, findSlot } from "../src/signer/pkcs11Token.ts";
+import { findKey, generateKey, importKey, library, pkcs11js, withTokenSession, findSlot } from "../src/signer/pkcs11Token.ts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import type { ECDH1 } from "pkcs11js";
 import type { PaymasterSigner } from "../src/signer/signer.ts";
 import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
 
@@ -27,6 +29,7 @@ async function tokenSigner(sessions?: number): Promise<{ token: SoftToken; signe
   return { token, signer: await openPkcs11Signer(token.config, "local") };
 }
 
+/** SIGNER_UNAVAILABLE whose client message says the cause only; `pattern` matches the operator's detail (its `cause`). */
 async function expectUnavailable(promise: Promise<unknown>, pattern: RegExp): Promise<RpcError> {
   const error = await promise.then(
     (value) => {
@@ -37,7 +40,10 @@ async function expectUnavailable(promise: Promise<unknown>, pattern: RegExp): Pr
   expect(error).to.be.instanceOf(RpcError);
   expect((error as RpcError).reason).to.equal("SIGNER_UNAVAILABLE");
   expect((error as RpcError).status).to.equal(503);
-  expect((error as RpcError).message).to.match(pattern);
+  const { cause, network } = (error as RpcError).details as { cause: string; network: string };
+  expect((error as RpcError).message).to.equal(`Network ${network}: the paymaster's signing key is unavailable (${cause})`);
+  expect(JSON.stringify((error as RpcError).details)).to.not.match(/CKR_|\.so/);
+  expect(((error as RpcError).cause as Error).message).to.match(pattern);
   return error as RpcError;
 }
 
@@ -88,6 +94,42 @@ describe("PKCS#11 signer (SoftHSM2)", function () {
       expect(() => lib.C_SetAttributeValue(session, key.privateKey, [{ type: p.CKA_EXTRACTABLE, value: true }])).to.throw(/CKR_/);
       expect(() => lib.C_GetAttributeValue(session, key.privateKey, [{ type: p.CKA_VALUE }])).to.throw(/CKR_ATTRIBUTE_SENSITIVE/);
     });
+  });
+
+  it("a created or imported key may only sign (and verify): its attributes read back, and the token refuses ECDH with it (second review, finding 8)", async () => {
+    const p = pkcs11js();
+    const { token } = await opened();
+    const imported = { ...token.config, keyLabel: "imported" };
+    withTokenSession(imported, (lib, session) => importKey(lib, session, imported, generatePrivateKey()));
+    const flag = (value: unknown) => (value as Buffer)[0];
+    for (const config of [token.config, imported]) {
+      withTokenSession(config, (lib, session) => {
+        const key = findKey(lib, session, config)!;
+        lib.C_FindObjectsInit(session, [{ type: p.CKA_CLASS, value: p.CKO_PUBLIC_KEY }, { type: p.CKA_LABEL, value: config.keyLabel }]);
+        const [publicKey] = lib.C_FindObjects(session, 1);
+        lib.C_FindObjectsFinal(session);
+        const privateUses = { CKA_SIGN: 1, CKA_SIGN_RECOVER: 0, CKA_DECRYPT: 0, CKA_UNWRAP: 0, CKA_DERIVE: 0, CKA_EXTRACTABLE: 0, CKA_SENSITIVE: 1, CKA_PRIVATE: 1 } as const;
+        const publicUses = { CKA_VERIFY: 1, CKA_VERIFY_RECOVER: 0, CKA_ENCRYPT: 0, CKA_WRAP: 0, CKA_DERIVE: 0 } as const;
+        for (const [handle, uses] of [[key.privateKey, privateUses], [publicKey!, publicUses]] as const) {
+          const names = Object.keys(uses) as (keyof typeof uses & keyof typeof p)[];
+          const values = lib.C_GetAttributeValue(session, handle, names.map((name) => ({ type: p[name] as number })));
+        names.forEach((name, i) => expect(flag(values[i]!.value), `${config.keyLabel} ${handle === key.privateKey ? "private" : "public"} ${name}`).to.equal(uses[name as keyof typeof uses]));
+        }
+        // Someone with the PIN tries to use the signer key for ECDH (a derived secret is extractable): refused (SoftHSM2
+        // defaults CKA_DERIVE to false already; other tokens do not, hence it is stated).
+        const other = Buffer.from(privateKeyToAccount(generatePrivateKey()).publicKey.slice(2), "hex");
+        expect(() =>
+          lib.C_DeriveKey(session, { mechanism: p.CKM_ECDH1_DERIVE, parameter: { type: p.CK_PARAMS_EC_DH, kdf: p.CKD_NULL, publicData: other } as ECDH1 }, key.privateKey, [
+            { type: p.CKA_CLASS, value: p.CKO_SECRET_KEY },
+            { type: p.CKA_KEY_TYPE, value: p.CKK_GENERIC_SECRET },
+            { type: p.CKA_VALUE_LEN, value: 32 },
+            { type: p.CKA_TOKEN, value: false },
+            { type: p.CKA_SENSITIVE, value: false },
+            { type: p.CKA_EXTRACTABLE, value: true },
+          ]),
+        ).to.throw(/CKR_KEY_FUNCTION_NOT_PERMITTED|CKR_KEY_TYPE_INCONSISTENT/);
+      });
+    }
   });
 
   it("refuses to create a second key under a label, and to start without one", async () => {

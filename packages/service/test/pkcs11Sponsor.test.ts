@@ -21,6 +21,7 @@ import { startService, type RunningService } from "../src/server.ts";
 import { findKey, findSlot, generateKey, importKey, pkcs11js, withTokenSession } from "../src/signer/pkcs11Token.ts";
 import { openPkcs11Signer } from "../src/signer/pkcs11Signer.ts";
 import { runCliInProcess } from "./helpers/cli.ts";
+import { spawnService, writeLocalConfig } from "./helpers/serviceProcess.ts";
 import { call, fundTank, handleOps, mint, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
 
@@ -120,29 +121,72 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     expect(Number(/signer;dur=([\d.]+)/.exec(timing)![1])).to.be.greaterThan(0);
   });
 
-  it("a token that refuses the PIN: 503 SIGNER_UNAVAILABLE with the reason; signing again once the PIN file is fixed, no restart", async () => {
+  it("a token that refuses the PIN at run time: 503 SIGNER_UNAVAILABLE (cause pin, no library path or CKR code), /ready says the signer fails; back once the PIN file is fixed, without a restart or a request", async () => {
     const sponsor = async () => {
       const wallet = await newWallet(embedded, "v0.7");
       return call(endpoint, "pm_sponsorUserOperation", [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: "HSM", version: "v0.7" }]);
     };
+    const ready = async () => {
+      const response = await fetch(`${running.url}/ready`);
+      return { status: response.status, body: (await response.json()) as { checks: Record<string, string> } };
+    };
+    expect((await ready()).status).to.equal(200);
+    const mark = logs.length;
     writeFileSync(token.pinFile, "not-the-pin\n");
-    // The token drops the service's sessions (an HSM restart): the service must log in again.
-    withTokenSession({ ...token.config, pin: { env: "TEST", value: token.pin } }, (lib) => lib.C_CloseAllSessions(findSlot(lib, token.config)));
-    const refused = await sponsor();
-    expect(refused.status, JSON.stringify(refused.body)).to.equal(503);
-    expect(refused.body.data.reason).to.equal("SIGNER_UNAVAILABLE");
-    expect(refused.body.message).to.match(/refused the PIN \(CKR_PIN_INCORRECT\)/);
-    writeFileSync(token.pinFile, `${token.pin}\n`);
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    try {
+      // The token drops the service's sessions (an HSM restart): the service must log in again.
+      withTokenSession({ ...token.config, pin: { env: "TEST", value: token.pin } }, (lib) => lib.C_CloseAllSessions(findSlot(lib, token.config)));
+      const refused = await sponsor();
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(503);
+      expect(refused.body.data).to.deep.equal({ reason: "SIGNER_UNAVAILABLE", network: "local", cause: "pin" });
+      expect(refused.body.message).to.equal("Network local: the paymaster's signing key is unavailable (pin)");
+      // Any API-key holder reads the answer: the library's path and the token's code stay with the operator.
+      expect(JSON.stringify(refused.body)).to.not.match(/CKR_|softhsm|\.so/i);
+
+      const down = await ready();
+      expect(down.status).to.equal(503);
+      expect(down.body.checks["network:local"]).to.equal("failing: the paymaster's signing key is unavailable (pin)");
+      const [status] = await networkStatus({ store: running.service.store, networks: ["local"], actor: "test", service: running.service });
+      expect(status!.ready).to.equal(false);
+      expect(status!.problem, "the operator's status has the detail").to.match(/signing key is unavailable \(pin\): the token refused (the|this) PIN/);
+    } finally {
+      writeFileSync(token.pinFile, `${token.pin}\n`); // the right PIN back, whatever happened above
+    }
+    // No request: the signer tries the token again by itself every second.
+    const started = Date.now();
+    while ((await ready()).status !== 200 && Date.now() - started < 5_000) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await ready()).status, "ready again without a request").to.equal(200);
     const again = await sponsor();
     expect(again.status, JSON.stringify(again.body)).to.equal(200);
-    // The operator sees it in the log: once when the key goes, once when it is back; never the PIN.
-    const events = logs.map((line) => JSON.parse(line) as { msg: string; problem?: string });
+    // The operator sees it in the log: once when the key goes (with the CKR code), once when it is back; the
+    // network named once per line; never the PIN.
+    const raw = logs.slice(mark);
+    const events = raw.map((line) => JSON.parse(line) as { msg: string; problem?: string; ckr?: string; cause?: string });
     const lost = events.filter((e) => e.msg.startsWith("the network's signing key is unavailable"));
-    expect(lost.length).to.be.at.least(1);
+    expect(lost, "one line for the outage").to.have.length(1);
+    expect(lost[0]).to.include({ cause: "pin", ckr: "CKR_PIN_INCORRECT" });
     expect(lost[0]!.problem).to.match(/refused the PIN \(CKR_PIN_INCORRECT\)/);
     expect(events.filter((e) => e.msg === "the network's signing key is available again")).to.have.length(1);
+    for (const line of raw.filter((l) => l.includes("signing key"))) expect(line.match(/"network":/g), line).to.have.length(1);
     for (const line of logs) expect(line).to.not.include(token.pin);
+  });
+
+  it("the service process's start-up configuration line names the token's address as the network's signer", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "paymaster-pkcs11-process-"));
+    const { pin: _pin, ...where } = token.config;
+    const configPath = writeLocalConfig(embedded.stack.manifest, embedded.stack.chain.url, { service: { databasePath: path.join(dir, "paymaster.sqlite") }, network: { pkcs11: where } });
+    const child = await spawnService(configPath, {
+      signerKey: embedded.stack.signer.privateKey,
+      // The token's key, not a key in the environment; the token's PIN from its file; this process's SoftHSM2 tokens.
+      extra: { PAYMASTER_NETWORK_LOCAL_SIGNER_KEYS: "", PAYMASTER_NETWORK_LOCAL_PKCS11_PIN_FILE: token.pinFile, SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! },
+    });
+    try {
+      const line = await child.waitFor((l) => l.msg === "configuration");
+      expect(line.config.networks[0].signerAddresses).to.deep.equal([tokenSigner]);
+      expect(JSON.stringify(child.lines)).to.not.include(token.pin);
+    } finally {
+      await child.kill("SIGTERM");
+    }
   });
 
   /** The operator command in this process, with a configuration whose hsm-local network (this chain) signs with `keyLabel` in the token. */
@@ -174,7 +218,7 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     return (args: string[]) => runCliInProcess([...args, "--config", configFile], env);
   }
 
-  it("a token that refuses the PIN at start-up: the network is not ready and /ready says why; ready once the PIN file is fixed", async () => {
+  it("a token that refuses the PIN at start-up: calls get SIGNER_UNAVAILABLE (pin), not CHAIN_UNAVAILABLE; /ready says why; ready once the PIN file is fixed", async () => {
     const base = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-pkcs11-start-")), "data");
     // A token of its own (logged in by no one yet: a login holds for the whole process), holding the stack's
@@ -187,7 +231,19 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     try {
       const notReady = await fetch(`${late.url}/ready`);
       expect(notReady.status).to.equal(503);
-      expect(JSON.stringify(await notReady.json())).to.match(/signing key is unavailable: the token refused the PIN \(CKR_PIN_INCORRECT\)/);
+      const body = JSON.stringify(await notReady.json());
+      expect(body).to.match(/signing key is unavailable \(pin\)/);
+      expect(body).to.not.match(/CKR_|softhsm/i);
+      // The operator is sent after the token, not the chain.
+      const project = await late.service.store.createProject("late");
+      const { plaintext } = await late.service.store.createApiKey(project.id);
+      await late.service.store.createStrategy({ projectId: project.id, code: "LATE", name: "late" });
+      const wallet = await newWallet(embedded, "v0.7");
+      const refused = await call(`${late.url}/api/v1/paymaster/local?apiKey=${plaintext}`, "pm_sponsorUserOperation", [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: "LATE", version: "v0.7" }]);
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(503);
+      expect(refused.body.data).to.deep.equal({ reason: "SIGNER_UNAVAILABLE", network: "local", cause: "pin" });
+      const [status] = await networkStatus({ store: late.service.store, networks: ["local"], actor: "test", service: late.service });
+      expect(status!.problem).to.match(/\(pin\): the token refused the PIN \(CKR_PIN_INCORRECT\)/);
       writeFileSync(own.pinFile, `${own.pin}\n`);
       await late.initialised; // the pre-flight retries every 2 s
       expect((await fetch(`${late.url}/ready`)).status).to.equal(200);
@@ -204,7 +260,14 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     const address = /created the token key (0x[0-9a-fA-F]{40})/.exec(created.stderr)?.[1];
     expect(address, created.stderr).to.be.a("string");
     expect(created.json).to.have.length(6); // accepted on both paymasters of each version
-    const inToken = withTokenSession({ ...token.config, keyLabel: "cli-created" }, (lib, session) => findKey(lib, session, { ...token.config, keyLabel: "cli-created" }));
+    const p = pkcs11js();
+    const inToken = withTokenSession({ ...token.config, keyLabel: "cli-created" }, (lib, session) => {
+      const key = findKey(lib, session, { ...token.config, keyLabel: "cli-created" });
+      // For signing only (second review, finding 8): no decrypt, unwrap or derive, never extractable.
+      const uses = lib.C_GetAttributeValue(session, key!.privateKey, [p.CKA_SIGN, p.CKA_DECRYPT, p.CKA_UNWRAP, p.CKA_DERIVE, p.CKA_EXTRACTABLE].map((type) => ({ type })));
+      expect(uses.map((u) => (u.value as Buffer)[0])).to.deep.equal([1, 0, 0, 0, 0]);
+      return key;
+    });
     expect(inToken?.address).to.equal(address);
 
     const list = await cli(["signer", "list", "--network", "hsm-local", "--json"]);

@@ -134,4 +134,36 @@ describe("open reservations: per sender across nonce keys, per browser key's cli
     for (let i = 0; i < 2; i++) expect((await sponsor(other.plaintext, "CAPPED3_OPEN2", "https://app.example")).answer.status).to.equal(200);
     expect((await sponsor(other.plaintext, "CAPPED3_OPEN2", "https://app.example")).answer.body.data).to.include({ reason: "TOO_MANY_OUTSTANDING", limit: 2 });
   });
+
+  it("the second review's IPv6 attack: 6 addresses of one /64 behind the trusted proxy are one client, stopped at the bound (maxOps 6)", async () => {
+    setBounds(undefined); // 8 per client, lowered under this strategy to 3 (half its maxOps)
+    const config = embedded.running.service.config as { trustedProxies?: readonly string[] };
+    config.trustedProxies = ["127.0.0.1/32"];
+    try {
+      const project = await store().createProject("capped six");
+      await store().createStrategy({ projectId: project.id, code: "CAPPED6", name: "six a day", rules: { caps: { daily: { maxOps: 6 } } } });
+      const browser = await store().createApiKey(project.id, "public");
+      await store().setApiKeyAccess(browser.apiKey.id, { allowedOrigins: ["https://app.example"], allowedIps: null });
+      const sponsorFrom = async (forwardedFor: string) => {
+        const wallet = await newWallet(embedded, "v0.7");
+        const params = [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: "CAPPED6", version: "v0.7" }];
+        return callWith(endpointFor(browser.plaintext), "pm_sponsorUserOperation", params, { origin: "https://app.example", "x-forwarded-for": forwardedFor });
+      };
+      // The script walks its /64: each address would be a fresh client if counted one by one.
+      const statuses = [];
+      let last: Awaited<ReturnType<typeof sponsorFrom>> | undefined;
+      for (let i = 1; i <= 6; i++) {
+        last = await sponsorFrom(`2001:db8:ab:cd:${i.toString(16)}::${i}`);
+        statuses.push(last.status);
+      }
+      expect(statuses, JSON.stringify(last?.body)).to.deep.equal([200, 200, 200, 429, 429, 429]);
+      expect(last!.body.data).to.include({ reason: "TOO_MANY_OUTSTANDING", scope: "clientIp", limit: 3 });
+      // A real user elsewhere (another /64, an IPv4 address) still gets the rest of the day's cap.
+      expect((await sponsorFrom("2001:db8:ab:ce::1")).status).to.equal(200);
+      expect((await sponsorFrom("198.51.100.20")).status).to.equal(200);
+      expect((await sponsorFrom("::ffff:198.51.100.21")).status).to.equal(200);
+    } finally {
+      config.trustedProxies = undefined;
+    }
+  });
 });

@@ -156,6 +156,45 @@ for (const backend of backends) {
       expect(await store.countPrunableSponsorships({ releasedBefore: later.now(), settledBefore: later.now() })).to.deep.include({ released: 0, settled: 0 });
     });
 
+    it("an unpaid token charge outlives any retention: its sender stays on pre-charge only and the at-risk budget reads the same (second review, finding 4)", async () => {
+      // The attacker: an ERC-20 op charged in postOp whose charge it defeated (approve, then revoke), settled and
+      // found unpaid by the watcher; it then waits for settledDays to pass before the next fresh sender.
+      const USDC = "0x3333333333333333333333333333333333333333" as Address;
+      const now = Math.floor(Date.now() / 1000);
+      const risk = { maxUsdMicrosPerProject: 3_000_000n, maxUsdMicrosPerKey: 2_000_000n, sinceSeconds: now - DAY };
+      const erc20 = (sender: Address, usdMicros: bigint) =>
+        op(sender, { mode: "erc20", strategyId: null, token: USDC, exchangeRate: 1n, maxTokenCost: 1n, maxCostUsdMicros: usdMicros, postOpCharge: true, postOpChargeRisk: risk });
+      const unpaid = await store.reserveSponsorship(erc20(SENDERS[0]!, 1_500_000n));
+      if (!unpaid.ok) throw new Error(`refused: ${unpaid.reason}`);
+      await store.settleSponsorship(unpaid.record.id, settlement(1));
+      await store.setTokenChargeUnpaid(unpaid.record.id, true);
+      // A paid one (its flag is no debt) and a plain settled one, for the prune to take.
+      const paid = await store.reserveSponsorship(erc20(SENDERS[1]!, 100n));
+      if (!paid.ok) throw new Error(`refused: ${paid.reason}`);
+      await store.settleSponsorship(paid.record.id, settlement(2));
+      await store.settleSponsorship((await reserve(SENDERS[1]!)).id, settlement(3));
+
+      const fresh = "0x4444444444444444444444444444444444444444" as Address;
+      const defences = async () => ({
+        preChargeOnly: await store.hasUnpaidTokenCharge("local", SENDERS[0]!),
+        atRisk: await store.reserveSponsorship(erc20(fresh, 600_000n)),
+      });
+      const before = await defences();
+      expect(before.preChargeOnly).to.equal(true);
+      expect(before.atRisk).to.deep.equal({ ok: false, reason: "POSTOP_CHARGE_AT_RISK", scope: "apiKey", limit: "2000000", value: "2100000" });
+
+      // Settled rows kept 7 days, seen 8 days on: everything settled goes but the unpaid one, in the dry run too.
+      const later = { ...ctx, now: () => now + 8 * DAY };
+      const dry = await pruneSponsorships(later, { dryRun: true, settledDays: 7 });
+      const pruned = await pruneSponsorships(later, { settledDays: 7 });
+      expect(await defences()).to.deep.equal(before);
+      expect(dry.settled, "the dry run counts the same").to.equal(2);
+      expect(pruned.settled).to.equal(2);
+      expect((await store.getSponsorship(unpaid.record.id))?.status, "the debt's record").to.equal("settled");
+      expect(await store.getSponsorship(paid.record.id)).to.equal(undefined);
+      expect(await store.countPrunableSponsorships({ settledBefore: later.now() })).to.deep.include({ settled: 0 });
+    });
+
     it("young rows, and released rows whose signature is still valid, are kept", async () => {
       await history();
       const now = Math.floor(Date.now() / 1000);

@@ -10,14 +10,14 @@ import { ERC20PaymasterV06Artifact, GasTankDepositArtifact, SimpleAccountV06Arti
 import { getUserOpHash, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { parseNetworkConfig } from "../src/config/schema.ts";
 import type { NetworkRuntime } from "../src/context.ts";
-import { approveCallData, executeCallData, startEmbedded, EMBEDDED_CONFIRMATIONS } from "../src/local/embedded.ts";
+import { executeCallData, startEmbedded, EMBEDDED_CONFIRMATIONS } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { weiToUsdMicros } from "../src/policy/rules.ts";
 import { logKey, matchTokenCharges, type TokenChargeLog, type UserOperationEventLog } from "../src/settlement/logs.ts";
 import { cursorNames, depositReference, startWatcher, watcherOptions, WATCHER_DEFAULTS, type Watcher, type WatcherOptions } from "../src/settlement/watcher.ts";
 import { parseUsd } from "../src/sponsor/price.ts";
 import type { SponsorshipRecord, Store, UsageTotals } from "../src/store/types.ts";
-import { allowTank, call, fundTank, chainRequest, handleOps, mint, newWallet, opFromResponse, signAsOwner, wireOp, type Embedded, type HandleOpsOutcome, type Wallet } from "./helpers/stack.ts";
+import { allowTank, call, chainRequest, handleOps, newWallet, opFromResponse, signAsOwner, sponsorAndSign, wireOp, type Embedded, type HandleOpsOutcome, type Wallet } from "./helpers/stack.ts";
 import { runCli } from "./helpers/cli.ts";
 
 const erc20PaymasterAbi = ERC20PaymasterV06Artifact.abi as Abi;
@@ -69,27 +69,10 @@ describe("settlement watcher (embedded local chain, real SQLite, tick() by hand)
 
   /** Asks the service to sponsor a fresh account's first op in `mode` and signs it as the owner. */
   async function sponsored(version: EntryPointVersion, mode: Mode): Promise<{ wallet: Wallet; op: SignedOp; userOpHash: Hex; record: SponsorshipRecord }> {
-    const wallet = await newWallet(embedded, version);
-    const extra: Record<string, string> = version === "v0.6" ? {} : { version };
-    let wire;
-    if (mode === "erc20") {
-      const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
-      await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
-      wire = wireOp(wallet, approveCallData(usdc.address, entryPoints(version).erc20Paymaster));
-      extra.token = "USDC";
-    } else {
-      wire = wireOp(wallet, executeCallData(wallet.owner.address));
-      if (mode === "sponsor") extra.strategy_code = embedded.strategyCode;
-      else await fundTank(store, wallet.sender, 10n ** 17n, embedded.projectId);
-    }
-    const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, extra]);
-    expect(status, JSON.stringify(body)).to.equal(200);
-    const op = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data));
-    const userOpHash = getUserOpHash({ ...op, entryPoint: entryPoints(version).entryPoint, chainId: embedded.stack.chain.chainId } as Parameters<typeof getUserOpHash>[0]);
-    const record = await store.findSponsorshipByUserOpHash(userOpHash);
-    expect(record?.status, "sponsorship recorded and signed").to.equal("signed");
-    expect(record!.mode).to.equal(mode);
-    return { wallet, op, userOpHash, record: record! };
+    const sponsoredOp = await sponsorAndSign(embedded, version, mode);
+    expect(sponsoredOp.record?.status, "sponsorship recorded and signed").to.equal("signed");
+    expect(sponsoredOp.record.mode).to.equal(mode);
+    return sponsoredOp;
   }
 
   async function submit(op: SignedOp): Promise<NonNullable<HandleOpsOutcome["event"]> & { logs: HandleOpsOutcome["logs"] }> {

@@ -359,7 +359,7 @@ for (const backend of BACKENDS) {
               `SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = 'public'
                  AND data_type = 'numeric' AND numeric_precision = 78 AND numeric_scale = 0`,
             ),
-          ).to.equal(21); // 16 of migrations 1-2, gas_tank_debits.amount_wei of migration 3, sponsorship_rollup's 4 (migration 12)
+          ).to.equal(32); // 16 of migrations 1-2, gas_tank_debits.amount_wei of migration 3, sponsorship_rollup's 4 (migration 12), billing's 11 (migration 15)
         });
 
         it("openStore opens PostgreSQL when databaseUrl is given (databasePath unused)", async () => {
@@ -432,6 +432,24 @@ for (const backend of BACKENDS) {
         const err = await rejection(backend.open());
         expect(isStoreError(err, "SCHEMA_TOO_NEW")).to.equal(true);
         expect((err as Error).message).to.match(/999/);
+      });
+
+      it("applies a known migration the database lacks even below its highest (migrations merged in another order)", async () => {
+        // As if the database had been migrated by a build without migration 13 but with the ones after it.
+        await store.close();
+        await backend.exec("DROP TABLE gas_tank_consents");
+        await backend.exec("DELETE FROM schema_migrations WHERE version = 13");
+        store = await open();
+        expect(await backend.count("SELECT COUNT(*) AS n FROM schema_migrations")).to.equal(backend.migrations.length);
+        expect(await backend.count("SELECT COUNT(*) AS n FROM gas_tank_consents")).to.equal(0);
+        // A recorded version this build does not know, even below its highest, is another build's: refused.
+        const versions = backend.migrations.map((m) => m.version);
+        const foreign = Array.from({ length: Math.max(...versions) }, (_, i) => i + 1).find((v) => !versions.includes(v)) ?? 0;
+        await store.close();
+        await backend.exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (${foreign}, 'another build', 0)`);
+        expect(isStoreError(await rejection(backend.open()), "SCHEMA_TOO_NEW")).to.equal(true);
+        await backend.exec(`DELETE FROM schema_migrations WHERE version = ${foreign}`);
+        store = await open();
       });
 
       it("upgrades a database that has only the first two migrations, keeping its rows", async () => {
@@ -651,7 +669,7 @@ for (const backend of BACKENDS) {
         expect((await store.getGasTank(NET, SENDER)).balanceWei).to.equal(0n);
       });
 
-      it("consents: deny by default; a signed one is kept only when newer; one by hand is dated after the recorded one", async () => {
+      it("consents: deny by default; a signed one is kept only when dated after the recorded one's recording; one by hand is dated when recorded", async () => {
         const { projectId } = await owner();
         expect(await store.gasTankAllows(NET, SENDER, projectId)).to.equal(false);
         const signed = await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: true, issuedAt: 1000, changedBy: "owner" });
@@ -659,16 +677,16 @@ for (const backend of BACKENDS) {
         expect(await store.gasTankAllows(NET, SENDER.toLowerCase() as Address, projectId)).to.equal(true);
         expect(await store.gasTankAllows("local", SENDER, projectId)).to.equal(false);
         expect(await store.gasTankAllows(NET, OTHER, projectId)).to.equal(false);
-        // Not newer: ignored, whatever it says.
-        for (const issuedAt of [1000, 999]) {
+        // Dated before the allow was recorded: ignored, whatever it says.
+        for (const issuedAt of [1000, 999, signed.consent.updatedAt - 1]) {
           const stale = await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: false, issuedAt, changedBy: "owner" });
           expect(stale.applied).to.equal(false);
           expect(stale.consent).to.include({ allowed: true, issuedAt: 1000 });
         }
-        // By hand: dated after the recorded one (now, here), so the old signed allow cannot come back.
+        // By hand: dated when recorded, so the old signed allow cannot come back.
         const byHand = await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: false, changedBy: "cli:ops" });
         expect(byHand.applied).to.equal(true);
-        expect(byHand.consent.issuedAt).to.be.greaterThan(1000);
+        expect(byHand.consent.issuedAt).to.equal(byHand.consent.updatedAt);
         expect((await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: true, issuedAt: 1000, changedBy: "owner" })).applied).to.equal(false);
         expect(await store.gasTankAllows(NET, SENDER, projectId)).to.equal(false);
         const listed = await store.gasTankConsents(NET, SENDER);
@@ -677,6 +695,28 @@ for (const backend of BACKENDS) {
         // A project that does not exist: NOT_FOUND, nothing written.
         expect(isStoreError(await rejection(store.setGasTankConsent({ network: NET, sender: SENDER, projectId: "nope", allowed: true, changedBy: "x" })), "NOT_FOUND")).to.equal(true);
         expect(await store.gasTankConsents(NET, SENDER)).to.have.length(1);
+      });
+
+      it("consents: a withdrawal recorded at T beats every message dated up to T + 60 s (all signed before T); an allow gives way to one dated from T", async () => {
+        const { projectId } = await owner();
+        const change = (allowed: boolean, issuedAt: number) => store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed, issuedAt, changedBy: "owner" });
+        const now = Math.floor(Date.now() / 1000);
+        // An allow dated 60 s ahead (the most the service accepts) is recorded now; a withdrawal dated at its recording replaces it.
+        const allow = await change(true, now + 60);
+        expect(allow.consent.replaceableAfter).to.equal(allow.consent.updatedAt - 1);
+        const withdrawal = await change(false, allow.consent.updatedAt);
+        expect(withdrawal.applied, "a withdrawal right after an allow").to.equal(true);
+        const t = withdrawal.consent.updatedAt;
+        expect(withdrawal.consent.replaceableAfter).to.equal(t + 60);
+        // Every allow signed before T is dated at most T + 60: none replaces the withdrawal, the one dated ahead included.
+        for (const issuedAt of [now + 60, t, t + 60]) expect((await change(true, issuedAt)).applied, String(issuedAt)).to.equal(false);
+        expect(await store.gasTankAllows(NET, SENDER, projectId)).to.equal(false);
+        expect((await change(true, t + 61)).applied, "signed after the withdrawal").to.equal(true);
+        // The operator's disallow by hand holds the same way.
+        const byHand = await store.setGasTankConsent({ network: NET, sender: SENDER, projectId, allowed: false, changedBy: "cli:ops" });
+        const h = byHand.consent.updatedAt;
+        expect((await change(true, h + 60)).applied).to.equal(false);
+        expect((await change(true, h + 61)).applied).to.equal(true);
       });
 
       it("consents on upgrade: a tank allows the projects under which its sender's User Sponsor ops landed, and only those", async () => {
@@ -694,15 +734,16 @@ for (const backend of BACKENDS) {
         // The database as version 12 left it (no consents yet), then opened by this version.
         await store.close();
         await backend.exec("DROP TABLE gas_tank_consents");
-        await backend.exec("DELETE FROM schema_migrations WHERE version = 13");
+        await backend.exec("DELETE FROM schema_migrations WHERE version = 13"); // only 13 runs again: the store applies each migration it lacks
         store = await open();
         expect(await store.gasTankAllows(NET, SENDER, landed.projectId)).to.equal(true);
         expect(await store.gasTankAllows(NET, SENDER, pending.projectId), "an op not landed proves nothing").to.equal(false);
         expect(await store.gasTankAllows(NET, OTHER, pending.projectId), "Sponsor mode used no tank").to.equal(false);
         const [kept] = await store.gasTankConsents(NET, SENDER);
         expect(kept).to.include({ projectId: landed.projectId, allowed: true, issuedAt: 0, changedBy: "settled ops" });
-        // Any signed consent is newer.
-        expect((await store.setGasTankConsent({ network: NET, sender: SENDER, projectId: landed.projectId, allowed: false, issuedAt: 1, changedBy: "owner" })).applied).to.equal(true);
+        // Any consent signed now is newer.
+        const now = Math.floor(Date.now() / 1000);
+        expect((await store.setGasTankConsent({ network: NET, sender: SENDER, projectId: landed.projectId, allowed: false, issuedAt: now, changedBy: "owner" })).applied).to.equal(true);
       });
     });
 

@@ -1,7 +1,8 @@
 // Issue 20, finding 2: a gas tank belongs to a sender, not to a project, so User Sponsor mode draws only for
 // projects the tank's owner allowed. Over real HTTP on the embedded chain: the owner's signed consent (an EOA's
 // key, before and after the EOA is delegated to Simple7702Account), refusals of a
-// stranger's signature, another project's message, an old message replayed and a stale one; the operator's
+// stranger's signature, another project's message, an old message replayed and a stale one; an allow dated
+// ahead and held back against the owner's withdrawal and the operator's disallow; the operator's
 // allow/disallow through the admin API, audited.
 import { expect } from "chai";
 import { gasTankConsentTypedData, type Address } from "@paymaster/shared";
@@ -81,7 +82,7 @@ describe("gas tank consent: User Sponsor mode draws only for projects the tank a
 
     // Delegated, the sender has code: viem checks the signature with ERC-1271 through its validator (Simple7702Account
     // accepts its EOA key), ECDSA recovery as the fallback; the same key withdraws the consent.
-    const disallowAt = allowAt + 1;
+    const disallowAt = (await rpc("pm_gasTankConsentRequest", [{ sender: wallet.sender, allowed: false }])).result.typedData.message.issuedAt as number;
     const disallowed = await rpc("pm_setGasTankConsent", [{ sender: wallet.sender, allowed: false, issuedAt: disallowAt, signature: await signConsent(wallet.owner, wallet.sender, embedded.projectId, false, disallowAt) }]);
     expect(disallowed.result, JSON.stringify(disallowed)).to.include({ allowed: false, issuedAt: disallowAt });
     const next = wireOp(wallet, executeCallData(wallet.sender), { deploy: false, nonce: 1n });
@@ -91,6 +92,59 @@ describe("gas tank consent: User Sponsor mode draws only for projects the tank a
     const replay = await rpc("pm_setGasTankConsent", [{ sender: wallet.sender, allowed: true, issuedAt: allowAt, signature: allowSignature }]);
     expect(replay.error?.data?.reason, JSON.stringify(replay)).to.equal("INVALID_CONSENT");
     expect(await store().gasTankAllows("local", wallet.sender, embedded.projectId)).to.equal(false);
+  });
+
+  it("an attacker's allow dated ahead and held back cannot undo the owner's withdrawal nor the operator's disallow (second review, finding 1)", async () => {
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const sender = owner.address;
+    const set = (allowed: boolean, issuedAt: number, signature: string) => rpc("pm_setGasTankConsent", [{ sender, allowed, issuedAt, signature }]);
+    const signed = (allowed: boolean, issuedAt: number) => signConsent(owner, sender, embedded.projectId, allowed, issuedAt);
+    const fresh = async (allowed: boolean) => (await rpc("pm_gasTankConsentRequest", [{ sender, allowed }])).result.typedData.message.issuedAt as number;
+
+    // The dapp builds the messages the owner signs: it gets an allow dated 9 minutes ahead signed. Refused at once.
+    const farAhead = now() + 540;
+    const early = await set(true, farAhead, await signed(true, farAhead));
+    expect(early.error?.data?.reason, JSON.stringify(early)).to.equal("INVALID_CONSENT");
+    expect(early.error.message).to.match(/ahead of the service's clock .* by more than 60 s/);
+
+    // Within the skew: the owner allows (used), the dapp keeps a second allow dated 55 s ahead.
+    const allowAt = await fresh(true);
+    expect((await set(true, allowAt, await signed(true, allowAt))).result).to.include({ allowed: true });
+    const heldAt = now() + 55;
+    const held = await signed(true, heldAt);
+    // The owner withdraws at once (a withdrawal right after an allow is accepted), with the service's own date.
+    const withdrawAt = await fresh(false);
+    const withdrawn = await set(false, withdrawAt, await signed(false, withdrawAt));
+    expect(withdrawn.result, JSON.stringify(withdrawn)).to.include({ allowed: false, issuedAt: withdrawAt });
+    // The held-back allow is dated after the withdrawal's issuedAt, but was signed before it was recorded: refused.
+    const replayed = await set(true, heldAt, held);
+    expect(replayed.error?.data?.reason, JSON.stringify(replayed)).to.equal("INVALID_CONSENT");
+    expect(replayed.error.message).to.match(/is a withdrawal, which beats every consent signed before it/);
+    expect(await store().gasTankAllows("local", sender, embedded.projectId)).to.equal(false);
+    // So is a fresh allow signed within the skew of the withdrawal (it cannot be told from a held-back one).
+    const soon = await fresh(true);
+    expect((await set(true, soon, await signed(true, soon))).error?.data?.reason).to.equal("INVALID_CONSENT");
+
+    // The same against the operator's disallow: another allow held back, the operator disallows by hand, replay refused.
+    const operatorSender = privateKeyToAccount(generatePrivateKey());
+    const signedBy = (allowed: boolean, issuedAt: number) => signConsent(operatorSender, operatorSender.address, embedded.projectId, allowed, issuedAt);
+    const setFor = (allowed: boolean, issuedAt: number, signature: string) => rpc("pm_setGasTankConsent", [{ sender: operatorSender.address, allowed, issuedAt, signature }]);
+    const opAllowAt = now();
+    expect((await setFor(true, opAllowAt, await signedBy(true, opAllowAt))).result).to.include({ allowed: true });
+    const opHeldAt = now() + 55;
+    const opHeld = await signedBy(true, opHeldAt);
+    const disallow = await fetch(`${adminUrl}/admin/v1/tanks/local/${operatorSender.address}/disallow`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ project: embedded.projectId }),
+    });
+    expect(disallow.status).to.equal(200);
+    const byHand = (await disallow.json()) as { issuedAt: number; updatedAt: number };
+    expect(byHand.issuedAt, "dated when recorded").to.equal(byHand.updatedAt);
+    const opReplayed = await setFor(true, opHeldAt, opHeld);
+    expect(opReplayed.error?.data?.reason, JSON.stringify(opReplayed)).to.equal("INVALID_CONSENT");
+    expect(opReplayed.error.message).to.match(/by the operator\) is a withdrawal/);
+    expect(await store().gasTankAllows("local", operatorSender.address, embedded.projectId)).to.equal(false);
   });
 
   it("the consent methods are on the standard endpoint only, and refuse malformed params by name", async () => {
@@ -123,7 +177,9 @@ describe("gas tank consent: User Sponsor mode draws only for projects the tank a
 
     const disallowed = await admin("POST", `/tanks/local/${sender}/disallow`, { project: embedded.projectId });
     expect(disallowed.body).to.include({ allowed: false });
-    expect(disallowed.body.issuedAt).to.be.greaterThan(allowed.body.issuedAt);
+    // Dated when recorded (not after any signed consent): the ordering is by recording time (tankConsentClock.ts).
+    expect(disallowed.body.issuedAt).to.equal(disallowed.body.updatedAt);
+    expect(disallowed.body.issuedAt).to.be.at.least(allowed.body.issuedAt);
     expect(await store().gasTankAllows("local", sender, embedded.projectId)).to.equal(false);
     const audit = await store().listAudit({ target: `local:${sender}` });
     expect(audit.map((a) => a.action)).to.include.members(["tank.allow", "tank.disallow"]);

@@ -15,7 +15,7 @@ import { openSqliteStore } from "../src/store/index.ts";
 import type { Store } from "../src/store/types.ts";
 import { createEventWebhook, createApprovalWebhook } from "../src/webhooks/admin.ts";
 import { askApproval } from "../src/webhooks/approval.ts";
-import { PUBLIC_ONLY, destinationPolicy, internalClass, socketBlockList, type Resolver } from "../src/webhooks/destination.ts";
+import { PUBLIC_ONLY, destinationPolicy, internalClass, resolveDestination, socketBlockList, type Resolver } from "../src/webhooks/destination.ts";
 import { sendSigned } from "../src/webhooks/send.ts";
 import { startWebhookWorker } from "../src/webhooks/worker.ts";
 import { createLogger } from "../src/log.ts";
@@ -76,6 +76,104 @@ describe("webhook destinations", function () {
       ["2606:4700::1111", undefined],
     ];
     for (const [address, expected] of cases) expect(internalClass(address), address).to.equal(expected);
+  });
+
+  it("IPv6 forms that carry an IPv4 address (second review, finding 3): NAT64 is judged by what it carries; 6to4, Teredo, IPv4-compatible/-translated, local-use NAT64 and site-local are refused whole", () => {
+    const TRANSITION = "an IPv6 transition address that may reach IPv4 hosts (6to4, Teredo, IPv4-compatible, IPv4-translated)";
+    const cases: [string, string | undefined][] = [
+      // NAT64, the well-known prefix: the IPv4 address it stands for decides.
+      ["64:ff9b::7f00:1", "a loopback address"],
+      ["64:ff9b::127.0.0.1", "a loopback address"],
+      ["64:ff9b::a9fe:a9fe", "a link-local address"],
+      ["64:ff9b::169.254.169.254", "a link-local address"],
+      ["64:ff9b::a00:5", "a private address"],
+      ["64:FF9B::10.0.0.5", "a private address"],
+      ["64:ff9b::808:808", undefined],
+      // Local-use NAT64: the site's own translator, refused whatever it carries.
+      ["64:ff9b:1::7f00:1", "a local-use NAT64 address (a site's own translator)"],
+      ["64:ff9b:1:ffff::808:808", "a local-use NAT64 address (a site's own translator)"],
+      // Deprecated forms, refused whole.
+      ["2002:7f00:1::1", TRANSITION], // 6to4 of 127.0.0.1
+      ["2002:a9fe:a9fe::", TRANSITION],
+      ["2002:808:808::1", TRANSITION],
+      ["2001:0:4136:e378:8000:63bf:80ff:fffe", TRANSITION], // Teredo, client 127.0.0.1 obfuscated
+      ["::127.0.0.1", TRANSITION], // IPv4-compatible
+      ["::a9fe:a9fe", TRANSITION],
+      ["::ffff:0:7f00:1", TRANSITION], // IPv4-translated
+      ["::ffff:0:10.0.0.5", TRANSITION],
+      ["fec0::1", "a site-local address (deprecated)"],
+      ["feff::1", "a site-local address (deprecated)"],
+      ["192.88.99.1", "a reserved address"], // the 6to4 relay anycast
+      // Unchanged: the unspecified and loopback addresses inside ::/96 keep their names; public IPv6 stays public.
+      ["::", "an unspecified address"],
+      ["::1", "a loopback address"],
+      ["2001:4860:4860::8888", undefined],
+      ["2a00:1450::1", undefined],
+    ];
+    for (const [address, expected] of cases) expect(internalClass(address), address).to.equal(expected);
+  });
+
+  it("at creation and at delivery, those forms are refused before any connection; the operator's allowlist judges NAT64 by its IPv4", async () => {
+    const cases: [string, RegExp][] = [
+      ["http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", /64:ff9b::a9fe:a9fe \(NAT64 for 169\.254\.169\.254\) is a link-local address/],
+      ["http://[64:ff9b::7f00:1]:8080/", /NAT64 for 127\.0\.0\.1\) is a loopback address/],
+      ["http://[64:ff9b::a00:5]/", /NAT64 for 10\.0\.0\.5\) is a private address/],
+      ["http://[2002:7f00:1::1]/", /2002:7f00:1::1 is an IPv6 transition address/],
+      ["http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", /is an IPv6 transition address/],
+      ["http://[::7f00:1]/", /::7f00:1 is an IPv6 transition address/],
+      ["http://[::ffff:0:a00:5]/", /is an IPv6 transition address/],
+      ["http://[64:ff9b:1::a00:5]/", /is a local-use NAT64 address/],
+      ["http://[fec0::1]/", /fec0::1 is a site-local address/],
+    ];
+    for (const [url, message] of cases) {
+      const refused = await createEventWebhook(store, { projectId, url }, PUBLIC_ONLY).then(
+        () => undefined,
+        (e: { code: string; message: string }) => e,
+      );
+      expect(refused?.code, url).to.equal("INVALID_INPUT");
+      expect(refused!.message, url).to.match(message);
+    }
+    // A name resolving to such a form is refused at delivery by the check that precedes any connection (asked
+    // directly: were it to pass, nothing is sent beyond loopback).
+    const names = resolverOf({ "nat64.example.test": ["64:ff9b::a9fe:a9fe"], "sixtofour.example.test": ["2002:a00:5::1"], "sitelocal.example.test": ["fec0::5"] });
+    for (const host of ["nat64", "sixtofour", "sitelocal"]) {
+      const result = await resolveDestination(new URL(`http://${host}.example.test/hook`), destinationPolicy({ resolve: names }));
+      expect("refused" in result && result.refused, host).to.match(/^destination refused: /);
+    }
+    // The operator's allowlist: an allowed internal IPv4 range also allows its NAT64 form; a public NAT64 one needs nothing.
+    const internal = destinationPolicy({ allowed: ["10.0.0.0/24"] });
+    await createEventWebhook(store, { projectId, url: "http://[64:ff9b::a00:5]:8080/" }, internal);
+    await createEventWebhook(store, { projectId, url: "http://[64:ff9b::808:808]/" }, PUBLIC_ONLY);
+    expect(socketBlockList("64:ff9b::a00:5", internal), "allowed: no block").to.equal(undefined);
+    expect(receiver.requests, "nothing reached the receiver").to.have.length(0);
+  });
+
+  it("the socket layer blocks those forms on its own: a lookup answering them is refused by Node before any packet", async () => {
+    const forms = ["64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::a00:5", "64:ff9b:1::7f00:1", "2002:7f00:1::1", "2001:0:4136:e378:8000:63bf:80ff:fffe", "::7f00:1", "::ffff:0:7f00:1", "fec0::1", "::ffff:127.0.0.1"];
+    for (const address of forms) {
+      const blockList = socketBlockList(address, PUBLIC_ONLY)!;
+      // Checked first: were the list not to block it, no connection is tried (nothing may leave loopback).
+      expect(blockList.check(address, "ipv6"), address).to.equal(true);
+      const code = await new Promise<string>((resolve) => {
+        const socket = connect({
+          host: "embedded.example.test",
+          port: 80,
+          blockList,
+          lookup: (_host, options, callback) => {
+            if ((options as { all?: boolean }).all) (callback as unknown as (e: null, all: { address: string; family: number }[]) => void)(null, [{ address, family: 6 }]);
+            else callback(null, address, 6);
+          },
+        });
+        socket.on("connect", () => {
+          socket.destroy();
+          resolve("connected");
+        });
+        socket.on("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"));
+      });
+      expect(code, address).to.equal("ERR_IP_BLOCKED");
+    }
+    // A public NAT64 address is not blocked (only checked: nothing is connected to).
+    expect(socketBlockList("64:ff9b::808:808", PUBLIC_ONLY)!.check("64:ff9b::808:808", "ipv6")).to.equal(false);
   });
 
   it("at creation, by default: loopback, localhost, link-local, private and IPv6 internal literals are refused by name", async () => {

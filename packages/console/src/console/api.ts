@@ -1,17 +1,26 @@
 // The console's one door to the service: the admin API (/admin/v1, relative to /console/ so a proxy may mount
 // both under a prefix). The session cookie goes along by itself (same origin, HttpOnly: no script sees it);
-// every change also carries the session's CSRF value in X-Paymaster-CSRF.
+// every change also carries the session's CSRF value in X-Paymaster-CSRF. The session says the role it has and
+// every route that role may call (`permitted`): the pages show an action only when `can` says so (the service
+// refuses the rest with 403 anyway).
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ApiError, callJson } from "../shared/http.ts";
 
 export { ApiError } from "../shared/http.ts";
 
 const BASE = "../admin/v1";
+/** The admin API's path prefix, as `permitted` names its routes. */
+const API_PATH = "/admin/v1";
+
+export type Role = "viewer" | "operator" | "admin";
 
 export interface Session {
   name: string;
+  role: Role;
   expiresAt: number;
   csrf: string;
+  /** Every route this session may call: "METHOD /admin/v1/path/:param". */
+  permitted: string[];
 }
 
 // ---- the session, shared by every page
@@ -50,6 +59,27 @@ export const api = {
   post: <T = any>(path: string, body?: unknown) => request<T>("POST", path, body ?? {}),
   patch: <T = any>(path: string, body: unknown) => request<T>("PATCH", path, body),
 };
+
+/** A permitted route ("POST /admin/v1/keys/:id/revoke") as a pattern of the requests it allows. */
+const patterns = new Map<string, RegExp>();
+function routePattern(route: string): RegExp {
+  let found = patterns.get(route);
+  if (!found) {
+    const escaped = route.split("/").map((part) => (part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+    found = new RegExp(`^${escaped.join("/")}$`);
+    patterns.set(route, found);
+  }
+  return found;
+}
+
+/**
+ * Whether the signed-in session may call `method` on `path` — the path exactly as the page calls it
+ * (`/keys/${id}/revoke`): what decides whether the page shows an action at all.
+ */
+export function can(method: "POST" | "PATCH", path: string): boolean {
+  const wanted = `${method} ${API_PATH}${path.split("?")[0]}`;
+  return (session?.permitted ?? []).some((route) => routePattern(route).test(wanted));
+}
 
 /** Asks who is signed in (the cookie decides); null when nobody. */
 export async function loadSession(): Promise<void> {

@@ -12,6 +12,7 @@ import { Applications } from "./pages/applications.tsx";
 import { Strategies, StrategyPage } from "./pages/strategies.tsx";
 import { Sponsorship, Sponsorships } from "./pages/sponsorships.tsx";
 import { Tank, Tanks } from "./pages/tanks.tsx";
+import { Billing, ProjectBilling } from "./pages/billing.tsx";
 import { Webhooks } from "./pages/webhooks.tsx";
 import { Audit } from "./pages/audit.tsx";
 
@@ -22,6 +23,7 @@ const NAV: [string, string][] = [
   ["/strategies", "Strategies"],
   ["/sponsorships", "Sponsorships"],
   ["/tanks", "Gas tanks"],
+  ["/billing", "Billing"],
   ["/webhooks", "Webhooks"],
   ["/audit", "Audit log"],
 ];
@@ -39,6 +41,8 @@ function Page({ path }: { path: string }) {
       return parts[1] ? <Sponsorship id={parts[1]} /> : <Sponsorships />;
     case "tanks":
       return parts[1] && parts[2] ? <Tank network={parts[1]} sender={parts[2]} /> : <Tanks />;
+    case "billing":
+      return parts[1] ? <ProjectBilling id={parts[1]} /> : <Billing />;
     case "webhooks":
       return <Webhooks />;
     case "audit":
@@ -68,7 +72,7 @@ function App() {
       </a>
       <header class="topbar">
         <a class="brand" href={href("/overview")}>Paymaster console</a>
-        <span class="who">Signed in as <strong>{session.name}</strong></span>
+        <span class="who">Signed in as <strong>{session.name}</strong> <span class="role" title="What this session may do: viewer reads; operator also changes projects, keys, strategies, applications and webhooks; admin also gas tanks and tokens">({session.role})</span></span>
         <button type="button" class="small" onClick={() => void signOut()}>Sign out</button>
       </header>
       <div class="shell">

@@ -84,6 +84,9 @@ abstract contract TokenChargeBase is PaymasterBase {
     ///         per slot it sets from zero: accruedFees, and in CHARGE_IN_POSTOP mode the paymaster's token
     ///         balance too (in PRE_CHARGE mode validation already set it, and the EntryPoint counted that gas).
     uint256 public constant FIRST_FEE_SLOT_GAS = 17_100;
+    /// @notice Gas a first fee spends beyond its slots: the transient note that the token's fees were zero at the
+    ///         start of the transaction (so that a sweep later in the bundle cannot hide it; ~0.9k measured).
+    uint256 public constant FIRST_FEE_NOTE_GAS = 1_000;
     /// @notice Gas CHARGE_IN_POSTOP's postOp may spend beyond postOpGas reading the sender's token balance and
     ///         allowance cold (2 x EIP-2929's 2,100): nothing earlier in the transaction need have touched them
     ///         (pre-charge mode's validation always has), while postOpGas is measured with them warm.
@@ -93,6 +96,14 @@ abstract contract TokenChargeBase is PaymasterBase {
     ///      withdrawable. Transient: validation and postOp of a bundle run in one transaction, and an op whose
     ///      postOp never settles cannot leave a stale figure behind.
     bytes32 private constant IN_FLIGHT_SLOT = keccak256("paymaster.TokenChargeBase.inFlightPreCharges");
+    /// @dev Transient slot base of what accruedFees held (per token) when this transaction first changed it:
+    ///      FEES_WERE_ZERO or FEES_WERE_NONZERO; 0 while this transaction has not changed it. A slot set from zero
+    ///      costs SSTORE_SET only if it also held zero at the start of the transaction (EIP-2200): after a
+    ///      sweepFees earlier in the same bundle, the next fee's writes are cheap, and must not be priced as a
+    ///      first fee (audit 3, finding 4).
+    bytes32 private constant FEES_AT_TX_START_SLOT = keccak256("paymaster.TokenChargeBase.accruedFeesAtTxStart");
+    uint256 private constant FEES_WERE_ZERO = 1;
+    uint256 private constant FEES_WERE_NONZERO = 2;
     /// @notice Bytes of paymasterData: validity + token fields + signature.
     uint256 internal constant TOKEN_PAYMASTER_DATA_LENGTH = VALIDITY_LENGTH + TOKEN_FIELDS_LENGTH + SIGNATURE_LENGTH;
 
@@ -124,7 +135,8 @@ abstract contract TokenChargeBase is PaymasterBase {
         uint256 maxTokenCharge;
     }
 
-    /// @notice What validation hands to postOp (8 static words: 256 bytes of context).
+    /// @notice What validation hands to postOp about the charge (5 static words); each version's paymaster appends
+    ///         the gas fields its postOp needs (v0.6: 2 words, v0.7/v0.8: 3), so a context is 224 or 256 bytes.
     struct ChargeContext {
         address sender;
         address token;
@@ -132,9 +144,6 @@ abstract contract TokenChargeBase is PaymasterBase {
         uint256 preCharged;
         /// @dev The most postOp may keep or take: the pre-charge, or in CHARGE_IN_POSTOP mode maxTokenCharge.
         uint256 maxCharge;
-        uint256 maxFeePerGas;
-        uint256 maxPriorityFeePerGas;
-        uint256 postOpGasLimit;
     }
 
     // ---------------------------------------------------------------- constructor
@@ -176,6 +185,7 @@ abstract contract TokenChargeBase is PaymasterBase {
     /// @notice Sends every accrued fee of `token` to the treasury. Anyone may call it: it only ever pays the
     ///         owner's treasury, and it moves only settled fees (never a pre-charge still in flight in a bundle).
     function sweepFees(address token) external returns (uint256 amount) {
+        _noteFeesAtTxStart(token);
         amount = accruedFees[token];
         accruedFees[token] = 0;
         _send(token, treasury, amount);
@@ -188,6 +198,7 @@ abstract contract TokenChargeBase is PaymasterBase {
         if (to == address(0)) revert ZeroAddress();
         uint256 available = withdrawableTokens(token);
         if (amount > available) revert InsufficientWithdrawable(token, amount, available);
+        _noteFeesAtTxStart(token);
         uint256 fees = accruedFees[token];
         accruedFees[token] = amount < fees ? fees - amount : 0;
         _send(token, to, amount);
@@ -215,11 +226,8 @@ abstract contract TokenChargeBase is PaymasterBase {
     }
 
     /// @notice Pre-charges of `token` taken in validation in this transaction whose postOp has not run yet.
-    function inFlightPreCharges(address token) public view returns (uint256 amount) {
-        bytes32 slot = _inFlightSlot(token);
-        assembly ("memory-safe") {
-            amount := tload(slot)
-        }
+    function inFlightPreCharges(address token) public view returns (uint256) {
+        return _tload(_transientSlot(IN_FLIGHT_SLOT, token));
     }
 
     /// @notice Token amount for `gasCostWei` at `exchangeRate` (token base units per 1e18 wei), rounded up
@@ -235,15 +243,43 @@ abstract contract TokenChargeBase is PaymasterBase {
         emit PostOpGasSet(postOpGas_);
     }
 
-    function _inFlightSlot(address token) private pure returns (bytes32) {
-        return keccak256(abi.encode(token, IN_FLIGHT_SLOT));
+    /// @dev The transient slot of `token` under `base`: keccak256(abi.encode(token, base)), hashed in scratch space.
+    function _transientSlot(bytes32 base, address token) private pure returns (bytes32 slot) {
+        assembly ("memory-safe") {
+            mstore(0x00, token)
+            mstore(0x20, base)
+            slot := keccak256(0x00, 0x40)
+        }
+    }
+
+    function _tload(bytes32 slot) private view returns (uint256 value) {
+        assembly ("memory-safe") {
+            value := tload(slot)
+        }
+    }
+
+    function _tstore(bytes32 slot, uint256 value) private {
+        assembly ("memory-safe") {
+            tstore(slot, value)
+        }
     }
 
     function _setInFlightPreCharges(address token, uint256 amount) private {
-        bytes32 slot = _inFlightSlot(token);
-        assembly ("memory-safe") {
-            tstore(slot, amount)
-        }
+        _tstore(_transientSlot(IN_FLIGHT_SLOT, token), amount);
+    }
+
+    /// @dev Before this transaction's first change of accruedFees[token]: notes whether it held zero. Called by
+    ///      every change that can lower it (sweepFees, withdrawTokens) and by a fee into zero fees; a fee into
+    ///      non-zero fees need not note: either they were non-zero at the start, or a first fee earlier in this
+    ///      transaction noted that they were zero.
+    function _noteFeesAtTxStart(address token) private {
+        bytes32 slot = _transientSlot(FEES_AT_TX_START_SLOT, token);
+        if (_tload(slot) == 0) _tstore(slot, accruedFees[token] == 0 ? FEES_WERE_ZERO : FEES_WERE_NONZERO);
+    }
+
+    /// @dev Whether this fee sets accruedFees[token] from a zero it also held at the start of the transaction.
+    function _isFirstFee(address token) private view returns (bool) {
+        return accruedFees[token] == 0 && _tload(_transientSlot(FEES_AT_TX_START_SLOT, token)) != FEES_WERE_NONZERO;
     }
 
     function _setTreasury(address treasury_) private {
@@ -334,11 +370,12 @@ abstract contract TokenChargeBase is PaymasterBase {
     /// @dev Gas postOp may spend beyond postOpGas, which is measured with every slot it touches warm and
     ///      non-zero: the paymaster must not pay for storage it did not charge. CHARGE_IN_POSTOP: the sender's
     ///      slots may be cold (POSTOP_MODE_COLD_GAS); the token's first fee since accruedFees was last zero sets
-    ///      two slots from zero (accruedFees and the paymaster's token balance), pre-charge's first fee one.
+    ///      two slots from zero (accruedFees and the paymaster's token balance), pre-charge's first fee one, when
+    ///      they also held zero at the start of the transaction (not after a sweep earlier in the bundle).
     function _coldSlotsGas(ChargeContext memory ctx) internal view returns (uint256 gas) {
-        bool firstFee = accruedFees[ctx.token] == 0;
-        if (ctx.preCharged > 0) return firstFee ? FIRST_FEE_SLOT_GAS : 0;
-        return POSTOP_MODE_COLD_GAS + (firstFee ? 2 * FIRST_FEE_SLOT_GAS : 0);
+        bool firstFee = _isFirstFee(ctx.token);
+        if (ctx.preCharged > 0) return firstFee ? FIRST_FEE_SLOT_GAS + FIRST_FEE_NOTE_GAS : 0;
+        return POSTOP_MODE_COLD_GAS + (firstFee ? 2 * FIRST_FEE_SLOT_GAS + FIRST_FEE_NOTE_GAS : 0);
     }
 
     /// @dev Settles the charge for `gasCostWei`, never more than ctx.maxCharge (the pre-charge, or the signed
@@ -357,7 +394,10 @@ abstract contract TokenChargeBase is PaymasterBase {
             paid = _tryTransferFrom(ctx.token, ctx.sender, address(this), amount);
         }
         if (!paid) return (false, amount);
-        accruedFees[ctx.token] += amount;
+        uint256 fees = accruedFees[ctx.token];
+        // Only a fee into zero fees can be this transaction's first change (a sweep or withdrawal notes its own).
+        if (fees == 0) _noteFeesAtTxStart(ctx.token);
+        accruedFees[ctx.token] = fees + amount;
         emit TokenCharged(ctx.sender, ctx.token, gasCostWei, ctx.exchangeRate, amount);
         // Last, so that REFUND_BOOKKEEPING_GAS only has to cover recording a deferred refund.
         if (refund > 0) _refund(ctx.token, ctx.sender, refund);

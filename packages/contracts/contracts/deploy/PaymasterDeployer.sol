@@ -16,7 +16,10 @@ interface IOwnable2StepTransfer {
 /// @dev The CREATE2 salt is keccak256(abi.encode(msg.sender, salt)): nobody can take "your" address on a chain
 ///      where you have not deployed yet (squatting), and one deployer key gets the same addresses everywhere.
 ///      This contract holds no ether after `deploy`. It stays the paymaster's owner until the offered owner
-///      accepts; until then the deploying key may re-offer (reofferOwnership), and nobody else can do anything.
+///      accepts. For REOFFER_WINDOW after `deploy`, and only while no owner accepted, the deploying key may offer
+///      ownership to someone else (reofferOwnership), itself included: in that window the deploying key is as
+///      strong as the owner. After it, the deploying key can do nothing, and nobody else ever can. The window is
+///      kept here, not in the paymaster's constructor arguments, so the paymaster's address stays deterministic.
 contract PaymasterDeployer {
     // ---------------------------------------------------------------- types
     /// @notice One set-up call on the new paymaster, with the ether it carries (e.g. addStake, deposit).
@@ -32,15 +35,29 @@ contract PaymasterDeployer {
     error SetupCallFailed(uint256 index, bytes reason);
     /// @notice `caller` did not deploy `paymaster` through this contract.
     error NotDeployer(address paymaster, address caller);
+    /// @notice The deploying key's window to re-offer `paymaster` closed at `closedAt` (unix seconds).
+    error ReofferWindowClosed(address paymaster, uint256 closedAt);
 
     // ---------------------------------------------------------------- events
     event PaymasterDeployed(address indexed paymaster, address indexed deployer, bytes32 salt, address owner);
     /// @notice The key that deployed `paymaster` offered its ownership again, now to `owner`.
     event OwnershipReoffered(address indexed paymaster, address indexed deployer, address owner);
 
+    // ---------------------------------------------------------------- constants
+    /// @notice How long after `deploy` the deploying key may re-offer ownership nobody accepted yet: long enough
+    ///         to notice and correct an owner that can never accept, short enough that the deploying key does not
+    ///         stay as strong as the owner indefinitely.
+    uint256 public constant REOFFER_WINDOW = 7 days;
+
     // ---------------------------------------------------------------- storage
-    /// @notice The key that deployed each contract through `deploy`: the only one that may re-offer it.
-    mapping(address paymaster => address deployer) public deployerOf;
+    /// @notice Who deployed a contract through `deploy`, and until when (unix seconds) that key may re-offer it.
+    struct Deployment {
+        address deployer;
+        uint64 reofferUntil;
+    }
+
+    /// @notice Each contract deployed through `deploy`: the only key that may re-offer it, and until when.
+    mapping(address paymaster => Deployment) public deployments;
 
     // ---------------------------------------------------------------- views
     /// @notice The address `deployer` gets for `initCode` (by its keccak256) with `salt`.
@@ -76,7 +93,7 @@ contract PaymasterDeployer {
             (bool ok, bytes memory reason) = paymaster.call{value: setup[i].value}(setup[i].data);
             if (!ok) revert SetupCallFailed(i, reason);
         }
-        deployerOf[paymaster] = msg.sender;
+        deployments[paymaster] = Deployment(msg.sender, uint64(block.timestamp + REOFFER_WINDOW));
         IOwnable2StepTransfer(paymaster).transferOwnership(owner);
         emit PaymasterDeployed(paymaster, msg.sender, salt, owner);
     }
@@ -84,11 +101,13 @@ contract PaymasterDeployer {
     /// @notice Offers `paymaster`'s ownership to `owner` instead of the owner offered at deployment, for when
     ///         that one can never accept (a typo, a multisig absent on this chain): without it the deposit and
     ///         stake sent with `deploy` would be locked and the address could not be deployed again. Only the
-    ///         key that deployed it, and only while the offer is open: once an owner accepted, this contract is
-    ///         no longer the owner and the paymaster refuses the call.
+    ///         key that deployed it, only for REOFFER_WINDOW after `deploy`, and only while the offer is open: once
+    ///         an owner accepted, this contract is no longer the owner and the paymaster refuses the call.
     function reofferOwnership(address paymaster, address owner) external {
         if (owner == address(0)) revert ZeroOwner();
-        if (deployerOf[paymaster] != msg.sender || msg.sender == address(0)) revert NotDeployer(paymaster, msg.sender);
+        Deployment memory deployment = deployments[paymaster];
+        if (deployment.deployer != msg.sender || msg.sender == address(0)) revert NotDeployer(paymaster, msg.sender);
+        if (block.timestamp > deployment.reofferUntil) revert ReofferWindowClosed(paymaster, deployment.reofferUntil);
         IOwnable2StepTransfer(paymaster).transferOwnership(owner);
         emit OwnershipReoffered(paymaster, msg.sender, owner);
     }

@@ -32,6 +32,13 @@ contract GasTankDeposit is Ownable2Step {
     error RecipientIsEntryPoint(address to);
     /// @notice depositToPaymaster named the zero address as the EntryPoint or the paymaster.
     error ZeroPaymaster();
+    /// @notice depositToPaymaster named this contract as the paymaster: the ether would become this contract's
+    ///         own EntryPoint deposit, which it can never withdraw.
+    error PaymasterIsTank();
+    /// @notice `paymaster` does not answer entryPoint() with `entryPoint` (it serves another EntryPoint, or it is
+    ///         not a paymaster): a deposit there could never pay for its operations, and nobody could take it back
+    ///         but `paymaster` itself. `answered` is the address it named, or zero when it named none.
+    error PaymasterNotOfEntryPoint(address entryPoint, address paymaster, address answered);
 
     // ---------------------------------------------------------------- events
     /// @notice `from` paid `amount` wei into the gas tank of `sender` (the smart account whose User Sponsor
@@ -73,8 +80,14 @@ contract GasTankDeposit is Ownable2Step {
     }
 
     /// @notice Adds `amount` wei of the deposits to `paymaster`'s deposit at `entryPoint` (EntryPoint.depositTo).
+    ///         Refuses a paymaster that does not name `entryPoint` as its own (`entryPoint()`, which every paymaster
+    ///         here and eth-infinitism's BasePaymaster have), and this contract itself: the arguments are typed by
+    ///         hand by a multisig owner, and ether deposited for the wrong pair is stranded for good.
     function depositToPaymaster(address entryPoint, address paymaster, uint256 amount) external onlyOwner {
         if (entryPoint == address(0) || paymaster == address(0)) revert ZeroPaymaster();
+        if (paymaster == address(this)) revert PaymasterIsTank();
+        address answered = _entryPointOf(paymaster);
+        if (answered != entryPoint) revert PaymasterNotOfEntryPoint(entryPoint, paymaster, answered);
         IEntryPointStake(entryPoint).depositTo{value: amount}(paymaster);
         emit PaymasterFunded(entryPoint, paymaster, amount);
     }
@@ -91,6 +104,16 @@ contract GasTankDeposit is Ownable2Step {
         if (to.code.length == 0) return false;
         (bool ok, bytes memory ret) = to.staticcall(abi.encodeWithSignature("getDepositInfo(address)", address(this)));
         return ok && ret.length >= 160;
+    }
+
+    /// @dev The EntryPoint `paymaster` names with entryPoint(), or zero when it names none: a low-level staticcall,
+    ///      so an EOA, a contract without the function or one answering something else than one address word is
+    ///      refused by the caller's custom error rather than an empty revert.
+    function _entryPointOf(address paymaster) private view returns (address) {
+        (bool ok, bytes memory ret) = paymaster.staticcall(abi.encodeWithSignature("entryPoint()"));
+        if (!ok || ret.length != 32) return address(0);
+        uint256 word = abi.decode(ret, (uint256));
+        return word >> 160 == 0 ? address(uint160(word)) : address(0);
     }
 
     function _deposit(address sender) private {

@@ -16,6 +16,12 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
     /// @notice Exact length of paymasterAndData.
     uint256 public constant PAYMASTER_AND_DATA_LENGTH = PAYMASTER_DATA_OFFSET + TOKEN_PAYMASTER_DATA_LENGTH;
 
+    /// @notice The op's fees, appended to the context: EntryPoint v0.6 does not hand postOp the gas price it charges.
+    struct GasPriceContext {
+        uint256 maxFeePerGas;
+        uint256 maxPriorityFeePerGas;
+    }
+
     /// @param entryPoint_ EntryPoint v0.6.
     /// @param owner_ Owner (signers, tokens, treasury, deposit, stake).
     /// @param signers_ Initially accepted signers.
@@ -74,11 +80,9 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
                 token: data.token,
                 exchangeRate: data.exchangeRate,
                 preCharged: preCharged,
-                maxCharge: _maxCharge(data, preCharged),
-                maxFeePerGas: userOp.maxFeePerGas,
-                maxPriorityFeePerGas: userOp.maxPriorityFeePerGas,
-                postOpGasLimit: 0
-            })
+                maxCharge: _maxCharge(data, preCharged)
+            }),
+            GasPriceContext({maxFeePerGas: userOp.maxFeePerGas, maxPriorityFeePerGas: userOp.maxPriorityFeePerGas})
         );
     }
 
@@ -87,8 +91,8 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
     ///      where the sender's allowance and balance are restored. If that charge fails too, the loss is this
     ///      op's gas cost and is reported by TokenChargeUnpaid.
     function _postOp(PostOpMode mode, bytes calldata context, uint256 actualGasCost) internal override {
-        ChargeContext memory ctx = abi.decode(context, (ChargeContext));
-        uint256 gasCostWei = actualGasCost + (postOpGas + _coldSlotsGas(ctx)) * _userOpGasPrice(ctx);
+        (ChargeContext memory ctx, GasPriceContext memory fees) = abi.decode(context, (ChargeContext, GasPriceContext));
+        uint256 gasCostWei = actualGasCost + (postOpGas + _coldSlotsGas(ctx)) * _userOpGasPrice(fees);
         (bool paid, uint256 amount) = _settleCharge(ctx, gasCostWei);
         if (paid) return;
         if (mode != PostOpMode.postOpReverted) revert TokenChargeFailed(ctx.token, ctx.sender, amount);
@@ -96,9 +100,9 @@ contract ERC20PaymasterV06 is BasePaymasterV06, TokenChargeBase {
     }
 
     /// @dev The gas price the v0.6 EntryPoint charges the op (BASEFEE is allowed in postOp).
-    function _userOpGasPrice(ChargeContext memory ctx) private view returns (uint256) {
-        if (ctx.maxFeePerGas == ctx.maxPriorityFeePerGas) return ctx.maxFeePerGas;
-        uint256 price = ctx.maxPriorityFeePerGas + block.basefee;
-        return price < ctx.maxFeePerGas ? price : ctx.maxFeePerGas;
+    function _userOpGasPrice(GasPriceContext memory fees) private view returns (uint256) {
+        if (fees.maxFeePerGas == fees.maxPriorityFeePerGas) return fees.maxFeePerGas;
+        uint256 price = fees.maxPriorityFeePerGas + block.basefee;
+        return price < fees.maxFeePerGas ? price : fees.maxFeePerGas;
     }
 }

@@ -13,11 +13,21 @@ import {TokenChargeBase} from "../core/TokenChargeBase.sol";
 ///      | validUntil (6) | validAfter (6) | token (20) | exchangeRate (32) | chargeMode (1) | maxTokenCharge (32)
 ///      | signature (65) = 214 bytes. v0.7 has no second postOp: in CHARGE_IN_POSTOP mode a failed charge reverts the op's
 ///      execution and the paymaster pays that op's gas (bounded loss); PRE_CHARGE's postOp never reverts.
+///      EntryPoint v0.7 takes its 10% penalty on unused execution gas (callGasLimit + paymasterPostOpGasLimit)
+///      from the deposit after postOp, so postOp charges it itself: exactly for the postOp limit, estimated from
+///      below for callGasLimit (see _unusedCallGasPenalty).
 contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
     /// @notice Exact length of paymasterAndData.
     uint256 public constant PAYMASTER_AND_DATA_LENGTH = PAYMASTER_DATA_OFFSET + TOKEN_PAYMASTER_DATA_LENGTH;
     /// @notice EntryPoint v0.7 charges 10% of the unused execution gas (callGasLimit + postOp limit).
     uint256 public constant UNUSED_GAS_PENALTY_PERCENT = 10;
+
+    /// @notice The op's limits the EntryPoint's unused-gas penalty is computed from, appended to the context.
+    struct PenaltyContext {
+        uint256 postOpGasLimit;
+        uint256 callGasLimit;
+        uint256 preVerificationGas;
+    }
 
     /// @param entryPoint_ EntryPoint v0.7.
     /// @param owner_ Owner (signers, tokens, treasury, deposit, stake).
@@ -69,6 +79,26 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
         return used + (unused * UNUSED_GAS_PENALTY_PERCENT) / 100;
     }
 
+    /// @dev The EntryPoint's 10% penalty on the part of callGasLimit the op left unused, which EntryPoint v0.7 takes
+    ///      from the deposit after postOp (actualGasCost does not include it: audit 3, finding 5). postOp cannot see
+    ///      the gas validation used (preOpGas), only actualGasCost = (preOpGas + execution so far) x price, so the
+    ///      execution is taken as actualGasCost / price - preVerificationGas: validation's own gas counted as
+    ///      execution. The unused call gas, and this penalty, are therefore estimated from below: the sender is never
+    ///      charged a penalty the EntryPoint did not take, and however large callGasLimit is, the paymaster is short
+    ///      at most 10% of the gas the op's validation used (which the sender paid in full), so inflating it never pays.
+    function _unusedCallGasPenalty(PenaltyContext memory limits, uint256 actualGasCost, uint256 actualUserOpFeePerGas)
+        internal
+        pure
+        virtual
+        returns (uint256)
+    {
+        if (actualUserOpFeePerGas == 0) return 0;
+        uint256 gasSoFar = actualGasCost / actualUserOpFeePerGas;
+        uint256 executionAtMost = gasSoFar > limits.preVerificationGas ? gasSoFar - limits.preVerificationGas : 0;
+        if (limits.callGasLimit <= executionAtMost) return 0;
+        return ((limits.callGasLimit - executionAtMost) * UNUSED_GAS_PENALTY_PERCENT) / 100;
+    }
+
     function _validatePaymasterUserOp(PackedUserOperation calldata userOp, uint256 maxCost)
         internal
         override
@@ -79,19 +109,21 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
         (data, validationData) = _tokenValidation(userOp.paymasterAndData[PAYMASTER_DATA_OFFSET:], _userOpFieldsHash(userOp));
         (, uint256 postOpGasLimit) = _paymasterGasLimits(userOp);
         _requirePostOpGasLimit(postOpGasLimit);
-        // maxCost already includes the postOp gas limit at maxFeePerGas, which bounds postOpGasCharge.
+        // maxCost already includes the postOp gas limit at maxFeePerGas, which bounds postOpGasCharge, and the call
+        // gas limit, which bounds the execution plus its penalty.
         uint256 preCharged = _preCharge(data, userOp.sender, maxCost);
-        uint256 maxFeePerGas = uint128(uint256(userOp.gasFees));
         context = abi.encode(
             ChargeContext({
                 sender: userOp.sender,
                 token: data.token,
                 exchangeRate: data.exchangeRate,
                 preCharged: preCharged,
-                maxCharge: _maxCharge(data, preCharged),
-                maxFeePerGas: maxFeePerGas,
-                maxPriorityFeePerGas: uint256(userOp.gasFees) >> 128,
-                postOpGasLimit: postOpGasLimit
+                maxCharge: _maxCharge(data, preCharged)
+            }),
+            PenaltyContext({
+                postOpGasLimit: postOpGasLimit,
+                callGasLimit: uint128(uint256(userOp.accountGasLimits)),
+                preVerificationGas: userOp.preVerificationGas
             })
         );
     }
@@ -103,9 +135,11 @@ contract ERC20PaymasterV07 is BasePaymasterV07, TokenChargeBase {
         internal
         override
     {
-        ChargeContext memory ctx = abi.decode(context, (ChargeContext));
+        (ChargeContext memory ctx, PenaltyContext memory limits) = abi.decode(context, (ChargeContext, PenaltyContext));
         uint256 postOpGasUsed = postOpGas + _coldSlotsGas(ctx);
-        uint256 gasCostWei = actualGasCost + _postOpGasCharge(ctx.postOpGasLimit, postOpGasUsed) * actualUserOpFeePerGas;
+        uint256 extraGas = _postOpGasCharge(limits.postOpGasLimit, postOpGasUsed)
+            + _unusedCallGasPenalty(limits, actualGasCost, actualUserOpFeePerGas);
+        uint256 gasCostWei = actualGasCost + extraGas * actualUserOpFeePerGas;
         (bool paid, uint256 amount) = _settleCharge(ctx, gasCostWei);
         if (!paid) revert TokenChargeFailed(ctx.token, ctx.sender, amount);
     }

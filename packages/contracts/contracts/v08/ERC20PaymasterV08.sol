@@ -37,6 +37,12 @@ contract ERC20PaymasterV08 is ERC20PaymasterV07 {
         return used + ((postOpGasLimit - used) * UNUSED_GAS_PENALTY_PERCENT) / 100;
     }
 
+    /// @dev None: EntryPoint v0.8 adds its call-gas penalty (beyond its threshold, with the exact preOpGas) before
+    ///      postOp, so actualGasCost already includes it.
+    function _unusedCallGasPenalty(PenaltyContext memory, uint256, uint256) internal pure override returns (uint256) {
+        return 0;
+    }
+
     function _initCodeHash(PackedUserOperation calldata userOp) internal view override returns (bytes32) {
         return Eip7702InitCodeHash.initCodeHash(userOp.sender, userOp.initCode);
     }

@@ -32,7 +32,9 @@ export const LOCAL_CHAIN_IDS: readonly number[] = [31337, 1337];
  * version. Measured by test/erc20Paymaster.test.ts in charge-in-postOp mode with a paymaster that already holds
  * fees in the token: ~25.8k (v0.6) and ~30.6k (v0.7, whose EntryPoint does more after postOp), plus ~5%. v0.8 (same
  * test): ~28.1k plus ~3% — v0.7's figure overcharged v0.8 ops by ~3.9k gas, because v0.7's 32k also absorbs
- * the call-gas penalty v0.7's postOp cannot see, which v0.8 shows to postOp (and waives under 40k unused).
+ * the small call-gas penalty of an op whose callGasLimit is close to its use, which v0.7's postOp estimates from
+ * below (ERC20PaymasterV07._unusedCallGasPenalty: zero when less call gas is left unused than validation used),
+ * while v0.8 shows it to postOp (and waives it under 40k unused).
  * Pre-charge mode's postOp finds its slots warm (validation touched them) and uses ~10k less: those ops are
  * overcharged by that much gas. What this warm figure leaves out (a token's first fee setting slots from zero, the
  * sender's slots read cold in charge-in-postOp mode) the contracts add themselves (TokenChargeBase
@@ -42,7 +44,8 @@ export const DEFAULT_POST_OP_GAS = { "v0.6": 27_000n, "v0.7": 32_000n, "v0.8": 2
 /**
  * The lowest postOp gas limit the ERC-20 paymasters accept (v0.7 paymasterPostOpGasLimit, v0.6
  * verificationGasLimit): the worst case of both charge modes for the test tokens, measured by
- * test/postOpGas.test.ts (~84.6k: a pre-charge refund, which keeps REFUND_BOOKKEEPING_GAS back), plus ~12%.
+ * test/postOpGas.test.ts (~87.1k on v0.7 after audit 3: a pre-charge refund, which keeps REFUND_BOOKKEEPING_GAS back),
+ * plus ~9%.
  * THREAT_MODEL.md says how to measure it for a real token.
  */
 export const DEFAULT_MIN_POST_OP_GAS_LIMIT = 95_000n;

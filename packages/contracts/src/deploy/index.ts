@@ -19,6 +19,7 @@ import { VerifyingPaymasterV07__factory } from "../../types/ethers-contracts/fac
 import { ERC20PaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/ERC20PaymasterV08__factory.ts";
 import { VerifyingPaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/VerifyingPaymasterV08__factory.ts";
 import { loadShippedArtifact } from "./aaArtifacts.ts";
+import { assertCancun } from "./cancunProbe.ts";
 import { EntryPointSimulatorV07Deployment, EntryPointSimulatorV08Deployment } from "../../types/artifacts/index.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
@@ -39,6 +40,7 @@ import {
 } from "./constants.ts";
 
 export * from "./constants.ts";
+export * from "./cancunProbe.ts";
 export * from "./create2Proxy.ts";
 export * from "./network.ts";
 export * from "./networkOutputs.ts";
@@ -223,6 +225,7 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     throw new Error("deployLocalStack: postOpGas, minPostOpGasLimit and depositTarget must be >= 0, stakeAmount and unstakeDelaySec > 0");
   }
 
+  await assertCancun(provider, chainId);
   await ensureCreate2Deployer(ctx, chainId);
 
   // ---- EntryPoints and account factories (shipped artifacts)

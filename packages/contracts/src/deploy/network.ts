@@ -35,6 +35,7 @@ import {
   ENTRY_POINT_V08_ADDRESS,
 } from "./constants.ts";
 import { CREATE2_PROXY_FUNDING, assertCreate2ProxyInstallable, create2ProxyState, installCreate2Proxy } from "./create2Proxy.ts";
+import { assertCancun } from "./cancunProbe.ts";
 
 export type PaymasterKind = "verifying" | "erc20";
 
@@ -140,10 +141,10 @@ export interface DeployPlan {
  * yet): measured by test/networkDeploy.test.ts on the local chain, rounded up.
  */
 export const APPROX_GAS: Record<"deploy-paymaster-deployer" | "deploy-paymaster-verifying" | "deploy-paymaster-erc20" | "deploy-gas-tank-deposit" | "accept-ownership", bigint> = {
-  "deploy-paymaster-deployer": 720_000n, // measured 641k
-  "deploy-gas-tank-deposit": 760_000n, // measured 686k
-  "deploy-paymaster-verifying": 1_800_000n, // + per set-up call; measured 1.60-1.81M with 3 calls
-  "deploy-paymaster-erc20": 3_400_000n, // + per set-up call; measured 3.17-3.44M with 5 calls
+  "deploy-paymaster-deployer": 820_000n, // measured 730k
+  "deploy-gas-tank-deposit": 880_000n, // measured 800k
+  "deploy-paymaster-verifying": 1_900_000n, // + per set-up call; measured 1.67-1.87M with 3 calls
+  "deploy-paymaster-erc20": 3_500_000n, // + per set-up call; measured 3.31-3.51M with 5 calls
   "accept-ownership": 40_000n, // measured 28k
 };
 /** Gas a set-up call (a signer, a token, deposit, stake) adds to a paymaster's deployment, approximately. */
@@ -338,6 +339,9 @@ export async function planNetworkDeploy(provider: Provider, deployer: Address, i
   const chainId = Number((await provider.getNetwork()).chainId);
   const txs: PlannedTx[] = [];
   const notes: string[] = [];
+
+  // First of all: on a chain older than Cancun the contracts would deploy and then fail (docs/deploy.md).
+  await assertCancun(provider, chainId);
 
   for (const version of config.versions) {
     const entryPoint = ENTRY_POINTS[version];

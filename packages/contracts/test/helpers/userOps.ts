@@ -12,6 +12,7 @@ import {
   type UserOperationV06,
   type UserOperationV07,
 } from "@paymaster/shared";
+import { EntryPointSimulatorV07Artifact, EntryPointSimulatorV08Artifact } from "../../src/artifacts.ts";
 import { ethers, type Stack } from "./stack.ts";
 
 export const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
@@ -270,24 +271,42 @@ export async function handleOps(stack: Stack, version: EntryPointVersion, ops: T
   );
 }
 
-/** The UserOperationEvent of a mined handleOps transaction. */
-export async function userOperationEvent(stack: Stack, version: EntryPointVersion, tx: { hash: string }) {
+/**
+ * preOpGas of `op` (v0.7/v0.8) as its EntryPoint measures it (validation's gas + preVerificationGas), which postOp is
+ * never told: simulateHandleOp of our EntryPoint simulator, run at the EntryPoint's address through a state override.
+ */
+export async function simulatedPreOpGas(stack: Stack, version: EntryPointVersion, op: TestOp): Promise<bigint> {
+  if (version === "v0.6") throw new Error("simulatedPreOpGas: v0.7 and v0.8 only");
+  const simulator = version === "v0.7" ? EntryPointSimulatorV07Artifact : EntryPointSimulatorV08Artifact;
+  const iface = new Interface(simulator.abi as unknown as string);
+  const entryPoint = await stack.v[version].entryPoint.getAddress();
+  const data = iface.encodeFunctionData("simulateHandleOp", [toChainOp(version, op), "0x0000000000000000000000000000000000000000", "0x"]);
+  const output = (await ethers.provider.send("eth_call", [{ to: entryPoint, data }, "latest", { [entryPoint]: { code: simulator.deployedBytecode } }])) as string;
+  return (iface.decodeFunctionResult("simulateHandleOp", output)[0] as { preOpGas: bigint }).preOpGas;
+}
+
+/** The UserOperationEvents of a mined handleOps transaction, in bundle order. */
+export async function userOperationEvents(stack: Stack, version: EntryPointVersion, tx: { hash: string }) {
   const receipt = await ethers.provider.getTransactionReceipt(tx.hash);
   const entryPoint = stack.v[version].entryPoint;
-  for (const log of receipt!.logs) {
-    const parsed = entryPoint.interface.parseLog(log);
-    if (parsed?.name === "UserOperationEvent") {
-      return {
-        userOpHash: parsed.args.userOpHash as string,
-        sender: parsed.args.sender as string,
-        paymaster: parsed.args.paymaster as string,
-        success: parsed.args.success as boolean,
-        actualGasCost: parsed.args.actualGasCost as bigint,
-        actualGasUsed: parsed.args.actualGasUsed as bigint,
-      };
-    }
-  }
-  throw new Error("no UserOperationEvent in the receipt");
+  return receipt!.logs
+    .map((log) => entryPoint.interface.parseLog(log))
+    .filter((parsed) => parsed?.name === "UserOperationEvent")
+    .map((parsed) => ({
+      userOpHash: parsed!.args.userOpHash as string,
+      sender: parsed!.args.sender as string,
+      paymaster: parsed!.args.paymaster as string,
+      success: parsed!.args.success as boolean,
+      actualGasCost: parsed!.args.actualGasCost as bigint,
+      actualGasUsed: parsed!.args.actualGasUsed as bigint,
+    }));
+}
+
+/** The (first) UserOperationEvent of a mined handleOps transaction. */
+export async function userOperationEvent(stack: Stack, version: EntryPointVersion, tx: { hash: string }) {
+  const [event] = await userOperationEvents(stack, version, tx);
+  if (event === undefined) throw new Error("no UserOperationEvent in the receipt");
+  return event;
 }
 
 /** A fresh owner key for a fresh account. */

@@ -8,8 +8,13 @@
  * the first address that is not itself a trusted proxy is the client. Entries left of that one are the
  * client's own claims and are never used. A malformed entry stops the walk: the last trusted hop is the
  * answer. A connection from any other address is its own client address, whatever headers it sends.
+ *
+ * Bounds per client (rate limits of the public doors, the per-client bound on open sponsorships, console
+ * sign-in attempts) count a client by clientBucket: one IPv6 client holds a whole /64 at least (RFC 6177), so
+ * counting its single addresses would give it 2^64 buckets. Keys' IP allowlists judge the exact address.
  */
 import { BlockList, isIP } from "node:net";
+import { inNetwork, ipv4At, ipv6Bytes, ipv6Text, networkOf } from "./ipv6.ts";
 
 /** "::ffff:127.0.0.1" (IPv4 on a dual-stack socket) -> "127.0.0.1"; undefined when not an address. */
 export function plainIp(ip: string): string | undefined {
@@ -59,4 +64,23 @@ export function clientAddress(socketAddress: string, forwardedFor: string, trust
 /** A request's client address, from what both the Koa context and the plain exchange offer. */
 export function requestClientAddress(request: { ip: string; get(field: string): string }, trustedProxies: readonly string[] | undefined): string {
   return clientAddress(request.ip, trustedProxies === undefined ? "" : request.get("x-forwarded-for"), trustedProxies);
+}
+
+/** IPv6 clients are counted per /64 unless configured (`ipv6ClientPrefix`). */
+export const DEFAULT_IPV6_CLIENT_PREFIX = 64;
+
+const MAPPED_PREFIX = ipv6Bytes("::ffff:0:0")!;
+
+/**
+ * The key every per-client bound counts `address` under: an IPv4 address as it is (an IPv4-mapped IPv6 one,
+ * "::ffff:10.0.0.1" or "::ffff:a00:1", as its IPv4 address), an IPv6 address as its network of `ipv6Prefix` bits
+ * ("2001:db8:1:2::/64"); anything else as it is. Pure.
+ */
+export function clientBucket(address: string, ipv6Prefix: number = DEFAULT_IPV6_CLIENT_PREFIX): string {
+  const plain = plainIp(address);
+  if (plain !== undefined && isIP(plain) === 4) return plain;
+  const bytes = ipv6Bytes(address);
+  if (bytes === undefined) return plainIp(address) ?? address;
+  if (inNetwork(bytes, MAPPED_PREFIX, 96)) return ipv4At(bytes, 12);
+  return `${ipv6Text(networkOf(bytes, ipv6Prefix))}/${ipv6Prefix}`;
 }

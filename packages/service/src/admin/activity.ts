@@ -7,7 +7,7 @@
  * BUCKET_SECONDS that keeps the window within MAX_BUCKETS buckets.
  */
 import { formatUsdMicros } from "../policy/rules.ts";
-import { guarded, invalid, knownNetwork, type AdminContext } from "./context.ts";
+import { guarded, invalid, knownNetwork, read, type AdminContext } from "./context.ts";
 import { parseTime } from "./sponsorships.ts";
 
 export const BUCKET_SECONDS = [60, 300, 900, 3600, 10_800, 21_600, 86_400] as const;
@@ -47,7 +47,7 @@ export function activityWindow(ctx: AdminContext, q: { since?: string; until?: s
   return { since, until };
 }
 
-export async function activity(ctx: AdminContext, q: ActivityQuery) {
+export const activity = read("viewer", async function activity(ctx: AdminContext, q: ActivityQuery) {
   const network = q.network === undefined ? undefined : knownNetwork(ctx, q.network);
   const window = activityWindow(ctx, q);
   const bucketSeconds = bucketFor(window.until - window.since, q.bucket);
@@ -122,4 +122,4 @@ export async function activity(ctx: AdminContext, q: ActivityQuery) {
       truncated,
     },
   };
-}
+});

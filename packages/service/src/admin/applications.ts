@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { DEFAULT_APPLICATION_EXPIRY_DAYS } from "../config/schema.ts";
 import { sha256Hex } from "../store/common.ts";
 import type { KeyApplication, KeyApplicationStatus } from "../store/types.ts";
-import { AdminError, audit, guarded, invalid, notFound, type AdminContext, mutation } from "./context.ts";
+import { AdminError, audit, guarded, invalid, notFound, type AdminContext, mutation, read } from "./context.ts";
 
 /** Bounds of an application (the endpoint is public). */
 export const APPLICATION_LIMITS = Object.freeze({ contact: 200, projectName: 100, intendedUse: 2000, networks: 20, pending: 1000 });
@@ -51,14 +51,14 @@ export async function submitApplication(ctx: AdminContext, body: unknown): Promi
   return { id: application.id, status: application.status };
 }
 
-export async function listApplications(ctx: AdminContext, input: { status?: string }): Promise<KeyApplication[]> {
+export const listApplications = read("viewer", async function listApplications(ctx: AdminContext, input: { status?: string }): Promise<KeyApplication[]> {
   if (input.status !== undefined && !STATUSES.includes(input.status as KeyApplicationStatus)) invalid(`status: one of ${STATUSES.join(", ")}`);
   await expireStale(ctx);
   return ctx.store.listKeyApplications(input.status as KeyApplicationStatus | undefined);
-}
+});
 
 /** Approves: the project is created; the answer's claimToken (shown this once) is for the applicant. */
-export const approveApplication = mutation(async function approveApplication(ctx: AdminContext, id: string) {
+export const approveApplication = mutation("operator", async function approveApplication(ctx: AdminContext, id: string) {
   const before = await ctx.store.getKeyApplication(id);
   if (!before) notFound(`application ${JSON.stringify(id)} not found`);
   const claimToken = CLAIM_TOKEN_PREFIX + randomBytes(32).toString("base64url");
@@ -67,7 +67,7 @@ export const approveApplication = mutation(async function approveApplication(ctx
   return { ...after, claimToken };
 });
 
-export const rejectApplication = mutation(async function rejectApplication(ctx: AdminContext, id: string, reason: unknown) {
+export const rejectApplication = mutation("operator", async function rejectApplication(ctx: AdminContext, id: string, reason: unknown) {
   const why = text(reason, "reason", 500);
   const before = await ctx.store.getKeyApplication(id);
   if (!before) notFound(`application ${JSON.stringify(id)} not found`);
@@ -76,7 +76,10 @@ export const rejectApplication = mutation(async function rejectApplication(ctx: 
   return after;
 });
 
-/** The applicant's claim: the key, exactly once; a used, unknown or rejected token gets NOT_FOUND. */
+/**
+ * The applicant's claim: the key, exactly once; a used, unknown or rejected token gets NOT_FOUND. The public
+ * door's, not a principal's (its context has no role): it declares none, so no admin route could offer it but to admin.
+ */
 export const claimApplication = mutation(async function claimApplication(ctx: AdminContext, body: unknown) {
   const token = (body as { claimToken?: unknown } | null)?.claimToken;
   if (typeof token !== "string" || !token.startsWith(CLAIM_TOKEN_PREFIX) || token.length > 200) invalid("claimToken: required (pmclaim_…)");

@@ -12,10 +12,12 @@
  *     - { network: base-sepolia, symbol: USDC, address: "0x…", decimals: 6, priceSource: { type: fixed, usd: "1" }, markupBps: 0 }
  *
  * The whole document is checked before anything is written; an error names its place ("projects[0].strategies[1]: …").
+ * Projects and strategies are an operator's; `tokens` (their prices) an admin's: a document with tokens is refused
+ * to an operator before anything is written.
  */
 import { isDeepStrictEqual } from "node:util";
 import type { Token } from "../store/types.ts";
-import { audit, guarded, invalid, knownNetwork, validAddress, type AdminContext, mutation } from "./context.ts";
+import { audit, guarded, invalid, knownNetwork, requireRole, validAddress, type AdminContext, mutation } from "./context.ts";
 import { createProject, setProjectStatus } from "./projects.ts";
 import { createStrategy, updateStrategy } from "./strategies.ts";
 import { parseStrategyDocument } from "./strategyFile.ts";
@@ -80,9 +82,10 @@ function token(ctx: AdminContext, value: unknown, where: string): Token {
   };
 }
 
-export const apply = mutation(async function apply(ctx: AdminContext, data: unknown, file: string = "document"): Promise<ApplyChange[]> {
+export const apply = mutation("operator", async function apply(ctx: AdminContext, data: unknown, file: string = "document"): Promise<ApplyChange[]> {
   const doc = object(data, file);
   onlyFields(doc, ["projects", "tokens"], file);
+  if (doc.tokens !== undefined) requireRole(ctx, "admin", `${file}: tokens (token prices)`);
   // 1. Check everything.
   const projects = list(doc.projects, `${file}: projects`).map((value, i) => {
     const where = `${file}: projects[${i}]`;

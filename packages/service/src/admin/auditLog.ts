@@ -1,6 +1,6 @@
 /** The audit log, newest first. */
-import type { AdminContext } from "./context.ts";
+import { read, type AdminContext } from "./context.ts";
 
-export async function listAudit(ctx: AdminContext, q: { action?: string; target?: string; limit?: number }) {
+export const listAudit = read("viewer", async function listAudit(ctx: AdminContext, q: { action?: string; target?: string; limit?: number }) {
   return ctx.store.listAudit(q);
-}
+});

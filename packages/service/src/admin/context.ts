@@ -1,9 +1,13 @@
 /**
  * Administration operations: what the operator's CLI (src/cli) and the admin HTTP API (src/adminApi) both call.
  * Each operation is one function of this folder taking an `AdminContext`; the doors only parse their input and
- * render the answer. Every mutating operation is declared with `mutation()`: it is refused before anything is
- * written unless the context names who acts, and the change and its one audit log row (who, when, what,
- * before/after) commit as one transaction, whichever door called it. Secrets (key plaintexts) never go into it.
+ * render the answer. Every operation declares, where it is defined, the role it needs (roles.ts): `read(role, …)`
+ * for what only reads, `mutation(role, …)` for a change, `operation(role, …)` for a change that cannot be one
+ * database transaction (chain transactions, the prune pass). A context whose principal lacks the role is refused
+ * before the operation runs (the admin API's gate refuses first, before it reads the body); one that declares no
+ * role needs admin. A mutation is refused before anything is written unless the context names who acts, and the
+ * change and its one audit log row (who, with which role, when, what, before/after) commit as one transaction,
+ * whichever door called it. Secrets (key plaintexts) never go into it.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { getAddress, isAddress } from "viem";
@@ -14,6 +18,7 @@ import { isStoreError } from "../store/errors.ts";
 import { findUnsafeText } from "../text/safeText.ts";
 import type { DestinationPolicy } from "../webhooks/destination.ts";
 import type { Store } from "../store/types.ts";
+import { declareRole, roleProblem, type Declared, type Role } from "./roles.ts";
 
 export interface AdminContext {
   store: Store;
@@ -21,6 +26,12 @@ export interface AdminContext {
   networks: readonly string[];
   /** Who acts, for the audit log: "cli:<os user>", "api:<token name>" or "console:<token name>". */
   actor: string;
+  /**
+   * The role the actor holds: its token's for the admin API and the console, admin for the CLI (it holds the
+   * database). Absent only for a door that is no principal's (the public application door, whose operations are
+   * fixed): no role is checked there, and its audit rows have none.
+   */
+  role?: Role;
   now?: () => number;
   /** The configuration's sponsorship retention (`sponsorship prune` uses it; defaults when absent). */
   retention?: ServiceConfig["retention"];
@@ -35,7 +46,7 @@ export interface AdminContext {
   service?: ServiceContext;
 }
 
-export type AdminErrorCode = "NOT_FOUND" | "INVALID_INPUT" | "CONFLICT" | "UNAVAILABLE" | "UNAUTHORIZED";
+export type AdminErrorCode = "NOT_FOUND" | "INVALID_INPUT" | "CONFLICT" | "UNAVAILABLE" | "UNAUTHORIZED" | "FORBIDDEN";
 
 /** One field of the input that is wrong: its path ("rules.caps.daily.maxUsd") and what is wrong with it. */
 export interface FieldIssue {
@@ -69,6 +80,23 @@ export async function guarded<T>(fn: () => Promise<T>): Promise<T> {
   } catch (err) {
     throw asAdminError(err);
   }
+}
+
+/** FORBIDDEN (403): the principal's role does not include the one needed, which the answer names. */
+export class RoleRefused extends AdminError {
+  override name = "RoleRefused";
+  readonly requiredRole: Role;
+  constructor(requiredRole: Role, message: string) {
+    super("FORBIDDEN", message);
+    this.requiredRole = requiredRole;
+  }
+}
+
+/** Refuses (RoleRefused) a context whose principal's role does not include `needed`; `what` names the action. */
+export function requireRole(ctx: Pick<AdminContext, "role">, needed: Role, what: string): void {
+  if (ctx.role === undefined) return;
+  const problem = roleProblem(ctx.role, needed, what);
+  if (problem) throw new RoleRefused(needed, problem);
 }
 
 export function invalid(message: string, issues?: readonly FieldIssue[]): never {
@@ -134,19 +162,58 @@ export function requireActor(actor: unknown): string {
   return actor;
 }
 
+/** An operation as declared: the function, carrying the role it needs. */
+export type AdminOperation<A extends unknown[], R> = Declared<(ctx: AdminContext, ...args: A) => Promise<R>>;
+
 /**
- * Declares a mutating operation: refused unless `ctx.actor` names who acts, and run with its audit row as one
- * transaction (a failed audit write undoes the change). Nested mutations (apply creating projects) join the
- * outer one.
+ * Wraps `operation` so that it first refuses a principal without `role` (admin when undefined: deny by default),
+ * and declares that role on it (unless undefined: a test lists every route whose operation declares none).
  */
-export function mutation<A extends unknown[], R>(operation: (ctx: AdminContext, ...args: A) => Promise<R>): (ctx: AdminContext, ...args: A) => Promise<R> {
-  return async (ctx, ...args) => {
-    requireActor(ctx.actor);
-    return ctx.store.atomically(() => insideMutation.run(true, () => operation(ctx, ...args)));
+function declared<A extends unknown[], R>(role: Role | undefined, operation: (ctx: AdminContext, ...args: A) => Promise<R>, run: (ctx: AdminContext, args: A) => Promise<R>): AdminOperation<A, R> {
+  const wrapped = async (ctx: AdminContext, ...args: A) => {
+    requireRole(ctx, role ?? "admin", operation.name || "this operation");
+    return run(ctx, args);
   };
+  Object.defineProperty(wrapped, "name", { value: operation.name });
+  return role === undefined ? (wrapped as AdminOperation<A, R>) : declareRole(role, wrapped);
+}
+
+/** Declares an operation that only reads, and the role it needs. */
+export function read<A extends unknown[], R>(role: Role, operation: (ctx: AdminContext, ...args: A) => Promise<R>): AdminOperation<A, R> {
+  return declared(role, operation, (ctx, args) => operation(ctx, ...args));
+}
+
+/**
+ * Declares an operation that changes things outside one database transaction (chain transactions, the prune
+ * pass), and the role it needs: refused unless `ctx.actor` names who acts; its audit row is a mutation of its own.
+ */
+export function operation<A extends unknown[], R>(role: Role, op: (ctx: AdminContext, ...args: A) => Promise<R>): AdminOperation<A, R> {
+  return declared(role, op, (ctx, args) => {
+    requireActor(ctx.actor);
+    return op(ctx, ...args);
+  });
+}
+
+/**
+ * Declares a mutating operation and the role it needs: refused unless `ctx.actor` names who acts, and run with
+ * its audit row as one transaction (a failed audit write undoes the change). Nested mutations (apply creating
+ * projects) join the outer one. Without a role it needs admin (deny by default): a helper only other operations
+ * call may leave it out.
+ */
+export function mutation<A extends unknown[], R>(role: Role, operation: (ctx: AdminContext, ...args: A) => Promise<R>): AdminOperation<A, R>;
+export function mutation<A extends unknown[], R>(operation: (ctx: AdminContext, ...args: A) => Promise<R>): AdminOperation<A, R>;
+export function mutation<A extends unknown[], R>(
+  roleOrOperation: Role | ((ctx: AdminContext, ...args: A) => Promise<R>),
+  maybeOperation?: (ctx: AdminContext, ...args: A) => Promise<R>,
+): AdminOperation<A, R> {
+  const [role, op] = typeof roleOrOperation === "string" ? [roleOrOperation, maybeOperation!] : [undefined, roleOrOperation];
+  return declared(role, op, (ctx, args) => {
+    requireActor(ctx.actor);
+    return ctx.store.atomically(() => insideMutation.run(true, () => op(ctx, ...args)));
+  });
 }
 
 export async function audit(ctx: AdminContext, action: string, target: string | null, before: unknown, after: unknown): Promise<void> {
   if (!insideMutation.getStore()) throw new Error(`audit(${action}) outside a mutation: declare the operation with mutation()`);
-  await ctx.store.appendAudit({ actor: requireActor(ctx.actor), action, target, before: before ?? null, after: after ?? null });
+  await ctx.store.appendAudit({ actor: requireActor(ctx.actor), role: ctx.role ?? null, action, target, before: before ?? null, after: after ?? null });
 }

@@ -5,7 +5,7 @@
  */
 import { validIpRange, validOrigin } from "../access/keyAccess.ts";
 import type { ApiKeyAccess } from "../store/types.ts";
-import { audit, guarded, notFound, invalid, type AdminContext, mutation } from "./context.ts";
+import { audit, guarded, notFound, invalid, type AdminContext, mutation, read } from "./context.ts";
 import { keyView } from "./views.ts";
 
 const LABEL_MAX = 100;
@@ -48,7 +48,7 @@ function access(current: ApiKeyAccess, input: AccessInput): ApiKeyAccess {
   };
 }
 
-export const createKey = mutation(async function createKey(ctx: AdminContext, input: { projectId: string; label?: unknown } & AccessInput) {
+export const createKey = mutation("operator", async function createKey(ctx: AdminContext, input: { projectId: string; label?: unknown } & AccessInput) {
   const project = await ctx.store.getProject(input.projectId);
   if (!project) notFound(`project ${JSON.stringify(input.projectId)} not found`);
   const wanted = access({ allowedOrigins: null, allowedIps: null }, input); // checked before anything is written
@@ -60,7 +60,7 @@ export const createKey = mutation(async function createKey(ctx: AdminContext, in
 });
 
 /** Sets a key's allowed origins and/or IP ranges (what the input leaves out stays). */
-export const setKeyAccess = mutation(async function setKeyAccess(ctx: AdminContext, id: string, input: AccessInput) {
+export const setKeyAccess = mutation("operator", async function setKeyAccess(ctx: AdminContext, id: string, input: AccessInput) {
   const before = await ctx.store.getApiKey(id);
   if (!before) notFound(`API key ${JSON.stringify(id)} not found`);
   const next = access(before, input);
@@ -70,11 +70,11 @@ export const setKeyAccess = mutation(async function setKeyAccess(ctx: AdminConte
   return after;
 });
 
-export async function listKeys(ctx: AdminContext, input: { projectId?: string }) {
+export const listKeys = read("viewer", async function listKeys(ctx: AdminContext, input: { projectId?: string }) {
   return (await ctx.store.listApiKeys(input.projectId)).map(keyView);
-}
+});
 
-export const revokeKey = mutation(async function revokeKey(ctx: AdminContext, id: string) {
+export const revokeKey = mutation("operator", async function revokeKey(ctx: AdminContext, id: string) {
   const before = await ctx.store.getApiKey(id);
   if (!before) notFound(`API key ${JSON.stringify(id)} not found`);
   await guarded(() => ctx.store.revokeApiKey(id));
@@ -87,7 +87,7 @@ export const revokeKey = mutation(async function revokeKey(ctx: AdminContext, id
  * A new key for the same project and label, and the old one revoked at once. (For an overlap, create a second
  * key, move the clients, then revoke the first.)
  */
-export const rotateKey = mutation(async function rotateKey(ctx: AdminContext, id: string) {
+export const rotateKey = mutation("operator", async function rotateKey(ctx: AdminContext, id: string) {
   const old = await ctx.store.getApiKey(id);
   if (!old) notFound(`API key ${JSON.stringify(id)} not found`);
   if (old.status !== "active") invalid(`API key ${id} is already revoked: create a new key instead`);

@@ -8,11 +8,11 @@
  * never part of it.
  */
 import { ChainRpcProvider } from "../chain/ethersProvider.ts";
-import { redactUrl } from "../config/load.ts";
+import { redactUrl } from "../text/redactUrl.ts";
 import { DEFAULT_WATCHER_LAG_BLOCKS } from "../settlement/leader.ts";
 import { cursorNames, WATCHER_DEFAULTS } from "../settlement/watcher.ts";
 import { oneLine, serviceChainTarget } from "./chainTarget.ts";
-import { runningService, type AdminContext } from "./context.ts";
+import { read, runningService, type AdminContext } from "./context.ts";
 import { paymasterStatus, type PaymasterStatus } from "./paymasters.ts";
 
 /** ERC-7562's MIN_UNSTAKE_DELAY: bundlers treat a paymaster staked for less as unstaked. */
@@ -21,7 +21,10 @@ export const MIN_UNSTAKE_DELAY_SEC = 86_400;
 export interface NetworkStatus {
   network: string;
   chainId: number;
+  /** What /ready says of the network: initialised, an RPC upstream up, its signer signing. */
   ready: boolean;
+  /** What keeps it from being ready, in the operator's words (a token's CKR code and library included); null when ready. */
+  problem: string | null;
   /** The service's signer (the first signer key). */
   signer: string | null;
   thresholds: { depositAlertWei: string | null; minUnstakeDelaySec: number; watcherLagBlocks: number };
@@ -31,7 +34,12 @@ export interface NetworkStatus {
   error: string | null;
 }
 
-export async function networkStatus(ctx: AdminContext): Promise<NetworkStatus[]> {
+/** The service's configured networks (what network fields accept). */
+export const serviceInfo = read("viewer", async function serviceInfo(ctx: AdminContext) {
+  return { networks: ctx.networks };
+});
+
+export const networkStatus = read("viewer", async function networkStatus(ctx: AdminContext): Promise<NetworkStatus[]> {
   const service = runningService(ctx);
   const lagAlert = service.config.alerts?.watcherLagBlocks ?? DEFAULT_WATCHER_LAG_BLOCKS;
   return Promise.all(
@@ -46,7 +54,8 @@ export async function networkStatus(ctx: AdminContext): Promise<NetworkStatus[]>
       const status: NetworkStatus = {
         network: config.name,
         chainId: config.chainId,
-        ready: runtime.chain !== undefined,
+        ready: runtime.chain !== undefined && runtime.problem?.() === undefined,
+        problem: runtime.chain === undefined ? (runtime.problem?.() ?? "starting") : (runtime.problem?.() ?? null),
         signer: target.serviceSigners[0] ?? null,
         thresholds: { depositAlertWei: config.depositAlertWei?.toString() ?? null, minUnstakeDelaySec: MIN_UNSTAKE_DELAY_SEC, watcherLagBlocks: lagAlert },
         watcher: { cursorBlock: cursor?.toString() ?? null, headBlock: null, lagBlocks: null, confirmations: config.confirmations ?? WATCHER_DEFAULTS.confirmations },
@@ -71,4 +80,4 @@ export async function networkStatus(ctx: AdminContext): Promise<NetworkStatus[]>
       return status;
     }),
   );
-}
+});

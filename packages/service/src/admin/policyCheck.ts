@@ -5,14 +5,15 @@
  * signed. The operator needs no API key: the call runs as a key of the strategy's own project that exists only
  * for this call (never stored, never able to sign).
  */
+import { DEPENDENCY_REASONS } from "../dependencies/failure.ts";
 import { pm_checkPolicy } from "../methods/pm_checkPolicy.ts";
 import { parseParams, resolveNetwork } from "../rpc/dispatch.ts";
 import { RpcError } from "../rpc/errors.ts";
 import type { ApiKey } from "../store/types.ts";
-import { AdminError, invalid, notFound, runningService, type AdminContext } from "./context.ts";
+import { AdminError, invalid, notFound, read, runningService, type AdminContext } from "./context.ts";
 
-/** Refusals of the chain or the service itself: the check could not run (503); the rest are the input's (400). */
-const UNAVAILABLE_REASONS = new Set(["CHAIN_UNAVAILABLE", "INTERNAL_ERROR"]);
+/** A dependency that failed, or the service itself: the check could not run (503); the rest are the input's (400). */
+const couldNotRun = (reason: string): boolean => DEPENDENCY_REASONS.has(reason as never) || reason === "INTERNAL_ERROR";
 
 export interface PolicyCheckInput {
   /** The user operation as a client sends it (hex fields). */
@@ -23,7 +24,11 @@ export interface PolicyCheckInput {
   version?: unknown;
 }
 
-export async function checkStrategyPolicy(ctx: AdminContext, code: string, input: PolicyCheckInput) {
+/**
+ * Operator, though it writes nothing: it is part of editing a strategy, and a viewer's calls stay GETs only (the
+ * console's viewer test relies on that rule: no request but a GET leaves a viewer's page).
+ */
+export const checkStrategyPolicy = read("operator", async function checkStrategyPolicy(ctx: AdminContext, code: string, input: PolicyCheckInput) {
   const service = runningService(ctx);
   const strategy = await ctx.store.getStrategyByCode(code);
   if (!strategy) notFound(`strategy ${JSON.stringify(code)} not found`);
@@ -52,6 +57,6 @@ export async function checkStrategyPolicy(ctx: AdminContext, code: string, input
     if (!(error instanceof RpcError)) throw error;
     // "params[0].callData: …" reads as the pasted op's field: name it so.
     const message = `${error.reason}: ${error.message.replace(/Invalid params for pm_checkPolicy: params\[0\]/, "userOp").replace(/params\[1\]/, "extra")}`;
-    throw new AdminError(UNAVAILABLE_REASONS.has(error.reason) ? "UNAVAILABLE" : "INVALID_INPUT", message);
+    throw new AdminError(couldNotRun(error.reason) ? "UNAVAILABLE" : "INVALID_INPUT", message);
   }
-}
+});

@@ -4,7 +4,7 @@
  */
 import { DEFAULT_RETENTION, prunePass, retentionCutoffs } from "../lifecycle/retention.ts";
 import { RETENTION_RANGES } from "../config/schema.ts";
-import { audit, guarded, invalid, type AdminContext, mutation } from "./context.ts";
+import { audit, guarded, invalid, operation, type AdminContext, mutation } from "./context.ts";
 
 export interface PruneQuery {
   releasedDays?: string | number;
@@ -20,7 +20,7 @@ function days(value: string | number | undefined, field: "releasedDays" | "settl
   return n;
 }
 
-export async function pruneSponsorships(ctx: AdminContext, q: PruneQuery) {
+export const pruneSponsorships = operation("admin", async function pruneSponsorships(ctx: AdminContext, q: PruneQuery) {
   const configured = { ...DEFAULT_RETENTION, ...ctx.retention };
   const settings = {
     ...configured,
@@ -43,12 +43,12 @@ export async function pruneSponsorships(ctx: AdminContext, q: PruneQuery) {
   const result = { dryRun: false, ...policy, released: done.released, settled: done.settled, batches: done.batches };
   await recordPrune(ctx, result);
   return result;
-}
+});
 
 /**
  * The pass's audit row, written after it: the pass is many short transactions by design (never one long
  * delete), so its record cannot share one with the change; it says what went.
  */
-const recordPrune = mutation(async function recordPrune(ctx: AdminContext, result: Record<string, unknown>): Promise<void> {
+const recordPrune = mutation("admin", async function recordPrune(ctx: AdminContext, result: Record<string, unknown>): Promise<void> {
   await audit(ctx, "sponsorship.prune", null, null, result);
 });

@@ -1,5 +1,5 @@
 /** Sponsorships: list with filters, show one by id or userOpHash. Read-only. */
-import { guarded, invalid, knownNetwork, notFound, validAddress, type AdminContext } from "./context.ts";
+import { guarded, invalid, knownNetwork, notFound, read, validAddress, type AdminContext } from "./context.ts";
 import { sponsorshipView } from "./views.ts";
 import type { Hex } from "@paymaster/shared";
 import type { SponsorshipFilter, SponsorshipStatus } from "../store/types.ts";
@@ -29,7 +29,7 @@ export function parseTime(value: string | undefined, field: string): number | un
   return Math.floor(ms / 1000);
 }
 
-export async function listSponsorships(ctx: AdminContext, q: SponsorshipQuery) {
+export const listSponsorships = read("viewer", async function listSponsorships(ctx: AdminContext, q: SponsorshipQuery) {
   const filter: SponsorshipFilter = {};
   if (q.project !== undefined) filter.projectId = q.project;
   if (q.strategy !== undefined) {
@@ -57,9 +57,9 @@ export async function listSponsorships(ctx: AdminContext, q: SponsorshipQuery) {
     filter.limit = limit;
   }
   return (await guarded(() => ctx.store.listSponsorships(filter))).map(sponsorshipView);
-}
+});
 
-export async function showSponsorship(ctx: AdminContext, idOrHash: string) {
+export const showSponsorship = read("viewer", async function showSponsorship(ctx: AdminContext, idOrHash: string) {
   const record = HASH_RE.test(idOrHash)
     ? await ctx.store.findSponsorshipByUserOpHash(idOrHash as Hex)
     : await ctx.store.getSponsorship(idOrHash);
@@ -68,4 +68,4 @@ export async function showSponsorship(ctx: AdminContext, idOrHash: string) {
   // Reserve and sign are one store transaction: both happen at createdAt.
   const timeline = t && { reservedAt: t.createdAt, signedAt: t.createdAt, releasedAt: t.releasedAt, releaseReason: t.releaseReason, settledAt: t.settledAt };
   return { ...sponsorshipView(record), timeline: timeline ?? null };
-}
+});

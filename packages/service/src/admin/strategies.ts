@@ -4,7 +4,7 @@ import type { Address } from "@paymaster/shared";
 import { capChecks, formatUsdMicros, utcDayKey } from "../policy/rules.ts";
 import { serializeRules } from "../policy/schema.ts";
 import type { Strategy } from "../store/types.ts";
-import { AdminError, audit, guarded, invalid, invalidField, notFound, validAddress, type AdminContext, mutation } from "./context.ts";
+import { AdminError, audit, guarded, invalid, invalidField, notFound, read, validAddress, type AdminContext, mutation } from "./context.ts";
 import { parseStrategyDocument } from "./strategyFile.ts";
 import { strategyView } from "./views.ts";
 
@@ -14,7 +14,7 @@ async function byCode(ctx: AdminContext, code: string): Promise<Strategy> {
   return strategy;
 }
 
-export const createStrategy = mutation(async function createStrategy(ctx: AdminContext, data: unknown, where?: string) {
+export const createStrategy = mutation("operator", async function createStrategy(ctx: AdminContext, data: unknown, where?: string) {
   const doc = parseStrategyDocument(ctx, data, where);
   const at = where ?? "strategy";
   if (doc.project === undefined) invalidField(at, "project", "required to create a strategy (a project id)");
@@ -40,7 +40,7 @@ export const createStrategy = mutation(async function createStrategy(ctx: AdminC
 });
 
 /** Changes the fields the document gives (its code names the strategy; a project, if given, must be its own). */
-export const updateStrategy = mutation(async function updateStrategy(ctx: AdminContext, data: unknown, where?: string) {
+export const updateStrategy = mutation("operator", async function updateStrategy(ctx: AdminContext, data: unknown, where?: string) {
   const doc = parseStrategyDocument(ctx, data, where);
   const current = await byCode(ctx, doc.code);
   if (doc.project !== undefined && doc.project !== current.projectId) {
@@ -53,7 +53,7 @@ export const updateStrategy = mutation(async function updateStrategy(ctx: AdminC
   return view;
 });
 
-export const setStrategyStatus = mutation(async function setStrategyStatus(ctx: AdminContext, code: string, status: "enabled" | "disabled") {
+export const setStrategyStatus = mutation("operator", async function setStrategyStatus(ctx: AdminContext, code: string, status: "enabled" | "disabled") {
   const current = await byCode(ctx, code);
   const updated = await guarded(() => ctx.store.updateStrategy(current.id, { status }));
   const view = strategyView(updated);
@@ -61,20 +61,20 @@ export const setStrategyStatus = mutation(async function setStrategyStatus(ctx: 
   return view;
 });
 
-export async function listStrategies(ctx: AdminContext, input: { projectId?: string }) {
+export const listStrategies = read("viewer", async function listStrategies(ctx: AdminContext, input: { projectId?: string }) {
   return (await ctx.store.listStrategies(input.projectId)).map(strategyView);
-}
+});
 
-export async function showStrategy(ctx: AdminContext, code: string) {
+export const showStrategy = read("viewer", async function showStrategy(ctx: AdminContext, code: string) {
   return strategyView(await byCode(ctx, code));
-}
+});
 
 /**
  * What the strategy has spent and reserved in all (`totals`, kept whatever its caps), and spent, reserved and
  * remaining against every cap: global, today's daily row (UTC) and, given a sender, its perSender row. Amounts
  * in wei and dollars.
  */
-export async function strategyUsage(ctx: AdminContext, code: string, input: { sender?: string } = {}) {
+export const strategyUsage = read("viewer", async function strategyUsage(ctx: AdminContext, code: string, input: { sender?: string } = {}) {
   const strategy = await byCode(ctx, code);
   const now = (ctx.now ?? (() => Math.floor(Date.now() / 1000)))();
   const sender: Address = input.sender === undefined ? getAddress("0x0000000000000000000000000000000000000000") : validAddress(input.sender, "sender");
@@ -113,7 +113,7 @@ export async function strategyUsage(ctx: AdminContext, code: string, input: { se
     },
     caps,
   };
-}
+});
 
 export const USAGE_HISTORY_MAX_DAYS = 90;
 
@@ -123,7 +123,7 @@ export const USAGE_HISTORY_MAX_DAYS = 90;
  * hold), in wei and dollars, and ops counted (released ones do not count), by the day each op was reserved —
  * how the daily cap counts them — with the daily cap itself, for a chart of spent vs reserved against it.
  */
-export async function strategyUsageHistory(ctx: AdminContext, code: string, input: { days?: string | number } = {}) {
+export const strategyUsageHistory = read("viewer", async function strategyUsageHistory(ctx: AdminContext, code: string, input: { days?: string | number } = {}) {
   const strategy = await byCode(ctx, code);
   const days = input.days === undefined ? 14 : Number(input.days);
   if (!Number.isSafeInteger(days) || days < 1 || days > USAGE_HISTORY_MAX_DAYS) invalid(`days: an integer from 1 to ${USAGE_HISTORY_MAX_DAYS}`);
@@ -160,4 +160,4 @@ export async function strategyUsageHistory(ctx: AdminContext, code: string, inpu
     })),
     truncated,
   };
-}
+});

@@ -3,7 +3,7 @@
  * (allow, disallow). A reference makes a credit or debit idempotent.
  */
 import { randomUUID } from "node:crypto";
-import { audit, guarded, invalid, knownNetwork, validAddress, validWei, type AdminContext, mutation } from "./context.ts";
+import { audit, guarded, invalid, knownNetwork, read, validAddress, validWei, type AdminContext, mutation } from "./context.ts";
 import type { GasTankConsentRecord, TankLedgerEntry } from "../store/types.ts";
 import { tankView } from "./views.ts";
 
@@ -21,19 +21,20 @@ function reference(value: unknown): string {
 const consentView = (c: GasTankConsentRecord) => ({ projectId: c.projectId, allowed: c.allowed, changedBy: c.changedBy, issuedAt: c.issuedAt, updatedAt: c.updatedAt });
 
 /** The tank and the projects its consents name (allowed or no longer). */
-export async function showTank(ctx: AdminContext, input: TankInput) {
+export const showTank = read("viewer", async function showTank(ctx: AdminContext, input: TankInput) {
   const network = knownNetwork(ctx, input.network);
   const sender = validAddress(input.sender, "sender");
   const [tank, consents] = await Promise.all([guarded(() => ctx.store.getGasTank(network, sender)), ctx.store.gasTankConsents(network, sender)]);
   return { ...tankView(tank), projects: consents.map(consentView) };
-}
+});
 
 /**
  * The operator allows (or no longer allows) a project to draw from a sender's tank — for a tank owner who asked
- * out of band, or whose account cannot sign a consent (no ERC-1271). Dated after any signed consent, so no
- * message signed earlier undoes it. Before and after go to the audit log.
+ * out of band, or whose account cannot sign a consent (no ERC-1271). Dated when recorded and always applied;
+ * a disallow then beats every consent signed before it (store/tankConsentClock.ts). Before and after go to the
+ * audit log.
  */
-const changeTankConsent = mutation(async function changeTankConsent(ctx: AdminContext, input: TankInput & { project: unknown }, allowed: boolean) {
+const changeTankConsent = mutation("admin", async function changeTankConsent(ctx: AdminContext, input: TankInput & { project: unknown }, allowed: boolean) {
   const network = knownNetwork(ctx, input.network);
   const sender = validAddress(input.sender, "sender");
   if (typeof input.project !== "string" || input.project === "") invalid("project: a project id");
@@ -45,16 +46,16 @@ const changeTankConsent = mutation(async function changeTankConsent(ctx: AdminCo
   return after;
 });
 
-export function allowTankProject(ctx: AdminContext, input: TankInput & { project: unknown }) {
+export const allowTankProject = mutation("admin", function allowTankProject(ctx: AdminContext, input: TankInput & { project: unknown }) {
   return changeTankConsent(ctx, input, true);
-}
+});
 
-export function disallowTankProject(ctx: AdminContext, input: TankInput & { project: unknown }) {
+export const disallowTankProject = mutation("admin", function disallowTankProject(ctx: AdminContext, input: TankInput & { project: unknown }) {
   return changeTankConsent(ctx, input, false);
-}
+});
 
 /** A credit or a debit by hand: the tank before and after go to the audit log. */
-const adjustTank = mutation(async function adjustTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }, kind: "credit" | "debit") {
+const adjustTank = mutation("admin", async function adjustTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }, kind: "credit" | "debit") {
   const network = knownNetwork(ctx, input.network);
   const sender = validAddress(input.sender, "sender");
   const wei = validWei(input.wei, "wei");
@@ -66,14 +67,14 @@ const adjustTank = mutation(async function adjustTank(ctx: AdminContext, input: 
   return after;
 });
 
-export function creditTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
+export const creditTank = mutation("admin", function creditTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
   return adjustTank(ctx, input, "credit");
-}
+});
 
 /** Never beyond what is available (balance - reserved): the store refuses with CONFLICT. */
-export function debitTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
+export const debitTank = mutation("admin", function debitTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
   return adjustTank(ctx, input, "debit");
-}
+});
 
 function limitOf(value: unknown): number | undefined {
   if (value === undefined) return undefined;
@@ -83,12 +84,12 @@ function limitOf(value: unknown): number | undefined {
 }
 
 /** Gas tanks, most recently changed first (of one network when given). */
-export async function listTanks(ctx: AdminContext, input: { network?: unknown; limit?: unknown }) {
+export const listTanks = read("viewer", async function listTanks(ctx: AdminContext, input: { network?: unknown; limit?: unknown }) {
   const network = input.network === undefined ? undefined : knownNetwork(ctx, input.network);
   const limit = limitOf(input.limit);
   const tanks = await guarded(() => ctx.store.listGasTanks({ ...(network ? { network } : {}), ...(limit ? { limit } : {}) }));
   return tanks.map((t) => ({ ...tankView(t), updatedAt: t.updatedAt }));
-}
+});
 
 const entryView = (e: TankLedgerEntry) => ({
   kind: e.kind,
@@ -99,10 +100,10 @@ const entryView = (e: TankLedgerEntry) => ({
 });
 
 /** A tank with its movements, newest first: credits (deposits, by hand), debits by hand, and the settled ops it paid for. */
-export async function tankLedger(ctx: AdminContext, input: TankInput & { limit?: unknown }) {
+export const tankLedger = read("viewer", async function tankLedger(ctx: AdminContext, input: TankInput & { limit?: unknown }) {
   const network = knownNetwork(ctx, input.network);
   const sender = validAddress(input.sender, "sender");
   const limit = limitOf(input.limit);
   const [tank, entries] = await Promise.all([ctx.store.getGasTank(network, sender), guarded(() => ctx.store.gasTankLedger(network, sender, limit))]);
   return { ...tankView(tank), entries: entries.slice(0, limit ?? 100).map(entryView) };
-}
+});

@@ -9,7 +9,7 @@ import { Contract, Interface, Wallet } from "ethers";
 import { getAddress, isAddress } from "viem";
 import type { Address } from "@paymaster/shared";
 import { ChainRpcProvider } from "../chain/ethersProvider.ts";
-import { AdminError, audit, knownNetwork, runningService, type AdminContext, mutation, requireActor } from "./context.ts";
+import { AdminError, audit, knownNetwork, operation, read, runningService, type AdminContext, mutation } from "./context.ts";
 import { keyFromEnv, selectPaymasters, serviceChainTarget, type ChainTarget } from "./chainTarget.ts";
 import { send, type SentChange } from "./paymasters.ts";
 
@@ -98,17 +98,23 @@ async function onServiceNetwork<T>(ctx: AdminContext, network: unknown, body: (t
 }
 
 /** The configured tokens' state on the network's ERC-20 paymasters (GET …/networks/:network/tokens). */
-export function serviceTokenSupport(ctx: AdminContext, network: unknown): Promise<TokenSupportRow[]> {
+export const serviceTokenSupport = read("viewer", function serviceTokenSupport(ctx: AdminContext, network: unknown): Promise<TokenSupportRow[]> {
   return onServiceNetwork(ctx, network, (target) => listTokenSupport(target));
-}
+});
 
 /**
  * Allows or disallows a token on the network's ERC-20 paymasters from the running service. It needs the owner's
  * key in the service's environment (PAYMASTER_OWNER_KEY[_FILE]); without it the answer says to run the CLI where
  * the key is. Audited as token.allow / token.disallow with the allowlist before and after.
  */
-export async function serviceSetTokenSupport(ctx: AdminContext, network: unknown, token: unknown, allow: boolean, env: NodeJS.ProcessEnv = process.env): Promise<{ network: string; token: TokenRef; sent: SentChange[]; support: TokenSupportRow[] }> {
-  requireActor(ctx.actor); // before anything is sent on chain
+export const serviceSetTokenSupport = operation("admin", async function serviceSetTokenSupport(
+  ctx: AdminContext,
+  network: unknown,
+  token: unknown,
+  allow: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ network: string; token: TokenRef; sent: SentChange[]; support: TokenSupportRow[] }> {
+  // operation(): the actor and the role are checked before anything is sent on chain.
   return onServiceNetwork(ctx, network, async (target) => {
     if (typeof token !== "string" || token === "") throw new AdminError("INVALID_INPUT", "token: a configured symbol or an address");
     const ref = resolveToken(target, token);
@@ -125,9 +131,9 @@ export async function serviceSetTokenSupport(ctx: AdminContext, network: unknown
     await recordTokenChange(ctx, allow ? "token.allow" : "token.disallow", `${target.network}:${ref.symbol ?? ref.address}`, before, { support, sent });
     return { network: target.network, token: ref, sent, support };
   });
-}
+});
 
 /** The audit row of an on-chain allowlist change, written after its transactions (a chain change cannot share a database transaction). */
-const recordTokenChange = mutation(async function recordTokenChange(ctx: AdminContext, action: string, target: string, before: unknown, after: unknown): Promise<void> {
+const recordTokenChange = mutation("admin", async function recordTokenChange(ctx: AdminContext, action: string, target: string, before: unknown, after: unknown): Promise<void> {
   await audit(ctx, action, target, before, after);
 });

@@ -6,7 +6,7 @@
 import { createApprovalWebhook, createEventWebhook, deleteWebhook, listDeliveries, listWebhooks, replayDelivery } from "../webhooks/admin.ts";
 import type { ApprovalDefault, WebhookDelivery, WebhookEndpoint } from "../store/types.ts";
 import { PUBLIC_ONLY } from "../webhooks/destination.ts";
-import { audit, guarded, type AdminContext, mutation } from "./context.ts";
+import { audit, guarded, type AdminContext, mutation, read } from "./context.ts";
 
 /** An endpoint as listed and audited: never its secret. */
 function view(endpoint: WebhookEndpoint): Omit<WebhookEndpoint, "secret"> {
@@ -14,7 +14,7 @@ function view(endpoint: WebhookEndpoint): Omit<WebhookEndpoint, "secret"> {
   return rest;
 }
 
-export const createWebhook = mutation(async function createWebhook(
+export const createWebhook = mutation("operator", async function createWebhook(
   ctx: AdminContext,
   input: { projectId: string; url: string; kind?: "events" | "approval"; events?: readonly string[]; timeoutMs?: number; defaultDecision?: ApprovalDefault },
 ): Promise<{ endpoint: Omit<WebhookEndpoint, "secret">; secret: string }> {
@@ -34,22 +34,22 @@ export const createWebhook = mutation(async function createWebhook(
   return { endpoint: view(created.endpoint), secret: created.secret };
 });
 
-export async function listProjectWebhooks(ctx: AdminContext, projectId: string): Promise<Omit<WebhookEndpoint, "secret">[]> {
+export const listProjectWebhooks = read("viewer", async function listProjectWebhooks(ctx: AdminContext, projectId: string): Promise<Omit<WebhookEndpoint, "secret">[]> {
   return (await guarded(() => listWebhooks(ctx.store, projectId))).map(view);
-}
+});
 
-export const removeWebhook = mutation(async function removeWebhook(ctx: AdminContext, endpointId: string): Promise<{ deleted: string }> {
+export const removeWebhook = mutation("operator", async function removeWebhook(ctx: AdminContext, endpointId: string): Promise<{ deleted: string }> {
   await guarded(() => deleteWebhook(ctx.store, endpointId));
   await audit(ctx, "webhook.delete", endpointId, null, null);
   return { deleted: endpointId };
 });
 
 /** Deliveries, newest first; `status: "dead"` is the dead-letter list. */
-export function webhookDeliveries(ctx: AdminContext, filter: { projectId?: string; status?: string; limit?: number }): Promise<WebhookDelivery[]> {
+export const webhookDeliveries = read("viewer", function webhookDeliveries(ctx: AdminContext, filter: { projectId?: string; status?: string; limit?: number }): Promise<WebhookDelivery[]> {
   return guarded(() => listDeliveries(ctx.store, filter));
-}
+});
 
-export const replayWebhook = mutation(async function replayWebhook(ctx: AdminContext, eventId: string): Promise<{ replayed: string }> {
+export const replayWebhook = mutation("operator", async function replayWebhook(ctx: AdminContext, eventId: string): Promise<{ replayed: string }> {
   await guarded(() => replayDelivery(ctx.store, eventId));
   await audit(ctx, "webhook.replay", eventId, null, null);
   return { replayed: eventId };

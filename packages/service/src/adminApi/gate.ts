@@ -14,11 +14,16 @@
  *                files) matches the method and path, the request needs a principal: a bearer admin token, or the
  *                console's session cookie plus, on a mutation, the CSRF header from the same origin. Anything else
  *                — an unknown path included — is 401 before routing: deny by default.
+ *   5. Role      the route the admin router would run needs the role its operation declares (src/admin/roles.ts;
+ *                a route without one needs admin): a principal whose role does not include it is 403 FORBIDDEN
+ *                naming that role (`requiredRole`), before the body is read or anything runs.
  */
 import type { Context, Next } from "koa";
-import type { RouterOptions } from "@koa/router";
+import type { Router, RouterOptions } from "@koa/router";
+import { RoleRefused } from "../admin/context.ts";
+import { roleProblem, strongerRole, type Role } from "../admin/roles.ts";
 import { timingSafeEqual, createHash } from "node:crypto";
-import type { AdminApiOptions, AdminToken } from "./options.ts";
+import { tokenRole, type AdminApiOptions, type AdminToken } from "./options.ts";
 import { CSRF_HEADER, crossSiteProblem, sameSecret, sessionCookieHeader, sessionCookieValue, verifySession } from "./session.ts";
 import { SESSION_PATHS } from "./openapi.ts";
 
@@ -131,17 +136,18 @@ export function browserOrigin(ctx: Context) {
 }
 
 /**
- * Step 4: sets ctx.state.actor ("api:<name>" or "console:<name>") and ctx.state.session, or refuses. Every
- * request that reaches it needs a principal, whatever its path.
+ * Step 4: sets ctx.state.actor ("api:<name>" or "console:<name>"), ctx.state.role (its token's) and
+ * ctx.state.session, or refuses. Every request that reaches it needs a principal, whatever its path.
  */
 export function requirePrincipal(tokens: readonly AdminToken[], now: () => number) {
   return async (ctx: Context, next: Next) => {
     const header = ctx.get("authorization");
     if (header !== "") {
       const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
-      const name = match ? matchToken(tokens, match[1]!) : undefined;
-      if (name === undefined) throw new GateError("UNAUTHORIZED", "invalid admin token");
-      ctx.state.actor = `api:${name}`;
+      const token = match ? matchAdminToken(tokens, match[1]!) : undefined;
+      if (token === undefined) throw new GateError("UNAUTHORIZED", "invalid admin token");
+      ctx.state.actor = `api:${token.name}`;
+      ctx.state.role = tokenRole(token);
       ctx.state.session = undefined;
       return next();
     }
@@ -163,7 +169,31 @@ export function requirePrincipal(tokens: readonly AdminToken[], now: () => numbe
       }
     }
     ctx.state.actor = `console:${session.name}`;
+    ctx.state.role = session.role;
     ctx.state.session = session;
+    return next();
+  };
+}
+
+/** The role each route of the admin router needs, by its layer (app.ts fills it as it registers them). */
+export type RouteRoles = ReadonlyMap<unknown, Role>;
+
+/**
+ * The role a request to `path` needs, else undefined when the router has no route for it (it then answers 404 or
+ * 405 itself). A route the map does not know needs admin: deny by default.
+ */
+export function roleForRequest(router: Router, roles: RouteRoles, method: string, path: string): Role | undefined {
+  const layers = router.match(path, method).pathAndMethod;
+  if (layers.length === 0) return undefined;
+  return layers.map((layer) => roles.get(layer) ?? "admin").reduce(strongerRole);
+}
+
+/** Step 5: refuses (403, naming the role) a principal whose role does not include the route's. */
+export function requireRouteRole(router: Router, roles: RouteRoles) {
+  return async (ctx: Context, next: Next) => {
+    const needed = roleForRequest(router, roles, ctx.method, ctx.path);
+    const problem = needed === undefined ? undefined : roleProblem(ctx.state.role as Role, needed, `${ctx.method} ${ctx.path}`);
+    if (problem) throw new RoleRefused(needed!, problem);
     return next();
   };
 }

@@ -1,4 +1,8 @@
-/** The OpenAPI 3.1 document of the admin API, made from the route table (served at /admin/v1/openapi.json). */
+/**
+ * The OpenAPI 3.1 document of the admin API, made from the route table (served at /admin/v1/openapi.json). Each
+ * operation says the role it needs in `x-required-role` (src/admin/roles.ts).
+ */
+import { requiredRoleOf, ROLES, type Role } from "../admin/roles.ts";
 import { ADMIN_ROUTES } from "./routes.ts";
 
 export const ADMIN_API_PREFIX = "/admin/v1";
@@ -11,7 +15,7 @@ export const SESSION_PATHS = {
   signOut: `${ADMIN_API_PREFIX}/session/end`,
 } as const;
 
-const SESSION_OPERATIONS: { method: "get" | "post"; path: string; summary: string; body?: string; open?: boolean }[] = [
+const SESSION_OPERATIONS: { method: "get" | "post"; path: string; summary: string; body?: string; open?: boolean; role?: Role }[] = [
   {
     method: "post",
     path: SESSION_PATHS.signIn,
@@ -19,13 +23,19 @@ const SESSION_OPERATIONS: { method: "get" | "post"; path: string; summary: strin
     body: "{token}",
     open: true,
   },
-  { method: "get", path: SESSION_PATHS.current, summary: "The signed-in session {name, expiresAt, csrf} (csrf: the X-Paymaster-CSRF value mutations must carry)" },
-  { method: "post", path: SESSION_PATHS.signOut, summary: "Console sign-out: clears the session cookie" },
+  {
+    method: "get",
+    path: SESSION_PATHS.current,
+    summary:
+      "Who is signed in {name, role, expiresAt, csrf, permitted} (csrf: the X-Paymaster-CSRF value mutations must carry; permitted: every \"METHOD /path\" the role may call)",
+    role: "viewer",
+  },
+  { method: "post", path: SESSION_PATHS.signOut, summary: "Console sign-out: clears the session cookie", role: "viewer" },
 ];
 
 const ERROR = {
   description:
-    "An error: {error: {code, message, issues?}} (code NOT_FOUND 404, INVALID_INPUT 400, CONFLICT 409, UNAUTHORIZED 401, FORBIDDEN 403, BODY_TOO_LARGE 413, RATE_LIMITED 429, INTERNAL 500, UNAVAILABLE 503); issues: [{field, message}] per wrong field",
+    "An error: {error: {code, message, issues?, requiredRole?}} (code NOT_FOUND 404, INVALID_INPUT 400, CONFLICT 409, UNAUTHORIZED 401, FORBIDDEN 403, BODY_TOO_LARGE 413, RATE_LIMITED 429, INTERNAL 500, UNAVAILABLE 503); issues: [{field, message}] per wrong field; requiredRole: the role a FORBIDDEN call needs",
   content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
 };
 
@@ -38,10 +48,14 @@ export function openApiDocument(): Record<string, unknown> {
     paths[path] ??= {};
     paths[path][route.method] = {
       summary: route.summary,
+      "x-required-role": requiredRoleOf(route.operation),
       operationId: `${route.method}${route.path.replace(/[/:](\w)/g, (_, c: string) => c.toUpperCase())}`,
       parameters: [...pathParams, ...queryParams],
       ...(route.body ? { requestBody: { required: true, description: route.body, content: { "application/json": { schema: { type: "object" } } } } } : {}),
-      responses: { [String(route.status ?? 200)]: { description: "OK", content: { "application/json": { schema: {} } } }, default: ERROR },
+      responses: {
+        [String(route.status ?? 200)]: { description: "OK", content: Object.fromEntries(["application/json", ...(route.files ?? [])].map((type) => [type, { schema: {} }])) },
+        default: ERROR,
+      },
     };
   }
   for (const op of SESSION_OPERATIONS) {
@@ -50,6 +64,7 @@ export function openApiDocument(): Record<string, unknown> {
       summary: op.summary,
       operationId: op.method + op.path.replace(ADMIN_API_PREFIX, "").replace(/\/(\w)/g, (_, c: string) => c.toUpperCase()),
       ...(op.open ? { security: [] } : {}),
+      ...(op.role ? { "x-required-role": op.role } : {}),
       ...(op.body ? { requestBody: { required: true, description: op.body, content: { "application/json": { schema: { type: "object" } } } } } : {}),
       responses: { "200": { description: "OK", content: { "application/json": { schema: {} } } }, default: ERROR },
     };
@@ -75,6 +90,7 @@ export function openApiDocument(): Record<string, unknown> {
                 code: { type: "string" },
                 message: { type: "string" },
                 issues: { type: "array", items: { type: "object", properties: { field: { type: "string" }, message: { type: "string" } } } },
+                requiredRole: { type: "string", enum: [...ROLES] },
               },
             },
           },

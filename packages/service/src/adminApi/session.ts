@@ -2,11 +2,13 @@
  * Console sessions: an operator signs in with an admin token once and the browser then holds a session cookie
  * instead of the token. Stateless, so every replica accepts it and nothing is stored:
  *
- *   cookie  pm_console = <expiry>:<token name>:<MAC>      MAC  = HMAC-SHA256(K, "session:<expiry>:<name>")
- *   CSRF    X-Paymaster-CSRF: HMAC-SHA256(K, "csrf:<expiry>:<name>")          K = HMAC-SHA256(token, SESSION_KEY_LABEL)
+ *   cookie  pm_console = <expiry>:<token name>:<MAC>      MAC  = HMAC-SHA256(K, "session:<expiry>:<name>:<role>")
+ *   CSRF    X-Paymaster-CSRF: HMAC-SHA256(K, "csrf:<expiry>:<name>:<role>")   K = HMAC-SHA256(token, SESSION_KEY_LABEL)
  *
  * K is derived from the admin token itself: removing or changing a token in PAYMASTER_ADMIN_TOKENS ends all of
- * its sessions at the next request, and a cookie cannot be made without the token. The cookie is HttpOnly (no
+ * its sessions at the next request, and a cookie cannot be made without the token. The session has the role of
+ * the token it signed in with (PAYMASTER_ADMIN_TOKENS' `name:role=token`), bound into the MAC: giving the token
+ * another role ends its sessions too, so a session never holds a role its token no longer has. The cookie is HttpOnly (no
  * script reads it), SameSite=Strict (no other site's page makes the browser send it) and scoped to the admin
  * API's path; Secure when the request came over HTTPS (a TLS proxy saying X-Forwarded-Proto: https) — plain
  * http on loopback cannot carry a Secure cookie. Every mutating request made with the cookie must also carry
@@ -15,7 +17,8 @@
  * Sign-out clears the cookie; the session itself ends at its expiry or when its token is removed.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
-import type { AdminToken } from "./options.ts";
+import type { Role } from "../admin/roles.ts";
+import { tokenRole, type AdminToken } from "./options.ts";
 
 export const SESSION_COOKIE = "pm_console";
 /** The cookie goes only to the admin API (the console's files need none). */
@@ -28,6 +31,8 @@ const COOKIE_RE = /^(\d{1,12}):([A-Za-z0-9._-]{1,64}):([A-Za-z0-9_-]{43})$/;
 
 export interface Session {
   name: string;
+  /** The role of the token it signed in with. */
+  role: Role;
   /** Unix seconds. */
   expiresAt: number;
   /** The value mutating requests must send in X-Paymaster-CSRF. */
@@ -47,15 +52,17 @@ export function sameSecret(a: string, b: string): boolean {
 export function issueSession(token: AdminToken, now: number, ttlSeconds = SESSION_TTL_SECONDS): Session & { cookie: string } {
   const expiresAt = now + ttlSeconds;
   const key = sessionKey(token.token);
+  const role = tokenRole(token);
   return {
     name: token.name,
+    role,
     expiresAt,
-    csrf: mac(key, `csrf:${expiresAt}:${token.name}`),
-    cookie: `${expiresAt}:${token.name}:${mac(key, `session:${expiresAt}:${token.name}`)}`,
+    csrf: mac(key, `csrf:${expiresAt}:${token.name}:${role}`),
+    cookie: `${expiresAt}:${token.name}:${mac(key, `session:${expiresAt}:${token.name}:${role}`)}`,
   };
 }
 
-/** The session a cookie value proves, else undefined (malformed, expired, forged, or its token removed or changed). */
+/** The session a cookie value proves, else undefined (malformed, expired, forged, or its token removed, changed or given another role). */
 export function verifySession(tokens: readonly AdminToken[], value: string, now: number): Session | undefined {
   const m = COOKIE_RE.exec(value);
   if (!m) return undefined;
@@ -64,9 +71,10 @@ export function verifySession(tokens: readonly AdminToken[], value: string, now:
   const token = tokens.find((t) => t.name === name);
   // The MAC is computed either way, so an unknown name takes as long as a wrong MAC.
   const key = sessionKey(token?.token ?? "");
-  const valid = sameSecret(mac(key, `session:${expiresAt}:${name}`), presented);
+  const role = token ? tokenRole(token) : "viewer";
+  const valid = sameSecret(mac(key, `session:${expiresAt}:${name}:${role}`), presented);
   if (!token || !valid || expiresAt <= now) return undefined;
-  return { name, expiresAt, csrf: mac(key, `csrf:${expiresAt}:${name}`) };
+  return { name, role, expiresAt, csrf: mac(key, `csrf:${expiresAt}:${name}:${role}`) };
 }
 
 /** The Set-Cookie header value: the session, or (value "" and maxAge 0) its removal. */

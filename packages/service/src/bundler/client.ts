@@ -1,8 +1,11 @@
 /**
  * A network's ERC-4337 bundler (networks[].bundlerUrl), reached through the chain RPC client (src/chain/rpc.ts):
  * the same timeouts, down/up marking, prober, redacted log lines and metrics as the chain RPC, so a bundler
- * that refuses, hangs or answers garbage is handled like a bad node. The standard endpoint forwards the
- * bundler methods to it (src/methods/bundler.ts): one URL for bundler and paymaster, as hosted providers serve.
+ * that refuses, hangs or answers garbage is handled like a bad node, and one that rate-limits (HTTP 429,
+ * -32005, …) is cooled down and retried within the call's timeout like a rate-limited node; its own JSON-RPC
+ * errors (an op it rejects: ERC-7769's codes, -32504 "throttled" among them) are its answers and pass through.
+ * The standard endpoint forwards the bundler methods to it (src/methods/bundler.ts): one URL for bundler and
+ * paymaster, as hosted providers serve.
  */
 import type { Logger } from "pino";
 import type { NetworkConfig } from "../config/types.ts";
@@ -10,14 +13,11 @@ import type { CallContext } from "../rpc/method.ts";
 import type { ServiceMetrics } from "../metrics/metrics.ts";
 import { createChainRpc, NodeError, type ChainRpc, type RpcObserver } from "../chain/rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
-import { truncate } from "../rpc/schemas.ts";
 import { chainWait } from "../timing.ts";
+import { BundlerRejection, loggedText } from "./rejection.ts";
 
 /** Per call (a bundler simulates before it answers: slower than a node). */
 export const BUNDLER_TIMEOUT_MS = 10_000;
-/** Longest bundler error message passed on, and the largest `data` (as JSON) kept with it. */
-const MESSAGE_MAX_CHARS = 1_000;
-const DATA_MAX_CHARS = 4_096;
 
 /** The bundler client of `config`, or undefined when the network has no bundlerUrl. */
 export function createBundlerRpc(config: NetworkConfig, options: { logger?: Logger; metrics?: ServiceMetrics } = {}): ChainRpc | undefined {
@@ -45,26 +45,9 @@ function labelledAsBundler(observer: RpcObserver): RpcObserver {
 }
 
 /**
- * The bundler's JSON-RPC error, passed on with its own code (ERC-7769: -32500 validation, -32602 invalid
- * fields, …) so clients such as viem read it as they would from the bundler directly.
+ * Forwards `method` with `params` as given to the call's network's bundler; its answer is returned as is, its
+ * error as a BundlerRejection (what a wallet needs of it: rejection.ts), the rest of the error to the log.
  */
-export class BundlerRejection extends RpcError {
-  readonly bundlerCode: number;
-  constructor(error: NodeError) {
-    const data = error.data === undefined ? undefined : JSON.stringify(error.data);
-    super("BUNDLER_REJECTED", truncate(error.message || "The bundler refused the call", MESSAGE_MAX_CHARS), {
-      bundlerCode: error.code,
-      ...(data !== undefined && data.length <= DATA_MAX_CHARS ? { bundlerData: error.data } : {}),
-    });
-    this.bundlerCode = error.code;
-  }
-
-  override get jsonRpcCode(): number {
-    return Number.isSafeInteger(this.bundlerCode) ? this.bundlerCode : super.jsonRpcCode;
-  }
-}
-
-/** Forwards `method` with `params` as given to the call's network's bundler; its answer is returned as is. */
 export async function forwardToBundler(call: CallContext, method: string, params: readonly unknown[]): Promise<unknown> {
   const { network } = call;
   const bundler = network.bundler;
@@ -75,9 +58,28 @@ export async function forwardToBundler(call: CallContext, method: string, params
   try {
     return await chainWait(call.timing, () => bundler.request<unknown>(method, [...params]));
   } catch (error) {
-    if (error instanceof NodeError) throw new BundlerRejection(error);
+    if (error instanceof NodeError) {
+      const rejection = new BundlerRejection(error);
+      if (rejection.trimmed) {
+        call.service.logger.info(
+          {
+            component: "bundler",
+            network: name,
+            method,
+            bundlerCode: error.code,
+            bundlerMessage: loggedText(error.message),
+            ...(error.data === undefined ? {} : { bundlerData: loggedText(JSON.stringify(error.data) ?? "") }),
+          },
+          "bundler refusal: passed on trimmed (URLs, paths, stack frames and unknown data left out)",
+        );
+      }
+      throw rejection;
+    }
     if (error instanceof RpcError && error.reason === "CHAIN_UNAVAILABLE") {
-      const cause = error.details["cause"];
+      const { cause, retryAfterSeconds } = error.details;
+      if (cause === "rate_limited") {
+        throw new RpcError("BUNDLER_UNAVAILABLE", `The bundler of network ${name} is rate-limiting this service (rate limited): retry in ${String(retryAfterSeconds)} s`, { network: name, cause, retryAfterSeconds });
+      }
       throw new RpcError("BUNDLER_UNAVAILABLE", `The bundler of network ${name} did not answer (${String(cause)})`, { network: name, cause });
     }
     throw error;

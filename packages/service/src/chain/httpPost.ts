@@ -18,6 +18,8 @@ import { isIP } from "node:net";
 export interface HttpAnswer {
   status: number;
   body: Buffer;
+  /** The Retry-After header, as given (a rate-limited answer may carry it); undefined without one. */
+  retryAfter: string | undefined;
 }
 
 export interface PendingPost {
@@ -134,6 +136,7 @@ class Connection {
   /** Bytes received and not yet consumed by the parser. */
   #pending: Buffer = Buffer.alloc(0);
   #status = 0;
+  #retryAfter: string | undefined;
   #keepAlive = true;
   #remaining = 0;
   #chunkState: "size" | "data" | "dataEnd" | "trailers" = "size";
@@ -176,6 +179,7 @@ class Connection {
   exchange(request: string, release: (conn: Connection) => void): PendingPost {
     this.#phase = "head";
     this.#status = 0;
+    this.#retryAfter = undefined;
     this.#body = [];
     this.#bodyBytes = 0;
     let abort!: (reason: Error) => void;
@@ -280,6 +284,7 @@ class Connection {
     let contentLength: number | undefined;
     let chunked = false;
     let keepAlive = statusLine[1] === "1";
+    let retryAfter: string | undefined;
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
       const colon = line.indexOf(":");
@@ -295,11 +300,14 @@ class Connection {
         const tokens = value.toLowerCase().split(",").map((v) => v.trim());
         if (tokens.includes("close")) keepAlive = false;
         else if (tokens.includes("keep-alive")) keepAlive = true;
+      } else if (name === "retry-after") {
+        retryAfter = value;
       }
     }
     // An interim answer (100 Continue, 103 Early Hints): the real one follows.
     if (status >= 100 && status < 200) return;
     this.#status = status;
+    this.#retryAfter = retryAfter;
     this.#keepAlive = keepAlive;
     if (status === 204 || status === 304) {
       this.#phase = "body";
@@ -367,6 +375,6 @@ class Connection {
     this.#pending = Buffer.alloc(0);
     const body = this.#body.length === 1 ? this.#body[0]! : Buffer.concat(this.#body, this.#bodyBytes);
     this.#body = [];
-    this.#settle?.(undefined, { status: this.#status, body });
+    this.#settle?.(undefined, { status: this.#status, body, retryAfter: this.#retryAfter });
   }
 }

@@ -64,6 +64,18 @@ export function highEntropyHex(length: number, seed = 0x5eed_1234): Hex {
 }
 
 /**
+ * A stand-in for a gas value not known yet that will be at most `bound` (an estimated limit, under its cap):
+ * high-entropy bytes, as many as `bound` takes. No value up to `bound` has more bytes, or bytes that cost more
+ * L1 data (a zero byte costs less everywhere, and these do not compress), so pricing the op with it before the
+ * estimate lets the oracle's quote run beside the estimate's simulation instead of after it (issue 38). Each
+ * field takes its own `field` number: two equal stand-ins would compress against each other (FastLZ).
+ */
+export function placeholderUpTo(bound: bigint, field: number): bigint {
+  const bytes = Math.max(1, Math.ceil(bound.toString(16).length / 2));
+  return BigInt(highEntropyHex(bytes, 0x6a5b0d + field * 0x9e37));
+}
+
+/**
  * The op as priced: its signature's last 65 bytes (all of it when shorter) replaced by high-entropy bytes of
  * the same length, since the client's dummy signature is often a constant that compresses to nothing, and
  * preVerificationGas itself (still unknown) as a full 3-byte value.

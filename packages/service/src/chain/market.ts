@@ -1,7 +1,12 @@
 /**
  * The chain's current block and fees, fetched once per block: a poller notices new blocks (eth_blockNumber)
  * and refreshes the snapshot; requests read the snapshot and never wait on the chain unless it is older than
- * `maxAgeMs` (e.g. right after start or when blocks stall).
+ * `maxAgeMs` (e.g. right after start, or when the node stops answering the poller: then the request's own
+ * read answers, or fails with CHAIN_UNAVAILABLE). A snapshot is "fresh" while the poller keeps hearing from
+ * the node, whether or not blocks come (an idle chain's block stays current).
+ *
+ * `onBlock` listeners hear of each new block as soon as the poller sees its number (before the snapshot's own
+ * reads come back), so the per-block reads kept in memory (src/chain/blockReads.ts) are refreshed beside it.
  */
 import type { ChainRpc } from "./rpc.ts";
 
@@ -23,12 +28,22 @@ export interface Market {
   current(): Promise<MarketSnapshot>;
   /** Drops the snapshot (tests that move time call this). */
   invalidate(): void;
+  /** Calls `listener` with each new block number seen (never twice for one block, never a lower one). */
+  onBlock(listener: (block: bigint) => void): void;
   stop(): void;
 }
 
 export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000 } = {}): Market {
   let snapshot: MarketSnapshot | undefined;
   let inflight: Promise<MarketSnapshot> | undefined;
+  const listeners: ((block: bigint) => void)[] = [];
+  let lastBlock = -1n;
+
+  function seen(block: bigint): void {
+    if (block <= lastBlock) return;
+    lastBlock = block;
+    for (const listener of listeners) listener(block);
+  }
 
   async function fetchSnapshot(): Promise<MarketSnapshot> {
     const [block, priority] = await Promise.all([
@@ -49,7 +64,10 @@ export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000 } =
 
   function refresh(): Promise<MarketSnapshot> {
     inflight ??= fetchSnapshot()
-      .then((fresh) => (snapshot = fresh))
+      .then((fresh) => {
+        seen(fresh.blockNumber);
+        return (snapshot = fresh);
+      })
       .finally(() => (inflight = undefined));
     return inflight;
   }
@@ -58,7 +76,10 @@ export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000 } =
     rpc
       .request<string>("eth_blockNumber", [])
       .then((hex) => {
-        if (!snapshot || BigInt(hex) !== snapshot.blockNumber) return refresh();
+        if (!snapshot || BigInt(hex) !== snapshot.blockNumber) {
+          seen(BigInt(hex));
+          return refresh();
+        }
         snapshot.fetchedAt = Date.now();
         return snapshot;
       })
@@ -73,6 +94,9 @@ export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000 } =
     },
     invalidate() {
       snapshot = undefined;
+    },
+    onBlock(listener) {
+      listeners.push(listener);
     },
     stop() {
       clearInterval(timer);

@@ -13,54 +13,68 @@
  *   sponsor call fails within the deadline.
  * - An upstream that fails at the transport level (refused, timed out, broken connection, an HTTP error without
  *   a JSON-RPC answer, a body that is not JSON-RPC) is marked down, and the call moves on to the next upstream
- *   that is up (a failover). A JSON-RPC error is an answer: the upstream stays up.
+ *   that is up (a failover). A JSON-RPC error is an answer (a revert, a node's refusal): the upstream stays up
+ *   and the error goes to the caller as NodeError.
+ * - A rate limit of the provider (HTTP 429, JSON-RPC -32005 and the like: src/chain/providerLimit.ts) is not
+ *   the node's verdict on the call: the upstream is cooled down (skipped) for the wait the provider stated
+ *   (Retry-After, or in the message) or else a backoff, and the call moves on to the next upstream at once.
  * - Down upstreams are skipped; a prober asks them `eth_blockNumber` every `probeIntervalMs` and marks them up
  *   when they answer. With every upstream down a call fails at once (CHAIN_UNAVAILABLE) instead of waiting.
- * - One log line per state change (down with its cause, up again), never a line per failed call; URLs in logs
- *   and metrics are redacted to scheme, host and port (providers put keys in paths and queries).
+ * - One log line per state change (down with its cause, up again, cooling down with the wait, answering again
+ *   after its limit), never a line per failed call; URLs in logs and metrics are redacted to scheme, host and
+ *   port (providers put keys in paths and queries).
+ *
+ * An upstream's states (`up`, `coolUntil`):
+ *
+ *                 transport failure                          rate limit
+ *      DOWN  <-----------------------  UP (usable)  ------------------------>  COOLING DOWN (up, skipped
+ *       |    ----------------------->              <------------------------   until coolUntil)
+ *       |     a probe is answered                     its cool-down ends: calls use it again; its first
+ *       |                                             answer that is not a limit ends the episode (logged)
+ *       +--- a probe is rate-limited: UP and COOLING DOWN (it answers: the provider is there)
+ *
+ * A cooling-down upstream needs no probe: its cool-down just ends, and the next call is the probe. A limit in
+ * a row (the first answer after a cool-down is limited again) doubles the backoff (BACKOFF.baseMs, up to
+ * BACKOFF.maxMs); a limit that comes back while the upstream is already cooling down (calls sent before the
+ * first limit was seen) does not, so a burst of concurrent limited calls counts as one. A cooling-down
+ * upstream counts as healthy (healthy(), /ready): it answers, and other replicas share its quota, so taking
+ * this one out of a load balancer would not help.
+ *
+ * One call (`request`), the attempt loop:
+ *   1. each upstream in order that is up and not cooling down gets an attempt (`exchange`); an answer returns.
+ *      A transport failure marks it down (after one more try on a fresh connection if it was a glitch), a rate
+ *      limit cools it down; either way the call moves on at once.
+ *   2. no upstream left to try: when one is cooling down and its cool-down ends early enough to leave an
+ *      attempt MIN_ATTEMPT_MS of the deadline, the call waits for it (plus a little jitter, so waiting calls do
+ *      not all fire at once) and goes back to 1.
+ *   3. else it fails: CHAIN_UNAVAILABLE with the cause; `rate_limited` (with `retryAfterSeconds`, when the
+ *      soonest cool-down ends) when an upstream that is up is cooling down.
  */
 import type { Logger } from "pino";
 import { RpcError } from "../rpc/errors.ts";
-import { redactUrl } from "../config/load.ts";
-import { createHttpPoster } from "./httpPost.ts";
+import { redactUrl } from "../text/redactUrl.ts";
+import { createHttpPoster, type HttpAnswer } from "./httpPost.ts";
+import { NodeError, type JsonRpcErrorBody } from "./nodeError.ts";
+import { providerLimitOf } from "./providerLimit.ts";
 
-export interface JsonRpcErrorBody {
-  code: number;
-  message: string;
-  data?: unknown;
-}
+export { NodeError, type JsonRpcErrorBody };
 
-/** The node answered with a JSON-RPC error (e.g. an eth_call that reverted). */
-export class NodeError extends Error {
-  readonly code: number;
-  readonly data: unknown;
-  constructor(body: JsonRpcErrorBody) {
-    super(body.message);
-    this.name = "NodeError";
-    this.code = body.code;
-    this.data = body.data;
-  }
-
-  /** Revert data of a failed eth_call, as nodes variously report it (data, data.data, data.result). */
-  get revertData(): `0x${string}` | undefined {
-    const candidates = [this.data, (this.data as { data?: unknown })?.data, (this.data as { result?: unknown })?.result];
-    for (const candidate of candidates) {
-      if (typeof candidate === "string" && /^0x([0-9a-fA-F]{2})*$/.test(candidate)) return candidate as `0x${string}`;
-    }
-    return undefined;
-  }
-}
-
-/** Why an upstream gave no answer: a bounded set (it is a metric label). */
-export type FailureCause = "refused" | "timeout" | "connection" | "dns" | "http_status" | "invalid_response" | "bad_url";
+/**
+ * Why an upstream gave no answer to a call: a bounded set (it is a metric label). `rate_limited`: the provider
+ * refused the call over its quota (the upstream is cooled down, not marked down).
+ */
+export type FailureCause = "refused" | "timeout" | "connection" | "dns" | "http_status" | "invalid_response" | "bad_url" | "rate_limited";
 
 /** An upstream gave no JSON-RPC answer; `cause` says why, `detail` is safe to log (no URL). */
 export class UpstreamError extends Error {
   readonly cause: FailureCause;
-  constructor(cause: FailureCause, detail: string) {
+  /** A rate limit's stated wait (Retry-After, or in its message), in ms; undefined when it stated none. */
+  readonly waitMs: number | undefined;
+  constructor(cause: FailureCause, detail: string, waitMs?: number) {
     super(detail);
     this.name = "UpstreamError";
     this.cause = cause;
+    this.waitMs = waitMs;
   }
 }
 
@@ -87,13 +101,15 @@ export interface UpstreamStatus {
   up: boolean;
   /** The cause of the last failure while down. */
   cause?: FailureCause;
+  /** While it is cooling down after a rate limit: how long until calls use it again. */
+  coolingDownMs?: number;
 }
 
 export interface ChainRpc {
   /** The first upstream's URL (unredacted: never log it). */
   readonly url: string;
   request<T>(method: string, params: unknown[], options?: CallOptions): Promise<T>;
-  /** Whether some upstream is up (last exchange or probe answered). */
+  /** Whether some upstream is up (last exchange or probe answered; a rate-limited one answers too). */
   healthy(): boolean;
   upstreams(): UpstreamStatus[];
   /** Stops the prober. */
@@ -102,10 +118,10 @@ export interface ChainRpc {
 
 /** What the client reports, for metrics (src/metrics). */
 export interface RpcObserver {
-  /** One attempt on one upstream: "ok", "jsonrpc_error" (answered with an error) or the failure cause. */
+  /** One attempt on one upstream: "ok", "jsonrpc_error" (answered with an error) or the failure cause ("rate_limited" among them). */
   attempt(upstream: string, method: string, outcome: "ok" | "jsonrpc_error" | FailureCause, seconds: number): void;
   upstreamState(upstream: string, up: boolean): void;
-  /** A call moved to another upstream after one failed. */
+  /** A call moved to another upstream after one failed or was rate-limited. */
   failover(): void;
 }
 
@@ -121,6 +137,8 @@ export interface ChainRpcOptions {
   kind?: string;
   /** What the prober asks a down upstream (default eth_blockNumber; a bundler answers eth_chainId). */
   probeMethod?: string;
+  /** A rate-limit episode ends (one log line) at the first answer after this long without a limit (default 5 s). */
+  limitQuietMs?: number;
 }
 
 export const RPC_DEFAULTS = Object.freeze({ timeoutMs: 1_000, deadlineMs: 1_500, probeIntervalMs: 1_000 });
@@ -128,6 +146,31 @@ export const RPC_DEFAULTS = Object.freeze({ timeoutMs: 1_000, deadlineMs: 1_500,
 const STALL_MS = 50;
 /** The most an attempt waits on an upstream that keeps answering other calls (busy, not dead). */
 export const SLOW_ANSWER_MS = 10_000;
+/**
+ * A rate-limited upstream's cool-down when the provider states no wait: BACKOFF.baseMs, doubled for each limit
+ * in a row, at most BACKOFF.maxMs, each ±25 % (jitter, so replicas do not come back in step).
+ */
+export const BACKOFF = Object.freeze({ baseMs: 200, maxMs: 10_000 });
+/** A wait the provider states is honoured within these bounds (a Retry-After of 0, or of a day, is not taken as is). */
+export const STATED_WAIT_MS = Object.freeze({ min: 50, max: 60_000 });
+/** A call waits for a cool-down only when this much of its deadline (at most its attempt timeout) is left after it. */
+export const MIN_ATTEMPT_MS = 250;
+/** Waiting calls wake up to this much apart (random), so they do not all fire at the provider at once. */
+const WAKE_JITTER_MS = 50;
+/** A rate-limit episode is over (logged) at the first answer after this long without a limit. */
+const LIMIT_QUIET_MS = 5_000;
+
+/** The cool-down after `limits` rate limits in a row when the provider states no wait. */
+function backoffMs(limits: number): number {
+  return Math.min(BACKOFF.baseMs * 2 ** (limits - 1), BACKOFF.maxMs) * (0.75 + Math.random() * 0.5);
+}
+
+/** Why an HTTP answer without a JSON-RPC error is no JSON-RPC answer either; undefined when it holds a result. */
+function notAnAnswer(status: number, body: unknown): UpstreamError | undefined {
+  if (status < 200 || status > 299) return new UpstreamError("http_status", `HTTP ${status}`);
+  if (!body || typeof body !== "object" || !("result" in body)) return new UpstreamError("invalid_response", "the answer is not a JSON-RPC response");
+  return undefined;
+}
 
 /** Unique redacted labels for `urls` (two URLs on one host differ only by their hidden path: number them). */
 export function upstreamLabels(urls: readonly string[]): string[] {
@@ -141,9 +184,18 @@ interface Upstream {
   up: boolean;
   cause?: FailureCause;
   downSince?: number;
+  /** Calls skip it until then (performance.now()): a rate limit cooled it down. 0: not cooling down. */
+  coolUntil: number;
+  /** Rate limits in a row since its last answer that was not one (0: not limited): the backoff's exponent. */
+  limits: number;
+  /** When (Date.now()) its current rate-limit episode began: undefined when none is going on. */
+  limitedSince?: number;
+  /** The episode's last limit (performance.now()) and how many it has had. */
+  lastLimitAt: number;
+  episodeLimits: number;
   /** When it last completed an exchange (performance.now()), whatever the answer. */
   lastAnswerAt: number;
-  post(payload: string, timeoutMs: number): Promise<{ status: number; body: Buffer }>;
+  post(payload: string, timeoutMs: number): Promise<HttpAnswer>;
   /** Closes its idle connections. */
   closeIdle(): void;
 }
@@ -210,11 +262,12 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   const network = options.network ?? "?";
   const kind = options.kind ?? "chain RPC";
   const probeMethod = options.probeMethod ?? "eth_blockNumber";
+  const limitQuietMs = options.limitQuietMs ?? LIMIT_QUIET_MS;
   const logger = options.logger?.child({ component: kind.replaceAll(" ", "-").toLowerCase(), network });
   const observer = options.observer;
   const labels = upstreamLabels(list);
   const upstreams: Upstream[] = list.map((url, i) => {
-    const u: Upstream = { url, label: labels[i]!, up: true, lastAnswerAt: 0, post: undefined as unknown as Upstream["post"], closeIdle: () => undefined };
+    const u: Upstream = { url, label: labels[i]!, up: true, coolUntil: 0, limits: 0, lastLimitAt: 0, episodeLimits: 0, lastAnswerAt: 0, post: undefined as unknown as Upstream["post"], closeIdle: () => undefined };
     const poster = createPoster(url, () => u.lastAnswerAt, () => SLOW_ANSWER_MS);
     u.post = poster.post;
     u.closeIdle = poster.closeIdle;
@@ -246,11 +299,48 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
     u.downSince = undefined;
   }
 
+  /** A rate limit: calls skip `u` until the wait the provider stated, or the backoff, has passed. */
+  function coolDown(u: Upstream, limit: UpstreamError): void {
+    const now = performance.now();
+    const cooling = u.coolUntil > now;
+    // A limit while it is cooling down already answers a call sent before the cool-down began: not one more in a row.
+    if (!cooling) u.limits++;
+    const waitMs = limit.waitMs === undefined ? backoffMs(Math.max(1, u.limits)) : Math.min(Math.max(limit.waitMs, STATED_WAIT_MS.min), STATED_WAIT_MS.max);
+    u.coolUntil = Math.max(u.coolUntil, now + waitMs);
+    u.lastLimitAt = now;
+    u.episodeLimits++;
+    if (u.limitedSince !== undefined) return; // the episode goes on: its line was written
+    u.limitedSince = Date.now();
+    const usable = upstreams.filter((o) => o.up && o.coolUntil <= now).length;
+    logger?.warn(
+      { upstream: u.label, cause: limit.cause, detail: limit.message, coolDownMs: Math.round(waitMs), upstreamsUsable: usable },
+      usable > 0 ? `${kind} upstream rate-limited: cooling it down, failing over` : `${kind} upstream rate-limited: cooling it down; calls wait for it within their deadline`,
+    );
+  }
+
+  /**
+   * `u` answered (not a limit) during a rate-limit episode: the backoff starts over; once no limit has come for
+   * limitQuietMs, the episode is over (one line), so a provider limiting every other call is not a line per call.
+   */
+  function answeredAfterLimit(u: Upstream): void {
+    u.limits = 0;
+    if (performance.now() - u.lastLimitAt < limitQuietMs) return;
+    logger?.info({ upstream: u.label, limitedForMs: Date.now() - (u.limitedSince ?? Date.now()), rateLimits: u.episodeLimits }, `${kind} upstream answers again after its rate limit`);
+    u.limitedSince = undefined;
+    u.episodeLimits = 0;
+  }
+
+  /** What a failed attempt does to its upstream: a rate limit cools it down, anything else marks it down. */
+  function setBack(u: Upstream, error: UpstreamError): void {
+    if (error.cause === "rate_limited") coolDown(u, error);
+    else markDown(u, error);
+  }
+
   /** One exchange with one upstream: the parsed answer, or throws UpstreamError / NodeError. */
   async function exchange<T>(u: Upstream, method: string, params: unknown[], attemptMs: number): Promise<T> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
-    let answer: { status: number; body: Buffer };
+    let answer: HttpAnswer;
     try {
       answer = await u.post(JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }), attemptMs);
       u.lastAnswerAt = performance.now();
@@ -265,20 +355,20 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
     } catch {
       body = undefined;
     }
-    // A JSON-RPC error is an answer whatever the HTTP status (nodes report reverts and rate limits both ways).
-    if (body && typeof body === "object" && body.error && typeof body.error === "object") {
-      observer?.attempt(u.label, method, "jsonrpc_error", seconds());
-      throw new NodeError(body.error);
-    }
-    const failure =
-      answer.status < 200 || answer.status > 299
-        ? new UpstreamError("http_status", `HTTP ${answer.status}`)
-        : !body || typeof body !== "object" || !("result" in body)
-          ? new UpstreamError("invalid_response", "the answer is not a JSON-RPC response")
-          : undefined;
+    const error = body && typeof body === "object" && body.error && typeof body.error === "object" ? body.error : undefined;
+    // The provider's rate limit (HTTP 429 whatever the body, -32005, …) is no answer to the call; any other
+    // JSON-RPC error is one, whatever the HTTP status (nodes report reverts both ways).
+    const limit = error !== undefined || answer.status === 429 ? providerLimitOf(answer.status, answer.retryAfter, error) : undefined;
+    const failure = limit !== undefined ? new UpstreamError("rate_limited", limit.detail, limit.waitMs) : error === undefined ? notAnAnswer(answer.status, body) : undefined;
     if (failure) {
       observer?.attempt(u.label, method, failure.cause, seconds());
       throw failure;
+    }
+    // Answered: the provider took the call.
+    if (u.limitedSince !== undefined) answeredAfterLimit(u);
+    if (error !== undefined) {
+      observer?.attempt(u.label, method, "jsonrpc_error", seconds());
+      throw new NodeError(error);
     }
     observer?.attempt(u.label, method, "ok", seconds());
     return body!.result as T;
@@ -302,8 +392,10 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
           exchange<string>(u, probeMethod, [], timeoutMs).then(
             () => markUp(u),
             (error: unknown) => {
-              if (error instanceof NodeError) markUp(u); // it answered
-              else markDown(u, classify(error));
+              const failure = error instanceof NodeError ? undefined : classify(error);
+              // It answered: with a node's error, or with its provider's limit (then it is up, and cools down).
+              if (failure === undefined || failure.cause === "rate_limited") markUp(u);
+              if (failure !== undefined) setBack(u, failure);
             },
           ),
         ),
@@ -318,7 +410,34 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
     return error.cause === "connection" && performance.now() - u.lastAnswerAt < timeoutMs;
   }
 
+  /** When the soonest cool-down of an upstream that is up ends (performance.now()); undefined when none cools down. */
+  function soonestCoolDownEnd(now: number): number | undefined {
+    let soonest: number | undefined;
+    for (const u of upstreams) if (u.up && u.coolUntil > now && (soonest === undefined || u.coolUntil < soonest)) soonest = u.coolUntil;
+    return soonest;
+  }
+
+  /** How long a call waits for a cool-down to end (jittered), or undefined when none ends in time to leave an attempt its share of the deadline. */
+  function coolDownWait(deadline: number, attemptLimit: number): number | undefined {
+    const now = performance.now();
+    const end = soonestCoolDownEnd(now);
+    if (end === undefined) return undefined;
+    const wait = end - now + Math.random() * WAKE_JITTER_MS;
+    return now + wait + Math.min(attemptLimit, MIN_ATTEMPT_MS) <= deadline ? wait : undefined;
+  }
+
   function unavailable(last: UpstreamError | undefined): RpcError {
+    const now = performance.now();
+    const coolEnd = soonestCoolDownEnd(now);
+    if (coolEnd !== undefined) {
+      // The upstreams that answer are rate-limited: the client may come back when the soonest cool-down ends.
+      const retryAfterSeconds = Math.max(1, Math.ceil((coolEnd - now) / 1000));
+      return new RpcError("CHAIN_UNAVAILABLE", `The RPC provider of network ${network} is rate-limiting this service (rate limited): retry in ${retryAfterSeconds} s`, {
+        network,
+        cause: "rate_limited",
+        retryAfterSeconds,
+      });
+    }
     const causes = [...new Set(upstreams.map((u) => u.cause).filter((c) => c !== undefined))];
     const cause = last?.cause ?? causes[0] ?? "unavailable";
     return new RpcError("CHAIN_UNAVAILABLE", `No RPC endpoint of network ${network} answered (${cause})`, { network, cause });
@@ -330,39 +449,55 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
       const attemptLimit = callOptions.timeoutMs ?? timeoutMs;
       const deadline = performance.now() + (callOptions.deadlineMs ?? Math.max(deadlineMs, callOptions.timeoutMs ?? 0));
       let last: UpstreamError | undefined;
-      let tried = 0;
-      for (const u of upstreams) {
-        if (!u.up) continue;
-        const remaining = Math.floor(deadline - performance.now());
-        if (remaining <= 0) break;
-        if (tried++ > 0) observer?.failover();
-        try {
-          return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining));
-        } catch (error) {
-          if (!(error instanceof UpstreamError)) throw error;
-          last = error;
-          if (!isGlitch(u, error)) {
-            markDown(u, error);
-            continue;
+      let previous: Upstream | undefined;
+      for (;;) {
+        for (const u of upstreams) {
+          if (!u.up) continue;
+          const now = performance.now();
+          if (u.coolUntil > now) continue;
+          const remaining = Math.floor(deadline - now);
+          if (remaining <= 0) break;
+          if (previous !== undefined && previous !== u) observer?.failover();
+          previous = u;
+          try {
+            return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining));
+          } catch (error) {
+            if (!(error instanceof UpstreamError)) throw error;
+            last = error;
+            if (!isGlitch(u, error)) {
+              setBack(u, error);
+              continue;
+            }
+          }
+          // A broken connection to an upstream that is answering other calls is a glitch of that one connection
+          // (a kept-alive socket the node closed as it was reused, a reset under load): one more try, on a fresh
+          // connection, before anything is marked down.
+          const left = Math.floor(deadline - performance.now());
+          if (left <= 0) break;
+          try {
+            return await exchange<T>(u, method, params, Math.min(attemptLimit, left));
+          } catch (error) {
+            if (!(error instanceof UpstreamError)) throw error;
+            last = error;
+            setBack(u, error);
           }
         }
-        // A broken connection to an upstream that is answering other calls is a glitch of that one connection
-        // (a kept-alive socket the node closed as it was reused, a reset under load): one more try, on a fresh
-        // connection, before anything is marked down.
-        const left = Math.floor(deadline - performance.now());
-        if (left <= 0) break;
-        try {
-          return await exchange<T>(u, method, params, Math.min(attemptLimit, left));
-        } catch (error) {
-          if (!(error instanceof UpstreamError)) throw error;
-          last = error;
-          markDown(u, error);
-        }
+        // No upstream left to try now: wait for a rate-limited one if its cool-down ends within the deadline.
+        const wait = coolDownWait(deadline, attemptLimit);
+        if (wait === undefined) throw unavailable(last);
+        await new Promise((resolve) => setTimeout(resolve, wait));
       }
-      throw unavailable(last);
     },
     healthy: () => upstreams.some((u) => u.up),
-    upstreams: () => upstreams.map((u) => ({ label: u.label, up: u.up, ...(u.cause ? { cause: u.cause } : {}) })),
+    upstreams() {
+      const now = performance.now();
+      return upstreams.map((u) => ({
+        label: u.label,
+        up: u.up,
+        ...(u.cause ? { cause: u.cause } : {}),
+        ...(u.up && u.coolUntil > now ? { coolingDownMs: Math.ceil(u.coolUntil - now) } : {}),
+      }));
+    },
     close() {
       closed = true;
       if (prober !== undefined) clearInterval(prober);

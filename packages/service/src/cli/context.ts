@@ -54,7 +54,10 @@ export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv):
   }
   const actor = `cli:${safeUser()}`;
   const retention = config?.retention;
-  return { ctx: { store, networks, actor, applicationExpiryDays, webhookDestinations, ...(retention === undefined ? {} : { retention }) }, close: () => store.close() };
+  // All-powerful: whoever runs the operator command holds the database (and could change it by hand), so roles
+  // cannot limit it; its audit rows say admin, with the OS user as the actor.
+  const role = "admin";
+  return { ctx: { store, networks, actor, role, applicationExpiryDays, webhookDestinations, ...(retention === undefined ? {} : { retention }) }, close: () => store.close() };
 }
 
 function safeUser(): string {

@@ -8,6 +8,8 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { AdminError, requireSafeText, type AdminContext } from "../admin/context.ts";
 import { ConfigError } from "../config/errors.ts";
+import { dependencyFailure } from "../dependencies/failure.ts";
+import { driverDetail } from "../store/unavailable.ts";
 import { openAdmin, UsageError, type GlobalOptions } from "./context.ts";
 import { escapeForTerminal } from "../text/safeText.ts";
 import { printer, type Printer } from "./output.ts";
@@ -20,6 +22,7 @@ import { registerProject } from "./commands/project.ts";
 import { registerSponsorship } from "./commands/sponsorship.ts";
 import { registerStrategy } from "./commands/strategy.ts";
 import { registerTank } from "./commands/tank.ts";
+import { registerBilling } from "./commands/billing.ts";
 import { confirmOnTerminal, registerChain, withChainTarget } from "./commands/chain.ts";
 import { registerDepositContract } from "./commands/depositContract.ts";
 import { registerToken } from "./commands/token.ts";
@@ -36,7 +39,7 @@ const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.me
 export function buildProgram(io: Io): Command {
   const program = new Command("paymaster")
     .version(VERSION, "-V, --version")
-    .description("Operate the paymaster service: projects, API keys, strategies, gas tanks, sponsorships")
+    .description("Operate the paymaster service: projects, API keys, strategies, gas tanks, billing, sponsorships")
     .option("--config <file>", "the service's configuration file (default: $PAYMASTER_CONFIG; DATABASE_URL from the environment)")
     .option("--database <file>", "without a configuration: the embedded stack's SQLite file")
     .option("--json", "print JSON instead of text")
@@ -68,7 +71,7 @@ export function buildProgram(io: Io): Command {
   registerChain(program, runChain);
   registerDepositContract(program, runChain);
   registerToken(program, runChain);
-  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerSponsorship, registerActivity, registerApply, registerAudit, registerWebhook]) {
+  for (const register of [registerProject, registerKey, registerStrategy, registerTank, registerBilling, registerSponsorship, registerActivity, registerApply, registerAudit, registerWebhook]) {
     register(program, run);
   }
   // Subcommands inherit the error handling and output of the root.
@@ -107,8 +110,9 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
   }
 }
 
-/** A driver or system error in one line; a database URL's password never appears. */
+/** A driver or system error in one line (a dependency's failure: its name, cause and the driver's words); never a database URL's password. */
 function describe(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.replace(/(postgres(?:ql)?:\/\/[^:@/\s]+):[^@/\s]+@/gi, "$1:***@").split("\n")[0]!;
+  const failure = dependencyFailure(err);
+  if (failure) return `${failure.message}${failure.detail === undefined ? "" : `: ${failure.detail}`}`;
+  return driverDetail(err);
 }

@@ -11,6 +11,8 @@ import { privateKeyToAddress } from "viem/accounts";
 import { findNetwork, knownNetworkNames, type Address } from "@paymaster/shared";
 
 import { ConfigError } from "./errors.ts";
+import { redactUrl } from "../text/redactUrl.ts";
+export { redactUrl } from "../text/redactUrl.ts";
 import { declaredNetworks, deepFreeze, formatPath, parseServiceConfig, type ConfigIssue, type ConfigPurpose } from "./schema.ts";
 import type { EntryPointConfig, GasCaps, NetworkConfig, ServiceConfig, TokenConfig } from "./types.ts";
 
@@ -348,36 +350,29 @@ export interface RedactedServiceConfig extends Omit<ServiceConfig, "networks" | 
   networks: RedactedNetworkConfig[];
 }
 
-/**
- * An RPC URL safe to log: scheme, host and port. Query strings and userinfo are dropped, and so is the path
- * (shown as "/…"), because providers put keys there too (…/v2/<key>).
- */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname !== "" && u.pathname !== "/" ? "/…" : ""}`;
-  } catch {
-    return "(unparseable URL)";
-  }
-}
-
 function redactPkcs11({ pin, ...where }: Pkcs11Config): NonNullable<RedactedNetworkConfig["pkcs11"]> {
   return { ...where, ...(pin === undefined ? {} : { pinFrom: "file" in pin ? pin.file : pin.env }) };
 }
 
-/** A copy of `config` that is safe to log and to JSON.stringify: no signer key, no provider key, no database password. */
-export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
+/**
+ * A copy of `config` that is safe to log and to JSON.stringify: no signer key, no provider key, no database password.
+ * `tokenSigners`: the address each PKCS#11 network signs as, read from its token by the running service (the
+ * configuration holds no key to derive it from).
+ */
+export function redactConfig(config: ServiceConfig, tokenSigners: ReadonlyMap<string, Address> = new Map()): RedactedServiceConfig {
   return {
     host: config.host,
     port: config.port,
     databasePath: config.databasePath,
     // scheme, host and port only: never the user, password, database name or parameters
     ...(config.databaseUrl === undefined ? {} : { databaseUrl: redactUrl(config.databaseUrl) }),
+    ...(config.database === undefined ? {} : { database: { ...config.database } }),
     bodyLimitBytes: config.bodyLimitBytes,
     signatureTtlSeconds: config.signatureTtlSeconds,
     logLevel: config.logLevel,
     ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
     ...(config.trustedProxies === undefined ? {} : { trustedProxies: [...config.trustedProxies] }),
+    ...(config.ipv6ClientPrefix === undefined ? {} : { ipv6ClientPrefix: config.ipv6ClientPrefix }),
     ...(config.applicationExpiryDays === undefined ? {} : { applicationExpiryDays: config.applicationExpiryDays }),
     ...(config.metrics === undefined ? {} : { metrics: { ...config.metrics } }),
     ...(config.watch === undefined ? {} : { watch: config.watch }),
@@ -401,7 +396,7 @@ export function redactConfig(config: ServiceConfig): RedactedServiceConfig {
         entryPoints: Object.fromEntries(
           Object.entries(n.entryPoints).map(([v, ep]) => [v, { ...(ep as EntryPointConfig) }]),
         ),
-        signerAddresses: n.signerKeys.map((key) => privateKeyToAddress(key)),
+        signerAddresses: n.pkcs11 ? [tokenSigners.get(n.name)].filter((a): a is Address => a !== undefined) : n.signerKeys.map((key) => privateKeyToAddress(key)),
         ...(n.pkcs11 === undefined ? {} : { pkcs11: redactPkcs11(n.pkcs11) }),
         ...(n.depositAddress === undefined ? {} : { depositAddress: n.depositAddress }),
         ...(n.depositContract === undefined ? {} : { depositContract: n.depositContract }),

@@ -25,6 +25,8 @@ import {
 } from "@paymaster/shared";
 
 import { validIpRange } from "../access/keyAccess.ts";
+import { DEFAULT_IPV6_CLIENT_PREFIX } from "../access/clientAddress.ts";
+import { DATABASE_RANGES } from "../store/settings.ts";
 import type { PriceSource } from "../store/types.ts";
 import { DEFAULT_GAS_CAPS, type GasCaps, type NetworkConfig, type ServiceConfig } from "./types.ts";
 
@@ -445,6 +447,17 @@ export const serviceConfigSchema = z
         .string({ error: "must be a postgres:// or postgresql:// URL" })
         .refine(isPostgresUrl, { error: "must be a postgres:// or postgresql:// URL" })
         .optional(),
+      /** How long the PostgreSQL store waits on its database (src/store/settings.ts). */
+      database: z
+        .strictObject(
+          {
+            connectTimeoutMs: integer("milliseconds", DATABASE_RANGES.connectTimeoutMs.min, DATABASE_RANGES.connectTimeoutMs.max).optional(),
+            queryTimeoutMs: integer("milliseconds", DATABASE_RANGES.queryTimeoutMs.min, DATABASE_RANGES.queryTimeoutMs.max).optional(),
+            statementTimeoutMs: integer("milliseconds", DATABASE_RANGES.statementTimeoutMs.min, DATABASE_RANGES.statementTimeoutMs.max).optional(),
+          },
+          { error: "must be {connectTimeoutMs?, queryTimeoutMs?, statementTimeoutMs?}" },
+        )
+        .optional(),
       bodyLimitBytes: integer("a number of bytes", BODY_LIMIT_RANGE.min, BODY_LIMIT_RANGE.max).default(
         DEFAULT_BODY_LIMIT_BYTES,
       ),
@@ -455,6 +468,8 @@ export const serviceConfigSchema = z
        * header that is not one of them (access/clientAddress.ts). Absent: the connection's address, always.
        */
       trustedProxies: ipRanges().optional(),
+      /** IPv6 clients are counted per network of this many bits by every per-client bound (access/clientAddress.ts). */
+      ipv6ClientPrefix: integer("a prefix length", 32, 128).default(DEFAULT_IPV6_CLIENT_PREFIX),
       applicationExpiryDays: integer("a number of days", 1, 365).default(DEFAULT_APPLICATION_EXPIRY_DAYS),
       metrics: z
         .strictObject(

@@ -6,6 +6,7 @@
 import type { Pkcs11Config } from "../signer/pkcs11Token.ts";
 import type { Address, EntryPointVersion, GasKind, Hex, NetworkDefinition } from "@paymaster/shared";
 import type { PriceSource } from "../store/types.ts";
+import type { DatabaseSettings } from "../store/settings.ts";
 
 export interface EntryPointConfig {
   entryPoint: Address;
@@ -101,12 +102,16 @@ export interface ServiceConfig {
    * (several replicas can share it) and `databasePath` is unused.
    */
   databaseUrl?: string;
+  /** How long the PostgreSQL store waits on its database (src/store/settings.ts); every field optional, defaults there. */
+  database?: Partial<DatabaseSettings>;
   /** Request bodies above this many bytes get BODY_TOO_LARGE. */
   bodyLimitBytes: number;
   /** Rate limits per API key and per project (src/rpc/rateLimit.ts, docs/operations.md). */
   rateLimit?: RateLimitConfig;
   /** Reverse proxies whose X-Forwarded-For is believed, as CIDR ranges (src/access/clientAddress.ts); absent: none. */
   trustedProxies?: readonly string[];
+  /** Per-client bounds count an IPv6 client per network of this many bits (default 64: clientAddress.ts clientBucket). */
+  ipv6ClientPrefix?: number;
   /** Pending key applications expire after this many days (default 14). */
   applicationExpiryDays?: number;
   /** The Prometheus /metrics listener (loopback only); absent: no metrics listener. */

@@ -11,6 +11,7 @@
 import type { Logger } from "pino";
 import type { ServiceMetrics } from "../metrics/metrics.ts";
 import type { PruneCounts, PruneCutoffs, Store } from "../store/types.ts";
+import { failureFields } from "../dependencies/failure.ts";
 
 export interface RetentionSettings {
   /** Released sponsorships are deleted this many days after creation (0: kept forever). */
@@ -120,7 +121,7 @@ export function startRetention(args: {
     if (stopped) return;
     timer = setTimeout(() => {
       void runOnce()
-        .catch((error: unknown) => logger.warn({ error: error instanceof Error ? error.message : String(error) }, "sponsorship retention pass failed: next pass later"))
+        .catch((error: unknown) => logger.warn(failureFields(error), "sponsorship retention pass failed: next pass later"))
         .finally(() => schedule(settings.intervalMinutes * 60_000));
     }, delayMs);
     timer.unref();

@@ -2,14 +2,14 @@
  * The service's Prometheus metrics (prom-client), on a registry of their own (one per running service, so
  * tests can run several in one process). Names follow Prometheus conventions (`paymaster_` prefix, base units:
  * seconds and wei, `_total` counters); every label value is bounded: network names and methods come from the
- * configuration and the method registry, reasons from the error catalogue, strategies are the operator's own
- * (no userOpHash, sender or API key is ever a label). The list with meanings: docs/operations.md.
+ * configuration and the method registry, reasons from the error catalogue, strategies and projects are the
+ * operator's own (no userOpHash, sender or API key is ever a label). The list with meanings: docs/operations.md.
  *
  * Values that live in the store (sponsorships by status, cap usage, gas tanks) are read when scraped, once per
  * scrape (shared by the gauges), so every replica reports the same shared totals: aggregate them with max().
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { Store, WebhookBacklog } from "../store/types.ts";
+import type { BillingAccount, BillingPlan, Store, WebhookBacklog } from "../store/types.ts";
 import type { DeliveryObserver } from "../webhooks/worker.ts";
 import type { RpcObserver } from "../chain/rpc.ts";
 import { capLines, type CapLine } from "./caps.ts";
@@ -24,7 +24,11 @@ export interface StoreSnapshot {
   gasTanks: { network: string; balanceWei: bigint; reservedWei: bigint; tanks: number }[];
   caps: CapLine[];
   webhookBacklog: WebhookBacklog[];
+  billing: { projectId: string; plan: BillingPlan | undefined; account: BillingAccount }[];
 }
+
+/** USD micro-units as dollars, a float (monitoring precision). */
+const usdMicrosToFloat = (micros: bigint): number => Number(micros) / 1e6;
 
 export class ServiceMetrics {
   readonly registry = new Registry();
@@ -182,7 +186,7 @@ export class ServiceMetrics {
   });
   readonly rpcRequests = new Counter({
     name: "paymaster_rpc_requests_total",
-    help: "Chain RPC attempts per upstream (redacted URL), JSON-RPC method and outcome (ok, jsonrpc_error, refused, timeout, connection, dns, http_status, invalid_response, bad_url)",
+    help: "Chain RPC attempts per upstream (redacted URL), JSON-RPC method and outcome (ok, jsonrpc_error, refused, timeout, connection, dns, http_status, invalid_response, bad_url, rate_limited)",
     labelNames: ["network", "upstream", "method", "outcome"] as const,
     registers: [this.registry],
   });
@@ -268,6 +272,27 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
 
+  // Project billing (docs/policies.md "Project billing"): projects whose plan is enabled only, so a deployment
+  // that bills nobody exports none of these.
+  readonly projectBalance = new Gauge({
+    name: "paymaster_project_balance_usd",
+    help: "A billed project's prepaid balance in USD: credits minus what its settled operations were billed (shared: read from the store)",
+    labelNames: ["project"] as const,
+    registers: [this.registry],
+  });
+  readonly projectHeld = new Gauge({
+    name: "paymaster_project_balance_held_usd",
+    help: "What a billed project's open sponsorships hold of its balance, in USD (shared)",
+    labelNames: ["project"] as const,
+    registers: [this.registry],
+  });
+  readonly projectAlertBelow = new Gauge({
+    name: "paymaster_project_balance_alert_usd",
+    help: "A billed project's low-balance threshold in USD (its plan's alertBelowUsd; absent when none)",
+    labelNames: ["project"] as const,
+    registers: [this.registry],
+  });
+
   // The sponsorship retention pass (src/lifecycle/retention.ts), in whichever replica ran it.
   readonly sponsorshipsPruned = new Counter({
     name: "paymaster_sponsorships_pruned_total",
@@ -292,6 +317,17 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
 
+  readonly storeUp = new Gauge({
+    name: "paymaster_store_up",
+    help: "1 while the database answers reads and writes; 0 while it is unavailable or cannot write (/ready and the log say why)",
+    registers: [this.registry],
+  });
+  readonly storeErrors = new Counter({
+    name: "paymaster_store_errors_total",
+    help: "Statements that failed for want of the database, by cause (refused, timeout, connection, busy, disk_full, read_only, …)",
+    labelNames: ["cause"] as const,
+    registers: [this.registry],
+  });
   readonly storeSnapshotSeconds = new Gauge({
     name: "paymaster_store_snapshot_seconds",
     help: "How long the last read of the store-backed gauges took (a read of 250 ms or more is reused for 10 times as long, at most 5 minutes)",
@@ -353,9 +389,17 @@ export class ServiceMetrics {
         this.webhookBacklog.set(labels, b.pending);
         this.webhookOldestPending.set(labels, Math.max(nowMs - b.oldestMs, 0) / 1000);
       }
+      for (const g of [this.projectBalance, this.projectHeld, this.projectAlertBelow]) g.reset();
+      for (const { projectId, plan, account } of s.billing) {
+        if (!plan?.enabled) continue;
+        const labels = { project: projectId };
+        this.projectBalance.set(labels, usdMicrosToFloat(account.balanceUsdMicros));
+        this.projectHeld.set(labels, usdMicrosToFloat(account.heldUsdMicros));
+        if (plan.alertBelowUsdMicros !== null) this.projectAlertBelow.set(labels, usdMicrosToFloat(plan.alertBelowUsdMicros));
+      }
     };
     // prom-client calls each metric's collect on a scrape; all of them share the one snapshot.
-    for (const gauge of [this.sponsorships, this.gasTankBalance, this.gasTankReserved, this.gasTanks, this.capLimit, this.capReserved, this.capSpent, this.capRemaining, this.webhookBacklog, this.webhookOldestPending]) {
+    for (const gauge of [this.sponsorships, this.gasTankBalance, this.gasTankReserved, this.gasTanks, this.capLimit, this.capReserved, this.capSpent, this.capRemaining, this.webhookBacklog, this.webhookOldestPending, this.projectBalance, this.projectHeld, this.projectAlertBelow]) {
       (gauge as unknown as { collect: () => Promise<void> }).collect = fill;
     }
   }
@@ -416,11 +460,12 @@ export function snapshotReusable(finishedAt: number, tookMs: number, now: number
 }
 
 async function readSnapshot(store: Store): Promise<StoreSnapshot> {
-  const [sponsorships, gasTanks, caps, webhookBacklog] = await Promise.all([
+  const [sponsorships, gasTanks, caps, webhookBacklog, billing] = await Promise.all([
     store.sponsorshipCounts(),
     store.gasTankTotals(),
     capLines(store, Math.floor(Date.now() / 1000)),
     store.webhookBacklog(),
+    store.listBillingAccounts(),
   ]);
-  return { sponsorships, gasTanks, caps, webhookBacklog };
+  return { sponsorships, gasTanks, caps, webhookBacklog, billing };
 }

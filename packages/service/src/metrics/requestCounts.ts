@@ -9,6 +9,7 @@
 import type { Logger } from "pino";
 import type { RequestCount, Store } from "../store/types.ts";
 import type { ServiceMetrics } from "./metrics.ts";
+import { failureFields } from "../dependencies/failure.ts";
 
 export const REQUEST_COUNT_FLUSH_MS = 15_000;
 export const REQUEST_COUNT_RETENTION_DAYS = 35;
@@ -78,7 +79,7 @@ export function startRequestCountFlusher(args: {
         },
         (error: unknown) => {
           // Kept for the next flush: the counter still holds them.
-          if (!failing) logger.warn({ problem: (error as Error).message }, "cannot write request counts to the store: retrying");
+          if (!failing) logger.warn(failureFields(error), "cannot write request counts to the store: retrying");
           failing = true;
         },
       ),

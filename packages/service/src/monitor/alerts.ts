@@ -13,6 +13,7 @@ import type { StartedNetwork } from "../network.ts";
 import { isSignerAccepted } from "../network.ts";
 import type { Store } from "../store/types.ts";
 import { emitDepositLow } from "../webhooks/systemEvents.ts";
+import { describeFailure } from "../dependencies/failure.ts";
 
 export const ALERT_INTERVAL_MS = 15_000;
 export const DEFAULT_CAP_WARN_PERCENT = 80;
@@ -91,8 +92,8 @@ export function startAlertMonitor(args: {
   async function check(): Promise<void> {
     const failures: string[] = [];
     await Promise.all([
-      ...networks.map((n) => checkNetwork(n).catch((e: unknown) => void failures.push(`${n.runtime.config.name}: ${(e as Error).message}`))),
-      checkCaps().catch((e: unknown) => void failures.push(`caps: ${(e as Error).message}`)),
+      ...networks.map((n) => checkNetwork(n).catch((e: unknown) => void failures.push(`${n.runtime.config.name}: ${describeFailure(e)}`))),
+      checkCaps().catch((e: unknown) => void failures.push(`caps: ${describeFailure(e)}`)),
     ]);
     // A failed check (RPC or store away) is reported by /ready and the RPC's own lines; say it once here too.
     const state = failures.length === 0 ? "ok" : failures.join("; ");

@@ -1,9 +1,12 @@
 /**
  * The error catalogue: every refusal the service can answer, with a stable `reason` (UPPER_SNAKE), the
  * v1 dialect's HTTP status, and the JSON-RPC 2.0 code the standard dialect uses. A handler throws
- * `RpcError`; only the envelope decides how it is rendered. Anything that is not an RpcError becomes
+ * `RpcError`; only the envelope decides how it is rendered. A dependency that failed is answered by its name
+ * (CHAIN_UNAVAILABLE, STORE_UNAVAILABLE, SIGNER_UNAVAILABLE, BUNDLER_UNAVAILABLE: 503 with a `cause`; the store's
+ * StoreUnavailableError becomes STORE_UNAVAILABLE here). Anything else that is not an RpcError becomes
  * INTERNAL_ERROR with a generic message: no stack trace or internal text ever reaches a client.
  */
+import { StoreUnavailableError } from "../store/unavailable.ts";
 
 export interface ReasonSpec {
   /** v1 dialect: HTTP status and envelope `code`. */
@@ -48,6 +51,7 @@ export const REASONS = {
   GAS_TANK_NOT_ALLOWED: { status: 403, jsonRpcCode: -32501, message: "The sender's gas tank has not allowed this project to draw from it" },
   INVALID_CONSENT: { status: 400, jsonRpcCode: -32602, message: "The gas tank consent is not valid" },
   GAS_TANK_INSUFFICIENT: { status: 402, jsonRpcCode: -32501, message: "The sender's gas tank cannot cover the maximum cost" },
+  PROJECT_BALANCE_EXHAUSTED: { status: 402, jsonRpcCode: -32501, message: "The project's prepaid balance with the paymaster cannot cover this user operation: the project's owner must add credit" },
   APPROVAL_DENIED: { status: 403, jsonRpcCode: -32501, message: "The project's approval webhook refused this user operation" },
   GAS_LIMIT_TOO_HIGH: { status: 400, jsonRpcCode: -32501, message: "A gas limit is above this network's cap" },
   FEE_TOO_HIGH: { status: 400, jsonRpcCode: -32501, message: "A fee is far above the market" },
@@ -57,6 +61,8 @@ export const REASONS = {
   PAYMASTER_DEPOSIT_LOW: { status: 503, jsonRpcCode: -32508, message: "The paymaster's deposit cannot cover this user operation" },
   CHAIN_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The network's RPC endpoint is unavailable" },
   SIGNER_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The paymaster's signing key is unavailable" },
+  // ---- the service's own database
+  STORE_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The paymaster's database is unavailable" },
   // ---- the network's bundler (standard endpoint only: src/methods/bundler.ts)
   BUNDLER_UNAVAILABLE: { status: 503, jsonRpcCode: -32002, message: "The network's bundler is unavailable" },
   /** The bundler's own JSON-RPC error; the standard dialect answers with the bundler's code (BundlerRejection). */
@@ -90,7 +96,17 @@ export class RpcError extends Error {
   }
 }
 
-/** What a client may see of any thrown value: RpcErrors as they are, everything else as INTERNAL_ERROR. */
+/**
+ * What a client may see of a thrown value that is a deliberate answer: RpcErrors as they are, a failure of the
+ * database as STORE_UNAVAILABLE with its cause (never the driver's text); undefined for anything unexpected.
+ */
+export function knownClientError(error: unknown): RpcError | undefined {
+  if (error instanceof RpcError) return error;
+  if (error instanceof StoreUnavailableError) return new RpcError("STORE_UNAVAILABLE", error.message, { cause: error.cause });
+  return undefined;
+}
+
+/** What a client may see of any thrown value: known answers as they are (knownClientError), everything else INTERNAL_ERROR. */
 export function toClientError(error: unknown): RpcError {
-  return error instanceof RpcError ? error : new RpcError("INTERNAL_ERROR");
+  return knownClientError(error) ?? new RpcError("INTERNAL_ERROR");
 }

@@ -37,8 +37,11 @@ export function defineMethod<P>(definition: MethodDefinition<P>): MethodDefiniti
   return definition;
 }
 
-/** The network's chain access, or CHAIN_UNAVAILABLE while its RPC has not answered since start-up (not ready). */
+/**
+ * The network's chain access; while its pre-flight has not passed yet (not ready): SIGNER_UNAVAILABLE when its
+ * signer could not be opened (a token refusing the PIN), else CHAIN_UNAVAILABLE (its RPC has not answered yet).
+ */
 export function readyChain(network: NetworkRuntime): NetworkChain {
-  if (!network.chain) throw new RpcError("CHAIN_UNAVAILABLE", `Network ${network.config.name} is not ready: its RPC has not answered yet`, { network: network.config.name });
-  return network.chain;
+  if (network.chain) return network.chain;
+  throw network.signerUnavailable ?? new RpcError("CHAIN_UNAVAILABLE", `Network ${network.config.name} is not ready: its RPC has not answered yet`, { network: network.config.name });
 }

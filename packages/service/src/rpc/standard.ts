@@ -15,7 +15,7 @@ import { requestClientAddress } from "../access/clientAddress.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
 import { dispatch, type MethodRegistry } from "./dispatch.ts";
-import { RpcError, toClientError } from "./errors.ts";
+import { knownClientError, RpcError } from "./errors.ts";
 import { stringifyJson } from "./json.ts";
 import { jsonTypeOf, truncate } from "./schemas.ts";
 import { parseJsonBody } from "./v1.ts";
@@ -93,12 +93,10 @@ export function standardHandler(service: ServiceContext, methods: MethodRegistry
     const network = ctx.params["network"] ?? "";
     const apiKey = ctx.query["apiKey"];
     const log = (error: unknown): RpcError => {
-      const clientError = toClientError(error);
-      if (!(error instanceof RpcError)) {
-        service.logger.error({ err: error, requestId: state.requestId, path: ctx.path }, "internal error");
-        return new RpcError("INTERNAL_ERROR", "Internal error; quote the requestId to the operator", { requestId: state.requestId });
-      }
-      return clientError;
+      const known = knownClientError(error);
+      if (known) return known;
+      service.logger.error({ err: error, requestId: state.requestId, path: ctx.path }, "internal error");
+      return new RpcError("INTERNAL_ERROR", "Internal error; quote the requestId to the operator", { requestId: state.requestId });
     };
     const send = (status: number, payload: unknown): void => {
       ctx.status = status;

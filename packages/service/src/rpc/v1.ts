@@ -120,9 +120,15 @@ export function sendV1(ctx: RpcExchange, code: number, message: string, data: un
   ctx.body = json;
 }
 
-/** Writes an RpcError as a v1 envelope: data = {reason, ...details}. */
+/**
+ * Writes an RpcError as a v1 envelope: data = {reason, ...details}. An error that tells when to come back
+ * (`details.retryAfterSeconds`: RATE_LIMITED, a rate-limited CHAIN_UNAVAILABLE, …) also sets the HTTP
+ * Retry-After header (RFC 9110), which HTTP clients and proxies read on a 429 or a 503.
+ */
 export function sendV1Error(ctx: RpcExchange, error: RpcError): void {
   const { reason: _ignored, ...details } = error.details as Record<string, unknown>;
+  const retryAfter = details["retryAfterSeconds"];
+  if (typeof retryAfter === "number" && Number.isFinite(retryAfter) && retryAfter > 0) ctx.set("Retry-After", String(Math.ceil(retryAfter)));
   sendV1(ctx, error.status, error.message, { reason: error.reason, ...details });
 }
 

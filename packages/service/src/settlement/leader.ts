@@ -7,6 +7,7 @@
  * watchers appending to the deposit journal at once (src/settlement/journal.ts).
  */
 import type { Logger } from "pino";
+import { failureFields } from "../dependencies/failure.ts";
 import type { ServiceMetrics } from "../metrics/metrics.ts";
 import type { StartedNetwork } from "../network.ts";
 import type { Leadership, Store } from "../store/types.ts";
@@ -68,9 +69,9 @@ export function superviseSettlement(args: {
         leadership = await store.tryLeadership(leadershipName(name));
         lastProblem = undefined;
       } catch (error) {
-        const problem = error instanceof Error ? error.message : String(error);
-        if (problem !== lastProblem) logger.warn({ problem }, "cannot ask for the settlement leadership: retrying");
-        lastProblem = problem;
+        const fields = failureFields(error);
+        if (fields.problem !== lastProblem) logger.warn(fields, "cannot ask for the settlement leadership: retrying");
+        lastProblem = fields.problem;
         await pause(retryMs);
         continue;
       }

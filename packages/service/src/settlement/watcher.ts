@@ -25,10 +25,10 @@ import type { Address, Hex } from "@paymaster/shared";
 import type { NetworkConfig } from "../config/types.ts";
 import type { NetworkChain, NetworkRuntime } from "../context.ts";
 import { weiToUsdMicros } from "../policy/rules.ts";
-import type { UsdPrice } from "../sponsor/price.ts";
+import type { UsdPrice } from "../sponsor/usdPrice.ts";
 import type { Settlement, Store } from "../store/types.ts";
 import { createDepositJournal } from "./journal.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { failureFields } from "../dependencies/failure.ts";
 import {
   TOKEN_CHARGED_TOPIC,
   TOKEN_CHARGE_UNPAID_TOPIC,
@@ -171,12 +171,6 @@ export interface StartWatcherArgs {
   observer?: { passed(result: TickResult): void; failed(): void };
 }
 
-/** A failed pass in one line: its reason and cause, never a stack (the same outage fails every pass). */
-export function describeTickError(error: unknown): string {
-  if (error instanceof RpcError) return `${error.reason}: ${error.message}`;
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
-}
 
 const lower = (value: string) => value.toLowerCase();
 
@@ -505,9 +499,10 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
       },
       (error: unknown) => {
         observer?.failed();
-        const problem = describeTickError(error);
-        if (problem !== failing) logger.warn({ problem }, "settlement pass failed: retrying every pollMs");
-        failing = problem;
+        // One line per outage: the problem reads the same for the same reason and cause (never a stack).
+        const fields = failureFields(error);
+        if (fields.problem !== failing) logger.warn(fields, "settlement pass failed: retrying every pollMs");
+        failing = fields.problem;
       },
     );
   const schedule = () => {

@@ -9,10 +9,12 @@
  *
  * Faults: a lost session or token (closed sessions, a finalised library, a removed or re-initialised token)
  * drops every session and reconnects once within the request; when that fails too, or the PIN is refused, the
- * request gets SIGNER_UNAVAILABLE (503) with the reason, and a later request reconnects (at most one attempt a
- * second): recovery without a restart. A refused PIN is not tried again (tokens lock after a few wrong PINs):
- * the service waits for a changed PIN file. A token whose key under the label is not the key the service
- * started with (another address) is refused, never signed with.
+ * request gets SIGNER_UNAVAILABLE (503) with the cause only (pin, token, session, key, module: the library's path
+ * and the CKR code go to the log and to `failing()`, which /ready and the admin API read), and the signer tries
+ * to reconnect every second until it can (a later request does too): recovery without a restart, without
+ * traffic. A refused PIN is not tried again (tokens lock after a few wrong PINs): the service waits for a changed
+ * PIN file. A token whose key under the label is not the key the service started with (another address) is
+ * refused, never signed with.
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
@@ -62,15 +64,26 @@ function pinHash(pin: string): string {
   return createHash("sha256").update(pin).digest("hex");
 }
 
-/**
- * Connects to the configured token and returns the network's signer; throws RpcError SIGNER_UNAVAILABLE when
- * the token cannot be used now (the network's pre-flight retries).
- */
 export interface Pkcs11Signer extends PaymasterSigner {
   /** Sessions this signer holds open now (idle or signing): at most config.sessions. */
   sessionsOpen(): number;
 }
 
+/**
+ * What a client is told of a token failure: SIGNER_UNAVAILABLE with the cause only; the failure itself (the
+ * library's path, the CKR code) is its `cause`, for the log and the operator (dependencies/failure.ts).
+ */
+export function signerUnavailable(failure: Pkcs11Failure, network: string): RpcError {
+  const error = new RpcError("SIGNER_UNAVAILABLE", `Network ${network}: the paymaster's signing key is unavailable (${failure.kind})`, { network, cause: failure.kind });
+  error.cause = failure;
+  return error;
+}
+
+/**
+ * Connects to the configured token and returns the network's signer; throws RpcError SIGNER_UNAVAILABLE when
+ * the token cannot be used now (the network's pre-flight retries). `logger`: the network's (it carries the
+ * network's name: the signer's lines do not repeat it).
+ */
 export async function openPkcs11Signer(config: Pkcs11Config, network: string, logger?: Logger): Promise<Pkcs11Signer> {
   const tokenId = `${config.module}\n${config.tokenLabel ?? `slot ${config.slot}`}`;
   const maxSessions = config.sessions ?? PKCS11_SESSIONS_DEFAULT;
@@ -79,17 +92,31 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string, lo
   let address: Address | undefined;
   let point: Buffer | undefined;
 
-  /** The problem last logged (one line per distinct problem, one when it is over). */
-  let reported: string | undefined;
-  const report = (problem: string | undefined) => {
-    if (problem === reported) return;
-    if (problem !== undefined) logger?.error({ network, problem }, "the network's signing key is unavailable: sponsorships get 503 SIGNER_UNAVAILABLE");
-    else logger?.info({ network }, "the network's signing key is available again");
-    reported = problem;
+  /** The last failure while the signer fails (what `failing()` answers), logged once per kind and once when over. */
+  let reported: Pkcs11Failure | undefined;
+  /** While the signer fails: a reconnection every RECONNECT_MS, so that it comes back without traffic. */
+  let retrying: NodeJS.Timeout | undefined;
+  const report = (failure: Pkcs11Failure | undefined) => {
+    // A new line when the kind changes (the PIN refused, then not tried again, is one problem), the latest words kept.
+    const changed = failure?.kind !== reported?.kind;
+    reported = failure;
+    if (!changed) return;
+    if (failure !== undefined) {
+      logger?.error({ cause: failure.kind, ...(failure.ckr ? { ckr: failure.ckr } : {}), problem: failure.message }, "the network's signing key is unavailable: sponsorships get 503 SIGNER_UNAVAILABLE");
+      retrying ??= setInterval(() => {
+        try {
+          current();
+          report(undefined);
+        } catch (error) {
+          report(classify(error, "reconnecting to the token"));
+        }
+      }, RECONNECT_MS).unref();
+    } else {
+      logger?.info("the network's signing key is available again");
+      clearInterval(retrying);
+      retrying = undefined;
+    }
   };
-
-  const unavailable = (failure: Pkcs11Failure) =>
-    new RpcError("SIGNER_UNAVAILABLE", `Network ${network}: the paymaster's signing key is unavailable: ${failure.message}`, { network, cause: failure.kind, ...(failure.ckr ? { ckr: failure.ckr } : {}) });
 
   function connect(): Connection {
     const pin = readPin(config);
@@ -210,7 +237,7 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string, lo
   try {
     ({ address, point } = current().key);
   } catch (error) {
-    throw unavailable(classify(error, "connecting to the token"));
+    throw signerUnavailable(classify(error, "connecting to the token"), network);
   }
 
   return {
@@ -235,11 +262,14 @@ export async function openPkcs11Signer(config: Pkcs11Config, network: string, lo
         return signature;
       } catch (error) {
         const failure = classify(error, "signing");
-        report(failure.message);
-        throw unavailable(failure);
+        report(failure);
+        throw signerUnavailable(failure, network);
       }
     },
+    failing: () => (reported ? { cause: reported.kind, detail: reported.message } : undefined),
     close() {
+      clearInterval(retrying);
+      retrying = undefined;
       if (connection) drop(connection, new Pkcs11Failure("session", "the signer was closed"));
     },
     sessionsOpen: () => connection?.open ?? 0,

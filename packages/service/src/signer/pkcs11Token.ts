@@ -253,9 +253,40 @@ export function findKey(lib: Lib, session: Buffer, config: Pkcs11Config): TokenK
 }
 
 /**
- * Creates a secp256k1 key pair labelled `config.keyLabel` in the token: the private key private, sensitive and
- * never extractable (CKA_EXTRACTABLE false: the token refuses to export it, even wrapped), the public key
- * readable. Refuses when a key of that label exists.
+ * What a signer key pair may be used for (second review, finding 8): signing and verifying only. Tokens default
+ * the other uses as they like (SoftHSM2 lets a private key decrypt, unwrap and derive), and a key that may unwrap
+ * or decrypt is one more way to use it for something else. So every use is stated: the private key signs (and
+ * nothing else: no decrypt, unwrap, derive or sign-recover), private, sensitive and never extractable
+ * (CKA_EXTRACTABLE false: the token refuses to export it, even wrapped); the public key verifies (no encrypt,
+ * wrap, derive or verify-recover) and is readable.
+ */
+function privateKeyAttributes(p: ReturnType<typeof pkcs11js>) {
+  return [
+    { type: p.CKA_PRIVATE, value: true },
+    { type: p.CKA_SENSITIVE, value: true },
+    { type: p.CKA_EXTRACTABLE, value: false },
+    { type: p.CKA_SIGN, value: true },
+    { type: p.CKA_SIGN_RECOVER, value: false },
+    { type: p.CKA_DECRYPT, value: false },
+    { type: p.CKA_UNWRAP, value: false },
+    { type: p.CKA_DERIVE, value: false },
+  ];
+}
+
+function publicKeyAttributes(p: ReturnType<typeof pkcs11js>) {
+  return [
+    { type: p.CKA_PRIVATE, value: false },
+    { type: p.CKA_VERIFY, value: true },
+    { type: p.CKA_VERIFY_RECOVER, value: false },
+    { type: p.CKA_ENCRYPT, value: false },
+    { type: p.CKA_WRAP, value: false },
+    { type: p.CKA_DERIVE, value: false },
+  ];
+}
+
+/**
+ * Creates a secp256k1 key pair labelled `config.keyLabel` in the token, for signing only (privateKeyAttributes,
+ * publicKeyAttributes). Refuses when a key of that label exists.
  */
 export function generateKey(lib: Lib, session: Buffer, config: Pkcs11Config): TokenKey {
   if (findKey(lib, session, config) !== undefined) throw new Pkcs11Failure("key", `${tokenName(config)} already holds a key labelled "${config.keyLabel}": register it instead of creating one`);
@@ -269,8 +300,7 @@ export function generateKey(lib: Lib, session: Buffer, config: Pkcs11Config): To
         { type: p.CKA_CLASS, value: p.CKO_PUBLIC_KEY },
         { type: p.CKA_KEY_TYPE, value: p.CKK_EC },
         { type: p.CKA_TOKEN, value: true },
-        { type: p.CKA_PRIVATE, value: false },
-        { type: p.CKA_VERIFY, value: true },
+        ...publicKeyAttributes(p),
         { type: p.CKA_EC_PARAMS, value: SECP256K1_EC_PARAMS },
         label,
       ],
@@ -278,10 +308,7 @@ export function generateKey(lib: Lib, session: Buffer, config: Pkcs11Config): To
         { type: p.CKA_CLASS, value: p.CKO_PRIVATE_KEY },
         { type: p.CKA_KEY_TYPE, value: p.CKK_EC },
         { type: p.CKA_TOKEN, value: true },
-        { type: p.CKA_PRIVATE, value: true },
-        { type: p.CKA_SENSITIVE, value: true },
-        { type: p.CKA_EXTRACTABLE, value: false },
-        { type: p.CKA_SIGN, value: true },
+        ...privateKeyAttributes(p),
         label,
       ],
     );
@@ -295,7 +322,7 @@ export function generateKey(lib: Lib, session: Buffer, config: Pkcs11Config): To
 
 /**
  * Imports the secp256k1 `privateKey` into the token under `config.keyLabel` (a migration that keeps the signer's
- * address), marked like a created key: sensitive, never extractable. The key passes through this process's
+ * address), marked like a created key: for signing only, sensitive, never extractable. The key passes through this process's
  * memory once; refused when a key of that label exists.
  */
 export function importKey(lib: Lib, session: Buffer, config: Pkcs11Config, privateKey: Hex): TokenKey {
@@ -312,18 +339,14 @@ export function importKey(lib: Lib, session: Buffer, config: Pkcs11Config, priva
     lib.C_CreateObject(session, [
       { type: p.CKA_CLASS, value: p.CKO_PRIVATE_KEY },
       ...common,
-      { type: p.CKA_PRIVATE, value: true },
-      { type: p.CKA_SENSITIVE, value: true },
-      { type: p.CKA_EXTRACTABLE, value: false },
-      { type: p.CKA_SIGN, value: true },
+      ...privateKeyAttributes(p),
       { type: p.CKA_VALUE, value: Buffer.from(privateKey.slice(2), "hex") },
     ]);
     // CKA_EC_POINT: the DER OCTET STRING of the uncompressed point.
     lib.C_CreateObject(session, [
       { type: p.CKA_CLASS, value: p.CKO_PUBLIC_KEY },
       ...common,
-      { type: p.CKA_PRIVATE, value: false },
-      { type: p.CKA_VERIFY, value: true },
+      ...publicKeyAttributes(p),
       { type: p.CKA_EC_POINT, value: Buffer.concat([Buffer.from([0x04, point.length]), point]) },
     ]);
   } catch (error) {

@@ -20,6 +20,12 @@ export interface PaymasterSigner {
   signHash(hash: Hex, timing?: Timing): Promise<Hex>;
   /** Which implementation signs: "native" (libsecp256k1), "js" (viem/noble), or "pkcs11" (a token). */
   readonly implementation: "native" | "js" | "pkcs11";
+  /**
+   * Why the signer cannot sign now, while its last attempt failed (a token's: the PIN refused, the token gone):
+   * `cause` for clients and /ready, `detail` (the library's path, the CKR code) for the log and the operator.
+   * Absent or undefined: it signs.
+   */
+  failing?(): { cause: string; detail: string } | undefined;
   /** Releases what the signer holds (a token's sessions); the in-memory signer holds nothing. */
   close?(): void;
 }

@@ -5,10 +5,12 @@
  *   (default 4, what ERC-7562's mempool rules let an unstaked sender have pending in a bundler at once);
  * - per (API key, client address) for browser keys (keys with an origins list: their users call from
  *   browsers, one wallet each; a server-side key is one trusted backend for many users and is not bounded
- *   here): at most `maxOutstandingPerClientIp` (default 8).
+ *   here): at most `maxOutstandingPerClientIp` (default 8). A client is its clientBucket: an IPv6 client's
+ *   whole /64 (`ipv6ClientPrefix`) counts as one, else its addresses would each be a fresh client.
  * The store counts them inside the reservation's transaction (TOO_MANY_OUTSTANDING).
  */
 import type { ServiceConfig } from "../config/types.ts";
+import { clientBucket } from "../access/clientAddress.ts";
 import type { ApiKey } from "../store/types.ts";
 import type { StrategyRules } from "../policy/types.ts";
 
@@ -32,10 +34,10 @@ export function perClientBound(configured: number, rules: StrategyRules | undefi
 }
 
 /** The store's bounds for a reservation requested with `key` from `clientIp` (under `rules`, in Sponsor mode). */
-export function outstandingBounds(config: Pick<ServiceConfig, "reservations">, key: Pick<ApiKey, "allowedOrigins">, clientIp: string | undefined, rules?: StrategyRules) {
+export function outstandingBounds(config: Pick<ServiceConfig, "reservations" | "ipv6ClientPrefix">, key: Pick<ApiKey, "allowedOrigins">, clientIp: string | undefined, rules?: StrategyRules) {
   const c = { ...DEFAULT_RESERVATION_BOUNDS, ...config.reservations };
   return {
-    ...(clientIp === undefined ? {} : { clientIp }),
+    ...(clientIp === undefined ? {} : { clientBucket: clientBucket(clientIp, config.ipv6ClientPrefix) }),
     outstanding: {
       maxPerSender: c.maxOutstandingPerSender,
       ...(browserKey(key) && clientIp !== undefined ? { maxPerClientIp: perClientBound(c.maxOutstandingPerClientIp, rules) } : {}),

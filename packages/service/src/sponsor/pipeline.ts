@@ -11,6 +11,8 @@
  *             the op as it will land) beside the reservation of its maximum cost; the signature leaves only
  *             after both passed. The signature is made before the final simulation so that the simulation runs
  *             our real paymaster data.
+ * No step waits on a read that does not depend on the op (fees, deposits, token allowlists, prices: kept in
+ * memory, docs/pipeline.md "Reads kept in memory"); the reads that do overlap the chain work beside them.
  */
 import { ChargeMode, STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import type { CallContext } from "../rpc/method.ts";
@@ -20,12 +22,11 @@ import type { FailingVerdicts, ResolvedMode } from "./policy.ts";
 import { paymasterAndDataOf, paymasterDataFor, type GasValues } from "./op.ts";
 import { resolveTarget, type Target } from "./steps/target.ts";
 import { cheapPolicy } from "./steps/cheapPolicy.ts";
-import { detectDelegate, judgesDelegates } from "./steps/delegate.ts";
+import { correctedDelegate, delegateToSign, detectDelegate, judgesDelegates, type DelegateToSign } from "./steps/delegate.ts";
 import { tokenPrice, type TokenPrice } from "./steps/tokenPrice.ts";
 import { clientGas } from "./steps/clientGas.ts";
 import { checkCaps } from "./steps/caps.ts";
 import { estimateGas } from "./steps/estimate.ts";
-import { capCallGas } from "./steps/callGasCap.ts";
 import { quoteToken, type TokenQuote } from "./steps/tokenQuote.ts";
 import { chargeToken } from "./steps/tokenCharge.ts";
 import { maxCost, type MaxCost } from "./steps/maxCost.ts";
@@ -92,11 +93,26 @@ export async function estimatePipeline(request: SponsorRequest, call: CallContex
 export async function sponsorPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
   const quoted = await quote(request, call, "refuse", true);
   await requireApproval(quoted);
-  const landing = await signLanding(quoted);
-  const committed = await commitSponsorship({ ...quoted, landing });
+  const committed = await signAndCommit(quoted);
   const { target } = quoted;
   call.service.metrics?.sponsorshipsSigned.inc({ network: call.network.config.name, mode: target.mode.mode, version: request.version });
   return pipelineResult(quoted, committed);
+}
+
+/**
+ * Sign, then the final simulation beside the reservation. When the signed delegate was the one last read for
+ * the sender (not waited for) and the simulation refuses the signature for another one the read names, once
+ * more for that one.
+ */
+async function signAndCommit(quoted: Quoted): Promise<Committed> {
+  try {
+    return await commitSponsorship({ ...quoted, landing: await signLanding(quoted) });
+  } catch (refusal) {
+    const target = await correctedDelegate(quoted.delegate, refusal);
+    if (target === undefined) throw refusal;
+    const corrected = { ...quoted, target };
+    return commitSponsorship({ ...corrected, landing: await signLanding(corrected) });
+  }
 }
 
 /** What every method but the stub decides before its own last steps. */
@@ -106,6 +122,8 @@ interface Quoted {
   token: TokenQuote | null;
   cost: MaxCost;
   verdicts: RuleVerdict[];
+  /** The delegate `target` signs for, and the code read still in flight when that one is a guess. */
+  delegate: DelegateToSign;
 }
 
 /**
@@ -115,7 +133,8 @@ interface Quoted {
 async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts, signs: boolean): Promise<Quoted> {
   const resolved = await resolveTarget({ request, call });
   // The sender's code read starts now; only rules on 7702 delegates wait for it here. Otherwise the hash is the
-  // first to need it, so the read overlaps the price and estimate steps' chain calls.
+  // first to need it, so the read overlaps the price and estimate steps' chain calls, and when the final
+  // simulation checks the signature, that simulation too (delegateToSign).
   const delegated = detectDelegate(resolved, signs);
   delegated.catch(() => undefined); // a failed read is raised where it is awaited, never unhandled meanwhile
   let target = judgesDelegates(resolved) ? await delegated : resolved;
@@ -126,12 +145,11 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   const estimateData = stubPaymasterData(target, price, price?.estimateChargeMode);
   const gas = await estimateGas({ target, gas: client.gas, paymasterData: estimateData });
   checkCaps({ target, gas });
-  await capCallGas({ target, given: client.gas, gas, paymasterData: estimateData });
   const token = price && (await chargeToken({ target, gas, price, paymasterData: estimateData }));
   const cost = await maxCost({ target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
-  target = await delegated;
-  return { target, gas, token, cost, verdicts };
+  const delegate = signs ? await delegateToSign(target, delegated) : { target: await delegated };
+  return { target: delegate.target, gas, token, cost, verdicts, delegate };
 }
 
 /** Paymaster data with the stub signature (the final data's length), for the given charge mode. */
@@ -140,7 +158,7 @@ function stubPaymasterData(target: Target, price: TokenPrice | null, chargeMode:
 }
 
 /** The answer: the signed op's fields once committed, else the op's stub paymasterAndData. */
-function pipelineResult({ target, gas, cost, token, verdicts }: Quoted, committed?: Committed): PipelineResult {
+function pipelineResult({ target, gas, cost, token, verdicts }: Omit<Quoted, "delegate">, committed?: Committed): PipelineResult {
   return {
     version: target.request.version,
     entryPoint: target.entry.entryPoint,

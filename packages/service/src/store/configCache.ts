@@ -1,7 +1,8 @@
 /**
  * What a request looks up about its caller — the API key with its project's status, the strategy it names,
- * the project's approval endpoint — kept per config version (Store.configVersion: a counter that database
- * triggers bump in the transaction of every change to projects, API keys, strategies and webhook endpoints).
+ * the project's approval endpoint and billing plan — kept per config version (Store.configVersion: a counter that
+ * database triggers bump in the transaction of every change to projects, API keys, strategies, webhook endpoints
+ * and billing plans).
  *
  * Each request reads the version once (one small query, where the three lookups were three queries) and uses
  * what was looked up under that same version; a different version drops everything. So a key revoked, a
@@ -10,7 +11,7 @@
  * bumps the version). Cached values are frozen: no request can change what another one reads.
  */
 import { apiKeyLookupHash } from "./common.ts";
-import type { ApiKey, ProjectStatus, Store, Strategy, WebhookEndpoint } from "./types.ts";
+import type { ApiKey, BillingPlan, ProjectStatus, Store, Strategy, WebhookEndpoint } from "./types.ts";
 
 export type KeyWithProject = { apiKey: ApiKey; projectStatus: ProjectStatus };
 export type ApprovalEndpoint = WebhookEndpoint & { secret: string };
@@ -20,6 +21,8 @@ export interface ConfigLookups {
   apiKey(plaintext: string): Promise<KeyWithProject | undefined>;
   strategyByCode(code: string): Promise<Strategy | undefined>;
   approvalEndpoint(projectId: string): Promise<ApprovalEndpoint | undefined>;
+  /** The project's billing plan, if it has one (billed only when enabled). */
+  billingPlan(projectId: string): Promise<BillingPlan | undefined>;
 }
 
 export interface ConfigCache {
@@ -41,6 +44,7 @@ export function directLookups(store: Store): ConfigLookups {
     apiKey: (plaintext) => store.findApiKeyWithProject(plaintext),
     strategyByCode: (code) => store.getStrategyByCode(code),
     approvalEndpoint: (projectId) => store.getApprovalEndpoint(projectId),
+    billingPlan: (projectId) => store.getBillingPlan(projectId),
   };
 }
 
@@ -73,6 +77,7 @@ function memoized(lookups: ConfigLookups, maxEntries: number): ConfigLookups {
   const apiKey = remember(lookups.apiKey);
   const strategyByCode = remember(lookups.strategyByCode);
   const approvalEndpoint = remember(lookups.approvalEndpoint);
+  const billingPlan = remember(lookups.billingPlan);
   return {
     // By the key's lookup hash, so no plaintext key is kept in memory.
     apiKey: (plaintext) => {
@@ -81,6 +86,7 @@ function memoized(lookups: ConfigLookups, maxEntries: number): ConfigLookups {
     },
     strategyByCode: (code) => strategyByCode(code),
     approvalEndpoint: (projectId) => approvalEndpoint(projectId),
+    billingPlan: (projectId) => billingPlan(projectId),
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import { openPostgresStore } from "./postgres.ts";
 import { openSqliteStore } from "./sqlite.ts";
+import type { DatabaseSettings } from "./settings.ts";
 import type { Store } from "./types.ts";
 
 export type * from "./types.ts";
@@ -12,7 +13,7 @@ export { StoreError, isStoreError, type StoreErrorCode } from "./errors.ts";
 export { openSqliteStore } from "./sqlite.ts";
 export { openPostgresStore } from "./postgres.ts";
 
-export async function openStore(config: { databasePath: string; databaseUrl?: string | undefined }): Promise<Store> {
-  if (config.databaseUrl !== undefined && config.databaseUrl !== "") return openPostgresStore(config.databaseUrl);
+export async function openStore(config: { databasePath: string; databaseUrl?: string | undefined; database?: Partial<DatabaseSettings> | undefined }): Promise<Store> {
+  if (config.databaseUrl !== undefined && config.databaseUrl !== "") return openPostgresStore(config.databaseUrl, config.database);
   return openSqliteStore(config.databasePath);
 }

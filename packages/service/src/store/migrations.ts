@@ -15,6 +15,7 @@
  * - Times are unix seconds.
  */
 import type { Dialect } from "./db/types.ts";
+import { StoreError } from "./errors.ts";
 
 export interface Migration {
   readonly version: number;
@@ -544,24 +545,14 @@ export function sharedMigrations(d: Dialect): Migration[] {
           ? `
         CREATE TABLE config_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL) STRICT;
         INSERT INTO config_version (id, version) VALUES (1, 0);
-        ${CONFIG_TABLES.flatMap((table) =>
-          ["INSERT", "UPDATE", "DELETE"].map(
-            (event) =>
-              `CREATE TRIGGER config_version_${table}_${event.toLowerCase()} AFTER ${event} ON ${table}
-          BEGIN UPDATE config_version SET version = version + 1 WHERE id = 1; END;`,
-          ),
-        ).join("\n        ")}
+        ${CONFIG_TABLES.map((table) => configVersionTriggers(d, table)).join("\n        ")}
       `
           : `
         CREATE TABLE config_version (id INTEGER PRIMARY KEY CHECK (id = 1), version BIGINT NOT NULL);
         INSERT INTO config_version (id, version) VALUES (1, 0);
         CREATE FUNCTION bump_config_version() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN UPDATE config_version SET version = version + 1 WHERE id = 1; RETURN NULL; END $$;
-        ${CONFIG_TABLES.map(
-          (table) =>
-            `CREATE TRIGGER config_version_${table} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${table}
-          FOR EACH STATEMENT EXECUTE FUNCTION bump_config_version();`,
-        ).join("\n        ")}
+        ${CONFIG_TABLES.map((table) => configVersionTriggers(d, table)).join("\n        ")}
       `,
     },
     {
@@ -642,11 +633,124 @@ export function sharedMigrations(d: Dialect): Migration[] {
           GROUP BY network, sender, project_id;
       `,
     },
+    {
+      version: 14,
+      name: "audit log: the actor's role",
+      // The role the actor acted with (src/admin/roles.ts); NULL for the public door's changes (an applicant's
+      // claim). Every token was admin before roles existed, and the CLI acts as admin: earlier rows say so.
+      sql: `
+        ALTER TABLE audit_log ADD COLUMN role TEXT CHECK (role IN ('viewer', 'operator', 'admin'));
+        UPDATE audit_log SET role = 'admin' WHERE actor LIKE 'cli:%' OR actor LIKE 'api:%' OR actor LIKE 'console:%';
+      `,
+    },
+    {
+      version: 15,
+      name: "project billing: plans, balances, the ledger, holds",
+      // Hosted operators bill their projects (docs/policies.md, "Project billing"). USD amounts are micro-units
+      // (1e-6 USD) in amount columns; balances may go below zero (the chain charged an op whose hold was already
+      // released), so a sum over them is never taken in SQL (amountParts is for non-negative amounts).
+      sql: `
+        -- The operator's terms per project; off unless a row says enabled (self-hosting teams see nothing new).
+        -- A config table: every change bumps config_version, so each replica reads a plan once per version.
+        CREATE TABLE billing_plans (
+          project_id             TEXT PRIMARY KEY REFERENCES projects(id),
+          enabled                ${t.bool} NOT NULL,
+          markup_bps             ${t.int} NOT NULL CHECK (markup_bps BETWEEN 0 AND 100000),
+          fee_usd_micros         ${t.amount} NOT NULL,          -- per settled operation
+          alert_below_usd_micros ${t.amount},                   -- low-balance alert threshold; NULL: none
+          updated_at             ${t.time} NOT NULL
+        )${d.tableSuffix};
+        ${configVersionTriggers(d, "billing_plans")}
+
+        -- A project's prepaid balance (credits minus what settled operations were billed) and what its open
+        -- sponsorships hold of it. Locked by every transaction that moves either (lock order 3, sqlStore.ts).
+        CREATE TABLE billing_accounts (
+          project_id         TEXT PRIMARY KEY REFERENCES projects(id),
+          balance_usd_micros ${t.amount} NOT NULL,
+          held_usd_micros    ${t.amount} NOT NULL,
+          last_seq           ${t.int} NOT NULL,                 -- the ledger's last entry of the project
+          last_at            ${t.time} NOT NULL,                -- and its time: entries never go back in time
+          low_alerted        ${t.bool} NOT NULL,                -- balance.low sent for the current dip below the threshold
+          updated_at         ${t.time} NOT NULL
+        )${d.tableSuffix};
+
+        -- Append-only: every change of a balance is one entry, never updated or deleted (retention does not touch
+        -- it), so a statement of a past period never changes. kind: credit (by the operator), debit (a settled
+        -- operation), adjustment (a debit undone by a reorganisation, or a correction by the operator).
+        -- Operation entries copy what a statement shows, so they outlive the sponsorship rows.
+        CREATE TABLE billing_ledger (
+          project_id          TEXT NOT NULL REFERENCES projects(id),
+          seq                 ${t.int} NOT NULL,
+          at                  ${t.time} NOT NULL,
+          kind                TEXT NOT NULL CHECK (kind IN ('credit', 'debit', 'adjustment')),
+          reference           TEXT NOT NULL,                   -- the operator's reference, or the sponsorship id
+          amount_usd_micros   ${t.amount} NOT NULL,            -- signed: + credits the balance, - debits it
+          balance_usd_micros  ${t.amount} NOT NULL,            -- the balance after this entry
+          actor               TEXT,                            -- who made an entry by hand
+          sponsorship_id      TEXT,                            -- operation entries (no foreign key: outlives it)
+          network             TEXT,
+          mode                TEXT,
+          user_op_hash        TEXT,
+          tx_hash             TEXT,
+          block_number        ${t.time},
+          gas_cost_wei        ${t.amount},
+          gas_usd_micros      ${t.amount},
+          markup_usd_micros   ${t.amount},
+          fee_usd_micros      ${t.amount},
+          reverses_seq        ${t.int},                        -- an adjustment undoing this entry
+          PRIMARY KEY (project_id, seq)
+        )${d.tableSuffix};
+        CREATE INDEX billing_ledger_at ON billing_ledger(project_id, at);
+        CREATE INDEX billing_ledger_sponsorship ON billing_ledger(sponsorship_id) WHERE sponsorship_id IS NOT NULL;
+        -- Entries by hand are idempotent by their reference: the same reference is one entry, whatever the project.
+        CREATE UNIQUE INDEX billing_ledger_reference ON billing_ledger(reference) WHERE sponsorship_id IS NULL;
+
+        -- A billed sponsorship's hold (its maximum cost as billed, held while it is open) and the terms it was
+        -- priced at when reserved (JSON: basis, the native USD price, markup, fee), which its settlement bills by.
+        -- NULL: the project was not billed for it.
+        ALTER TABLE sponsorships ADD COLUMN billing_hold_usd_micros ${t.amount};
+        ALTER TABLE sponsorships ADD COLUMN billing_terms ${t.json};
+      `,
+    },
   ];
 }
 
-/** The tables whose every change bumps config_version (what the service caches per version). */
+/** The tables whose every change bumps config_version (what the service caches per version), as of migration 10. */
 export const CONFIG_TABLES = ["projects", "api_keys", "strategies", "webhook_endpoints"] as const;
+
+/** The triggers that bump config_version on every change of `table` (migration 10's function, in PostgreSQL). */
+function configVersionTriggers(d: Dialect, table: string): string {
+  if (d.name === "postgres") {
+    return `CREATE TRIGGER config_version_${table} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${table}
+          FOR EACH STATEMENT EXECUTE FUNCTION bump_config_version();`;
+  }
+  return ["INSERT", "UPDATE", "DELETE"]
+    .map(
+      (event) =>
+        `CREATE TRIGGER config_version_${table}_${event.toLowerCase()} AFTER ${event} ON ${table}
+          BEGIN UPDATE config_version SET version = version + 1 WHERE id = 1; END;`,
+    )
+    .join("\n        ");
+}
+
+/**
+ * The migrations a database that recorded `applied` still needs, in order: every known one it has not recorded —
+ * not only those above its highest, so a migration numbered below one already applied (versions taken by changes
+ * merged in another order) still runs. A recorded version this service does not know means a newer (or another)
+ * build wrote the database: SCHEMA_TOO_NEW, nothing applied.
+ */
+export function pendingMigrations(migrations: readonly Migration[], applied: readonly number[]): Migration[] {
+  const known = new Set(migrations.map((m) => m.version));
+  const unknown = applied.filter((v) => !known.has(v));
+  if (unknown.length > 0) {
+    throw new StoreError(
+      "SCHEMA_TOO_NEW",
+      `database schema version ${Math.max(...unknown)} is newer than this service knows (${migrations.at(-1)?.version ?? 0}); upgrade the service`,
+    );
+  }
+  const done = new Set(applied);
+  return migrations.filter((m) => !done.has(m.version));
+}
 
 /** Every migration of one database, in order. */
 export function migrationsFor(d: Dialect): readonly Migration[] {

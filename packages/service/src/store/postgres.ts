@@ -6,12 +6,17 @@
 import * as common from "./common.ts";
 import { openPostgresDb, POSTGRES_DIALECT } from "./db/postgres.ts";
 import { migrationsFor } from "./migrations.ts";
+import type { DatabaseSettings } from "./settings.ts";
+import { WRITE_PROBE } from "./sql/cursors.ts";
 import { sqlStore } from "./sqlStore.ts";
 import type { Store } from "./types.ts";
 
 export { POSTGRES_MIGRATIONS } from "./migrations.ts";
 
-/** Opens the PostgreSQL store at `url` (postgres://user:password@host:port/database?…), applying any pending migration. */
-export async function openPostgresStore(url: string): Promise<Store> {
-  return sqlStore(await openPostgresDb(url, migrationsFor(POSTGRES_DIALECT), common.nowSeconds()));
+/**
+ * Opens the PostgreSQL store at `url` (postgres://user:password@host:port/database?…), applying any pending
+ * migration; `settings`: how long it waits on the database (the configuration's `database`, ./settings.ts).
+ */
+export async function openPostgresStore(url: string, settings: Partial<DatabaseSettings> = {}): Promise<Store> {
+  return sqlStore(await openPostgresDb(url, migrationsFor(POSTGRES_DIALECT), common.nowSeconds(), { settings, writeProbe: WRITE_PROBE }));
 }

@@ -7,6 +7,11 @@
  * activity charts and the strategy history read beside the rows still present) and counted into
  * `sponsorship_pruned_counts` (the records-by-status gauge). Caps and usage never read these rows: they live in
  * strategy_usage; the batch's usage links and charge flags go with it.
+ *
+ * Never pruned, whatever the retention: a sponsorship whose token charge went unpaid (an `unpaid` row of
+ * token_charge_flags, second review finding 4). That row keeps its sender on pre-charge only, and it and its
+ * sponsorship's cost are what the postOp-charge at-risk budget adds up (sql/reservations.ts): deleting them
+ * would lift both defences. They are few (each is a loss the paymaster took) and stay as the debt's record.
  */
 import type { Dialect, Param, Queryer } from "./db/types.ts";
 import type { PrunableCounts, PruneCounts, PruneCutoffs, SponsorshipActivity, SponsorshipCount } from "./types.ts";
@@ -34,15 +39,20 @@ const PRUNED_COLUMNS = `id, created_at, network, project_id, strategy_id, mode, 
   actual_gas_cost_wei, actual_cost_usd_micros`;
 const AMOUNTS = ["max_cost_wei", "max_cost_usd_micros", "actual_gas_cost_wei", "actual_cost_usd_micros"] as const;
 
+/** A sponsorship that is no record of an unpaid charge (those are kept: see above). */
+const NOT_UNPAID = `NOT EXISTS (SELECT 1 FROM token_charge_flags f WHERE f.sponsorship_id = sponsorships.id AND f.unpaid = ?)`;
+
 export function retentionQueries(d: Dialect) {
   return {
     // Locked (PostgreSQL re-checks the status of a row a concurrent settlement changed): only final rows go.
+    // Each binds (cutoff…, true for NOT_UNPAID[, limit]).
     selectReleased: `SELECT ${PRUNED_COLUMNS} FROM sponsorships WHERE status = 'released' AND created_at < ? AND valid_until < ?
-      ORDER BY created_at LIMIT ?${d.forUpdate}`,
+      AND ${NOT_UNPAID} ORDER BY created_at LIMIT ?${d.forUpdate}`,
     selectSettled: `SELECT ${PRUNED_COLUMNS} FROM sponsorships WHERE status = 'settled' AND settled_at < ?
-      ORDER BY settled_at LIMIT ?${d.forUpdate}`,
-    countReleased: "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM sponsorships WHERE status = 'released' AND created_at < ? AND valid_until < ?",
-    countSettled: "SELECT COUNT(*) AS n, MIN(settled_at) AS oldest FROM sponsorships WHERE status = 'settled' AND settled_at < ?",
+      AND ${NOT_UNPAID} ORDER BY settled_at LIMIT ?${d.forUpdate}`,
+    countReleased: `SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM sponsorships WHERE status = 'released' AND created_at < ? AND valid_until < ?
+      AND ${NOT_UNPAID}`,
+    countSettled: `SELECT COUNT(*) AS n, MIN(settled_at) AS oldest FROM sponsorships WHERE status = 'settled' AND settled_at < ? AND ${NOT_UNPAID}`,
     insertRollup: `INSERT INTO sponsorship_rollup (minute, network, project_id, strategy_id, mode, version, status, count, max_cost_wei,
         max_cost_usd_micros, actual_gas_cost_wei, actual_cost_usd_micros)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -94,10 +104,10 @@ function countUp(rows: readonly PrunedRow[]): Param[][] {
 export async function pruneBatch(tx: Queryer, q: RetentionQueries, cutoffs: PruneCutoffs, limit: number): Promise<PruneCounts> {
   const rows: PrunedRow[] = [];
   if (cutoffs.releasedBefore !== undefined) {
-    rows.push(...(await tx.all<PrunedRow>(q.selectReleased, [cutoffs.releasedBefore, cutoffs.releasedBefore, limit])));
+    rows.push(...(await tx.all<PrunedRow>(q.selectReleased, [cutoffs.releasedBefore, cutoffs.releasedBefore, true, limit])));
   }
   if (cutoffs.settledBefore !== undefined && rows.length < limit) {
-    rows.push(...(await tx.all<PrunedRow>(q.selectSettled, [cutoffs.settledBefore, limit - rows.length])));
+    rows.push(...(await tx.all<PrunedRow>(q.selectSettled, [cutoffs.settledBefore, true, limit - rows.length])));
   }
   if (rows.length === 0) return { released: 0, settled: 0 };
   for (const values of rollUp(rows)) await tx.run(q.insertRollup, values);
@@ -114,8 +124,8 @@ export async function pruneBatch(tx: Queryer, q: RetentionQueries, cutoffs: Prun
 export async function countPrunable(db: Queryer, q: RetentionQueries, cutoffs: PruneCutoffs): Promise<PrunableCounts> {
   type Row = { n: number | string; oldest: number | string | null };
   const none: Row = { n: 0, oldest: null };
-  const released = cutoffs.releasedBefore === undefined ? none : ((await db.one<Row>(q.countReleased, [cutoffs.releasedBefore, cutoffs.releasedBefore])) ?? none);
-  const settled = cutoffs.settledBefore === undefined ? none : ((await db.one<Row>(q.countSettled, [cutoffs.settledBefore])) ?? none);
+  const released = cutoffs.releasedBefore === undefined ? none : ((await db.one<Row>(q.countReleased, [cutoffs.releasedBefore, cutoffs.releasedBefore, true])) ?? none);
+  const settled = cutoffs.settledBefore === undefined ? none : ((await db.one<Row>(q.countSettled, [cutoffs.settledBefore, true])) ?? none);
   const oldest = (r: Row) => (r.oldest === null ? null : Number(r.oldest));
   return { released: Number(released.n), settled: Number(settled.n), oldestReleased: oldest(released), oldestSettled: oldest(settled) };
 }

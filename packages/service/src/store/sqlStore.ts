@@ -2,8 +2,8 @@
  * The store: one implementation of `Store` for both databases, over the dialect layer (db/types.ts), composed
  * of one part per concern (sql/): keys and projects (keys.ts), strategies and usage (strategies.ts), tokens
  * (tokens.ts), gas tanks (tanks.ts), reserving a sponsorship (reservations.ts), its transitions and reads
- * (sponsorships.ts), webhooks (webhooks.ts), the audit log (audit.ts), the watcher's cursors and leadership
- * (cursors.ts) and the console's reads (console.ts); what they share — the shared statements, the locking reads
+ * (sponsorships.ts), project billing (billing.ts), webhooks (webhooks.ts), the audit log (audit.ts), the watcher's
+ * cursors and leadership (cursors.ts) and the console's reads (console.ts); what they share — the shared statements, the locking reads
  * of tanks and usage rows, a sponsorship's webhook event — is sql/shared.ts. SQL is written once, with `?`
  * placeholders and the dialect's few words; validation, row conversion and the accounting (what each
  * transition does to usage rows and tanks, the cap checks) are common.ts. No amount is computed in SQL (SQLite
@@ -21,12 +21,14 @@
  *
  *   1. the gas tank row (network, sender) — User Sponsor mode;
  *   2. the strategy usage rows, in `lockOrder` (common.ts: sorted by strategy_id, scope, key);
- *   3. sponsorship rows: the op's active sponsorship (reserve), or the sponsorship being released, settled or
+ *   3. the billing accounts of billed projects (billing_accounts), sorted by project id;
+ *   4. sponsorship rows: the op's active sponsorship (reserve), or the sponsorship being released, settled or
  *      un-settled and then (unsettle only) the op's active one;
- *   4. (reserving an ERC-20 op charged in postOp only) the key lock of the sender's token charges, which nothing
+ *   5. (reserving an ERC-20 op charged in postOp only) the key lock of the sender's token charges, which nothing
  *      else takes.
  *
- * (A credit row is locked before its tank: creditGasTank, revertGasTankCredit.) So two transactions can wait on
+ * (A credit row is locked before its tank: creditGasTank, revertGasTankCredit. A billing entry by hand takes the
+ * key lock of its reference, which nothing else takes, before its account: addBillingEntry.) So two transactions can wait on
  * each other only in one direction: no deadlock. What must be locked is learned from unlocked reads of what
  * never changes once written (a sponsorship's mode, network, sender and the usage rows it is linked to); where
  * that can go stale — the op's active sponsorship replaced between the look and the lock — the attempt is
@@ -49,6 +51,7 @@ import { auditStore } from "./sql/audit.ts";
 import { cursorStore } from "./sql/cursors.ts";
 import { consoleStore } from "./sql/console.ts";
 import { retentionStore } from "./sql/retention.ts";
+import { billingStore } from "./sql/billing.ts";
 
 /** The store over `db`: every part's methods, and closing the database. */
 export function sqlStore(db: Db): Store {
@@ -65,6 +68,8 @@ export function sqlStore(db: Db): Store {
     ...cursorStore(shared),
     ...consoleStore(shared),
     ...retentionStore(shared),
+    ...billingStore(shared),
+    health: db.health,
     async close(): Promise<void> {
       await db.close();
     },

@@ -5,10 +5,11 @@
 import * as common from "./common.ts";
 import { openSqliteDb, SQLITE_DIALECT } from "./db/sqlite.ts";
 import { migrationsFor } from "./migrations.ts";
+import { WRITE_PROBE } from "./sql/cursors.ts";
 import { sqlStore } from "./sqlStore.ts";
 import type { Store } from "./types.ts";
 
 /** Opens (creating and migrating as needed) the SQLite store at `file`; ":memory:" keeps everything in memory. */
 export function openSqliteStore(file: string): Store {
-  return sqlStore(openSqliteDb(file, migrationsFor(SQLITE_DIALECT), common.nowSeconds()));
+  return sqlStore(openSqliteDb(file, migrationsFor(SQLITE_DIALECT), common.nowSeconds(), WRITE_PROBE));
 }

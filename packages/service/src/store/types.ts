@@ -5,6 +5,8 @@
  */
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 import type { CapCheck, StrategyRules } from "../policy/types.ts";
+import type { BillingTerms } from "../billing/terms.ts";
+import type { StoreHealth } from "./health.ts";
 
 
 export type ProjectStatus = "active" | "disabled";
@@ -105,10 +107,13 @@ export interface GasTankConsentRecord {
   issuedAt: number;
   /** "owner" (a signed consent) or the admin actor. */
   changedBy: string;
+  /** Unix seconds: when the service recorded it. */
   updatedAt: number;
+  /** Unix seconds: a signed consent must be dated after this to replace this one (tankConsentClock.ts). */
+  replaceableAfter: number;
 }
 
-/** A change of a tank's consent for one project: `issuedAt` for a signed one (kept only when newer), none by hand. */
+/** A change of a tank's consent for one project: `issuedAt` for a signed one (kept only when dated late enough), none by hand. */
 export interface GasTankConsentChange {
   network: string;
   sender: Address;
@@ -188,8 +193,8 @@ export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paym
    * this op counted (THREAT_MODEL.md, N-4: fresh senders each leaving one charge unpaid).
    */
   postOpChargeRisk?: { maxUsdMicrosPerProject: bigint; maxUsdMicrosPerKey: bigint; sinceSeconds: number };
-  /** The requester's address (recorded; what the per-client bound counts). */
-  clientIp?: string;
+  /** The requester's client bucket (access/clientAddress.ts clientBucket: an IPv4 address, an IPv6 /64), recorded: what the per-client bound counts. */
+  clientBucket?: string;
   /**
    * Bounds on open (reserved or signed) sponsorships, this op counted and the op's own earlier one (replaced
    * here) not: per sender on this network and EntryPoint across nonces, and per (API key, client address)
@@ -203,6 +208,12 @@ export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paym
    * releases the reservation when the simulation refuses the op).
    */
   pending?: boolean;
+  /**
+   * The project is billed (its plan is enabled): the terms this op is priced at. Its hold (billing/charge.ts
+   * holdFor) must fit in the project's balance minus what its other open sponsorships hold, else nothing is
+   * written (BALANCE_EXHAUSTED).
+   */
+  billing?: BillingTerms;
 };
 
 export type ReserveResult =
@@ -218,7 +229,9 @@ export type ReserveResult =
   /** input.postOpChargeRisk would be exceeded for the project or the key: the scope, its limit and the total it would reach (USD micros). */
   | { ok: false; reason: "POSTOP_CHARGE_AT_RISK"; scope: "project" | "apiKey"; limit: string; value: string }
   /** input.outstanding would be exceeded: by the sender's or by the (key, client address)'s open sponsorships. */
-  | { ok: false; reason: "TOO_MANY_OUTSTANDING"; scope: "sender" | "clientIp"; limit: number };
+  | { ok: false; reason: "TOO_MANY_OUTSTANDING"; scope: "sender" | "clientIp"; limit: number }
+  /** input.billing: the project's available balance (balance - held, USD micros) is below this op's hold. */
+  | { ok: false; reason: "BALANCE_EXHAUSTED"; availableUsdMicros: bigint; requiredUsdMicros: bigint };
 
 export type KeyApplicationStatus = "pending" | "approved" | "rejected" | "claimed";
 
@@ -265,6 +278,12 @@ export interface AuditEntry {
   id: string;
   at: number;
   actor: string;
+  /**
+   * The role the actor acted with (src/admin/roles.ts: viewer, operator, admin; the CLI acts as admin), null for
+   * the public door's changes (an applicant's claim). Rows written before roles existed (migration 14) say admin:
+   * every token was.
+   */
+  role: string | null;
   action: string;
   target: string | null;
   before: unknown;
@@ -373,6 +392,83 @@ export interface SponsorshipTimeline {
   settledAt: number | null;
 }
 
+// ---- project billing (src/billing, store/sql/billing.ts; docs/policies.md "Project billing")
+
+/** The operator's terms for one project; a project without one (or not enabled) is not billed. */
+export interface BillingPlan {
+  projectId: string;
+  enabled: boolean;
+  /** On the gas billed, in basis points (100 = 1 %). */
+  markupBps: number;
+  /** Per settled operation, USD micro-units. */
+  feeUsdMicros: bigint;
+  /** The balance.low webhook and the metric's alert fire below this (USD micros); null: no alert. */
+  alertBelowUsdMicros: bigint | null;
+  updatedAt: number;
+}
+
+export type BillingPlanChange = Partial<Pick<BillingPlan, "enabled" | "markupBps" | "feeUsdMicros" | "alertBelowUsdMicros">>;
+
+/** A project's prepaid balance (may be negative: a debt) and what its open sponsorships hold of it (USD micros). */
+export interface BillingAccount {
+  projectId: string;
+  balanceUsdMicros: bigint;
+  heldUsdMicros: bigint;
+  /** When it last changed; null when the project has no account yet. */
+  updatedAt: number | null;
+}
+
+export type BillingEntryKind = "credit" | "debit" | "adjustment";
+
+/** The operation an entry bills (debits) or un-bills (adjustments of a reorganisation), as the statement shows it. */
+export interface BilledOperation {
+  sponsorshipId: string;
+  network: string;
+  mode: SponsorMode;
+  userOpHash: Hex | null;
+  txHash: Hex | null;
+  blockNumber: number | null;
+  gasCostWei: bigint;
+  gasUsdMicros: bigint;
+  markupUsdMicros: bigint;
+  feeUsdMicros: bigint;
+}
+
+/** One entry of a project's ledger (append-only). */
+export interface BillingEntry {
+  projectId: string;
+  /** 1, 2, … per project: the order of the entries. */
+  seq: number;
+  at: number;
+  kind: BillingEntryKind;
+  /** The operator's reference (by hand), or the sponsorship id (operations). */
+  reference: string;
+  /** Signed: what the entry adds to the balance (debits are negative). */
+  amountUsdMicros: bigint;
+  /** The balance after it. */
+  balanceUsdMicros: bigint;
+  /** Who made an entry by hand; null for operations. */
+  actor: string | null;
+  op: BilledOperation | null;
+  /** An adjustment undoing an earlier entry: that entry's seq. */
+  reversesSeq: number | null;
+}
+
+/** An entry the operator makes by hand: a credit (positive) or a correction (signed adjustment). */
+export interface NewBillingEntry {
+  projectId: string;
+  kind: "credit" | "adjustment";
+  amountUsdMicros: bigint;
+  reference: string;
+  actor: string;
+}
+
+/** A project's entries with at in [since, until), and the balance before the first of them. */
+export interface BillingLedgerSlice {
+  openingUsdMicros: bigint;
+  entries: BillingEntry[];
+}
+
 // ---- webhooks (src/webhooks, docs/webhooks.md)
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -381,6 +477,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "sponsorship.released",
   "cap.reached",
   "deposit.low",
+  "balance.low",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -470,6 +567,12 @@ export interface NewWebhookEvent {
 
 export interface Store {
   /**
+   * Whether the database works (./health.ts): what /ready, the metrics and the store's log lines report. A call
+   * that fails for want of the database throws a StoreUnavailableError (./unavailable.ts) with its cause.
+   */
+  readonly health: StoreHealth;
+
+  /**
    * Runs `operation` (written against this store's ordinary methods) as one transaction: every write it makes
    * commits together or not at all. The admin operations run each change and its audit row this way.
    */
@@ -535,9 +638,10 @@ export interface Store {
   /** The tank's consents, most recently changed first. */
   gasTankConsents(network: string, sender: Address): Promise<GasTankConsentRecord[]>;
   /**
-   * Records a consent. A signed one (with issuedAt) is kept only when newer than the one recorded (else
-   * `applied: false`, nothing changes); one by hand always is, dated after the recorded one, so no message
-   * signed before it can undo it. Unknown project: NOT_FOUND. Answers the consent recorded now and the one before.
+   * Records a consent. A signed one (with issuedAt) is kept only when dated after the recorded one's
+   * `replaceableAfter` (its recording time; for a withdrawal, plus the future skew: tankConsentClock.ts), else
+   * `applied: false` and nothing changes; one by hand always is, dated when recorded. Unknown project:
+   * NOT_FOUND. Answers the consent recorded now and the one before.
    */
   setGasTankConsent(change: GasTankConsentChange): Promise<{ applied: boolean; consent: GasTankConsentRecord; previous: GasTankConsentRecord | undefined }>;
 
@@ -633,7 +737,7 @@ export interface Store {
   claimKeyApplication(claimTokenHash: string): Promise<{ application: KeyApplication; apiKey: ApiKey; plaintext: string } | undefined>;
 
   // ---- audit log (administration)
-  appendAudit(entry: Omit<AuditEntry, "id" | "at">): Promise<AuditEntry>;
+  appendAudit(entry: Omit<AuditEntry, "id" | "at" | "role"> & { role?: string | null }): Promise<AuditEntry>;
   /** Newest first. */
   listAudit(filter?: { action?: string; target?: string; limit?: number }): Promise<AuditEntry[]>;
 
@@ -702,6 +806,23 @@ export interface Store {
   /** A tank's credits, debits and the settled ops it paid for, newest first (at most `limit` of each kind). */
   gasTankLedger(network: string, sender: Address, limit?: number): Promise<TankLedgerEntry[]>;
   sponsorshipTimeline(id: string): Promise<SponsorshipTimeline | undefined>;
+
+  // ---- project billing (store/sql/billing.ts; the holds and bills move with reservations and their transitions)
+  getBillingPlan(projectId: string): Promise<BillingPlan | undefined>;
+  /** Creates or changes a project's plan (absent fields: unchanged, or the defaults); unknown project: NOT_FOUND. */
+  setBillingPlan(projectId: string, change: BillingPlanChange): Promise<{ plan: BillingPlan; previous: BillingPlan | undefined }>;
+  /** The project's balance and holds (zeros, updatedAt null, when it has none yet). */
+  getBillingAccount(projectId: string): Promise<BillingAccount>;
+  /**
+   * Appends a credit or a correction by hand, idempotent by its reference: the same reference again with the same
+   * project, kind and amount changes nothing (`duplicate: true`); with anything else it is CONFLICT. Unknown
+   * project: NOT_FOUND.
+   */
+  addBillingEntry(entry: NewBillingEntry): Promise<{ entry: BillingEntry; account: BillingAccount; duplicate: boolean }>;
+  /** The project's ledger entries with since <= at < until, in order, and the balance before them. */
+  billingLedger(projectId: string, since: number, until: number): Promise<BillingLedgerSlice>;
+  /** Every project with a plan or an account (what the metrics and the admin list show). */
+  listBillingAccounts(): Promise<{ projectId: string; plan: BillingPlan | undefined; account: BillingAccount }[]>;
 
   close(): Promise<void>;
 }

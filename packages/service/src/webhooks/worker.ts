@@ -13,6 +13,7 @@ import type { Logger } from "pino";
 import type { ClaimedDelivery, ClaimShare, Store } from "../store/types.ts";
 import type { DestinationPolicy } from "./destination.ts";
 import { redactedUrl, sendSigned } from "./send.ts";
+import { failureFields } from "../dependencies/failure.ts";
 
 export interface DeliverySettings {
   /** Attempts before an event is dead-lettered. */
@@ -157,7 +158,7 @@ export function startWebhookWorker(args: {
     const state = endpointState(delivery.endpointId);
     state.inFlight++;
     const run = attempt(delivery)
-      .catch((error) => logger.warn({ eventId: delivery.id, error: String(error) }, "webhook delivery could not be recorded"))
+      .catch((error) => logger.warn({ eventId: delivery.id, ...failureFields(error) }, "webhook delivery could not be recorded"))
       .finally(() => {
         inFlight.delete(run);
         state.inFlight--;
@@ -226,7 +227,7 @@ export function startWebhookWorker(args: {
       },
       (error: unknown) => {
         // The store is unreachable: one line when it starts, not one per poll.
-        if (!failing) logger.warn({ error: error instanceof Error ? error.message : String(error) }, "webhook outbox unreachable: deliveries wait");
+        if (!failing) logger.warn(failureFields(error), "webhook outbox unreachable: deliveries wait");
         failing = true;
         schedule(settings.pollMs);
       },

@@ -26,9 +26,12 @@ import {
   type UserOperationV07,
   type UserOperationV08,
 } from "@paymaster/shared";
-import { startEmbedded, type Embedded, type EmbeddedOptions } from "../../src/local/embedded.ts";
+import { approveCallData, embeddedConfig, executeCallData, startEmbedded, type Embedded, type EmbeddedOptions } from "../../src/local/embedded.ts";
+import { localNetworkConfig } from "../../src/config/local.ts";
+import { startService, type RunningService } from "../../src/server.ts";
+import { createTestDatabase } from "./postgres.ts";
 import type { AdminApiOptions } from "../../src/adminApi/options.ts";
-import type { Store } from "../../src/store/types.ts";
+import type { SponsorMode, SponsorshipRecord, Store } from "../../src/store/types.ts";
 
 export type { Embedded };
 
@@ -287,4 +290,78 @@ export async function fundTank(store: Store, sender: Address, wei: bigint, proje
 /** Lets the project draw from the sender's gas tank (on the local network), as its owner would. */
 export async function allowTank(store: Store, sender: Address, projectId: string): Promise<void> {
   await store.setGasTankConsent({ network: "local", sender, projectId, allowed: true, changedBy: "test" });
+}
+
+/**
+ * `count` pm_sponsorUserOperation requests at once, spread over `endpoints` (service replicas), all valid at the
+ * same time: one deployed v0.7 account (deployAccount) of dev account #`ownerIndex`, each request on its own 2-D
+ * nonce key from `keyBase`. Answers every response, in request order.
+ */
+export async function sponsorBurst(
+  embedded: Embedded,
+  endpoints: readonly string[],
+  { sender, ownerIndex, extra, keyBase, count = 100 }: { sender: Address; ownerIndex: number; extra: Record<string, string>; keyBase: bigint; count?: number },
+) {
+  const owner = embedded.stack.chain.accounts[ownerIndex]!.address;
+  return Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      call(endpoints[i % endpoints.length]!, "pm_sponsorUserOperation", [
+        { sender, nonce: `0x${((keyBase + BigInt(i)) << 64n).toString(16)}`, callData: executeCallData(owner), signature: `0x${"aa".repeat(32)}${"55".repeat(32)}1c` },
+        { version: "v0.7", ...extra },
+      ]),
+    ),
+  );
+}
+
+/**
+ * A fresh account's first op sponsored in `mode` by the embedded stack's demo key (Sponsor mode: the demo strategy;
+ * ERC-20 mode: USDC, the op approving the paymaster in its own calls, so charged in postOp; User Sponsor mode: a
+ * funded tank that allows the demo project), signed by its owner: ready for handleOps. With its userOpHash and the
+ * sponsorship recorded.
+ */
+export async function sponsorAndSign(embedded: Embedded, version: EntryPointVersion, mode: SponsorMode) {
+  const store = embedded.running.service.store;
+  const wallet = await newWallet(embedded, version);
+  const extra: Record<string, string> = version === "v0.6" ? {} : { version };
+  let wire;
+  if (mode === "erc20") {
+    const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
+    await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+    wire = wireOp(wallet, approveCallData(usdc.address, embedded.stack.manifest.entryPoints[version].erc20Paymaster));
+    extra.token = "USDC";
+  } else {
+    wire = wireOp(wallet, executeCallData(wallet.owner.address));
+    if (mode === "sponsor") extra.strategy_code = embedded.strategyCode;
+    else await fundTank(store, wallet.sender, 10n ** 17n, embedded.projectId);
+  }
+  const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, extra]);
+  if (status !== 200) throw new Error(`not sponsored: ${JSON.stringify(body)}`);
+  const op = await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data));
+  const userOpHash = getUserOpHash({ ...op, entryPoint: embedded.stack.manifest.entryPoints[version].entryPoint, chainId: embedded.stack.chain.chainId } as Parameters<typeof getUserOpHash>[0]);
+  const record = (await store.findSponsorshipByUserOpHash(userOpHash)) as SponsorshipRecord;
+  return { wallet, op, userOpHash, record };
+}
+
+/**
+ * `count` service replicas of the embedded stack's chain on one throwaway PostgreSQL database (bursts of one
+ * account on many nonce keys: the per-sender bound on open reservations is lifted). `close()` stops them and drops it.
+ */
+export async function startPostgresReplicas(embedded: Embedded, count: number, label: string): Promise<{ services: RunningService[]; close(): Promise<void> }> {
+  const database = await createTestDatabase(label);
+  const services: RunningService[] = [];
+  const close = async () => {
+    for (const service of services) await service.close();
+    await database.drop();
+  };
+  try {
+    const network = localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: embedded.stack.chain.url, signerKey: embedded.stack.signer.privateKey });
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-pg-")), "data");
+    for (let i = 0; i < count; i++) {
+      services.push(await startService({ ...embeddedConfig(network, dataDir, 0, "silent"), databaseUrl: database.url, reservations: { maxOutstandingPerSender: 1000 } }, { pollMs: 100 }));
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { services, close };
 }

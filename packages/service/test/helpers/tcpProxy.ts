@@ -3,7 +3,10 @@
 //   "hang"    accepts connections and reads, but nothing goes through either way (a node that never answers),
 //             including on connections opened before;
 //   "refuse"  nothing listens on the port (connections are refused); open connections are cut.
-// The port stays the same across modes, so the service's URL does not change.
+// The port stays the same across modes, so the service's URL does not change. `setDelay(ms)`: in "pass", every
+// chunk is held that long each way (a node farther away: each round trip grows by twice that). `hangAfter` arms a
+// fault at an exact moment: once the client has sent some bytes (a PostgreSQL COMMIT, say) they are forwarded and
+// then nothing more goes through either way — the server acted on them, and the client never hears.
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export type ProxyMode = "pass" | "hang" | "refuse";
@@ -13,11 +16,17 @@ export interface TcpProxy {
   readonly url: string;
   mode(): ProxyMode;
   setMode(mode: ProxyMode): Promise<void>;
+  /** Holds each chunk `ms` before passing it on, each way (0: none). */
+  setDelay(ms: number): void;
+  /** Switches to "hang" right after forwarding the `count`-th client chunk containing `pattern`; resolves then. */
+  hangAfter(pattern: string, count?: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }, initial: ProxyMode = "pass"): Promise<TcpProxy> {
   let mode: ProxyMode = initial;
+  let delayMs = 0;
+  let trigger: { pattern: Buffer; left: number; fired: () => void } | undefined;
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let port = 0;
@@ -31,13 +40,25 @@ export async function startTcpProxy(target: { host: string; port: number }, init
     track(client);
     const upstream = connect({ host: target.host, port: target.port });
     track(upstream);
-    // Data moves only in "pass": in "hang" it is swallowed, so an exchange never completes.
-    client.on("data", (chunk) => {
-      if (mode === "pass") upstream.write(chunk);
+    // Data moves only in "pass": in "hang" it is swallowed, so an exchange never completes. Equal holds keep
+    // the chunks in order (timers of one delay fire in the order they were set).
+    const pass = (to: Socket, chunk: Buffer) => {
+      if (mode !== "pass") return;
+      if (delayMs === 0) to.write(chunk);
+      else setTimeout(() => mode === "pass" && !to.destroyed && to.write(chunk), delayMs);
+    };
+    client.on("data", (chunk: Buffer) => {
+      if (mode === "pass" && trigger && chunk.includes(trigger.pattern) && --trigger.left === 0) {
+        // The armed chunk goes through at once (whatever the delay), and then nothing more.
+        upstream.write(chunk);
+        mode = "hang";
+        trigger.fired();
+        trigger = undefined;
+        return;
+      }
+      pass(upstream, chunk);
     });
-    upstream.on("data", (chunk) => {
-      if (mode === "pass") client.write(chunk);
-    });
+    upstream.on("data", (chunk: Buffer) => pass(client, chunk));
     client.on("close", () => upstream.destroy());
     upstream.on("close", () => client.destroy());
   };
@@ -62,10 +83,16 @@ export async function startTcpProxy(target: { host: string; port: number }, init
     port,
     url: `http://127.0.0.1:${port}`,
     mode: () => mode,
+    setDelay(ms) {
+      delayMs = ms;
+    },
     async setMode(next) {
       if (next === "refuse" && server) await unlisten();
       if (next !== "refuse" && !server) await listen();
       mode = next;
+    },
+    hangAfter(pattern, count = 1) {
+      return new Promise<void>((fired) => (trigger = { pattern: Buffer.from(pattern), left: count, fired }));
     },
     close: unlisten,
   };

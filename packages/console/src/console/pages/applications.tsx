@@ -2,7 +2,8 @@
 // public address); the operator approves (a project is created, and a claim token — shown once — goes to the
 // applicant, who claims the key with it) or rejects with a reason.
 import { useState } from "preact/hooks";
-import { api, query, useApi } from "../api.ts";
+import { api, can, query, useApi } from "../api.ts";
+import { RoleNote } from "../roleNote.tsx";
 import { formatTime } from "../../shared/format.ts";
 import { Empty, ErrorNotice, href, Loading, Notice, PageTitle, SecretOnce, seg, StatusBadge, TextArea, useAction } from "../../shared/ui.tsx";
 
@@ -19,6 +20,7 @@ export function Applications() {
         Teams apply for an API key on the public application page, <code>/apply/</code> on the service's public address. Approving creates their
         project and a claim token; they claim the key once with it, on the same page.
       </p>
+      {!can("POST", "/applications/x/approve") && <RoleNote does="approve or reject applications" />}
       <div class="tabs" role="tablist" aria-label="Applications by status">
         {STATUSES.map((s) => (
           <button key={s} type="button" role="tab" aria-selected={status === s} onClick={() => setStatus(s)}>
@@ -71,7 +73,7 @@ function ApplicationCard({ a, onDone }: { a: any; onDone: (result: any) => Promi
         {a.projectId && (<><dt>Project</dt><dd><a href={href(`/projects/${seg(a.projectId)}`)}>{a.projectId}</a></dd></>)}
       </dl>
       <ErrorNotice error={action.error} what="Not done" />
-      {a.status === "pending" && !rejecting && (
+      {a.status === "pending" && !rejecting && can("POST", `/applications/${seg(a.id)}/approve`) && can("POST", `/applications/${seg(a.id)}/reject`) && (
         <div class="row" style="margin-top:0.75rem">
           <button type="button" class="primary" disabled={action.busy} onClick={() => void action.run(async () => await onDone(await api.post(`/applications/${seg(a.id)}/approve`)))}>
             Approve
@@ -79,7 +81,7 @@ function ApplicationCard({ a, onDone }: { a: any; onDone: (result: any) => Promi
           <button type="button" class="danger" onClick={() => setRejecting(true)}>Reject…</button>
         </div>
       )}
-      {a.status === "pending" && rejecting && (
+      {a.status === "pending" && rejecting && can("POST", `/applications/${seg(a.id)}/reject`) && (
         <form
           style="margin-top:0.75rem"
           onSubmit={(e) => {

@@ -1,7 +1,8 @@
 // Projects and their API keys: create a project; create a key (its plaintext shown once, with a copy button),
 // revoke, rotate, and set the browser origins allowed to use it.
 import { useState } from "preact/hooks";
-import { api, useApi } from "../api.ts";
+import { api, can, useApi } from "../api.ts";
+import { RoleNote } from "../roleNote.tsx";
 import { formatTime, short } from "../../shared/format.ts";
 import { Badge, Empty, ErrorNotice, href, KeyValues, Loading, PageTitle, SecretOnce, seg, StatusBadge, Table, TextArea, TextInput, useAction } from "../../shared/ui.tsx";
 
@@ -13,7 +14,8 @@ export function Projects() {
     <>
       <PageTitle>Projects and API keys</PageTitle>
       <p class="muted">A project holds API keys (what clients put in the endpoint URL) and strategies (what the paymaster pays for).</p>
-      <section class="panel" aria-labelledby="new-project">
+      {!can("POST", "/projects") && <RoleNote does="create projects or change their keys" />}
+      {can("POST", "/projects") && <section class="panel" aria-labelledby="new-project">
         <h2 id="new-project">New project</h2>
         <ErrorNotice error={create.error} what="The project was not created" />
         <form
@@ -35,7 +37,7 @@ export function Projects() {
             Create project
           </button>
         </form>
-      </section>
+      </section>}
       <ErrorNotice error={projects.error} what="Could not load the projects" />
       {projects.loading && !projects.data && <Loading what="the projects" />}
       {projects.data?.length === 0 && <Empty>No project yet: create one above, or approve a key application.</Empty>}
@@ -96,18 +98,18 @@ export function ProjectPage({ id }: { id: string }) {
             ]}
           />
           <div class="row" style="margin:0.75rem 0">
-            {p.status === "active" ? (
-              <button type="button" class="danger" onClick={() => void mutate(() => api.post(`/projects/${seg(id)}/disable`))}>Disable project</button>
-            ) : (
-              <button type="button" onClick={() => void mutate(() => api.post(`/projects/${seg(id)}/enable`))}>Enable project</button>
-            )}
-            <a class="button" href={href(`/strategies/new?project=${seg(id)}`)}>New strategy for this project</a>
+            {p.status === "active"
+              ? can("POST", `/projects/${seg(id)}/disable`) && <button type="button" class="danger" onClick={() => void mutate(() => api.post(`/projects/${seg(id)}/disable`))}>Disable project</button>
+              : can("POST", `/projects/${seg(id)}/enable`) && <button type="button" onClick={() => void mutate(() => api.post(`/projects/${seg(id)}/enable`))}>Enable project</button>}
+            {can("POST", "/strategies") && <a class="button" href={href(`/strategies/new?project=${seg(id)}`)}>New strategy for this project</a>}
             <a class="button" href={href(`/webhooks?project=${seg(id)}`)}>Webhooks</a>
+            <a class="button" href={href(`/billing/${seg(id)}`)}>Billing</a>
           </div>
           <ErrorNotice error={action.error} what="Not done" />
           {secret && <SecretOnce label={secret.label} value={secret.value} />}
 
-          <section class="panel" aria-labelledby="new-key">
+          {!can("POST", "/keys") && <RoleNote does="change projects or their API keys" />}
+          {can("POST", "/keys") && <section class="panel" aria-labelledby="new-key">
             <h2 id="new-key">New API key</h2>
             <form
               onSubmit={(e) => {
@@ -126,11 +128,11 @@ export function ProjectPage({ id }: { id: string }) {
               </div>
               <button class="primary" type="submit" disabled={action.busy}>Create key</button>
             </form>
-          </section>
+          </section>}
 
           <h2>API keys</h2>
           {p.keys.length === 0 ? (
-            <Empty>No key yet: create one above. Its plaintext is shown once, when it is created.</Empty>
+            <Empty>No key yet{can("POST", "/keys") ? ": create one above. Its plaintext is shown once, when it is created." : "."}</Empty>
           ) : (
             <Table caption="API keys" head={["Key", "Label", "Status", "Allowed origins", "Created", "Actions"]}>
               {p.keys.map((k: any) => <KeyRow key={k.id} k={k} mutate={mutate} busy={action.busy} />)}
@@ -139,7 +141,7 @@ export function ProjectPage({ id }: { id: string }) {
 
           <h2>Strategies</h2>
           {p.strategies.length === 0 ? (
-            <Empty>No strategy yet: <a href={href(`/strategies/new?project=${seg(id)}`)}>create one</a> so the paymaster pays for this project's operations.</Empty>
+            <Empty>No strategy yet{can("POST", "/strategies") ? <>: <a href={href(`/strategies/new?project=${seg(id)}`)}>create one</a> so the paymaster pays for this project's operations.</> : "."}</Empty>
           ) : (
             <Table caption="Strategies" head={["Code", "Name", "Status"]}>
               {p.strategies.map((s: any) => (
@@ -192,13 +194,13 @@ function KeyRow({ k, mutate, busy }: { k: any; mutate: (fn: () => Promise<any>) 
       <td>
         {active && (
           <div class="row">
-            {!editing && <button type="button" class="small" onClick={() => setEditing(true)} aria-label={`Edit the allowed origins of key ${k.prefix}`}>Origins</button>}
-            <button type="button" class="small" disabled={busy} aria-label={`Rotate key ${k.prefix}`} onClick={() => confirm(`Rotate key ${k.prefix}…? A new key is made and this one is revoked at once.`) && void mutate(() => api.post(`/keys/${seg(k.id)}/rotate`))}>
+            {!editing && can("POST", `/keys/${seg(k.id)}/access`) && <button type="button" class="small" onClick={() => setEditing(true)} aria-label={`Edit the allowed origins of key ${k.prefix}`}>Origins</button>}
+            {can("POST", `/keys/${seg(k.id)}/rotate`) && <button type="button" class="small" disabled={busy} aria-label={`Rotate key ${k.prefix}`} onClick={() => confirm(`Rotate key ${k.prefix}…? A new key is made and this one is revoked at once.`) && void mutate(() => api.post(`/keys/${seg(k.id)}/rotate`))}>
               Rotate
-            </button>
-            <button type="button" class="small danger" disabled={busy} aria-label={`Revoke key ${k.prefix}`} onClick={() => confirm(`Revoke key ${k.prefix}…? Its next request is refused.`) && void mutate(() => api.post(`/keys/${seg(k.id)}/revoke`))}>
+            </button>}
+            {can("POST", `/keys/${seg(k.id)}/revoke`) && <button type="button" class="small danger" disabled={busy} aria-label={`Revoke key ${k.prefix}`} onClick={() => confirm(`Revoke key ${k.prefix}…? Its next request is refused.`) && void mutate(() => api.post(`/keys/${seg(k.id)}/revoke`))}>
               Revoke
-            </button>
+            </button>}
           </div>
         )}
         <div class="muted" style="font-size:0.8rem">{short(k.id, 8)}</div>

@@ -3,7 +3,8 @@
 // the daily cap with what each cap has left; and a dry run of a pasted user operation (pm_checkPolicy).
 import type { ComponentChildren } from "preact";
 import { useLayoutEffect, useState } from "preact/hooks";
-import { api, ApiError, useApi } from "../api.ts";
+import { api, ApiError, can, useApi } from "../api.ts";
+import { RoleNote } from "../roleNote.tsx";
 import { BarChart, Meter } from "../charts.tsx";
 import { formatEth } from "../../shared/format.ts";
 import { emptyForm, errorsByField, fromDocument, toDocument, type CapForm, type StrategyForm } from "../strategyForm.ts";
@@ -17,9 +18,13 @@ export function Strategies() {
     <>
       <PageTitle>Strategies</PageTitle>
       <p class="muted">A strategy says what the paymaster pays for: who may send, which calls, up to which caps. Clients name it as <code>strategy_code</code>.</p>
-      <p>
-        <a class="button primary" href={href("/strategies/new")}>New strategy</a>
-      </p>
+      {can("POST", "/strategies") ? (
+        <p>
+          <a class="button primary" href={href("/strategies/new")}>New strategy</a>
+        </p>
+      ) : (
+        <RoleNote does="create or change strategies" />
+      )}
       <ErrorNotice error={list.error} what="Could not load the strategies" />
       {list.loading && !list.data && <Loading what="the strategies" />}
       {list.data?.length === 0 && <Empty>No strategy yet. Create one so that requests in Sponsor mode are paid for.</Empty>}
@@ -53,6 +58,8 @@ export function StrategyPage({ code }: { code: string | null }) {
   const [saved, setSaved] = useState<string | null>(null);
   const save = useAction();
   const status = useAction();
+  // What this session may change: without it the form shows the strategy, every field disabled, and no save.
+  const mayEdit = isNew ? can("POST", "/strategies") : can("PATCH", `/strategies/${seg(code)}`);
 
   // The stored strategy fills the form in the render that shows it (never a frame with the empty form, whose
   // JSON view or save would be the empty document).
@@ -117,7 +124,7 @@ export function StrategyPage({ code }: { code: string | null }) {
         <div class="row" style="margin-bottom:1rem">
           <StatusBadge status={s.status} />
           <ErrorNotice error={status.error} what="Not done" />
-          <button
+          {can("POST", `/strategies/${seg(s.code)}/${s.status === "enabled" ? "disable" : "enable"}`) && <button
             type="button"
             class={s.status === "enabled" ? "danger" : "primary"}
             disabled={status.busy}
@@ -127,9 +134,10 @@ export function StrategyPage({ code }: { code: string | null }) {
             })}
           >
             {s.status === "enabled" ? "Disable strategy" : "Enable strategy"}
-          </button>
+          </button>}
         </div>
       )}
+      {!mayEdit && <RoleNote does="create or change strategies" />}
       <div class="tabs" role="tablist" aria-label="How to edit">
         <button type="button" role="tab" aria-selected={tab === "form"} onClick={() => tab === "json" && showForm()}>Form</button>
         <button type="button" role="tab" aria-selected={tab === "json"} onClick={() => tab === "form" && showJson()}>JSON</button>
@@ -139,26 +147,30 @@ export function StrategyPage({ code }: { code: string | null }) {
         aria-label="Strategy"
         onSubmit={(e) => {
           e.preventDefault();
-          void submit();
+          if (mayEdit) void submit();
         }}
       >
         {save.error && (
           <ErrorNotice error={save.error} what={issues.length ? "The service refused the strategy" : "Not saved"} focus />
         )}
         {saved && <Notice tone="ok">{saved}</Notice>}
-        {tab === "json" ? (
-          <TextArea label="Strategy document (JSON)" value={json} onInput={setJson} tall hint="The same document `paymaster strategy create|update -f` and the admin API take." />
-        ) : (
-          <StrategyFields form={form} set={set} errors={errors} isNew={isNew} networks={info.data?.networks ?? []} projects={projects.data ?? []} />
+        <fieldset class="plain" disabled={!mayEdit}>
+          {tab === "json" ? (
+            <TextArea label="Strategy document (JSON)" value={json} onInput={setJson} tall hint="The same document `paymaster strategy create|update -f` and the admin API take." />
+          ) : (
+            <StrategyFields form={form} set={set} errors={errors} isNew={isNew} networks={info.data?.networks ?? []} projects={projects.data ?? []} />
+          )}
+        </fieldset>
+        {mayEdit && (
+          <button type="submit" class="primary" disabled={save.busy}>
+            {save.busy ? "Saving…" : isNew ? "Create strategy" : "Save changes"}
+          </button>
         )}
-        <button type="submit" class="primary" disabled={save.busy}>
-          {save.busy ? "Saving…" : isNew ? "Create strategy" : "Save changes"}
-        </button>
       </form>
       {!isNew && (
         <>
           <Usage code={s.code} />
-          <DryRun strategy={s} networks={info.data?.networks ?? []} />
+          {can("POST", `/strategies/${seg(s.code)}/check`) && <DryRun strategy={s} networks={info.data?.networks ?? []} />}
         </>
       )}
     </>

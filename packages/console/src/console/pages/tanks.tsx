@@ -2,7 +2,8 @@
 // credits, debits and the operations it paid for, a credit by hand with a reference, and which projects may
 // draw from it (allowed by the owner's signed consent or by hand here).
 import { useState } from "preact/hooks";
-import { api, query, useApi } from "../api.ts";
+import { api, can, query, useApi } from "../api.ts";
+import { RoleNote } from "../roleNote.tsx";
 import { formatEth, formatTime, parseEth, short } from "../../shared/format.ts";
 import { Empty, ErrorNotice, href, Loading, Notice, PageTitle, Select, seg, Stat, Table, TextInput, useAction } from "../../shared/ui.tsx";
 
@@ -76,7 +77,8 @@ export function Tank({ network, sender }: { network: string; sender: string }) {
             <Stat label="Available" value={`${formatEth(t.availableWei)} ETH`} hint="what new operations may use" />
           </div>
           {BigInt(t.balanceWei) < 0n && <Notice tone="warn">The balance is negative: operations cost more than was credited (a debt the sender's next deposit pays back).</Notice>}
-          <section class="panel" aria-labelledby="credit">
+          {!can("POST", `/tanks/${seg(network)}/${seg(sender)}/credit`) && <RoleNote does="credit gas tanks or change which projects draw from them" />}
+          {can("POST", `/tanks/${seg(network)}/${seg(sender)}/credit`) && <section class="panel" aria-labelledby="credit">
             <h2 id="credit">Credit by hand</h2>
             {done && <Notice tone="ok">{done}</Notice>}
             <ErrorNotice error={credit.error} what="Not credited" />
@@ -100,7 +102,7 @@ export function Tank({ network, sender }: { network: string; sender: string }) {
               </div>
               <button type="submit" class="primary" disabled={credit.busy}>Credit the tank</button>
             </form>
-          </section>
+          </section>}
           <TankProjects network={network} sender={sender} />
           <h2>Ledger</h2>
           {t.entries.length === 0 ? (
@@ -137,31 +139,32 @@ function TankProjects({ network, sender }: { network: string; sender: string }) 
       await tank.reload();
     });
   const consents: any[] = tank.data?.projects ?? [];
+  const mayAllow = can("POST", `/tanks/${seg(network)}/${seg(sender)}/allow`) && can("POST", `/tanks/${seg(network)}/${seg(sender)}/disallow`);
   return (
     <section class="panel" aria-labelledby="tank-projects">
       <h2 id="tank-projects">Projects allowed to draw</h2>
-      <p class="muted">The tank pays only for the projects listed as allowed: its owner allows one by signing a consent through the dapp, or you allow it here.</p>
+      <p class="muted">The tank pays only for the projects listed as allowed: its owner allows one by signing a consent through the dapp{mayAllow ? ", or you allow it here" : ", or an admin allows it here"}.</p>
       <ErrorNotice error={tank.error ?? change.error} what="Could not change the tank's projects" />
       {consents.length === 0 ? (
         <Empty>No project may draw from this tank yet.</Empty>
       ) : (
-        <Table caption="Projects of the tank" head={["Project", "Allowed", "By", "Changed", ""]}>
+        <Table caption="Projects of the tank" head={["Project", "Allowed", "By", "Changed", ...(mayAllow ? [""] : [])]}>
           {consents.map((c) => (
             <tr key={c.projectId}>
               <th scope="row"><a href={href(`/projects/${seg(c.projectId)}`)}>{names.get(c.projectId) ?? c.projectId}</a></th>
               <td>{c.allowed ? "yes" : "no"}</td>
               <td>{c.changedBy}</td>
               <td>{formatTime(c.updatedAt)}</td>
-              <td>
+              {mayAllow && <td>
                 <button type="button" disabled={change.busy} onClick={() => set(!c.allowed, c.projectId)}>
                   {c.allowed ? "Disallow" : "Allow again"}
                 </button>
-              </td>
+              </td>}
             </tr>
           ))}
         </Table>
       )}
-      <form
+      {mayAllow && <form
         class="row"
         style="align-items:flex-end"
         onSubmit={(e) => {
@@ -171,7 +174,7 @@ function TankProjects({ network, sender }: { network: string; sender: string }) 
       >
         <div style="min-width:14rem"><Select label="Project to allow" value={chosen} onChange={setProject} options={(projects.data ?? []).map((p) => [p.id, p.name] as [string, string])} /></div>
         <button type="submit" class="primary" style="margin-bottom:0.85rem" disabled={change.busy || !chosen}>Allow the project</button>
-      </form>
+      </form>}
     </section>
   );
 }

@@ -1,7 +1,8 @@
 // Webhooks of a project: its endpoints (add one: the signing secret is shown once; remove), and the events sent
 // to them — delivered, pending, and the dead letters (attempts used up) — each of which can be sent again.
 import { useLayoutEffect, useState } from "preact/hooks";
-import { api, query, useApi } from "../api.ts";
+import { api, can, query, useApi } from "../api.ts";
+import { RoleNote } from "../roleNote.tsx";
 import { formatTime, short } from "../../shared/format.ts";
 import { Empty, ErrorNotice, Loading, Notice, PageTitle, routeQuery, SecretOnce, Select, seg, StatusBadge, Table, TextInput, useAction, useRoute } from "../../shared/ui.tsx";
 
@@ -46,7 +47,8 @@ export function Webhooks() {
       {secret && <SecretOnce label="Signing secret of the new endpoint" value={secret}><p style="margin:0.5rem 0 0">Check each request's signature with it (docs: webhooks).</p></SecretOnce>}
       {project && (
         <>
-          <section class="panel" aria-labelledby="new-endpoint">
+          {!can("POST", `/projects/${seg(project)}/webhooks`) && <RoleNote does="add, remove or replay webhooks" />}
+          {can("POST", `/projects/${seg(project)}/webhooks`) && <section class="panel" aria-labelledby="new-endpoint">
             <h2 id="new-endpoint">Add an endpoint</h2>
             <form
               onSubmit={(e) => {
@@ -75,10 +77,10 @@ export function Webhooks() {
               )}
               <button type="submit" class="primary" disabled={action.busy}>Add endpoint</button>
             </form>
-          </section>
+          </section>}
           <h2>Endpoints</h2>
           <ErrorNotice error={endpoints.error} what="Could not load the endpoints" />
-          {endpoints.data?.length === 0 && <Empty>No endpoint: add one above to be told about this project's sponsorships.</Empty>}
+          {endpoints.data?.length === 0 && <Empty>No endpoint{can("POST", `/projects/${seg(project)}/webhooks`) ? ": add one above to be told about this project's sponsorships." : "."}</Empty>}
           {endpoints.data && endpoints.data.length > 0 && (
             <Table caption="Endpoints" head={["URL", "Kind", "Events", "Added", ""]}>
               {endpoints.data.map((w) => (
@@ -88,9 +90,9 @@ export function Webhooks() {
                   <td>{w.kind === "approval" ? `wait ${w.timeoutMs} ms, then ${w.defaultDecision}` : w.events.join(", ")}</td>
                   <td>{formatTime(Math.floor(w.createdAt > 1e12 ? w.createdAt / 1000 : w.createdAt))}</td>
                   <td>
-                    <button type="button" class="small danger" aria-label={`Remove the endpoint ${w.url}`} onClick={() => confirm(`Remove ${w.url}? Its pending and dead events go with it.`) && void mutate(async () => void (await api.post(`/webhooks/${seg(w.id)}/delete`)))}>
+                    {can("POST", `/webhooks/${seg(w.id)}/delete`) && <button type="button" class="small danger" aria-label={`Remove the endpoint ${w.url}`} onClick={() => confirm(`Remove ${w.url}? Its pending and dead events go with it.`) && void mutate(async () => void (await api.post(`/webhooks/${seg(w.id)}/delete`)))}>
                       Remove
-                    </button>
+                    </button>}
                   </td>
                 </tr>
               ))}
@@ -113,7 +115,7 @@ export function Webhooks() {
                   <td class="num">{d.attempts}</td>
                   <td>{d.lastError ?? "–"}</td>
                   <td>
-                    {d.status !== "pending" && (
+                    {d.status !== "pending" && can("POST", `/webhook-deliveries/${seg(d.id)}/replay`) && (
                       <button type="button" class="small" aria-label={`Send event ${d.id} again`} onClick={() => void mutate(async () => {
                         await api.post(`/webhook-deliveries/${seg(d.id)}/replay`);
                         setDone(`Event ${short(d.id)} is queued to be sent again.`);

@@ -19,6 +19,6 @@ export function registerAudit(program: Command, run: Run): void {
     .option("--target <id>", "an object's id or code")
     .option("--limit <n>", "at most this many (default 100)", limit)
     .action((o: { action?: string; target?: string; limit?: number }) =>
-      run(async (ctx, out) => out.print(await listAudit(ctx, o), (rows) => table(rows, ["at", "actor", "action", "target"]))),
+      run(async (ctx, out) => out.print(await listAudit(ctx, o), (rows) => table(rows, ["at", "actor", "role", "action", "target"]))),
     );
 }

@@ -8,9 +8,19 @@
  * authorization, the sender's code is read (one eth_getCode at the latest block) whenever the request signs or
  * the strategy judges 7702 senders; a delegation found there is judged like an authorization and signed into
  * the hash. Raises CHAIN_UNAVAILABLE-class RPC errors of the code read only.
+ *
+ * The signature need not wait for that read (issue 38): the paymaster contract hashes the delegate the sender's
+ * code names when it validates, so the final simulation of the signed op (run at the latest block) refuses a
+ * signature made for any other delegate (AA34). So when the final simulation runs and no rule judges the
+ * delegate, the op is signed for the delegate last read for this sender (none, if never read:
+ * src/sponsor/senderDelegates.ts) while the read goes on beside the simulation; should the simulation refuse
+ * the signature and the read name another delegate, the op is signed and simulated again for that one
+ * (`correctedDelegate`). Without the final simulation (skipFinalSimulation) the read is awaited before signing.
  */
 import { eip7702DelegateOfCode, type Address, type Hex } from "@paymaster/shared";
+import { RpcError } from "../../rpc/errors.ts";
 import { chainWait } from "../../timing.ts";
+import { lastDelegate, rememberDelegate } from "../senderDelegates.ts";
 import type { Target } from "./target.ts";
 
 /**
@@ -19,18 +29,71 @@ import type { Target } from "./target.ts";
  */
 export async function detectDelegate(target: Target, signs: boolean): Promise<Target> {
   const { request, chain, call } = target;
-  const authorized = request.version === "v0.6" ? undefined : request.userOp.eip7702Auth?.address;
-  if (authorized !== undefined) return { ...target, eip7702Delegate: authorized };
-  if ((!signs && !judgesDelegates(target)) || deploys(target)) return target;
+  const authorized = authorizedDelegate(target);
+  if (authorized !== undefined) {
+    // The sender's code once this op lands: its next op (without the authorization) is first guessed so.
+    rememberDelegate(chain, request.userOp.sender, authorized);
+    return { ...target, eip7702Delegate: authorized };
+  }
+  if ((!signs && !judgesDelegates(target)) || !codeNamesDelegate(target)) return target;
   const sender = request.userOp.sender;
   const code = await chainWait(call.timing, () => chain.rpc.request<Hex>("eth_getCode", [sender, "latest"]));
   const delegate: Address | undefined = eip7702DelegateOfCode(code);
+  rememberDelegate(chain, sender, delegate);
+  return withDelegate(target, delegate);
+}
+
+/** `target` (whose op names no delegate itself) with the delegate its sender's code names. */
+function withDelegate(target: Target, delegate: Address | undefined): Target {
   return delegate === undefined ? target : { ...target, eip7702Delegate: delegate };
+}
+
+/** The target to sign for, and (when its delegate is a guess) the code read it is to be checked against. */
+export interface DelegateToSign {
+  target: Target;
+  /** The code read still in flight: set only when `target`'s delegate is the one last read for the sender. */
+  read?: Promise<Target>;
+}
+
+const NOT_YET = Symbol("not yet read");
+
+/**
+ * The delegate to sign for (`detected`: detectDelegate's read for the same target): the read's when it is back
+ * or must be waited for; else (the final simulation will check the signature and no rule needs the read) the
+ * one last read for this sender, without waiting.
+ */
+export async function delegateToSign(target: Target, detected: Promise<Target>): Promise<DelegateToSign> {
+  if (!codeNamesDelegate(target) || judgesDelegates(target) || target.call.network.config.skipFinalSimulation === true) return { target: await detected };
+  // A read already back wins the race (its reaction was queued first): then nothing is guessed.
+  const back = await Promise.race([detected, Promise.resolve(NOT_YET)]);
+  if (back !== NOT_YET) return { target: back };
+  return { target: withDelegate(target, lastDelegate(target.chain, target.request.userOp.sender)), read: detected };
+}
+
+/**
+ * After the final simulation refused a signature: the target to sign again for when that signature's delegate
+ * was a guess the code read contradicts; undefined when the refusal stands (no guess, another refusal than the
+ * signature's, or the read names the same delegate). The read's own error is raised when it failed.
+ */
+export async function correctedDelegate(signed: DelegateToSign, refusal: unknown): Promise<Target | undefined> {
+  if (signed.read === undefined || !(refusal instanceof RpcError) || refusal.reason !== "SIMULATION_FAILED" || refusal.details["aaCode"] !== "AA34") return undefined;
+  const read = await signed.read;
+  return read.eip7702Delegate?.toLowerCase() === signed.target.eip7702Delegate?.toLowerCase() ? undefined : read;
 }
 
 /** Whether the strategy's rules judge the delegate (so the policy needs it before any other step). */
 export function judgesDelegates({ mode }: Target): boolean {
   return mode.mode === "sponsor" && mode.strategy.rules.eip7702 !== undefined;
+}
+
+/** The delegate the op's authorization names (v0.7+ eip7702Auth), if it carries one. */
+function authorizedDelegate({ request }: Target): Address | undefined {
+  return request.version === "v0.6" ? undefined : request.userOp.eip7702Auth?.address;
+}
+
+/** Whether only the sender's code can name its delegate: the op carries no authorization and deploys nothing. */
+function codeNamesDelegate(target: Target): boolean {
+  return authorizedDelegate(target) === undefined && !deploys(target);
 }
 
 /** Whether the op carries initCode (v0.6) or a factory (v0.7+): a counterfactual account, not a delegated EOA. */

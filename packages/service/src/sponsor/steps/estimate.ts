@@ -1,13 +1,15 @@
 /**
  * Step: estimate what the client left out. Decides callGasLimit and verificationGasLimit (when zero) from ONE
  * simulation with generous limits at a 1-wei price, and preVerificationGas (when zero) from the op's bytes,
- * EIP-7623's floor and, on a rollup, its L1 data. Returns new gas values; the given ones stay as they are.
+ * EIP-7623's floor and, on a rollup, its L1 data (the chain's oracle asked beside the simulation, on the op
+ * with the limits being estimated priced at their caps' width: placeholderUpTo). Returns new gas values; the
+ * given ones stay as they are.
  * Raises SIMULATION_FAILED / PAYMASTER_DEPOSIT_LOW (the EntryPoint refuses the probe) and EXECUTION_REVERTED
  * (the op's calls revert, with their revert data).
  */
 import type { Hex } from "@paymaster/shared";
 import { simulateOp } from "../../chain/entryPoint.ts";
-import { l1DataGas, l2GasPrice } from "../../chain/l1Fee.ts";
+import { l1DataGas, l2GasPrice, placeholderUpTo } from "../../chain/l1Fee.ts";
 import { chainWait } from "../../timing.ts";
 import { limitsFromSimulation, preVerificationGas } from "../gas.ts";
 import { buildOp, type GasValues } from "../op.ts";
@@ -28,9 +30,25 @@ export async function estimateGas({ target, gas: given, paymasterData }: Estimat
   const gas = { ...given };
   const needsEstimate = gas.callGasLimit === 0n || gas.verificationGasLimit === 0n;
   const estimatePreVerificationGas = gas.preVerificationGas === 0n;
+  const caps = network.caps;
+  // On a rollup the bundler pays for the bundle's L1 data and gets it back only through preVerificationGas.
+  // The oracle prices the op's bytes: the limits still to be estimated are priced at their caps' width, so
+  // the question goes out now, beside the simulation (its error is raised when it is awaited, below).
+  const l1Part =
+    estimatePreVerificationGas && network.gasKind !== "l1"
+      ? chainWait(call.timing, () => {
+          const priced = {
+            ...gas,
+            callGasLimit: gas.callGasLimit || placeholderUpTo(caps.maxCallGasLimit, 1),
+            verificationGasLimit: gas.verificationGasLimit || placeholderUpTo(caps.maxVerificationGasLimit, 2),
+          };
+          const input = { chainId: network.chainId, entryPoint: entry.entryPoint, op: buildOp(request, priced, paymaster, paymasterData), l2GasPrice: l2GasPrice(gas, target.market.baseFeePerGas) };
+          return l1DataGas(chain.rpc, network.gasKind, input);
+        })
+      : undefined;
+  l1Part?.catch(() => undefined);
   if (estimatePreVerificationGas) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, paymasterData));
   if (needsEstimate) {
-    const caps = network.caps;
     const generous: GasValues = {
       ...gas,
       callGasLimit: gas.callGasLimit || caps.maxCallGasLimit,
@@ -51,12 +69,6 @@ export async function estimateGas({ target, gas: given, paymasterData }: Estimat
   }
   // EIP-7623's floor in preVerificationGas counts on the final call and postOp limits.
   if (estimatePreVerificationGas && needsEstimate) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, paymasterData));
-  if (estimatePreVerificationGas && network.gasKind !== "l1") {
-    // On a rollup the bundler pays for the bundle's L1 data and gets it back only through preVerificationGas.
-    // Priced on the op with its final limits (their bytes are part of the data).
-    const op = buildOp(request, gas, paymaster, paymasterData);
-    const input = { chainId: network.chainId, entryPoint: entry.entryPoint, op, l2GasPrice: l2GasPrice(gas, target.market.baseFeePerGas) };
-    gas.preVerificationGas += await chainWait(call.timing, () => l1DataGas(chain.rpc, network.gasKind, input));
-  }
+  if (l1Part !== undefined) gas.preVerificationGas += await l1Part;
   return gas;
 }

@@ -16,6 +16,8 @@ export interface MaxCost {
   op: SimulatedOp;
   maxCostWei: bigint;
   maxCostUsdMicros: bigint;
+  /** The native coin's USD price it was valued at (what a billed project's hold and bill are valued at). */
+  nativeUsd: UsdPrice;
 }
 
 export interface MaxCostInput {
@@ -31,5 +33,5 @@ export async function maxCost({ target, gas, paymasterData, nativeUsd }: MaxCost
   const op = buildOp(target.request, gas, target.paymaster, paymasterData);
   const maxCostWei = maxGasCost(op);
   const usd = nativeUsd ?? (await chainWait(call.timing, () => chain.prices.usd(call.network.config.nativeUsdPrice)));
-  return { op, maxCostWei, maxCostUsdMicros: weiToUsdMicros(maxCostWei, usd) };
+  return { op, maxCostWei, maxCostUsdMicros: weiToUsdMicros(maxCostWei, usd), nativeUsd: usd };
 }

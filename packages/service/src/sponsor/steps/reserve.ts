@@ -3,7 +3,8 @@
  * money is there: the paymaster's deposit covers this op on top of every outstanding one
  * (src/sponsor/deposit.ts), then, in ONE store transaction, the strategy's running caps (Sponsor mode), the
  * sender's gas tank (User Sponsor mode) or its one outstanding postOp charge (ERC-20 mode) hold with this op
- * counted, and the record is written (`pending` while the final simulation runs: its signature is not handed
+ * counted, and so does the project's prepaid balance when the operator bills it (its plan, billing/charge.ts),
+ * and the record is written (`pending` while the final simulation runs: its signature is not handed
  * out until confirmed). Returns the store's answer; `reservationRefusal` turns a refusal into the error.
  * Raises the deposit check's PAYMASTER_DEPOSIT_LOW and SPONSORSHIP_CONFLICT (PostgreSQL: concurrent requests
  * for the same op kept replacing each other).
@@ -20,6 +21,8 @@ import type { Target } from "./target.ts";
 import type { TokenQuote } from "./tokenQuote.ts";
 import { postOpChargeRisk } from "../postOpRisk.ts";
 import { outstandingBounds } from "../outstanding.ts";
+import { billingBasis, type BillingTerms } from "../../billing/charge.ts";
+import { lookupsOf } from "../../store/configCache.ts";
 
 export interface ReserveInput {
   target: Target;
@@ -40,6 +43,11 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
   );
   const caps = mode.mode === "sponsor" ? usageChecks(mode.strategy.rules, { now: target.now, sender: u.sender }) : [];
   const postOpCharge = token?.chargeMode === ChargeMode.InPostOp;
+  // Billing off (no plan, the default): one cached lookup, nothing more.
+  const plan = await lookupsOf(call).billingPlan(call.apiKey.projectId);
+  const billing: BillingTerms | undefined = plan?.enabled
+    ? { basis: billingBasis(mode.mode, postOpCharge), nativeUsd: cost.nativeUsd, markupBps: plan.markupBps, feeUsdMicros: plan.feeUsdMicros }
+    : undefined;
   try {
     return await call.service.store.reserveSponsorship(
       {
@@ -69,6 +77,7 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
         // ops nobody signs.
         ...outstandingBounds(call.service.config, call.apiKey, call.clientIp, target.mode.mode === "sponsor" ? target.mode.strategy.rules : undefined),
         pending,
+        ...(billing ? { billing } : {}),
       },
       caps,
     );
@@ -84,7 +93,7 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
  * The answer to a reservation the store refused (nothing was written): STRATEGY_NOT_ALLOWED (a running cap
  * would be exceeded), POSTOP_CHARGE_PENDING (ERC-20: the sender has a postOp charge outstanding),
  * POSTOP_CHARGE_AT_RISK (ERC-20: the project's or key's postOp-charge risk budget would be exceeded),
- * GAS_TANK_INSUFFICIENT (User Sponsor mode).
+ * GAS_TANK_INSUFFICIENT (User Sponsor mode), PROJECT_BALANCE_EXHAUSTED (the project's prepaid balance, when billed).
  */
 export function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>, target: Target, token: TokenQuote | null): RpcError {
   const { mode } = target;
@@ -115,6 +124,15 @@ export function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>
       "POSTOP_CHARGE_AT_RISK",
       `Charging in postOp is paused for this ${refused.scope === "project" ? "project" : "API key"}: $${dollars(refused.value)} would be at risk against a limit of $${dollars(refused.limit)}; approve the paymaster for the maximum token cost (${token!.maxTokenCost} ${token!.symbol} base units) to be charged up front`,
       { scope: refused.scope, limit: dollars(refused.limit), value: dollars(refused.value), token: token!.symbol, paymaster: target.paymaster, required: token!.maxTokenCost.toString() },
+    );
+  }
+  if (refused.reason === "BALANCE_EXHAUSTED") {
+    // The dapp learns what this op needs; the project's balance itself is the operator's and its owner's to see.
+    const required = formatUsdMicros(refused.requiredUsdMicros);
+    return new RpcError(
+      "PROJECT_BALANCE_EXHAUSTED",
+      `The project's prepaid balance with the paymaster cannot cover this user operation (it holds $${required} until it lands or expires): the project's owner must add credit with the paymaster's operator`,
+      { requiredUsd: required },
     );
   }
   if (refused.reason === "POSTOP_CHARGE_PENDING") {

@@ -38,7 +38,7 @@ export async function tokenPrice({ target, holdings }: TokenPriceInput): Promise
       holdings ? tokenRead(chain, mode.token.address, "balanceOf", [sender]) : 0n,
       holdings ? tokenRead(chain, mode.token.address, "allowance", [sender, target.paymaster]) : 0n,
       // A configured token the paymaster does not allow would fail on chain (UnsupportedToken): refused first.
-      requireTokenAllowed(chain, call.network.config.name, target.paymaster, mode.token),
+      requireTokenAllowed(chain, call.network.config.name, target.paymaster, mode.token, target.market.blockNumber),
     ]),
   );
   return {

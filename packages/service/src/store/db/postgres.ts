@@ -10,14 +10,28 @@
  * sqlStore.ts), so conflicting reservations queue instead of aborting. A transaction that hits a transient
  * conflict (serialization failure, deadlock, or what the caller names retryable) is run again after a short
  * random pause, at most MAX_ATTEMPTS times in all.
+ *
+ * When the database fails (a failover, a restart, a partition: see ../settings.ts for the times): a connection
+ * opens within connectTimeoutMs or fails; a query the database leaves unanswered for queryTimeoutMs while it
+ * answers nothing else is checked by a probe on a new connection, and when the probe gets no answer either the
+ * database is declared down. Every failure for want of the database is a StoreUnavailableError with its cause
+ * (../unavailable.ts), reported to the store's health (../health.ts). While the database is down every query
+ * fails at once (no request waits on it), the pool's connections are dropped (a failover leaves them dead), and
+ * a probe every PROBE_MS brings the store back when the database answers. A connection that broke mid-query is
+ * never given back to the pool; a transaction whose connection broke is not rolled back by hand (the server does
+ * it for a session that never committed), and one whose COMMIT went unanswered fails: its outcome is unknown,
+ * so nothing that depends on it (a signature) is handed out.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import type { PoolClient } from "pg";
 
 import { StoreError } from "../errors.ts";
-import type { Migration } from "../migrations.ts";
-import type { Leadership } from "./types.ts";
+import { StoreAvailability, type StoreHealth } from "../health.ts";
+import { pendingMigrations, type Migration } from "../migrations.ts";
+import { DATABASE_DEFAULTS, type DatabaseSettings } from "../settings.ts";
+import { driverDetail, isStoreUnavailable, StoreUnavailableError, type StoreCause } from "../unavailable.ts";
+import type { Leadership, ProbeStatement } from "./types.ts";
 import { AmbientTx, type Db, type Dialect, type Param, type Tx, type Violation } from "./types.ts";
 
 /** A transaction that hit a transient conflict is tried again, at most this many times in all. */
@@ -28,6 +42,8 @@ const MIGRATION_LOCK_KEY = "8097880582120927346";
 const LEADER_LOCK_NAMESPACE = 0x706d6c64;
 /** A leader's dedicated connection is checked this often; a failed check ends the leadership. */
 const LEADER_HEARTBEAT_MS = 2_000;
+/** Closing waits this long for the pool's connections to end, then cuts them (a database that answers nothing). */
+const CLOSE_GRACE_MS = 2_000;
 
 // PostgreSQL type OIDs and SQLSTATEs.
 const INT8_OID = 20;
@@ -62,6 +78,60 @@ function isTransient(err: unknown): boolean {
   return state === SERIALIZATION_FAILURE || state === DEADLOCK_DETECTED;
 }
 
+/** SQLSTATEs (and classes) that mean the database, not the statement, failed. */
+const SQLSTATE_CAUSES: Record<string, StoreCause> = {
+  "57P01": "connection", // admin_shutdown (a failover, a restart)
+  "57P02": "connection", // crash_shutdown
+  "57P03": "refused", // cannot_connect_now: starting up, shutting down, in recovery
+  "57014": "timeout", // query_canceled: statement_timeout
+  "53300": "busy", // too_many_connections
+  "53400": "busy", // configuration_limit_exceeded
+  "53200": "busy", // out_of_memory
+  "55P03": "busy", // lock_not_available
+  "53100": "disk_full",
+  "25006": "read_only", // read_only_sql_transaction: a replica not promoted yet
+  "28P01": "auth",
+  "28000": "auth",
+  "58030": "io",
+  XX001: "corrupt",
+  XX002: "corrupt",
+};
+const ERRNO_CAUSES: Record<string, StoreCause> = {
+  ECONNREFUSED: "refused",
+  ENOTFOUND: "dns",
+  EAI_AGAIN: "dns",
+  ETIMEDOUT: "timeout",
+  ECONNRESET: "connection",
+  EPIPE: "connection",
+  ECONNABORTED: "connection",
+  EHOSTUNREACH: "connection",
+  ENETUNREACH: "connection",
+};
+
+/** The cause of a pg error that is the database's failure, else undefined (the statement's own error). */
+function failureCause(err: unknown): StoreCause | undefined {
+  const code = sqlState(err);
+  if (code !== undefined) {
+    const cause = SQLSTATE_CAUSES[code] ?? ERRNO_CAUSES[code];
+    if (cause !== undefined) return cause;
+    if (code.startsWith("08")) return "connection"; // connection_exception
+  }
+  if (err instanceof pg.DatabaseError) return undefined; // the server answered: the statement's own error
+  const message = err instanceof Error ? err.message : "";
+  if (message === "timeout exceeded when trying to connect") return "busy"; // no free pooled connection in time
+  if (/timeout|timed out/i.test(message)) return "timeout"; // connection timeout, Query read timeout
+  if (/^Connection terminated|not queryable|Connection ended/i.test(message)) return "connection";
+  return undefined;
+}
+
+/** Whether an error came from the transport rather than from a server's answer: the connection is unusable. */
+function transportError(err: unknown): boolean {
+  return !(err instanceof pg.DatabaseError);
+}
+
+/** Causes a probe on a new connection checks before the database is declared down. */
+const REACHABILITY: ReadonlySet<StoreCause> = new Set(["refused", "timeout", "connection", "dns", "auth"]);
+
 /**
  * Type parsing for this pool only (the global `pg.types` stays untouched): NUMERIC (amounts, scale 0) as bigint,
  * BIGINT (unix seconds, counts, block numbers) as number — the store only writes safe integers there.
@@ -73,6 +143,8 @@ const TYPES: pg.CustomTypesConfig = {
     return pg.types.getTypeParser(oid, format);
   }) as pg.CustomTypesConfig["getTypeParser"],
 };
+
+const TRANSACTION_CONTROL: ReadonlySet<string> = new Set(["BEGIN", "COMMIT", "ROLLBACK"]);
 
 /** `?` placeholders numbered for PostgreSQL, and a statement name, once per text. */
 const numbered = new Map<string, { name: string; text: string }>();
@@ -86,34 +158,265 @@ function statement(sql: string): { name: string; text: string } {
   return s;
 }
 
-type Queryable = pg.Pool | PoolClient;
+/** pg's per-query client-side timeout (in its code, missing from its types). */
+type TimedQuery = pg.QueryConfig & { query_timeout?: number };
 
-async function query<R>(on: Queryable, sql: string, params: readonly Param[]): Promise<pg.QueryResult<R & pg.QueryResultRow>> {
-  const s = statement(sql);
-  return on.query<R & pg.QueryResultRow>({ name: s.name, text: s.text, values: params as unknown[] });
+/** A query on its way: what the watchdog needs to cut it when the database stops answering. */
+interface InFlight {
+  readonly startedAt: number;
+  readonly client: PoolClient;
+  timer: NodeJS.Timeout | undefined;
+  /** Cut because the database was declared down: its error is the database's, whatever the driver says. */
+  killed: boolean;
+  /** Cut past its last deadline, its connection alone dead (the database answers others): a timeout. */
+  expired?: boolean;
 }
 
-function queryer(on: Queryable) {
-  return {
-    all: async <R>(sql: string, params: readonly Param[] = []) => (await query<R>(on, sql, params)).rows as R[],
-    one: async <R>(sql: string, params: readonly Param[] = []) => (await query<R>(on, sql, params)).rows[0] as R | undefined,
-    run: async (sql: string, params: readonly Param[] = []) => (await query(on, sql, params)).rowCount ?? 0,
-  };
+/** pg-pool's default size: at most this many connections per store. */
+const POOL_SIZE = 10;
+
+/** A promise that only ever rejects, when told to (nobody waiting on it is no unhandled rejection). */
+function rejection(): { promise: Promise<never>; fail(error: Error): void } {
+  let fail!: (error: Error) => void;
+  const promise = new Promise<never>((_, reject) => (fail = reject));
+  promise.catch(() => {});
+  return { promise, fail };
+}
+
+/** Ends a client's connection now (an idle one too): the pool drops it, a query on it fails. */
+function cut(client: pg.Client | PoolClient): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 class PostgresDb implements Db {
   readonly dialect = POSTGRES_DIALECT;
-  readonly #pool: pg.Pool;
-  readonly #outside: ReturnType<typeof queryer>;
   readonly #url: string;
+  readonly #settings: DatabaseSettings;
+  readonly #availability = new StoreAvailability();
+  readonly health: StoreHealth = this.#availability;
+  #pool: pg.Pool;
+  /** Every connection of the current pool (to cut them when the database is declared down). */
+  #clients = new Set<pg.Client>();
+  readonly #inflight = new Set<InFlight>();
+  /** performance.now() of the database's last answer to anything (a row, an error, a probe). */
+  #lastAnswerAt = performance.now();
+  /** The watchdog's probe in flight (one for every silent query). */
+  #checking: Promise<boolean> | undefined;
+  /** Rejected when the database is declared down: what a wait for a free pooled connection races. */
+  #down = rejection();
+  /** Connections that broke: never given back to the pool. */
+  readonly #broken = new WeakSet<PoolClient>();
   #closed = false;
   /** An `atomic` operation's transaction: the queries made inside it run on its connection. */
   readonly #ambient = new AmbientTx();
 
-  constructor(pool: pg.Pool, url: string) {
-    this.#pool = pool;
-    this.#outside = queryer(pool);
+  constructor(url: string, settings: DatabaseSettings, writeProbe: ProbeStatement | undefined) {
     this.#url = url;
+    this.#settings = settings;
+    this.#pool = this.#newPool(this.#clients);
+    this.#availability.onChange((now, before) => {
+      // Down: every open connection is presumed dead (a failover drops them; a partition leaves them hanging).
+      if (!now.up && now.scope === "all" && (before.up || before.scope !== "all")) {
+        this.#down.fail(new StoreUnavailableError(now.cause, `not served: the database became unavailable while waiting for a connection (${now.detail})`));
+        this.#down = rejection();
+        this.#dropConnections();
+      }
+    });
+    this.#availability.setProbe(async (scope) => {
+      if (scope === "writes") return writeProbe && this.#outside(writeProbe.sql, writeProbe.params(), true, "run");
+      const failure = await this.#probe();
+      if (failure === undefined) this.#availability.answered(false);
+      // Probes overlap: one that gave up after another found the database back says nothing.
+      else if (!this.#availability.state().up) this.#availability.failed(failure);
+    });
+  }
+
+  /** A pool whose connections are added to `clients` (to cut them all when the database is declared down). */
+  #newPool(clients: Set<pg.Client>): pg.Pool {
+    const { connectTimeoutMs } = this.#settings;
+    const pool = new pg.Pool({
+      max: POOL_SIZE,
+      connectionString: this.#url,
+      types: TYPES,
+      application_name: "paymaster",
+      // pg-pool uses one setting for two waits: opening a connection (connectTimeoutMs, set on the client below)
+      // and waiting for a free one, which under load is queueing, not an outage: that wait is bounded by
+      // statementTimeoutMs, and cut short when the database is declared down (#connect).
+      connectionTimeoutMillis: this.#settings.statementTimeoutMs,
+      // pg-pool constructs its clients with the pool's options (its types say no arguments).
+      Client: class extends pg.Client {
+        constructor(config?: pg.ClientConfig) {
+          super({ ...config, connectionTimeoutMillis: connectTimeoutMs });
+        }
+      },
+      statement_timeout: this.#settings.statementTimeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
+    // A pooled connection that breaks while idle (server restart, network) is dropped by the pool, which then
+    // emits "error"; without a listener that event would crash the process. The next query opens a new one.
+    pool.on("error", () => {});
+    pool.on("connect", (client) => {
+      clients.add(client);
+      // A connection cut while in use (see #dropConnections) also emits "error": its query is told, the process must not crash.
+      client.on("error", () => {});
+    });
+    pool.on("remove", (client) => clients.delete(client));
+    return pool;
+  }
+
+  /** Cuts the queries in flight and every connection, on a new pool; the old one ends in the background. */
+  #dropConnections(): void {
+    const old = this.#pool;
+    const clients = this.#clients;
+    this.#clients = new Set();
+    this.#pool = this.#newPool(this.#clients);
+    for (const flight of this.#inflight) {
+      flight.killed = true;
+      cut(flight.client);
+    }
+    for (const client of clients) cut(client);
+    void old.end().catch(() => {});
+  }
+
+  /** A probe on a new connection: undefined when the database answers, else why not. */
+  async #probe(): Promise<StoreUnavailableError | undefined> {
+    const { connectTimeoutMs } = this.#settings;
+    const client = new pg.Client({ connectionString: this.#url, application_name: "paymaster-probe", connectionTimeoutMillis: connectTimeoutMs, query_timeout: connectTimeoutMs } as pg.ClientConfig);
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      await client.query("SELECT 1");
+      this.#lastAnswerAt = performance.now();
+      return undefined;
+    } catch (err) {
+      return new StoreUnavailableError(failureCause(err) ?? "connection", `a probe on a new connection got no answer: ${driverDetail(err)}`);
+    } finally {
+      cut(client);
+    }
+  }
+
+  /**
+   * A failure that may mean the database is unreachable (a connection that broke, one that did not open, a query
+   * left unanswered): a probe on a new connection decides, one at a time; only when it fails too is the database
+   * declared down. One broken connection (a proxy's idle timeout, a killed backend) is not an outage.
+   */
+  #suspect(failure: StoreUnavailableError): void {
+    this.#checking ??= this.#probe().then((probeFailure) => {
+      this.#checking = undefined;
+      if (probeFailure === undefined) return true;
+      this.#availability.failed(failure.cause === probeFailure.cause ? failure : probeFailure);
+      return false;
+    });
+  }
+
+  /**
+   * A query has waited queryTimeoutMs: fine while the database answers anything else, else probed. Past
+   * statementTimeoutMs (the server cancels it then) and connectTimeoutMs more, its connection alone is dead: cut.
+   */
+  #silent(flight: InFlight): void {
+    flight.timer = undefined;
+    if (!this.#inflight.has(flight)) return;
+    const { queryTimeoutMs, statementTimeoutMs, connectTimeoutMs } = this.#settings;
+    if (performance.now() - flight.startedAt >= statementTimeoutMs + connectTimeoutMs) {
+      flight.expired = true;
+      cut(flight.client);
+      return;
+    }
+    const again = () => {
+      if (this.#inflight.has(flight) && !flight.killed) flight.timer = setTimeout(() => this.#silent(flight), queryTimeoutMs).unref();
+    };
+    if (this.#lastAnswerAt > flight.startedAt) return again();
+    this.#suspect(new StoreUnavailableError("timeout", `no answer within ${this.#settings.queryTimeoutMs} ms, nor to a probe on a new connection within ${this.#settings.connectTimeoutMs} ms`));
+    void this.#checking!.then(again);
+  }
+
+  /** While the database is down, queries fail at once. */
+  #failFast(): void {
+    const down = this.#availability.down();
+    if (down) throw new StoreUnavailableError(down.cause, `not tried: the database has been unavailable since ${new Date(down.since).toISOString()} (${down.detail})`);
+  }
+
+  /** The driver's error as what callers see: a StoreUnavailableError (reported to the health) or the error itself. */
+  #failure(err: unknown, killed = false, doing?: string, expired = false): unknown {
+    const cause = killed || expired ? "timeout" : failureCause(err);
+    if (cause === undefined) return err;
+    const down = this.#availability.down();
+    // Cut by the watchdog, or a queue timeout while the database is down: the database's cause, not the symptom.
+    const failure = new StoreUnavailableError(down && (killed || cause === "busy") ? down.cause : cause, `${doing ? `${doing}: ` : ""}${driverDetail(err)}`);
+    if (REACHABILITY.has(failure.cause) && !killed && !down) {
+      this.#availability.count(failure.cause);
+      this.#suspect(failure);
+    } else {
+      this.#availability.failed(failure);
+    }
+    return failure;
+  }
+
+  async #connect(): Promise<PoolClient> {
+    const pool = this.#pool;
+    const acquiring = pool.connect();
+    // Every connection busy: the wait for one ends when the database is declared down (its queries are cut).
+    const wait = pool.idleCount === 0 && pool.totalCount >= POOL_SIZE ? Promise.race([acquiring, this.#down.promise]) : acquiring;
+    try {
+      return await wait;
+    } catch (err) {
+      if (isStoreUnavailable(err)) {
+        acquiring.then((client) => client.release(), () => {}); // a connection that comes after all goes back
+        throw err;
+      }
+      throw this.#failure(err, false, "connecting");
+    }
+  }
+
+  /** One statement on `client`, watched: see #silent. */
+  async #query<R>(client: PoolClient, sql: string, params: readonly Param[]): Promise<pg.QueryResult<R & pg.QueryResultRow>> {
+    // BEGIN, COMMIT and ROLLBACK go as plain text (the simple protocol), everything else as a named statement.
+    const s = TRANSACTION_CONTROL.has(sql) ? { text: sql } : statement(sql);
+    const flight: InFlight = { startedAt: performance.now(), client, timer: undefined, killed: false };
+    flight.timer = setTimeout(() => this.#silent(flight), this.#settings.queryTimeoutMs).unref();
+    this.#inflight.add(flight);
+    try {
+      const result = await client.query<R & pg.QueryResultRow>({ ...s, values: params as unknown[] });
+      this.#lastAnswerAt = performance.now();
+      return result;
+    } catch (err) {
+      if (transportError(err)) this.#broken.add(client);
+      else this.#lastAnswerAt = performance.now();
+      throw this.#failure(err, flight.killed, sql === "COMMIT" ? "committing (the outcome is unknown)" : undefined, flight.expired);
+    } finally {
+      clearTimeout(flight.timer);
+      this.#inflight.delete(flight);
+    }
+  }
+
+  /** The queries of a transaction body on its connection; `wrote` is told of each write that changed rows. */
+  #queryer(client: PoolClient, wrote: () => void) {
+    return {
+      all: async <R>(sql: string, params: readonly Param[] = []) => (await this.#query<R>(client, sql, params)).rows as R[],
+      one: async <R>(sql: string, params: readonly Param[] = []) => (await this.#query<R>(client, sql, params)).rows[0] as R | undefined,
+      run: async (sql: string, params: readonly Param[] = []) => {
+        const changed = (await this.#query(client, sql, params)).rowCount ?? 0;
+        if (changed > 0) wrote();
+        return changed;
+      },
+    };
+  }
+
+  /** One statement outside any transaction, on a pooled connection. */
+  async #outside<R>(sql: string, params: readonly Param[], probing: boolean, kind: "rows"): Promise<R[]>;
+  async #outside(sql: string, params: readonly Param[], probing: boolean, kind: "run"): Promise<number>;
+  async #outside<R>(sql: string, params: readonly Param[], probing: boolean, kind: "rows" | "run"): Promise<R[] | number> {
+    if (!probing) this.#failFast();
+    const client = await this.#connect();
+    try {
+      const result = await this.#query<R>(client, sql, params);
+      const changed = result.rowCount ?? 0;
+      this.#availability.answered(kind === "run" && changed > 0);
+      return kind === "run" ? changed : result.rows;
+    } finally {
+      client.release(this.#broken.has(client));
+    }
   }
 
   /**
@@ -122,15 +425,18 @@ class PostgresDb implements Db {
    * knows it lost (the `lost` promise; a heartbeat every LEADER_HEARTBEAT_MS notices a silent break).
    */
   async tryLeadership(name: string): Promise<Leadership | undefined> {
-    const client = new pg.Client({ connectionString: this.#url, application_name: "paymaster-leader", keepAlive: true });
+    this.#failFast();
+    const client = new pg.Client({ connectionString: this.#url, application_name: "paymaster-leader", keepAlive: true, connectionTimeoutMillis: this.#settings.connectTimeoutMs });
     client.on("error", () => {}); // a broken connection ends the leadership (below); never crash the process
-    await client.connect();
     let got = false;
     try {
-      const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", [LEADER_LOCK_NAMESPACE, name]);
+      await client.connect();
+      const { rows } = await client.query<{ locked: boolean }>({ text: "SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", values: [LEADER_LOCK_NAMESPACE, name], query_timeout: this.#settings.connectTimeoutMs } as TimedQuery);
       got = rows[0]?.locked === true;
+    } catch (err) {
+      throw this.#failure(err, false, "asking for a leadership");
     } finally {
-      if (!got) await client.end().catch(() => {});
+      if (!got) cut(client);
     }
     if (!got) return undefined;
     let ended = false;
@@ -141,27 +447,31 @@ class PostgresDb implements Db {
       ended = true;
       clearInterval(heartbeat);
       resolveLost();
-      await client.end().catch(() => {});
+      await Promise.race([client.end().catch(() => {}), sleep(CLOSE_GRACE_MS)]);
+      cut(client);
     };
     client.on("end", () => void end());
     client.on("error", () => void end());
     const heartbeat = setInterval(() => {
-      client.query({ text: "SELECT 1", query_timeout: LEADER_HEARTBEAT_MS } as pg.QueryConfig).catch(() => end());
+      client.query({ text: "SELECT 1", query_timeout: LEADER_HEARTBEAT_MS } as TimedQuery).catch(() => end());
     }, LEADER_HEARTBEAT_MS);
     heartbeat.unref();
     return { lost, release: end };
   }
 
   all<R>(sql: string, params: readonly Param[] = []): Promise<R[]> {
-    return (this.#ambient.current() ?? this.#outside).all<R>(sql, params);
+    const ambient = this.#ambient.current();
+    return ambient ? ambient.all<R>(sql, params) : this.#outside<R>(sql, params, false, "rows");
   }
 
-  one<R>(sql: string, params: readonly Param[] = []): Promise<R | undefined> {
-    return (this.#ambient.current() ?? this.#outside).one<R>(sql, params);
+  async one<R>(sql: string, params: readonly Param[] = []): Promise<R | undefined> {
+    const ambient = this.#ambient.current();
+    return ambient ? ambient.one<R>(sql, params) : (await this.#outside<R>(sql, params, false, "rows"))[0];
   }
 
   run(sql: string, params: readonly Param[] = []): Promise<number> {
-    return (this.#ambient.current() ?? this.#outside).run(sql, params);
+    const ambient = this.#ambient.current();
+    return ambient ? ambient.run(sql, params) : this.#outside(sql, params, false, "run");
   }
 
   /** Inside `atomic`, a transaction joins it (a transient conflict then retries the whole atomic operation). */
@@ -174,23 +484,26 @@ class PostgresDb implements Db {
     const ambient = this.#ambient.current();
     if (ambient) return body(ambient);
     for (let attempt = 1; ; attempt++) {
-      const client = await this.#pool.connect();
-      let broken = false;
+      this.#failFast();
+      const client = await this.#connect();
       let retry = false;
+      let wrote = false;
       try {
-        await client.query("BEGIN");
+        await this.#query(client, "BEGIN", []);
         let rollback = false;
-        const result = await body({ ...queryer(client), rollbackOnly: () => (rollback = true) });
-        await client.query(rollback ? "ROLLBACK" : "COMMIT");
+        const result = await body({ ...this.#queryer(client, () => (wrote = true)), rollbackOnly: () => (rollback = true) });
+        await this.#query(client, rollback ? "ROLLBACK" : "COMMIT", []);
+        this.#availability.answered(wrote && !rollback);
         return result;
       } catch (err) {
-        await client.query("ROLLBACK").catch(() => {
-          broken = true; // the connection is unusable: do not give it back to the pool
-        });
+        // A connection that broke is not rolled back by hand: the server ends a session's open transaction itself.
+        if (!this.#broken.has(client)) {
+          await this.#query(client, "ROLLBACK", []).catch(() => this.#broken.add(client));
+        }
         if (attempt >= MAX_ATTEMPTS || !(isTransient(err) || retryable(err))) throw err;
         retry = true;
       } finally {
-        client.release(broken);
+        client.release(this.#broken.has(client));
       }
       if (retry) await sleep(Math.random() * 2 * attempt);
     }
@@ -206,10 +519,22 @@ class PostgresDb implements Db {
     return undefined;
   }
 
+  /** Runs the migrations on a connection of the pool (at open). */
+  async migrate(migrations: readonly Migration[], now: number): Promise<void> {
+    try {
+      await migrate(this.#pool, migrations, now);
+    } catch (err) {
+      throw this.#failure(err, false, "migrating");
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#pool.end();
+    this.#availability.close();
+    // A database that answers nothing never acknowledges the goodbye: give it a moment, then cut.
+    await Promise.race([this.#pool.end().catch(() => {}), sleep(CLOSE_GRACE_MS)]);
+    for (const client of this.#clients) cut(client);
   }
 }
 
@@ -220,6 +545,8 @@ async function migrate(pool: pg.Pool, migrations: readonly Migration[], now: num
   try {
     await client.query("BEGIN");
     try {
+      // A migration may take longer than the service's statement_timeout (an index on a large table).
+      await client.query("SET LOCAL statement_timeout = 0");
       // Held until COMMIT/ROLLBACK: a second process opening the same database waits here, then sees the result.
       await client.query("SELECT pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
       await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -227,19 +554,8 @@ async function migrate(pool: pg.Pool, migrations: readonly Migration[], now: num
         name        TEXT NOT NULL,
         applied_at  BIGINT NOT NULL
       )`);
-      const { rows } = await client.query<{ v: number }>(
-        "SELECT COALESCE(MAX(version), 0)::integer AS v FROM schema_migrations",
-      );
-      const applied = rows[0]?.v ?? 0;
-      const known = migrations.at(-1)?.version ?? 0;
-      if (applied > known) {
-        throw new StoreError(
-          "SCHEMA_TOO_NEW",
-          `database schema version ${applied} is newer than this service knows (${known}); upgrade the service`,
-        );
-      }
-      for (const m of migrations) {
-        if (m.version <= applied) continue;
+      const { rows } = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
+      for (const m of pendingMigrations(migrations, rows.map((r) => Number(r.version)))) {
         await client.query(m.sql);
         await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
           m.version,
@@ -261,18 +577,21 @@ async function migrate(pool: pg.Pool, migrations: readonly Migration[], now: num
 
 /**
  * Opens the PostgreSQL database at `url` (postgres://user:password@host:port/database?…), applying any pending
- * migration. The pool holds up to 10 connections (pg's default).
+ * migration. The pool holds up to 10 connections (pg's default). `writeProbe`: a harmless write, tried while
+ * writes fail (disk full, read only) to see them work again.
  */
-export async function openPostgresDb(url: string, migrations: readonly Migration[], now: number): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: url, types: TYPES, application_name: "paymaster" });
-  // A pooled connection that breaks while idle (server restart, network) is dropped by the pool, which then
-  // emits "error"; without a listener that event would crash the process. The next query opens a new one.
-  pool.on("error", () => {});
+export async function openPostgresDb(
+  url: string,
+  migrations: readonly Migration[],
+  now: number,
+  options: { settings?: Partial<DatabaseSettings>; writeProbe?: ProbeStatement } = {},
+): Promise<Db> {
+  const db = new PostgresDb(url, { ...DATABASE_DEFAULTS, ...options.settings }, options.writeProbe);
   try {
-    await migrate(pool, migrations, now);
-    return new PostgresDb(pool, url);
+    await db.migrate(migrations, now);
+    return db;
   } catch (err) {
-    await pool.end().catch(() => {});
+    await db.close();
     throw err;
   }
 }

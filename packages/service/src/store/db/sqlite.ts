@@ -15,14 +15,21 @@
  * Pragmas: WAL (readers never block the writer), synchronous=NORMAL (durable across process crashes; a power
  * loss may lose the last transactions but never corrupts), busy_timeout 5 s, foreign_keys ON, and a larger
  * WAL auto-checkpoint (see WAL_AUTOCHECKPOINT_PAGES). Statements are prepared once per connection (by text).
+ *
+ * A full disk, a read-only file and disk errors are SQLite result codes (SQLITE_FULL, SQLITE_READONLY,
+ * SQLITE_IOERR, …): each is a StoreUnavailableError with its cause (../unavailable.ts), reported with every
+ * statement's outcome to the store's health (../health.ts). A full disk fails writes while reads still work, so
+ * the health remembers that writes fail until one succeeds (a probe write every PROBE_MS while they fail).
  */
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 
 import { StoreError } from "../errors.ts";
-import type { Migration } from "../migrations.ts";
-import type { Leadership } from "./types.ts";
+import { StoreAvailability } from "../health.ts";
+import { pendingMigrations, type Migration } from "../migrations.ts";
+import { driverDetail, StoreUnavailableError, type StoreCause } from "../unavailable.ts";
+import type { Leadership, ProbeStatement } from "./types.ts";
 import { AmbientTx, type Db, type Dialect, type Param, type Queryer, type Tx, type Violation } from "./types.ts";
 
 const BUSY_TIMEOUT_MS = 5000;
@@ -37,6 +44,27 @@ const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 const SQLITE_CONSTRAINT_FOREIGNKEY = 787;
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 const SQLITE_CONSTRAINT_UNIQUE = 2067;
+
+/** Primary result codes (the low byte of an extended one) that mean the database, not the statement, failed. */
+const RESULT_CAUSES: Record<number, StoreCause> = {
+  5: "busy", // SQLITE_BUSY: another process held the write lock past busy_timeout
+  6: "busy", // SQLITE_LOCKED
+  8: "read_only", // SQLITE_READONLY: a read-only file, directory or mount
+  10: "io", // SQLITE_IOERR
+  11: "corrupt", // SQLITE_CORRUPT
+  13: "disk_full", // SQLITE_FULL
+  14: "io", // SQLITE_CANTOPEN
+  15: "busy", // SQLITE_PROTOCOL: a WAL lock race
+  26: "corrupt", // SQLITE_NOTADB
+};
+
+/** A node:sqlite error that is the database's failure, as a StoreUnavailableError; else undefined. */
+function unavailable(err: unknown): StoreUnavailableError | undefined {
+  const code = (err as { errcode?: unknown } | null)?.errcode;
+  if (typeof code !== "number") return undefined;
+  const cause = RESULT_CAUSES[code & 0xff];
+  return cause === undefined ? undefined : new StoreUnavailableError(cause, `${driverDetail(err)} (SQLite result code ${code})`);
+}
 
 export const SQLITE_DIALECT: Dialect = Object.freeze({
   name: "sqlite",
@@ -77,6 +105,10 @@ function prepareFile(file: string): void {
 
 class SqliteDb implements Db {
   readonly dialect = SQLITE_DIALECT;
+  readonly #availability = new StoreAvailability();
+  readonly health = this.#availability;
+  /** Whether the open transaction changed rows (its COMMIT then proves that writes work). */
+  #txWrote = false;
   readonly #db: DatabaseSync;
   readonly #statements = new Map<string, StatementSync>();
   /** Held while a transaction is open; `#unlocked` resolves when it is released. */
@@ -92,8 +124,17 @@ class SqliteDb implements Db {
     run: async (sql: string, params: readonly Param[] = []) => this.#run(sql, params),
   };
 
-  constructor(db: DatabaseSync) {
+  constructor(db: DatabaseSync, writeProbe: ProbeStatement | undefined) {
     this.#db = db;
+    this.#availability.setProbe(async (scope) => (scope === "writes" ? writeProbe && this.run(writeProbe.sql, writeProbe.params()) : this.one("SELECT 1 AS one")));
+  }
+
+  /** The error a statement threw, as callers see it: a StoreUnavailableError (reported to the health) or as is. */
+  #failure(err: unknown): unknown {
+    const failure = unavailable(err);
+    if (failure === undefined) return err;
+    this.#availability.failed(failure);
+    return failure;
   }
 
   #prepare(sql: string): StatementSync {
@@ -106,15 +147,45 @@ class SqliteDb implements Db {
   }
 
   #all<R>(sql: string, params: readonly Param[]): R[] {
-    return this.#prepare(sql).all(...bind(params)) as R[];
+    try {
+      const rows = this.#prepare(sql).all(...bind(params)) as R[];
+      this.#availability.answered(false);
+      return rows;
+    } catch (err) {
+      throw this.#failure(err);
+    }
   }
 
   #one<R>(sql: string, params: readonly Param[]): R | undefined {
-    return this.#prepare(sql).get(...bind(params)) as R | undefined;
+    try {
+      const row = this.#prepare(sql).get(...bind(params)) as R | undefined;
+      this.#availability.answered(false);
+      return row;
+    } catch (err) {
+      throw this.#failure(err);
+    }
   }
 
   #run(sql: string, params: readonly Param[]): number {
-    return Number(this.#prepare(sql).run(...bind(params)).changes);
+    try {
+      const changes = Number(this.#prepare(sql).run(...bind(params)).changes);
+      // In a transaction, the write reaches the disk at COMMIT: that is what proves writes work.
+      if (this.#db.isTransaction) this.#txWrote ||= changes > 0;
+      else this.#availability.answered(changes > 0);
+      return changes;
+    } catch (err) {
+      throw this.#failure(err);
+    }
+  }
+
+  /** BEGIN IMMEDIATE, COMMIT, ROLLBACK: their failures (a full disk at COMMIT, a lock held elsewhere) are the database's. */
+  #control(sql: "BEGIN IMMEDIATE" | "COMMIT" | "ROLLBACK"): void {
+    try {
+      this.#prepare(sql).run();
+    } catch (err) {
+      throw this.#failure(err);
+    }
+    if (sql === "COMMIT") this.#availability.answered(this.#txWrote);
   }
 
   // Outside a transaction a query waits for an open one to end (it must not join it). The check and the
@@ -152,13 +223,21 @@ class SqliteDb implements Db {
     let release!: () => void;
     this.#unlocked = new Promise((resolve) => (release = resolve));
     let rollback = false;
+    this.#txWrote = false;
     try {
-      this.#prepare("BEGIN IMMEDIATE").run();
+      this.#control("BEGIN IMMEDIATE");
       const result = await body({ ...this.#inside, rollbackOnly: () => (rollback = true) });
-      this.#prepare(rollback ? "ROLLBACK" : "COMMIT").run();
+      this.#control(rollback ? "ROLLBACK" : "COMMIT");
       return result;
     } catch (err) {
-      if (this.#db.isTransaction) this.#prepare("ROLLBACK").run();
+      // SQLite may have rolled back already (a full disk, an I/O error); a ROLLBACK that fails too changes nothing.
+      if (this.#db.isTransaction) {
+        try {
+          this.#prepare("ROLLBACK").run();
+        } catch {
+          // the original error is the one to report
+        }
+      }
       throw err;
     } finally {
       this.#locked = false;
@@ -190,6 +269,7 @@ class SqliteDb implements Db {
   async close(): Promise<void> {
     if (this.#closed || --this.refs > 0) return;
     this.#closed = true;
+    this.#availability.close();
     for (const [file, db] of shared) if (db === this) shared.delete(file);
     while (this.#locked) await this.#unlocked;
     this.#db.close();
@@ -204,17 +284,9 @@ class SqliteDb implements Db {
   ) STRICT`);
     this.#db.exec("BEGIN IMMEDIATE");
     try {
-      const row = this.#db.prepare("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations").get() as { v: number };
-      const known = migrations.at(-1)?.version ?? 0;
-      if (row.v > known) {
-        throw new StoreError(
-          "SCHEMA_TOO_NEW",
-          `database schema version ${row.v} is newer than this service knows (${known}); upgrade the service`,
-        );
-      }
+      const applied = (this.#db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => Number(r.version));
       const record = this.#db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
-      for (const m of migrations) {
-        if (m.version <= row.v) continue;
+      for (const m of pendingMigrations(migrations, applied)) {
         this.#db.exec(m.sql);
         record.run(m.version, m.name, now);
       }
@@ -235,6 +307,7 @@ function handle(db: SqliteDb): Db {
   let closed = false;
   return {
     dialect: db.dialect,
+    health: db.health,
     all: (sql, params) => db.all(sql, params),
     one: (sql, params) => db.one(sql, params),
     run: (sql, params) => db.run(sql, params),
@@ -250,8 +323,11 @@ function handle(db: SqliteDb): Db {
   };
 }
 
-/** Opens (creating as needed) the SQLite file and applies `migrations`; ":memory:" keeps everything in memory. */
-export function openSqliteDb(file: string, migrations: readonly Migration[], now: number): Db {
+/**
+ * Opens (creating as needed) the SQLite file and applies `migrations`; ":memory:" keeps everything in memory.
+ * `writeProbe`: a harmless write, tried while writes fail (a full disk) to see them work again.
+ */
+export function openSqliteDb(file: string, migrations: readonly Migration[], now: number, writeProbe?: ProbeStatement): Db {
   const key = file === ":memory:" || file.startsWith("file:") ? undefined : path.resolve(file);
   const open = key === undefined ? undefined : shared.get(key);
   if (open) return handle(open);
@@ -263,7 +339,7 @@ export function openSqliteDb(file: string, migrations: readonly Migration[], now
              PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};
              PRAGMA foreign_keys = ON;
              PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES};`);
-    const db = new SqliteDb(raw);
+    const db = new SqliteDb(raw, writeProbe);
     db.migrate(migrations, now);
     if (key !== undefined) shared.set(key, db);
     return handle(db);

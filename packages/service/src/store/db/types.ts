@@ -11,6 +11,7 @@
  */
 
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { StoreHealth } from "../health.ts";
 
 /**
  * The leadership of one name among the processes sharing a database (Db.tryLeadership): PostgreSQL holds it
@@ -71,11 +72,22 @@ export interface Dialect {
   amountParts(column: string): readonly [low: string, mid: string, high: string];
 }
 
+/** A statement the store gives a driver to run as its health probe (a harmless write: see ../health.ts). */
+export interface ProbeStatement {
+  readonly sql: string;
+  params(): Param[];
+}
+
 /** A constraint or range violation, classified the same way for both drivers. */
 export type Violation = { kind: "unique" | "foreignKey" | "outOfRange"; constraint?: string };
 
 export interface Db extends Queryer {
   readonly dialect: Dialect;
+  /**
+   * Whether the database works, from every statement's outcome (../health.ts). A failure for want of the
+   * database is thrown as a StoreUnavailableError (../unavailable.ts); every other error is the driver's own.
+   */
+  readonly health: StoreHealth;
   /**
    * Takes the leadership of `name` among the processes sharing the database if none holds it (the settlement
    * watcher of a network); undefined when another does. PostgreSQL: a session advisory lock on a connection

@@ -7,8 +7,8 @@ import type { SqlShared } from "./shared.ts";
 
 function auditQueries(d: Dialect) {
   return {
-    insertAudit: `INSERT INTO audit_log (id, at, actor, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    selectAudit: `SELECT id, at, actor, action, target, ${d.json("before")}, ${d.json("after")} FROM audit_log
+    insertAudit: `INSERT INTO audit_log (id, at, actor, role, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    selectAudit: `SELECT id, at, actor, role, action, target, ${d.json("before")}, ${d.json("after")} FROM audit_log
       WHERE (CAST(? AS TEXT) IS NULL OR action = ?) AND (CAST(? AS TEXT) IS NULL OR target = ?)
       ORDER BY at DESC, id DESC LIMIT ?`,
   };
@@ -23,10 +23,10 @@ export function auditStore(s: SqlShared) {
       return db.atomic(operation);
     },
 
-    async appendAudit(entry: Omit<AuditEntry, "id" | "at">): Promise<AuditEntry> {
-      const row: AuditEntry = { id: randomUUID(), at: common.nowSeconds(), ...entry, target: entry.target ?? null };
+    async appendAudit(entry: Omit<AuditEntry, "id" | "at" | "role"> & { role?: string | null }): Promise<AuditEntry> {
+      const row: AuditEntry = { id: randomUUID(), at: common.nowSeconds(), ...entry, role: entry.role ?? null, target: entry.target ?? null };
       const json = (v: unknown) => (v === undefined || v === null ? null : common.toJsonText(v));
-      await db.run(q.insertAudit, [row.id, row.at, row.actor, row.action, row.target, json(row.before), json(row.after)]);
+      await db.run(q.insertAudit, [row.id, row.at, row.actor, row.role, row.action, row.target, json(row.before), json(row.after)]);
       return row;
     },
 
@@ -34,7 +34,7 @@ export function auditStore(s: SqlShared) {
       const action = filter.action ?? null;
       const target = filter.target ?? null;
       const limit = common.listLimit(filter.limit);
-      const rows = await db.all<{ id: string; at: number; actor: string; action: string; target: string | null; before: string | null; after: string | null }>(
+      const rows = await db.all<{ id: string; at: number; actor: string; role: string | null; action: string; target: string | null; before: string | null; after: string | null }>(
         q.selectAudit,
         [action, action, target, target, limit],
       );

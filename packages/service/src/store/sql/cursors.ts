@@ -1,5 +1,6 @@
 /** The store's part for the settlement watcher's bookkeeping: named block cursors, and the leader lease among replicas. */
 import * as common from "../common.ts";
+import type { ProbeStatement } from "../db/types.ts";
 import type { Leadership, Store } from "../types.ts";
 import type { SqlShared } from "./shared.ts";
 
@@ -8,6 +9,12 @@ const CURSOR_QUERIES = {
   upsertCursor: `INSERT INTO cursors (name, value, updated_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 } as const;
+
+/** The store's health probe while writes fail (../health.ts): a cursor of its own, rewritten. */
+export const WRITE_PROBE: ProbeStatement = Object.freeze({
+  sql: CURSOR_QUERIES.upsertCursor,
+  params: () => ["store-write-probe", 0n, common.nowSeconds()],
+});
 
 export function cursorStore(s: SqlShared) {
   const { db } = s;

@@ -1,10 +1,11 @@
 /**
  * The store's part for reserving a sponsorship: one transaction that holds the op's maximum cost against the
- * sender's gas tank (User Sponsor mode) and the strategy's caps (Sponsor mode), allows one outstanding
- * postOp-charge sponsorship per sender (ERC-20 mode), replaces the op's earlier active sponsorship, and records
- * the new one — under the lock order of ../sqlStore.ts.
+ * sender's gas tank (User Sponsor mode), the strategy's caps (Sponsor mode) and the project's billing balance
+ * (billed projects), allows one outstanding postOp-charge sponsorship per sender (ERC-20 mode), replaces the op's
+ * earlier active sponsorship, and records the new one — under the lock order of ../sqlStore.ts.
  */
 import type { CapCheck } from "../../policy/types.ts";
+import { holdFor, termsToJson, validTerms } from "../../billing/charge.ts";
 import * as common from "../common.ts";
 import { joinAmountParts, type Dialect, type Param, type Tx } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
@@ -12,6 +13,7 @@ import { releasedData, sponsorshipData } from "../../webhooks/events.ts";
 import { writeEvents } from "../webhookRows.ts";
 import type { NewSponsorship, ReserveResult, SponsorshipRecord, Store } from "../types.ts";
 import { LockOrderRetry, isActiveOpRace, isForeignKey, usageLinks, lockTank, lockUsage, nowMs, sponsorshipEvent, writeUsage, type SqlShared } from "./shared.ts";
+import { billedProjects, billingParts, type AccountState } from "./billing.ts";
 
 /** The op's active sponsorship, as reserve reads it. */
 interface ActiveRow {
@@ -20,13 +22,16 @@ interface ActiveRow {
   status: "reserved" | "signed";
   max_cost_wei: string | bigint;
   max_cost_usd_micros: string | bigint;
+  project_id: string;
+  billing_hold_usd_micros: string | bigint | null;
 }
 
 const RESERVATION_QUERIES = {
   insertSponsorship: `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id,
       api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
-      valid_after, user_op_hash, paymaster_and_data, status, created_at, updated_at, client_ip, parallel_nonce)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      valid_after, user_op_hash, paymaster_and_data, status, created_at, updated_at, client_ip, parallel_nonce,
+      billing_hold_usd_micros, billing_terms)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertLink: "INSERT INTO sponsorship_usage (sponsorship_id, strategy_id, scope, key) VALUES (?, ?, ?, ?)",
   insertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
     VALUES (?, ?, ?, ?, ?, ?)`,
@@ -97,6 +102,19 @@ export function reservationStore(s: SqlShared) {
   const { db } = s;
   const q = { ...s.q, ...RESERVATION_QUERIES, selectAtRisk: atRiskQuery(db.dialect) };
   const activeOpRace = (err: unknown): boolean => isActiveOpRace(s, err);
+  const billing = billingParts(s);
+
+  /**
+   * The project's billing (input.billing): this op's hold must fit in the account's balance minus what its other
+   * open sponsorships hold (the op's own earlier one, replaced here, given back first). Undefined when it fits.
+   */
+  function balanceRefusal(account: AccountState | undefined, hold: bigint | null, previous: ActiveRow | undefined, projectId: string): ReserveResult | undefined {
+    if (!account || hold === null) return undefined;
+    const freed = previous && previous.project_id === projectId && previous.billing_hold_usd_micros !== null ? BigInt(previous.billing_hold_usd_micros) : 0n;
+    const availableUsdMicros = account.balance - (account.held - freed);
+    // A project in debt (available below zero) is refused even an op that holds nothing.
+    return availableUsdMicros < hold ? { ok: false, reason: "BALANCE_EXHAUSTED", availableUsdMicros, requiredUsdMicros: hold } : undefined;
+  }
 
   /**
    * The bounds on open sponsorships (input.outstanding), under key locks of the sender and of the (key, client
@@ -111,9 +129,9 @@ export function reservationStore(s: SqlShared) {
     // 2-D nonces (any number of fresh keys) are counted and refused.
     const bySender = parallelNonce(record.nonce) ? await tx.one<{ n: number | string }>(q.countOpenOfSender, [network, entryPoint, sender, true, replacing]) : undefined;
     if (bySender !== undefined && Number(bySender.n ?? 0) + 1 > bounds.maxPerSender) return { ok: false, reason: "TOO_MANY_OUTSTANDING", scope: "sender", limit: bounds.maxPerSender };
-    if (bounds.maxPerClientIp === undefined || input.clientIp === undefined) return undefined;
-    if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`open-client:${record.apiKeyId}:${input.clientIp}`]);
-    const byClient = await tx.one<{ n: number | string }>(q.countOpenOfClient, [record.apiKeyId, input.clientIp, replacing]);
+    if (bounds.maxPerClientIp === undefined || input.clientBucket === undefined) return undefined;
+    if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`open-client:${record.apiKeyId}:${input.clientBucket}`]);
+    const byClient = await tx.one<{ n: number | string }>(q.countOpenOfClient, [record.apiKeyId, input.clientBucket, replacing]);
     if (Number(byClient?.n ?? 0) + 1 > bounds.maxPerClientIp) return { ok: false, reason: "TOO_MANY_OUTSTANDING", scope: "clientIp", limit: bounds.maxPerClientIp };
     return undefined;
   }
@@ -122,7 +140,8 @@ export function reservationStore(s: SqlShared) {
      * One transaction with row locks in the lock order (see the module comment):
      *
      * - First an unlocked look at the op's active sponsorship (network, entryPoint, sender, nonce) — the one this
-     *   reservation replaces — for what replacing it involves: its tank when it is user-mode, its usage rows.
+     *   reservation replaces — for what replacing it involves: its tank when it is user-mode, its usage rows, its
+     *   project's billing account when it holds a billing hold.
      * - 1. The tank: User Sponsor mode locks the sender's tank (a missing tank is inserted ON CONFLICT DO NOTHING
      *   and then locked, unless nothing could fit in it anyway); other modes lock it only when the active
      *   sponsorship is user-mode (its reservation is given back). Every transaction that changes a tank holds this
@@ -130,17 +149,20 @@ export function reservationStore(s: SqlShared) {
      *   tank queue here, across connections and processes, and never over-reserve.
      * - 2. The usage rows of the caps and of the active sponsorship, in common.lockOrder (missing ones created):
      *   likewise every reservation, release, settlement against one cap row queues on it, so a cap is never exceeded.
-     * - 3. The active sponsorship, locked, so a concurrent release or replacement of it waits for this transaction
+     * - 3. The billing accounts, sorted by project: this op's project when it is billed (input.billing; a missing
+     *   account is created empty), and the active sponsorship's project when that one holds (it is given back).
+     *   Every move of a balance or of its holds queues here, so a balance is never over-held.
+     * - 4. The active sponsorship, locked, so a concurrent release or replacement of it waits for this transaction
      *   (or this one for it: under READ COMMITTED a row that stopped being active while we waited is simply not
-     *   returned). Should the locked one not be the one looked at (replaced in between) and need a tank or usage
-     *   row not locked yet, the attempt is abandoned and run again (LockOrderRetry). Two first reservations of one
-     *   op can both find none; the partial unique index lets only one insert, and the other retries and replaces it.
-     *
-     * - 4. An ERC-20 op charged in postOp: the key lock of (network, sender)'s token charges (PostgreSQL: an
+     *   returned). Should the locked one not be the one looked at (replaced in between) and need a tank, usage
+     *   row or account not locked yet, the attempt is abandoned and run again (LockOrderRetry). Two first
+     *   reservations of one op can both find none; the partial unique index lets only one insert, and the other
+     *   retries and replaces it.
+     * - 5. An ERC-20 op charged in postOp: the key lock of (network, sender)'s token charges (PostgreSQL: an
      *   advisory lock; SQLite's write lock already serialises), then a look for another outstanding postOp-charge
      *   sponsorship of the sender. Of two such reservations at once the second looks after the first committed.
      *
-     * Then common.planTank, common.planCaps and the postOp-charge look decide; a refusal ends in ROLLBACK: nothing
+     * Then common.planTank, common.planCaps, the postOp-charge look and the balance decide; a refusal ends in ROLLBACK: nothing
      * is written, the earlier sponsorship stays. The row is inserted signed (with its userOpHash and
      * paymasterAndData): reserving and signing are one transaction, so there is no reserved-but-unsigned window in
      * which a concurrent request for the same op could replace it.
@@ -152,6 +174,12 @@ export function reservationStore(s: SqlShared) {
       const postOpCharge = input.postOpCharge === true;
       const opKey: Param[] = [network, record.entryPoint, sender, record.nonce];
       const capKeys = checks.map((c): common.UsageKey => ({ strategyId: record.strategyId!, scope: c.scope, key: c.key }));
+      const terms = input.billing;
+      if (terms !== undefined) {
+        const problem = validTerms(terms);
+        if (problem !== undefined) common.invalid(problem);
+      }
+      const hold = terms === undefined ? null : holdFor(terms, record.maxCostWei);
 
       try {
         return await db.transaction(async (tx): Promise<ReserveResult> => {
@@ -171,11 +199,13 @@ export function reservationStore(s: SqlShared) {
             tank = await lockTank(s, tx, network, sender);
           }
           const totals = await lockUsage(s, tx, [...capKeys, ...peekLinks], true);
+          const accounts = await billing.lockAccounts(tx, [...(terms ? [record.projectId] : []), ...billedProjects([peek])]);
           // SQLite: BEGIN IMMEDIATE holds the one write lock, so the locking read is the peek again (same SQL).
           const previous = q.lockActiveOp === q.selectActiveOp ? peek : await tx.one<ActiveRow>(q.lockActiveOp, opKey);
           const previousLinks = !previous ? [] : previous.id === peek?.id ? peekLinks : await usageLinks(s, tx, previous.id);
           if (previous?.mode === "user" && !tank) throw new LockOrderRetry();
           if (previousLinks.some((k) => !totals.has(common.usageId(k)))) throw new LockOrderRetry();
+          if (billedProjects([previous]).some((p) => !accounts.has(p))) throw new LockOrderRetry();
 
           const freedWei = previous?.mode === "user" ? BigInt(previous.max_cost_wei) : 0n;
           const tankPlan = common.planTank(record.mode, tank ?? { balanceWei: 0n, reservedWei: 0n }, freedWei, record.maxCostWei);
@@ -230,12 +260,20 @@ export function reservationStore(s: SqlShared) {
               }
             }
           }
+          const exhausted = balanceRefusal(accounts.get(record.projectId), hold, previous, record.projectId);
+          if (exhausted) {
+            tx.rollbackOnly();
+            return exhausted;
+          }
 
           const now = record.createdAt;
           if (previous) {
             await tx.run(q.releaseActive, ["replaced", now, previous.id]);
             if (previous.status === "signed") await sponsorshipEvent(s, tx, previous.id, "sponsorship.released", (r) => releasedData(r, "replaced"));
+            if (previous.billing_hold_usd_micros !== null) billing.moveHold(accounts.get(previous.project_id)!, BigInt(previous.billing_hold_usd_micros), previous.status, "released");
           }
+          if (hold !== null) billing.moveHold(accounts.get(record.projectId)!, hold, "new", "signed");
+          await billing.saveAccounts(tx, accounts, now);
           if (tank) await tx.run(q.updateTank, [tank.balanceWei, tankPlan.reservedWei, now, network, sender]);
           await tx.run(q.insertSponsorship, [
             record.id,
@@ -260,8 +298,10 @@ export function reservationStore(s: SqlShared) {
             record.status,
             now,
             now,
-            input.clientIp ?? null,
+            input.clientBucket ?? null,
             parallelNonce(record.nonce),
+            hold,
+            terms === undefined ? null : termsToJson(terms),
           ]);
           if (postOpCharge) await tx.run(q.insertPostOpCharge, [record.id, network, sender, true, false, now]);
           await writeUsage(s, tx, capPlan.writes, now);

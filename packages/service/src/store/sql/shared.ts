@@ -13,7 +13,7 @@ import type { Address } from "@paymaster/shared";
 /** The statements more than one part runs, rendered once for the database's dialect. */
 function sharedQueries(d: Dialect) {
   const usageColumns = "reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops";
-  const activeOp = `SELECT id, mode, status, max_cost_wei, max_cost_usd_micros FROM sponsorships
+  const activeOp = `SELECT id, mode, status, max_cost_wei, max_cost_usd_micros, project_id, billing_hold_usd_micros FROM sponsorships
     WHERE network = ? AND entry_point = ? AND sender = ? AND nonce = ? AND status IN ('reserved', 'signed')`;
   return {
     usageColumns,

@@ -1,7 +1,8 @@
 /**
  * The store's part for a sponsorship after it is reserved: its status transitions (confirmed, withdrawn,
  * released, expired, settled, un-settled), each one transaction under the lock order of ../sqlStore.ts that
- * moves what it holds in its tank and usage rows; the ERC-20 unpaid-charge marks; and the reads of sponsorships.
+ * moves what it holds in its tank, usage rows and (billed projects) billing account; the ERC-20 unpaid-charge
+ * marks; and the reads of sponsorships.
  */
 import type { Address, Hex } from "@paymaster/shared";
 import * as common from "../common.ts";
@@ -10,6 +11,7 @@ import { releasedData, settledData, sponsorshipData } from "../../webhooks/event
 import type { Settlement, SponsorMode, SponsorshipCount, SponsorshipFilter, SponsorshipRecord, Store, WebhookEventType } from "../types.ts";
 import { mergeCounts, retentionQueries } from "../retention.ts";
 import { isActiveOpRace, usageLinks, lockTank, lockUsage, sponsorshipEvent, writeUsage, type SqlShared } from "./shared.ts";
+import { billedProjects, billingParts, billingRowColumns, type BillingNext, type BillingRow } from "./billing.ts";
 
 /** releaseExpired looks for expired sponsorships this many at a time. */
 const EXPIRY_BATCH = 500;
@@ -19,6 +21,9 @@ interface Change {
   delta: common.Delta;
   sql: string;
   values: Param[];
+  /** The status it goes to (what billing moves by: store/sql/billing.ts), and a settlement's figures. */
+  next: BillingNext;
+  settlement?: Settlement;
   /** The webhook event the change causes (written to the outbox in the same transaction), from the changed record. */
   event?: { type: WebhookEventType; data: (record: SponsorshipRecord) => Record<string, unknown> };
 }
@@ -65,7 +70,7 @@ function sponsorshipQueries(d: Dialect, sponsorship: string) {
     // Scans sponsorships_active_op: only open sponsorships are in it (see migration 1).
     selectExpired: `SELECT id FROM sponsorships WHERE status IN ('reserved', 'signed') AND valid_until < ?
       AND (CAST(? AS TEXT) IS NULL OR network = ?) ORDER BY valid_until LIMIT ?`,
-    selectSponsorshipPlan: "SELECT network, sender, mode FROM sponsorships WHERE id = ?",
+    selectSponsorshipPlan: `SELECT sender, ${billingRowColumns(d)} FROM sponsorships WHERE id = ?`,
     lockSponsorship: `${sponsorship} WHERE id = ?${d.forUpdate}`,
     selectSponsorshipByHash: `${sponsorship} WHERE user_op_hash = ?
       ORDER BY CASE status WHEN 'released' THEN 1 ELSE 0 END, created_at DESC, ${d.insertionOrder} DESC LIMIT 1`,
@@ -77,24 +82,29 @@ export function sponsorshipStore(s: SqlShared) {
   const q = { ...s.q, ...sponsorshipQueries(db.dialect, s.q.sponsorship) };
   const retention = retentionQueries(db.dialect);
   const activeOpRace = (err: unknown): boolean => isActiveOpRace(s, err);
+  const billing = billingParts(s);
 
   /**
    * Changes one sponsorship's status in one transaction, in the lock order: its tank (User Sponsor mode), its
-   * usage rows, then its own row (locked). `decide` sees the locked row and answers the change — the delta for
-   * the usage rows and tank, and the statement for the row — or null to change nothing (answered false).
+   * usage rows, its project's billing account (billed sponsorships), then its own row (locked). `decide` sees the
+   * locked row and answers the change — the delta for the usage rows and tank, the statement for the row and the
+   * status it goes to (for billing) — or null to change nothing (answered false).
    */
   async function transition(id: string, decide: (row: common.SponsorshipRow, tx: Tx, now: number) => Promise<Change | null>): Promise<boolean> {
-    const plan = await db.one<{ network: string; sender: string; mode: string }>(q.selectSponsorshipPlan, [id]);
+    const plan = await db.one<BillingRow & { sender: string }>(q.selectSponsorshipPlan, [id]);
     if (!plan) return false;
     const links = await usageLinks(s, db, id);
     return db.transaction(async (tx) => {
       const tank = plan.mode === "user" ? await lockTank(s, tx, plan.network, plan.sender) : undefined;
       const usage = await lockUsage(s, tx, links, false);
+      const accounts = await billing.lockAccounts(tx, billedProjects([plan]));
       const row = await tx.one<common.SponsorshipRow>(q.lockSponsorship, [id]);
       const now = common.nowSeconds();
       const change = row && (await decide(row, tx, now));
       if (!change) return false;
       await tx.run(change.sql, change.values);
+      await billing.billTransition(tx, accounts, id, plan, { from: row.status, next: change.next, settlement: change.settlement }, now);
+      await billing.saveAccounts(tx, accounts, now);
       await writeUsage(s, 
         tx,
         links.map((k) => ({ key: k, totals: common.applyUsage(usage.get(common.usageId(k))!, change.delta) })),
@@ -116,6 +126,7 @@ export function sponsorshipStore(s: SqlShared) {
             delta: common.releaseDelta(common.rowCost(row)),
             sql: q.releaseActive,
             values: [reason, now, id],
+            next: "released",
             // Only a signature handed out is news to the project: an unsigned reservation leaves quietly.
             ...(row.status === "signed" ? { event: { type: "sponsorship.released" as const, data: (r: SponsorshipRecord) => releasedData(r, reason) } } : {}),
           }
@@ -141,7 +152,7 @@ export function sponsorshipStore(s: SqlShared) {
         if (row.status !== "reserved") return null;
         await tx.run(q.deleteLinks, [id]);
         await tx.run(q.deleteChargeFlag, [id]);
-        return { delta: common.releaseDelta(common.rowCost(row)), sql: q.deleteSponsorship, values: [id] };
+        return { delta: common.releaseDelta(common.rowCost(row)), sql: q.deleteSponsorship, values: [id], next: "deleted" };
       });
     },
 
@@ -160,6 +171,8 @@ export function sponsorshipStore(s: SqlShared) {
           delta,
           sql: q.settle,
           values: [...common.settlementColumns(valid), now, now, id],
+          next: "settled",
+          settlement: valid,
           event: { type: "sponsorship.settled", data: settledData },
         };
       });
@@ -175,7 +188,7 @@ export function sponsorshipStore(s: SqlShared) {
         if (row.status !== "settled") return null;
         const active = await tx.one(q.lockActiveOp, [row.network, row.entry_point, row.sender, BigInt(row.nonce)]);
         const change = common.unsettleTransition(row, active !== undefined);
-        return change && { delta: change.delta, sql: q.unsettle, values: [change.status, change.releaseReason, now, id] };
+        return change && { delta: change.delta, sql: q.unsettle, values: [change.status, change.releaseReason, now, id], next: change.status };
       });
     },
 

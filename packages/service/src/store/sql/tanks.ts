@@ -7,9 +7,15 @@ import type { Address } from "@paymaster/shared";
 import * as common from "../common.ts";
 import { StoreError } from "../errors.ts";
 import type { GasTank, GasTankConsentChange, GasTankConsentRecord, GasTankTotals, Store } from "../types.ts";
+import { replaceableAfterSql } from "../tankConsentClock.ts";
 import { isForeignKey, lockTank, readTank, type SqlShared } from "./shared.ts";
 
-const CONSENT_COLUMNS = "network, sender, project_id, allowed, issued_at, changed_by, updated_at";
+const CONSENT_COLUMNS = `network, sender, project_id, allowed, issued_at, changed_by, updated_at,
+  ${replaceableAfterSql("gas_tank_consents")} AS replaceable_after`;
+const UPSERT_CONSENT = `INSERT INTO gas_tank_consents (network, sender, project_id, allowed, issued_at, changed_by, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (network, sender, project_id) DO UPDATE SET allowed = excluded.allowed, issued_at = excluded.issued_at,
+      changed_by = excluded.changed_by, updated_at = excluded.updated_at`;
 
 const TANK_QUERIES = {
   insertCredit: `INSERT INTO gas_tank_credits (reference, network, sender, amount_wei, created_at)
@@ -24,12 +30,12 @@ const TANK_QUERIES = {
   selectAllowed: "SELECT allowed FROM gas_tank_consents WHERE network = ? AND sender = ? AND project_id = ?",
   selectConsent: `SELECT ${CONSENT_COLUMNS} FROM gas_tank_consents WHERE network = ? AND sender = ? AND project_id = ?`,
   selectConsents: `SELECT ${CONSENT_COLUMNS} FROM gas_tank_consents WHERE network = ? AND sender = ? ORDER BY updated_at DESC, project_id`,
-  // A signed consent replaces the row only when newer (the WHERE of the upsert); one by hand comes dated after it.
-  upsertConsent: `INSERT INTO gas_tank_consents (network, sender, project_id, allowed, issued_at, changed_by, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (network, sender, project_id) DO UPDATE SET allowed = excluded.allowed, issued_at = excluded.issued_at,
-      changed_by = excluded.changed_by, updated_at = excluded.updated_at
-    WHERE gas_tank_consents.issued_at < excluded.issued_at`,
+  // A signed consent replaces the row only when dated after what the row's recording allows (tankConsentClock.ts),
+  // decided in the upsert's WHERE, on the row as it is when the upsert runs (concurrent ones queue on it).
+  upsertSignedConsent: `${UPSERT_CONSENT}
+    WHERE excluded.issued_at > ${replaceableAfterSql("gas_tank_consents")}`,
+  // The operator's: dated when recorded, always applied.
+  upsertConsentByHand: UPSERT_CONSENT,
 } as const;
 
 interface ConsentRow {
@@ -40,6 +46,7 @@ interface ConsentRow {
   issued_at: number | string;
   changed_by: string;
   updated_at: number | string;
+  replaceable_after: number | string;
 }
 
 const consentOf = (r: ConsentRow): GasTankConsentRecord => ({
@@ -50,6 +57,7 @@ const consentOf = (r: ConsentRow): GasTankConsentRecord => ({
   issuedAt: Number(r.issued_at),
   changedBy: r.changed_by,
   updatedAt: Number(r.updated_at),
+  replaceableAfter: Number(r.replaceable_after),
 });
 
 export function tankStore(s: SqlShared) {
@@ -135,11 +143,9 @@ export function tankStore(s: SqlShared) {
         return await db.transaction(async (tx) => {
           const now = common.nowSeconds();
           const current = await tx.one<ConsentRow>(q.selectConsent, key);
-          const issuedAt = change.issuedAt ?? Math.max(now, current ? Number(current.issued_at) + 1 : 0);
-          const applied = (await tx.run(q.upsertConsent, [...key, change.allowed, issuedAt, change.changedBy, now])) > 0;
+          const [upsert, issuedAt] = change.issuedAt === undefined ? [q.upsertConsentByHand, now] : [q.upsertSignedConsent, change.issuedAt];
+          const applied = (await tx.run(upsert, [...key, change.allowed, issuedAt, change.changedBy, now])) > 0;
           const row = await tx.one<ConsentRow>(q.selectConsent, key);
-          // By hand and not applied: a signed consent dated later landed in between; the caller may retry.
-          if (!applied && change.issuedAt === undefined) throw new StoreError("CONFLICT", "the consent changed concurrently: retry");
           return { applied, consent: consentOf(row!), previous: current ? consentOf(current) : undefined };
         });
       } catch (err) {
