@@ -13,6 +13,7 @@ import { createPublicClient, defineChain, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createBundlerClient, toSimple7702SmartAccount } from "viem/account-abstraction";
 import { startLocalStack, type LocalStack } from "../src/testkit/index.ts";
+import { printedViemScript } from "../src/local/banner.ts";
 import { tcpListeners } from "../src/local/ports.ts";
 import { freeLoopbackPort, onlyLoopback } from "./helpers/alto.ts";
 import { embeddedPortsEnv, startProcess } from "./helpers/serviceProcess.ts";
@@ -68,11 +69,10 @@ describe("the local stack with its bundler", function () {
       const listeners = tcpListeners(bundlerPort)!;
       expect(listeners, "alto listens").to.not.be.empty;
       expect(listeners.filter((l) => !l.loopback), "alto listens beyond loopback").to.deep.equal([]);
-      const lines = banner.split("\n");
-      const header = lines.findIndex((line) => line.startsWith("# From viem"));
-      expect(header, "the viem snippet is printed").to.be.greaterThan(0);
-      const snippet = lines.slice(header + 1).filter((line) => line.startsWith("#   ")).map((line) => line.slice(4));
-      await writeFile(script, `${snippet.join("\n")}\n`);
+      // Saved exactly as printed: the lines between the script's two marks.
+      const printed = printedViemScript(banner);
+      expect(printed, "the viem script is printed").to.be.a("string");
+      await writeFile(script, printed!);
       const result = JSON.parse((await runNode(script, 90_000)).trim().split("\n").pop()!) as { success: boolean; transactionHash: string };
       expect(result.success).to.equal(true);
       console.log(`      (embedded default with alto up in ${startMs} ms, measured from spawn to the banner)`);

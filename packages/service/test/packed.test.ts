@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { printedViemScript } from "../src/local/banner.ts";
 import { embeddedPortsEnv, startProcess } from "./helpers/serviceProcess.ts";
 
 const CONSUMER = process.env.PACKED_CONSUMER ?? "";
@@ -92,11 +93,11 @@ describe("the packed npm packages, installed with npm into fresh projects", func
       const page = await fetch(consoleUrl);
       expect(page.status).to.equal(200);
       expect(await page.text()).to.match(/<html/i);
-      const lines = banner.split("\n");
-      const header = lines.findIndex((line) => line.startsWith("# From viem"));
-      expect(header, banner).to.be.greaterThan(0);
+      // Saved as printed: the lines between its two marks.
+      const printed = printedViemScript(banner);
+      expect(printed, banner).to.be.a("string");
       const script = path.join(CONSUMER, "send.mjs");
-      writeFileSync(script, `${lines.slice(header + 1).filter((l) => l.startsWith("#   ")).map((l) => l.slice(4)).join("\n")}\n`);
+      writeFileSync(script, printed!);
       const sent = await run(process.execPath, [script], {}, 90_000);
       expect(sent.code, sent.out).to.equal(0);
       expect(JSON.parse(sent.out.trim().split("\n").pop()!).success).to.equal(true);

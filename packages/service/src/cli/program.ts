@@ -26,6 +26,7 @@ import { registerBilling } from "./commands/billing.ts";
 import { confirmOnTerminal, registerChain, withChainTarget } from "./commands/chain.ts";
 import { registerDepositContract } from "./commands/depositContract.ts";
 import { registerToken } from "./commands/token.ts";
+import { CannotStart, registerStart } from "./commands/start.ts";
 import type { Run, RunChain } from "./run.ts";
 
 export interface Io {
@@ -39,7 +40,7 @@ const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.me
 export function buildProgram(io: Io): Command {
   const program = new Command("paymaster")
     .version(VERSION, "-V, --version")
-    .description("Operate the paymaster service: projects, API keys, strategies, gas tanks, billing, sponsorships")
+    .description("Run the paymaster service (paymaster start) and operate it: projects, API keys, strategies, gas tanks, billing, sponsorships")
     .option("--config <file>", "the service's configuration file (default: $PAYMASTER_CONFIG; DATABASE_URL from the environment)")
     .option("--database <file>", "without a configuration: the embedded stack's SQLite file")
     .option("--json", "print JSON instead of text")
@@ -68,6 +69,7 @@ export function buildProgram(io: Io): Command {
     const args = Object.fromEntries(action.registeredArguments.map((argument, i) => [argument.name(), action.processedArgs[i]]));
     requireSafeText({ ...args, ...action.opts() });
   });
+  registerStart(program, io);
   registerChain(program, runChain);
   registerDepositContract(program, runChain);
   registerToken(program, runChain);
@@ -96,6 +98,11 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
     if (err instanceof CommanderError) {
       // Help and version are successes; commander has printed its own message for the rest.
       return err.code === "commander.helpDisplayed" || err.code === "commander.help" || err.code === "commander.version" ? 0 : 2;
+    }
+    if (err instanceof CannotStart) {
+      // A configuration error lists one problem a line: keep the lines.
+      io.err(`paymaster: cannot start: ${escapeForTerminal(err.message, { keepNewlines: true })}`);
+      return err.exitCode;
     }
     if (err instanceof UsageError || err instanceof ConfigError) {
       io.err(`paymaster: ${escapeForTerminal(err.message)}`);

@@ -1,4 +1,4 @@
-// The service as a real child process (src/main.ts with a configuration file), for tests that kill it, send
+// The service as a real child process (`paymaster start --config <file>`, src/cli/main.ts), for tests that kill it, send
 // it SIGTERM or run two replicas: its JSON log lines are collected, its URLs read from the start-up line.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -9,7 +9,7 @@ import { ENTRY_POINT_VERSIONS, type Hex } from "@paymaster/shared";
 import { networkEnvVar } from "../../src/config/load.ts";
 import { freeLoopbackPort } from "../../src/local/ports.ts";
 
-const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
+const CLI_MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
 /** A configuration file for the local chain's network (the signer key goes in the environment). */
 export function writeLocalConfig(manifest: DeploymentManifest, rpcUrl: string, extra: { service?: Record<string, unknown>; network?: Record<string, unknown> } = {}): string {
@@ -104,7 +104,7 @@ export async function spawnService(
   args: string[] = [],
   { cwd }: { cwd?: string } = {},
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", MAIN, "--config", configPath, ...args], {
+  const child = spawn(process.execPath, ["--disable-warning=ExperimentalWarning", CLI_MAIN, "start", "--config", configPath, ...args], {
     ...(cwd === undefined ? {} : { cwd }),
     env: {
       PATH: process.env.PATH,

@@ -1,0 +1,94 @@
+// `paymaster start` is one command everywhere, as real child processes: `paymaster --help` lists it,
+// `paymaster start --help` prints its help and starts nothing, `pnpm start` (src/main.ts) is the same command,
+// and `pnpm paymaster start --config <file>` (src/cli/main.ts) serves the configured network and drains on SIGTERM.
+import { execFile } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { expect } from "chai";
+import { tcpListeners } from "../src/local/ports.ts";
+import { runCli, type CliResult } from "./helpers/cli.ts";
+import { embeddedPortsEnv, spawnService, writeLocalConfig } from "./helpers/serviceProcess.ts";
+import { startTestStack, type Embedded } from "./helpers/stack.ts";
+
+const SERVICE_MAIN = new URL("../src/main.ts", import.meta.url).pathname;
+
+/** `node src/main.ts <args>` (what `pnpm start` runs) to its end, bounded to 30 s. */
+function runServiceMain(args: readonly string[], env: Record<string, string>): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ["--disable-warning=ExperimentalWarning", SERVICE_MAIN, ...args], { env: { PATH: process.env.PATH ?? "", ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr, json: undefined });
+    });
+  });
+}
+
+/** The embedded default's ports (from `env`) that something listens on. */
+function listening(env: Record<string, string>): number[] {
+  return Object.values(env).map(Number).filter((port) => (tcpListeners(port) ?? []).length > 0);
+}
+
+describe("paymaster start: one command, the same everywhere", function () {
+  this.timeout(120_000);
+
+  it("paymaster --help lists start", async () => {
+    const result = await runCli(["--help"]);
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stdout).to.match(/^\s+start \[options\]\s+run the service/m);
+  });
+
+  it("paymaster start --help prints the start command's help, exits 0 and starts nothing", async () => {
+    const ports = await embeddedPortsEnv();
+    const started = performance.now();
+    const result = await runCli(["start", "--help"], ports);
+    expect(result.code, result.stderr).to.equal(0);
+    expect(result.stdout).to.match(/^Usage: paymaster start \[options\]/m);
+    expect(result.stdout).to.include("--no-watch");
+    expect(result.stdout).to.include("--config <file>");
+    expect(result.stdout, "the embedded stack's banner").to.not.include("Paymaster service");
+    // The embedded default takes seconds to come up; help is printed and done well before.
+    expect(performance.now() - started).to.be.below(15_000);
+    expect(listening(ports), "ports of the embedded default").to.deep.equal([]);
+  });
+
+  it("pnpm start (src/main.ts) is paymaster start: the same help, the same one-line configuration error", async () => {
+    const ports = await embeddedPortsEnv();
+    const help = await runServiceMain(["--help"], ports);
+    expect(help.code, help.stderr).to.equal(0);
+    expect(help.stdout).to.match(/^Usage: paymaster start \[options\]/m);
+    const missing = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-start-")), "absent.json");
+    for (const result of [await runServiceMain(["--config", missing], ports), await runCli(["start", "--config", missing], ports)]) {
+      expect(result.code, "a configuration mistake is a usage error").to.equal(2);
+      expect(result.stderr).to.match(/^paymaster: cannot start: invalid configuration \(.*absent\.json\):\n  - cannot read the configuration file/);
+      expect(result.stderr, "no stack trace").to.not.match(/\n\s+at /);
+    }
+    const unknown = await runCli(["start", "--port", "1"], ports);
+    expect(unknown.code).to.equal(2);
+    expect(unknown.stderr).to.include("unknown option '--port'");
+    expect(listening(ports), "ports of the embedded default").to.deep.equal([]);
+  });
+
+  describe("with a configuration", () => {
+    let embedded: Embedded;
+    before(async () => {
+      embedded = await startTestStack();
+    });
+    after(async () => {
+      await embedded?.close();
+    });
+
+    it("pnpm paymaster start --config <file> (src/cli/main.ts) serves the network, then drains and exits 0 on SIGTERM", async () => {
+      const config = writeLocalConfig(embedded.stack.manifest, embedded.stack.chain.url);
+      const cwd = mkdtempSync(path.join(tmpdir(), "paymaster-start-"));
+      const service = await spawnService(config, { signerKey: embedded.stack.signer.privateKey }, ["--no-watch"], { cwd });
+      try {
+        const configuration = await service.waitFor((line) => line.msg === "configuration");
+        expect(configuration.config.networks[0].name).to.equal("local");
+        const ready = await fetch(`${service.metricsUrl}/ready`);
+        expect(ready.status).to.equal(200);
+      } finally {
+        const exit = await service.kill("SIGTERM");
+        expect(exit.code, "drained and exited 0").to.equal(0);
+      }
+    });
+  });
+});
