@@ -12,7 +12,7 @@ import { expect } from "chai";
 import { createPublicClient, defineChain, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createBundlerClient, toSimple7702SmartAccount } from "viem/account-abstraction";
-import { startLocalStack, type LocalStack } from "../src/testkit/index.ts";
+import { startLocalStack, toLocalSimpleAccount, type LocalStack } from "../src/testkit/index.ts";
 import { printedViemScript } from "../src/local/banner.ts";
 import { tcpListeners } from "../src/local/ports.ts";
 import { freeLoopbackPort, onlyLoopback } from "./helpers/alto.ts";
@@ -116,6 +116,34 @@ describe("the local stack with its bundler", function () {
     for (const stack of stacks) {
       const ports = [stack.chain.url, stack.rpcUrl, stack.bundlerUrl!].map((url) => Number(new URL(url).port));
       for (const port of ports) expect(tcpListeners(port), `port ${port} after stop()`).to.deep.equal([]);
+    }
+  });
+
+  it("the testkit's toLocalSimpleAccount: a fresh owner's SimpleAccount lands a sponsored op through the bundler on EntryPoint v0.6, v0.7 and v0.8, with viem alone", async () => {
+    const stack = await startLocalStack();
+    try {
+      const chain = defineChain({ id: stack.chain.chainId, name: "local", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [stack.chain.url] } } });
+      const client = createPublicClient({ chain, transport: http(), pollingInterval: 200 });
+      const landed = await Promise.all(
+        (["v0.6", "v0.7", "v0.8"] as const).map(async (version) => {
+          const owner = privateKeyToAccount(generatePrivateKey());
+          const account = await toLocalSimpleAccount({ client, owner, stack, version });
+          expect(account.entryPoint.address, version).to.equal(stack.manifest.entryPoints[version].entryPoint);
+          const bundler = createBundlerClient({ account, client, transport: http(stack.rpcUrl), pollingInterval: 200, paymaster: true, paymasterContext: { strategy_code: stack.strategyCode } });
+          // Two calls: the version's executeBatch, and the account's deployment (initCode) in the same op.
+          const hash = await bundler.sendUserOperation({ calls: [{ to: owner.address }, { to: stack.accounts[0]!.address }] });
+          const receipt = await bundler.waitForUserOperationReceipt({ hash, timeout: 60_000 });
+          return { version, account, receipt };
+        }),
+      );
+      for (const { version, account, receipt } of landed) {
+        expect(receipt.success, version).to.equal(true);
+        expect(receipt.sender.toLowerCase(), version).to.equal(account.address.toLowerCase());
+        expect(receipt.paymaster?.toLowerCase(), version).to.equal(stack.manifest.entryPoints[version].verifyingPaymaster.toLowerCase());
+        expect(await account.isDeployed(), `${version}: deployed by its first op`).to.equal(true);
+      }
+    } finally {
+      await stack.stop();
     }
   });
 });

@@ -107,3 +107,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     throw error;
   }
 }
+
+// A viem SmartAccount for the stack's SimpleAccount on every EntryPoint version it serves (v0.6, v0.7, v0.8).
+export { simpleAccountCallData, toLocalSimpleAccount, type LocalSimpleAccount, type LocalSimpleAccountOptions } from "./simpleAccount.ts";
