@@ -150,14 +150,15 @@ describe("the packed npm packages, installed with npm into fresh projects", func
         [
           'import { VerifyingPaymasterV07Artifact, ENTRY_POINT_V07_ADDRESS } from "@paymaster/contracts/artifacts";',
           'import { VerifyingPaymasterV07__factory } from "@paymaster/contracts/typechain/v07";',
+          'import { VerifyingPaymasterV08__factory } from "@paymaster/contracts/typechain/v08";',
           'import { predictCreate2Address } from "@paymaster/contracts/deploy";',
           'const names = VerifyingPaymasterV07Artifact.abi.filter((item) => item.type === "function").map((item) => item.name);',
-          "console.log(JSON.stringify({ getHash: names.includes(\"getHash\"), factory: typeof VerifyingPaymasterV07__factory.connect, predict: typeof predictCreate2Address, entryPoint: ENTRY_POINT_V07_ADDRESS }));",
+          "console.log(JSON.stringify({ getHash: names.includes(\"getHash\"), factory: typeof VerifyingPaymasterV07__factory.connect, factoryV08: typeof VerifyingPaymasterV08__factory.connect, predict: typeof predictCreate2Address, entryPoint: ENTRY_POINT_V07_ADDRESS }));",
         ].join("\n"),
       );
       const result = await run(process.execPath, [script]);
       expect(result.code, result.out).to.equal(0);
-      expect(JSON.parse(result.out.trim())).to.deep.equal({ getHash: true, factory: "function", predict: "function", entryPoint: "0x0000000071727De22E5E9d8BAf0edAc6f37da032" });
+      expect(JSON.parse(result.out.trim())).to.deep.equal({ getHash: true, factory: "function", factoryV08: "function", predict: "function", entryPoint: "0x0000000071727De22E5E9d8BAf0edAc6f37da032" });
     });
 
     it("a fresh Hardhat 3 project compiles a paymaster that extends ours, imported from the package's Solidity sources", async () => {
