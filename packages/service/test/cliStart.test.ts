@@ -61,6 +61,9 @@ describe("paymaster start: one command, the same everywhere", function () {
       expect(result.stderr).to.match(/^paymaster: cannot start: invalid configuration \(.*absent\.json\):\n  - cannot read the configuration file/);
       expect(result.stderr, "no stack trace").to.not.match(/\n\s+at /);
     }
+    const database = await runCli(["start", "--database", "x.sqlite"], ports);
+    expect(database.code).to.equal(2);
+    expect(database.stderr).to.match(/^paymaster: cannot start: --database is for the operator commands/);
     const unknown = await runCli(["start", "--port", "1"], ports);
     expect(unknown.code).to.equal(2);
     expect(unknown.stderr).to.include("unknown option '--port'");

@@ -37,7 +37,8 @@ export function registerStart(program: Command, io: StartIo): void {
       ].join("\n"),
     )
     .action(async (options: { watch: boolean }) => {
-      const { config } = program.opts<GlobalOptions>();
+      const { config, database } = program.opts<GlobalOptions>();
+      if (database !== undefined) throw new CannotStart("--database is for the operator commands: the service takes its database from the configuration (databasePath, or DATABASE_URL)", 2);
       // Loaded here: the operator commands need none of the service's modules.
       const { serve, stopOnSignals } = await import("../../lifecycle/serve.ts");
       let close: () => Promise<void>;
