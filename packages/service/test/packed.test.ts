@@ -84,6 +84,13 @@ describe("the packed npm packages, installed with npm into fresh projects", func
       const version = await run("npx", ["--no-install", "paymaster", "--version"]);
       expect(version.code, version.out).to.equal(0);
       expect(version.out.trim()).to.equal("0.1.0");
+      // One command line: start is listed, and `start --help` prints help (it starts nothing).
+      const help = await run("npx", ["--no-install", "paymaster", "--help"]);
+      expect(help.out).to.match(/^\s+start \[options\]\s+run the service/m);
+      const startHelp = await run("npx", ["--no-install", "paymaster", "start", "--help"]);
+      expect(startHelp.code, startHelp.out).to.equal(0);
+      expect(startHelp.out).to.match(/^Usage: paymaster start \[options\]/m);
+      expect(startHelp.out).to.not.include("Paymaster service");
     });
 
     it("paymaster start: the embedded default with its bundler; the printed viem script, saved in the project and run, lands a sponsored op", async () => {
