@@ -5,6 +5,7 @@
  * loopback ports and in its own temporary folder, so parallel test workers never collide.
  *
  *   const stack = await startLocalStack();
+ *   const account = await toLocalSimpleAccount({ client, owner, stack, version: "v0.7" }); // simpleAccount.ts
  *   const bundlerClient = createBundlerClient({ account, client, transport: http(stack.rpcUrl), paymaster: true,
  *     paymasterContext: { strategy_code: stack.strategyCode } });
  *   ...
