@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NPM_VERSION="10.9.4"
+# Bumped when what this script makes changes: an image made by an older version is made again.
+BASE_REVISION="2"
 # The mirror apt uses here (never written into the images: the files that name it are removed below).
 mirror="$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)"
 [ -n "$mirror" ] || mirror="$(awk '/^deb / { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)"
@@ -17,9 +19,10 @@ node_bin="$(node -p 'require("path").join(require("path").dirname(require.resolv
 
 make_image() { # <image> <debootstrap --include list, or "">
   local image="$1" include="$2" started work root
-  if podman image exists "$image"; then
+  if [ "$(podman image inspect --format '{{ index .Config.Labels "paymaster.base-revision" }}' "$image" 2>/dev/null)" = "$BASE_REVISION" ]; then
     return 0
   fi
+  podman image rm -f "$image" >/dev/null 2>&1 || true
   [ -n "$mirror" ] || { echo "container-base-image: no Debian mirror in apt's sources" >&2; exit 1; }
   started=$(date +%s)
   work="$(mktemp -d)"
@@ -28,6 +31,11 @@ make_image() { # <image> <debootstrap --include list, or "">
   debootstrap --variant=minbase ${include:+--include="$include"} bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log" >&2; rm -rf "$work"; exit 1; }
   rm -f "$root/var/log/bootstrap.log" "$root/etc/apt/sources.list" "$root"/var/cache/apt/*.bin
   rm -rf "$root"/var/lib/apt/lists/*
+  # What Debian's own slim images leave out (their dpkg path-excludes), so that sizes measured on this image are those
+  # of the registry's: debootstrap's downloaded packages, documentation (but the copyright files), manuals, locales.
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/* \
+    "$root"/usr/share/groff/* "$root"/usr/share/lintian/* "$root"/var/cache/man/*
+  find "$root/usr/share/doc" -mindepth 1 ! -name copyright ! -type d -delete
   "$node_bin" --version | grep -q '^v22\.' || { echo "container-base-image: $node_bin is not Node 22" >&2; rm -rf "$work"; exit 1; }
   install -m 0755 "$node_bin" "$root/usr/local/bin/node"
   # The C headers native addons compile against, where the official image has them (/usr/local/include/node): the
@@ -43,7 +51,7 @@ make_image() { # <image> <debootstrap --include list, or "">
   tar -xzf "$work/npm-$NPM_VERSION.tgz" -C "$root/usr/local/lib/node_modules/npm" --strip-components=1
   ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
   ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
-  tar -C "$root" -c . | podman import --change 'CMD ["node"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$image" >/dev/null
+  tar -C "$root" -c . | podman import --change "LABEL paymaster.base-revision=$BASE_REVISION" --change 'CMD ["node"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$image" >/dev/null
   rm -rf "$work"
   echo "container-base-image: $image made here in $(( $(date +%s) - started )) s" >&2
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The container image test (test/container.test.ts): podman builds the image from the repository's Containerfile and
-# the test runs it. Installs what it needs as root (Debian's podman and its helpers, and the base image: see
-# container-base-image.sh). It needs root (rootful podman) and, for the first build on a machine, the npm registry and
-# the Debian mirror; without root it is skipped with that message (a failure under CI). PAYMASTER_SKIP_CONTAINER_TEST=1
-# skips it on purpose (say, on a machine without the registries), with a message, outside CI only.
+# the test runs it. Installs what it needs as root (scripts/podman-ready.sh: Debian's podman and its helpers, and the
+# base image: see container-base-image.sh). It needs root (rootful podman) and, for the first build on a machine, the
+# npm registry and the Debian mirror; without root it is skipped with that message (a failure under CI).
+# PAYMASTER_SKIP_CONTAINER_TEST=1 skips it on purpose (say, on a machine without the registries), with a message,
+# outside CI only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 skip() {
@@ -15,12 +16,9 @@ skip() {
   exit 0
 }
 [ -z "${PAYMASTER_SKIP_CONTAINER_TEST:-}" ] || skip "PAYMASTER_SKIP_CONTAINER_TEST is set"
-[ "$(id -u)" = "0" ] || skip "it needs root (rootful podman; podman is installed with apt-get)"
-bash ../../scripts/ensure-debian-packages.sh /usr/bin/podman "the container image test" \
-  podman buildah debootstrap uidmap fuse-overlayfs slirp4netns runc containernetworking-plugins catatonit golang-github-containers-common
+conf="$(bash scripts/podman-ready.sh)"
 rc=$?
-[ "$rc" -eq 3 ] && skip "podman is not installed and could not be"
+[ "$rc" -eq 3 ] && skip "podman cannot run here (see above)"
 [ "$rc" -eq 0 ] || exit "$rc"
-export CONTAINERS_CONF="$PWD/test/container/containers.conf"
-bash scripts/container-base-image.sh || exit 1
+export CONTAINERS_CONF="$conf"
 exec mocha test/container.test.ts

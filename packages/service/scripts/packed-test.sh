@@ -4,7 +4,9 @@
 # (no workspace links), then test/packed.test.ts drives that project: `npx paymaster start`, the operator CLI
 # with a configuration file, the contracts' ABIs and bindings, and the project's own node:test file using the
 # testkit, twice in parallel; and a fresh Hardhat project and a fresh Foundry project that compile a paymaster
-# extending ours (the Foundry one runs a forge test sponsoring an op through the canonical EntryPoint).
+# extending ours (the Foundry one runs a forge test sponsoring an op through the canonical EntryPoint). The same
+# tarballs are also installed with npm inside node:22-bookworm-slim, which has no python3, make or C++ compiler
+# (podman, as root: scripts/podman-ready.sh; skipped with the reason where podman cannot run, a failure under CI).
 #
 # npm installs from the registry here, before the test, like any project install (CI has the registry for pnpm
 # install; a warm ~/.npm cache makes it fast). The test itself then reaches nothing beyond loopback, inside a
@@ -47,6 +49,27 @@ cat > "$CONSUMER/package.json" <<JSON
   }
 }
 JSON
+# The consumer project once more, installed inside node:22-bookworm-slim (no compiler) while the host installs run:
+# it shares the host's npm cache (mounted), so it downloads what the host installs download anyway.
+SLIM="$WORK/slim"
+mkdir -p "$SLIM/outcome"
+cp "$CONSUMER/package.json" "$SLIM/"
+cp test/fixtures/packed/slim-install.sh "$SLIM/"
+(
+  if conf="$(bash scripts/podman-ready.sh 2>"$SLIM/podman-ready.log")"; then
+    export CONTAINERS_CONF="$conf"
+    ca=()
+    [ -z "${NODE_EXTRA_CA_CERTS:-}" ] || ca=(-v "$NODE_EXTRA_CA_CERTS:$NODE_EXTRA_CA_CERTS:ro" -e NODE_EXTRA_CA_CERTS)
+    cache="${npm_config_cache:-$HOME/.npm}"
+    mkdir -p "$cache"
+    podman run --rm -v "$PACKS:$PACKS:ro" -v "$SLIM:/consumer" -v "$cache:/root/.npm" "${ca[@]}" \
+      -e npm_config_update_notifier=false -w /consumer docker.io/library/node:22-bookworm-slim sh /consumer/slim-install.sh >"$SLIM/podman.log" 2>&1 \
+      && echo 0 > "$SLIM/podman.rc" || echo $? > "$SLIM/podman.rc"
+  else
+    { echo "podman-ready exited with $?:"; cat "$SLIM/podman-ready.log"; } > "$SLIM/skipped"
+  fi
+) &
+slim_pid=$!
 cp test/fixtures/packed/sponsored.test.mjs "$CONSUMER/a.test.mjs"
 cp test/fixtures/packed/sponsored.test.mjs "$CONSUMER/b.test.mjs"
 
@@ -78,10 +101,16 @@ for project in "$CONSUMER" "$HARDHAT" "$FOUNDRY"; do
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 echo "packed and installed with npm in $(( $(date +%s) - started )) s: $WORK" >&2
+wait "$slim_pid" || true
+if [ -f "$SLIM/skipped" ]; then
+  echo "no install in node:22-bookworm-slim: $(cat "$SLIM/skipped")" >&2
+else
+  echo "installed in node:22-bookworm-slim (no compiler) in $(cat "$SLIM/outcome/install.ms" 2>/dev/null || echo '?') ms (npm install alone), $(( $(date +%s) - started )) s since packing" >&2
+fi
 
 NODE="$(command -v node)"
 MOCHA="$SERVICE_DIR/node_modules/mocha/bin/mocha.js"
-export PACKED_CONSUMER="$CONSUMER" PACKED_HARDHAT="$HARDHAT" PACKED_FOUNDRY="$FOUNDRY"
+export PACKED_CONSUMER="$CONSUMER" PACKED_HARDHAT="$HARDHAT" PACKED_FOUNDRY="$FOUNDRY" PACKED_SLIM="$SLIM" PACKED_PACKS="$PACKS"
 if unshare -n true 2>/dev/null; then
   unshare -n -- bash -c 'ip link set lo up && exec "$0" "$@"' "$NODE" "$MOCHA" test/packed.test.ts "$@"
 else

@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { executeCallData } from "../src/local/embedded.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
@@ -19,6 +19,33 @@ import { freeLoopbackPort } from "./helpers/throwawayServers.ts";
 const REPOSITORY = new URL("../../..", import.meta.url).pathname;
 const IMAGE = process.env.PAYMASTER_TEST_IMAGE ?? "localhost/paymaster-service:test";
 const SIGNER_ENV = "PAYMASTER_NETWORK_LOCAL_SIGNER_KEYS";
+/** Written into every stray file of the build context: found nowhere in the image. */
+const STRAY_MARKER = `stray-${randomBytes(8).toString("hex")}`;
+const STRAY_PACKAGE = `packages/stray-${randomBytes(3).toString("hex")}`;
+
+/**
+ * What an operator may keep in a checkout (secrets beside the code, a package folder of their own that would not
+ * install), put into the build context for the build: each marked, and removed afterwards. Files already there are
+ * left alone (and not checked).
+ */
+function writeStrayFiles(): string[] {
+  const files = {
+    ".env": `PAYMASTER_ADMIN_TOKENS=${STRAY_MARKER}\n`,
+    "paymaster.json": JSON.stringify({ marker: STRAY_MARKER }),
+    "packages/service/.env": `DATABASE_URL=postgres://${STRAY_MARKER}@127.0.0.1/x\n`,
+    "packages/service/paymaster.json": JSON.stringify({ marker: STRAY_MARKER }),
+    [`${STRAY_PACKAGE}/package.json`]: JSON.stringify({ name: STRAY_MARKER, dependencies: { "no-such-package-anywhere-at-all": "0.0.0" } }),
+  };
+  const written: string[] = [];
+  for (const [file, content] of Object.entries(files)) {
+    const target = path.join(REPOSITORY, file);
+    if (existsSync(target)) continue;
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(target, content);
+    written.push(target);
+  }
+  return written;
+}
 
 /** Runs podman; its output, or an error with it. `env` adds variables that `-e NAME` passes on without argv. */
 function podman(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; output: string }> {
@@ -30,6 +57,15 @@ function podman(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: nu
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? -1, output }));
   });
+}
+
+/** A command's output inside the container, without podman's own log lines (it logs that it has no systemd here). */
+function inContainer(output: string): string {
+  return output
+    .split("\n")
+    .filter((line) => !/^time="[^"]*" level=/.test(line))
+    .join("\n")
+    .trim();
 }
 
 async function podmanOk(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
@@ -44,14 +80,21 @@ describe("container image: built by podman, run against PostgreSQL and a chain o
   const volume = `${name}-data`;
   let embedded: Embedded;
   let database: TestDatabase;
+  let strayFiles: string[] = [];
 
   before(async function () {
     // The build args and the bind mount only matter where npm goes through a TLS-inspecting proxy (as here).
     const ca = process.env.NODE_EXTRA_CA_CERTS;
     const caArgs = ca ? ["-v", `${ca}:${ca}:ro`, "--build-arg", `NODE_EXTRA_CA_CERTS=${ca}`] : [];
     const started = Date.now();
-    // The docker format: the OCI one has no HEALTHCHECK.
-    await podmanOk(["build", "--format", "docker", "-f", path.join(REPOSITORY, "Containerfile"), "-t", IMAGE, ...caArgs, REPOSITORY]);
+    strayFiles = writeStrayFiles();
+    try {
+      // The docker format: the OCI one has no HEALTHCHECK.
+      await podmanOk(["build", "--format", "docker", "-f", path.join(REPOSITORY, "Containerfile"), "-t", IMAGE, ...caArgs, REPOSITORY]);
+    } finally {
+      for (const file of strayFiles) rmSync(file, { force: true });
+      rmSync(path.join(REPOSITORY, STRAY_PACKAGE), { recursive: true, force: true });
+    }
     console.log(`      image built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     embedded = await startTestStack();
     database = await createTestDatabase("paymaster_container");
@@ -64,6 +107,24 @@ describe("container image: built by podman, run against PostgreSQL and a chain o
     await podman(["image", "prune", "-f"]);
     await embedded?.close();
     await database?.drop();
+  });
+
+  it("holds compiled output and production dependencies only, its own layers under 150 MB, and nothing stray from the build context", async () => {
+    const size = Number((await podmanOk(["image", "inspect", IMAGE, "--format", "{{.Size}}"])).trim());
+    const base = Number((await podmanOk(["image", "inspect", "docker.io/library/node:22-bookworm-slim", "--format", "{{.Size}}"])).trim());
+    console.log(`      image ${(size / 1e6).toFixed(0)} MB: node:22-bookworm-slim as made here ${(base / 1e6).toFixed(0)} MB + ${((size - base) / 1e6).toFixed(0)} MB of ours`);
+    // The service's own layers: the whole workspace (sources, tests, dev dependencies) weighed about 800 MB.
+    expect(size - base, "the service's layers").to.be.below(150e6);
+    const listing = await podmanOk(["run", "--rm", "--network", "none", "--entrypoint", "sh", IMAGE, "-c", "ls /app; ls /app/node_modules; test -f /app/node_modules/pkcs11js/build/Release/pkcs11.node && echo pkcs11js-built"]);
+    expect(listing).to.include("dist").and.include("pkcs11js-built");
+    expect(listing.split(/\s+/), "no sources, tests or workspace in the image").to.not.include.members(["src", "test", "packages", "bench"]);
+    expect(strayFiles.length, "stray files were put in the context").to.be.greaterThan(0);
+    const found = await podman(["run", "--rm", "--network", "none", "--entrypoint", "sh", IMAGE, "-c", `grep -rlsF ${STRAY_MARKER} / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; true`]);
+    expect(found.code, found.output).to.equal(0);
+    expect(inContainer(found.output), "a stray file of the build context in the image").to.equal("");
+    // The PKCS#11 binding the image ships loads (the operator's vendor library is mounted at run time).
+    const binding = await podmanOk(["run", "--rm", "--network", "none", "--entrypoint", "node", IMAGE, "-e", 'import("/app/dist/signer/pkcs11Binding.js").then((m) => console.log(typeof m.loadPkcs11Binding().PKCS11))']);
+    expect(inContainer(binding)).to.equal("function");
   });
 
   it("serves, is healthy, sponsors an op that lands and settles, runs as non-root, and drains on SIGTERM", async () => {

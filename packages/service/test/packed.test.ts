@@ -3,8 +3,8 @@
 // can be made): `paymaster start` runs the embedded default (chain, alto, service) from the installed package
 // and its printed viem script lands an op; the operator CLI deploys, checks and administers with a configuration
 // file; the project's own node:test file starts the testkit's stack in two parallel workers.
-import { execFile, spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -15,6 +15,8 @@ const CONSUMER = process.env.PACKED_CONSUMER ?? "";
 const BIN = path.join(CONSUMER, "node_modules/.bin/paymaster");
 const HARDHAT = process.env.PACKED_HARDHAT ?? "";
 const FOUNDRY = process.env.PACKED_FOUNDRY ?? "";
+const SLIM = process.env.PACKED_SLIM ?? "";
+const PACKS = process.env.PACKED_PACKS ?? "";
 
 interface Run {
   code: number;
@@ -146,6 +148,59 @@ describe("the packed npm packages, installed with npm into fresh projects", func
       const starts = [...result.out.matchAll(/local stack up in (\d+) ms/g)].map((m) => Number(m[1]));
       expect(starts).to.have.length(2);
       console.log(`      (two workers in parallel: stacks up in ${starts.join(" ms and ")} ms; both files done in ${Math.round(performance.now() - started)} ms)`);
+    });
+  });
+
+  describe("the tarballs' licences", () => {
+    it("each packed package says its licence in SPDX and ships its LICENSE file", () => {
+      const expected: Record<string, string> = { shared: "MIT", console: "MIT", service: "MIT", contracts: "MIT AND GPL-3.0-only" };
+      const tarballs = readdirSync(PACKS).filter((name) => name.endsWith(".tgz"));
+      expect(tarballs).to.have.length(4);
+      for (const [name, license] of Object.entries(expected)) {
+        const tarball = path.join(PACKS, tarballs.find((file) => file.startsWith(`paymaster-${name}-`))!);
+        const manifest = JSON.parse(execFileSync("tar", ["-xzOf", tarball, "package/package.json"], { encoding: "utf8" })) as { license?: string };
+        expect(manifest.license, name).to.equal(license);
+        const licenseText = execFileSync("tar", ["-xzOf", tarball, "package/LICENSE"], { encoding: "utf8" });
+        expect(licenseText, name).to.match(/^MIT License/);
+        if (license.includes("GPL-3.0-only")) expect(licenseText, name).to.include("GNU GENERAL PUBLIC LICENSE");
+      }
+    });
+  });
+
+  describe("installed with npm in node:22-bookworm-slim, which has no compiler", () => {
+    const outcome = (file: string) => readFileSync(path.join(SLIM, "outcome", file), "utf8").trim();
+
+    before(function () {
+      if (existsSync(path.join(SLIM, "skipped"))) {
+        const reason = readFileSync(path.join(SLIM, "skipped"), "utf8");
+        if (process.env.CI === "true") throw new Error(`CI must install the tarballs in node:22-bookworm-slim, but podman cannot run here: ${reason}`);
+        console.log(`      skipped: podman cannot run here (${reason.trim().split("\n").pop()})`);
+        this.skip();
+      }
+      expect(readFileSync(path.join(SLIM, "podman.rc"), "utf8").trim(), readFileSync(path.join(SLIM, "podman.log"), "utf8")).to.equal("0");
+    });
+
+    it("the image has no python3, make or C++ compiler, and npm install of the packed tarballs succeeds there", () => {
+      expect(outcome("compilers"), "compilers in the slim image").to.equal("");
+      expect(outcome("install.rc"), outcome("install.log")).to.equal("0");
+      console.log(`      (npm install in node:22-bookworm-slim, ${outcome("node.version")}: ${outcome("install.ms")} ms)`);
+      expect(outcome("version.rc"), outcome("version.out")).to.equal("0");
+      expect(outcome("version.out")).to.equal("0.1.0");
+    });
+
+    it("importing the testkit there prints nothing", () => {
+      expect(outcome("testkit.rc"), outcome("testkit.err")).to.equal("0");
+      expect(outcome("testkit.out")).to.equal("imported");
+      expect(outcome("testkit.err")).to.equal("");
+    });
+
+    it("pkcs11js (an optional peer) is not installed, and the PKCS#11 signer's loader says what to install", () => {
+      const pkcs11 = JSON.parse(outcome("pkcs11.json")) as { resolved: boolean; loaded: boolean; name?: string; kind?: string; message?: string };
+      expect(pkcs11.resolved, "pkcs11js resolves").to.equal(false);
+      expect(pkcs11.loaded).to.equal(false);
+      expect(pkcs11.name).to.equal("Pkcs11Failure");
+      expect(pkcs11.kind).to.equal("module");
+      expect(pkcs11.message).to.include("npm i pkcs11js@2.1.7");
     });
   });
 

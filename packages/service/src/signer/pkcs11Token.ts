@@ -6,11 +6,11 @@
  * message names what failed and what to do, never the PIN.
  */
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import type * as Pkcs11 from "pkcs11js";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Address, Hex } from "@paymaster/shared";
 import { addressOfPoint, SECP256K1_EC_PARAMS, uncompressedPoint } from "./ecdsa.ts";
+import { loadPkcs11Binding, type Pkcs11Binding } from "./pkcs11Binding.ts";
 
 /** Where a network's token key is (the configuration's `pkcs11` block; the PIN comes from the environment or a file). */
 export interface Pkcs11Config {
@@ -46,17 +46,16 @@ export class Pkcs11Failure extends Error {
 }
 
 type Lib = Pkcs11.PKCS11;
-type Binding = typeof Pkcs11;
 
-let binding: Binding | undefined;
+let binding: Pkcs11Binding | undefined;
 /** The binding (its constants and classes), loaded on first use: a service without a token never loads it. */
-export function pkcs11js(): Binding {
+export function pkcs11js(): Pkcs11Binding {
   if (binding) return binding;
   try {
-    binding = createRequire(import.meta.url)("pkcs11js") as Binding;
+    binding = loadPkcs11Binding();
     return binding;
   } catch (error) {
-    throw new Pkcs11Failure("module", `the pkcs11js binding does not load (${(error as Error).message.split("\n")[0]}): reinstall the service's dependencies with their build scripts`);
+    throw new Pkcs11Failure("module", (error as Error).message);
   }
 }
 

@@ -23,7 +23,7 @@
  */
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
-import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "../../runtime/sqlite.ts";
 
 import { StoreError } from "../errors.ts";
 import { StoreAvailability } from "../health.ts";
