@@ -110,7 +110,17 @@ export function failureReason(error: unknown): string {
  */
 export function traced<I, O>(parent: TraceSpan | undefined, name: string, fn: (input: I, span: TraceSpan) => O, input: I): O {
   if (parent === undefined || !parent.recording) return fn(input, NO_SPAN);
-  const span = parent.child(name);
+  return within(parent.child(name), fn, input);
+}
+
+/** Runs `fn(input, span)` as a trace of its own (a background pass, a delivery): `traced` without a parent. */
+export function tracedRoot<I, O>(name: string, kind: SpanKind, fn: (input: I, span: TraceSpan) => O, input: I): O {
+  if (backend === undefined) return fn(input, NO_SPAN);
+  return within(backend.root(name, kind, undefined), fn, input);
+}
+
+/** `fn(input, span)`, then `span` ended, failed first when `fn` threw or rejected. */
+function within<I, O>(span: TraceSpan, fn: (input: I, span: TraceSpan) => O, input: I): O {
   let out: O;
   try {
     out = fn(input, span);
