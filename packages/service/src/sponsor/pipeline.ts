@@ -65,15 +65,15 @@ export interface PipelineResult {
 export async function stubPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
   const trace = call.trace;
   const target = await traced(trace, "step.detectDelegate", detectWithoutSigning, await resolve(request, call));
-  const verdicts = traced(trace, "step.cheapPolicy", cheapPolicy, { target, failing: "refuse" });
+  const verdicts = cheapPolicy({ target, failing: "refuse" });
   const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: false });
-  const { gas, complete } = traced(trace, "step.clientGas", clientGas, target);
-  traced(trace, "step.checkCaps", checkCaps, { target, gas });
+  const { gas, complete } = clientGas(target);
+  checkCaps({ target, gas });
   const paymasterData = stubPaymasterData(target, price, price?.estimateChargeMode);
-  const token = price && traced(trace, "step.quoteToken", quoteToken, { target, gas, price, chargeMode: price.estimateChargeMode, paymasterData });
+  const token = price && quoteToken({ target, gas, price, chargeMode: price.estimateChargeMode, paymasterData });
   const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData, nativeUsd: price?.nativeUsd });
   // The gas rules judge the client's own gas only: the stub estimates none.
-  if (complete) verdicts.push(...traced(trace, "step.gasPolicy", gasPolicy, { target, gas, cost, failing: "refuse" }));
+  if (complete) verdicts.push(...gasPolicy({ target, gas, cost, failing: "refuse" }));
   return pipelineResult({ target, gas, cost, token, verdicts });
 }
 
@@ -142,16 +142,16 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   const delegated = traced(trace, "step.detectDelegate", signs ? detectForSigning : detectWithoutSigning, resolved);
   delegated.catch(() => undefined); // a failed read is raised where it is awaited, never unhandled meanwhile
   let target = judgesDelegates(resolved) ? await delegated : resolved;
-  const verdicts = traced(trace, "step.cheapPolicy", cheapPolicy, { target, failing });
+  const verdicts = cheapPolicy({ target, failing });
   const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: true });
-  const client = traced(trace, "step.clientGas", clientGas, target);
-  traced(trace, "step.checkCaps", checkCaps, { target, gas: client.gas }); // the client's own values first: an over-cap limit must never reach the simulation
+  const client = clientGas(target);
+  checkCaps({ target, gas: client.gas }); // the client's own values first: an over-cap limit must never reach the simulation
   const estimateData = stubPaymasterData(target, price, price?.estimateChargeMode);
   const gas = await traced(trace, "step.estimateGas", estimateGas, { target, gas: client.gas, paymasterData: estimateData });
-  traced(trace, "step.checkCaps", checkCaps, { target, gas });
+  checkCaps({ target, gas });
   const token = price && (await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, paymasterData: estimateData }));
   const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
-  verdicts.push(...traced(trace, "step.gasPolicy", gasPolicy, { target, gas, cost, failing }));
+  verdicts.push(...gasPolicy({ target, gas, cost, failing }));
   const delegate = signs ? await delegateToSign(target, delegated) : { target: await delegated };
   return { target: delegate.target, gas, token, cost, verdicts, delegate };
 }
