@@ -59,16 +59,16 @@ interface HeaderReader {
 /**
  * The root span of one JSON-RPC call (one per item of a batch), continuing the client's W3C trace context
  * (traceparent/tracestate) when it sent one; NO_SPAN with tracing off. Named after the method when it is
- * one of ours ("unknown" otherwise: a client's text never names a span).
+ * one of ours ("unknown" otherwise: a client's text never names a span; nor is an unconfigured network an attribute).
  */
-export function callTrace(methods: MethodRegistry, method: string, network: string, headers: HeaderReader): TraceSpan {
+export function callTrace(service: ServiceContext, methods: MethodRegistry, method: string, network: string, headers: HeaderReader): TraceSpan {
   if (!tracingOn()) return NO_SPAN;
   const known = methods.has(method);
   const traceparent = headers.get("traceparent");
   const span = rootSpan(known ? method : "unknown", "server", traceparent === "" ? undefined : { traceparent, tracestate: headers.get("tracestate") || undefined });
   span.set("rpc.system", "jsonrpc");
   span.set("rpc.method", known ? method : "unknown");
-  span.set("paymaster.network", network.length <= 64 ? network : "unknown");
+  span.set("paymaster.network", service.networks.has(network) ? network : "unknown");
   return span;
 }
 

@@ -121,7 +121,7 @@ export function standardHandler(service: ServiceContext, methods: MethodRegistry
     const runOne = async (value: unknown): Promise<StandardResponse | undefined> => {
       const parsed = parseRequest(value);
       if ("error" in parsed) return standardError(parsed.id, parsed.error);
-      const trace = callTrace(methods, parsed.method, network, ctx);
+      const trace = callTrace(service, methods, parsed.method, network, ctx);
       if (trace.traceId !== undefined) (state.traceIds ??= []).push(trace.traceId);
       try {
         const result = await dispatch(service, methods, {

@@ -149,7 +149,7 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
     const envelope = parseV1Envelope(parseJsonBody(body));
     ctx.state.rpcMethod = truncate(envelope.method, 64);
     const network = ctx.params["network"] ?? "";
-    const trace = callTrace(methods, envelope.method, network, ctx);
+    const trace = callTrace(service, methods, envelope.method, network, ctx);
     if (trace.traceId !== undefined) ctx.state.traceIds = [trace.traceId];
     const result = await dispatch(service, methods, {
       network,
