@@ -3,7 +3,7 @@
  *
  *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--method sponsor|data|stub]
  *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--signer memory|pkcs11] [--billing] [--postgres URL] [--cpu-prof DIR]
- *       [--rpc-delay-ms 25] [--traces]
+ *       [--rpc-delay-ms 25] [--traces] [--traces-ratio 0.1]
  *
  * Three processes: the local chain (the contracts package's start-local), our service (bench/serve.ts: the
  * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
@@ -27,7 +27,9 @@
  * bench/forwarder.ts) and records each call; the concurrency-1 phase then also prints how many chain calls sat
  * on each request's critical path (one after the other, bench/criticalPath.ts). `--traces`: OpenTelemetry
  * traces on in the service, every request sampled (OTEL_TRACES_SAMPLER=always_on), exported over OTLP/HTTP to a
- * receiver in this process (test/helpers/otlpReceiver.ts); the spans received per request are printed. Bounded: at most 5000 requests per phase and
+ * receiver in this process (test/helpers/otlpReceiver.ts); the spans received per request are printed.
+ * `--traces-ratio R` (with --traces): a share R of the calls sampled instead (traceidratio), the rest traced
+ * but not recorded, as a production deployment would sample. Bounded: at most 5000 requests per phase and
  * 120 s in all, then it stops by itself.
  */
 import { mkdtempSync } from "node:fs";
@@ -63,6 +65,7 @@ const { values } = parseArgs({
     billing: { type: "boolean", default: false },
     "rpc-delay-ms": { type: "string" },
     traces: { type: "boolean", default: false },
+    "traces-ratio": { type: "string" },
   },
 });
 const concurrency = Math.max(1, Math.min(64, Number(values.concurrency)));
@@ -84,7 +87,12 @@ const distance = await startRpcDistance(chainProcess.url, values["rpc-delay-ms"]
 const receiver = values.traces ? await startOtlpReceiver() : undefined;
 // Tracing on only with --traces: the service inherits this process's environment, so any OTEL_* set here is cleared.
 const tracingEnv: Record<string, string> = receiver
-  ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "always_on", OTEL_TRACES_EXPORTER: "otlp", OTEL_SERVICE_NAME: "paymaster-bench" }
+  ? {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_TRACES_EXPORTER: "otlp",
+      OTEL_SERVICE_NAME: "paymaster-bench",
+      ...(values["traces-ratio"] === undefined ? { OTEL_TRACES_SAMPLER: "always_on" } : { OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: values["traces-ratio"] }),
+    }
   : { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "", OTEL_TRACES_EXPORTER: "none" };
 const service = await startSystemProcess("ours", {
   chainUrl: chainProcess.url,
@@ -288,7 +296,7 @@ function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: nu
 
 try {
   const methodName = { sponsor: "pm_sponsorUserOperation (the service estimates gas)", data: "pm_getPaymasterData (client gas)", stub: "pm_getPaymasterStubData" }[method];
-  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}, billing ${values.billing ? "on" : "off"}, traces ${receiver ? "on (every request sampled, OTLP/HTTP to a receiver in this process)" : "off"}; service, chain and client in processes of their own`);
+  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}, billing ${values.billing ? "on" : "off"}, traces ${receiver ? `on (${values["traces-ratio"] === undefined ? "every request" : `a share ${values["traces-ratio"]} of the requests`} sampled, OTLP/HTTP to a receiver in this process)` : "off"}; service, chain and client in processes of their own`);
   if (distance) console.log(`the service reaches the chain through a forwarder adding ${distance.delayMs} ms to each call's round trip (half each way)`);
   await run(60, 4); // warm-up: JIT, connections, caches
   report("concurrency 1 (no queueing)", await run(Math.min(400, requests), 1));

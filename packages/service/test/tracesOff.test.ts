@@ -14,7 +14,8 @@ import type { DeploymentManifest } from "@paymaster/contracts/manifest";
 import { ENTRY_POINT_VERSIONS } from "@paymaster/shared";
 import { freeLoopbackPort } from "../src/local/ports.ts";
 import { REASONS } from "../src/rpc/errors.ts";
-import { tracingConfigured } from "../src/telemetry/trace.ts";
+import { startTracing, tracingConfigured, tracingOn } from "../src/telemetry/trace.ts";
+import { ConfigError } from "../src/config/errors.ts";
 import { spawnService, writeLocalConfig, type ServiceProcess } from "./helpers/serviceProcess.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./helpers/otlpReceiver.ts";
 
@@ -55,6 +56,25 @@ describe("OpenTelemetry off: no SDK loaded, nothing exported, bodies unchanged (
     expect(tracingConfigured({ OTEL_TRACES_EXPORTER: "otlp" })).to.equal(true);
     expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_TRACES_EXPORTER: "none" })).to.equal(false);
     expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" })).to.equal(false);
+  });
+
+  it("a setting OpenTelemetry cannot use is a configuration error naming the variable, never its value", async () => {
+    const refusal = async (env: NodeJS.ProcessEnv) => {
+      const error = await startTracing(env).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).to.be.instanceOf(ConfigError);
+      expect(tracingOn()).to.equal(false);
+      return (error as ConfigError).message;
+    };
+    expect(await refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_TRACES_SAMPLER: "sometimes" })).to.match(/OTEL_TRACES_SAMPLER: "sometimes" is not supported/);
+    expect(await refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "2" })).to.match(/OTEL_TRACES_SAMPLER_ARG: must be a ratio/);
+    const badUrl = await refusal({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://user:s3cret@[not-a-host" });
+    expect(badUrl).to.match(/OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not a URL/);
+    expect(badUrl).not.to.include("s3cret");
+    expect(await refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://127.0.0.1" })).to.match(/OTEL_EXPORTER_OTLP_ENDPOINT: OTLP over HTTP wants/);
+    expect(await refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_BSP_SCHEDULE_DELAY: "soon" })).to.match(/OTEL_BSP_SCHEDULE_DELAY: must be a positive integer/);
   });
 
   it("off (endpoint set, OTEL_TRACES_EXPORTER=none) beside on: modules, exports, bodies and log lines", async () => {

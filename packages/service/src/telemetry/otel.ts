@@ -15,6 +15,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler } from "@opentelemetry/sdk-trace";
 import type { AttributeValue, SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./trace.ts";
+import { ConfigError } from "../config/errors.ts";
 
 const KINDS: Record<SpanKind, OtelSpanKind> = { server: OtelSpanKind.SERVER, client: OtelSpanKind.CLIENT, internal: OtelSpanKind.INTERNAL };
 
@@ -25,7 +26,7 @@ export function samplerFromEnv(env: NodeJS.ProcessEnv): Sampler {
     const raw = env.OTEL_TRACES_SAMPLER_ARG?.trim();
     if (raw === undefined || raw === "") return 1;
     const value = Number(raw);
-    if (!Number.isFinite(value) || value < 0 || value > 1) throw new Error(`OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got ${JSON.stringify(raw.slice(0, 32))}`);
+    if (!Number.isFinite(value) || value < 0 || value > 1) throw new ConfigError([`OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1, got ${JSON.stringify(raw.slice(0, 32))}`]);
     return value;
   };
   switch (name) {
@@ -42,19 +43,31 @@ export function samplerFromEnv(env: NodeJS.ProcessEnv): Sampler {
     case "parentbased_traceidratio":
       return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio()) });
     default:
-      throw new Error(
-        `OTEL_TRACES_SAMPLER ${JSON.stringify(name.slice(0, 32))} is not supported: use always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio`,
-      );
+      throw new ConfigError([
+        `OTEL_TRACES_SAMPLER: ${JSON.stringify(name.slice(0, 32))} is not supported: use always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio`,
+      ]);
   }
 }
 
 /** Where spans go: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, else the exporter's default. */
 export function tracesEndpoint(env: NodeJS.ProcessEnv): string | undefined {
   const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-  if (specific) return new URL(specific).href;
+  if (specific) return httpUrl("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", specific);
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-  if (base) return new URL(`${base.replace(/\/+$/, "")}/v1/traces`).href;
+  if (base) return httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT", `${base.replace(/\/+$/, "")}/v1/traces`);
   return undefined;
+}
+
+/** `text` as an http(s) URL; else a configuration error naming the variable (never its value: it may hold credentials). */
+function httpUrl(variable: string, text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError([`${variable}: not a URL (OTLP over HTTP wants http://host:port or https://…)`]);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError([`${variable}: OTLP over HTTP wants an http:// or https:// URL, got ${url.protocol}`]);
+  return url.href;
 }
 
 /** The batch processor's standard settings (OTEL_BSP_*), each a positive integer when set. */
@@ -63,7 +76,7 @@ export function batchFromEnv(env: NodeJS.ProcessEnv): { scheduledDelayMillis?: n
     const raw = env[name]?.trim();
     if (raw === undefined || raw === "") return undefined;
     const value = Number(raw);
-    if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw.slice(0, 32))}`);
+    if (!Number.isInteger(value) || value <= 0) throw new ConfigError([`${name}: must be a positive integer, got ${JSON.stringify(raw.slice(0, 32))}`]);
     return value;
   };
   const settings = {

@@ -75,8 +75,8 @@ export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
 
 /**
  * Starts tracing when `env` configures it (see tracingConfigured); loads the SDK only then. Process-wide: the
- * first configured start wins, `stopTracing` ends it. Throws on a configuration OpenTelemetry refuses (an
- * unparseable endpoint, an unknown sampler), which is a start-up error.
+ * first configured start wins, `stopTracing` ends it. A setting it cannot use (an endpoint that is no http(s)
+ * URL, an unknown sampler, a ratio out of 0–1) is a ConfigError naming the variable: a start-up error (exit 2).
  */
 export async function startTracing(env: NodeJS.ProcessEnv): Promise<boolean> {
   if (backend !== undefined || !tracingConfigured(env)) return false;
