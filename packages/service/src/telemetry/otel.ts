@@ -1,5 +1,5 @@
 /**
- * The OpenTelemetry side of src/telemetry/trace.ts, loaded (dynamically) only when tracing is configured:
+ * The OpenTelemetry side of src/telemetry/trace.ts (the seam's types: ./types.ts), loaded (dynamically) only when tracing is configured:
  * the SDK's tracer provider with a batch processor and the OTLP/HTTP exporter (JSON), a resource named by
  * OTEL_SERVICE_NAME (default "paymaster") plus OTEL_RESOURCE_ATTRIBUTES, and the sampler OTEL_TRACES_SAMPLER /
  * OTEL_TRACES_SAMPLER_ARG name (default parentbased_always_on). The exporter reads its own standard settings
@@ -14,7 +14,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler } from "@opentelemetry/sdk-trace";
-import type { AttributeValue, SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./trace.ts";
+import type { AttributeValue, SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./types.ts";
 import { ConfigError } from "../config/errors.ts";
 
 const KINDS: Record<SpanKind, OtelSpanKind> = { server: OtelSpanKind.SERVER, client: OtelSpanKind.CLIENT, internal: OtelSpanKind.INTERNAL };

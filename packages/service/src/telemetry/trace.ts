@@ -1,7 +1,7 @@
 /**
  * The service's tracing seam: what request handling, the sponsor pipeline, the chain client, the store and the
  * background loops call to make spans. OpenTelemetry stays behind it: with tracing off (the default) every call
- * here returns the one constant `NO_SPAN` and nothing of OpenTelemetry is ever loaded; `startTracing` loads the
+ * here returns the one constant `NO_SPAN` and no OpenTelemetry module of ours is ever loaded; `startTracing` loads the
  * SDK (./otel.ts) with a dynamic import only when the standard environment configures an exporter.
  *
  * Spans are handed down explicitly (CallContext.trace, CallOptions.trace), like Timing, never through
@@ -11,33 +11,9 @@
  * signature, paymasterAndData, admin token, PIN) and never a client's free text.
  */
 
-export type SpanKind = "server" | "client" | "internal";
-export type AttributeValue = string | number | boolean;
+import type { SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./types.ts";
 
-export interface TraceSpan {
-  /** False for NO_SPAN (tracing off): callers skip work that only feeds attributes. */
-  readonly recording: boolean;
-  /** The W3C trace id (32 hex digits), undefined with tracing off. */
-  readonly traceId: string | undefined;
-  set(key: string, value: AttributeValue | undefined): void;
-  /** Marks the span failed; `reason` is a stable word (a refusal reason, a failure cause), never a message. */
-  fail(reason: string): void;
-  end(): void;
-  child(name: string, kind?: SpanKind): TraceSpan;
-}
-
-/** The client's W3C trace context headers. */
-export interface TraceHeaders {
-  traceparent?: string | undefined;
-  tracestate?: string | undefined;
-}
-
-/** What ./otel.ts gives once started. */
-export interface TraceBackend {
-  root(name: string, kind: SpanKind, headers: TraceHeaders | undefined): TraceSpan;
-  /** Exports what is still buffered, then stops. */
-  shutdown(): Promise<void>;
-}
+export type { AttributeValue, SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./types.ts";
 
 /** The span of everything while tracing is off: one frozen constant, every method a no-op. */
 export const NO_SPAN: TraceSpan = Object.freeze({
