@@ -2,11 +2,17 @@
 // exporting over OTLP/HTTP to a real receiver on 127.0.0.1 in this process. Sponsorships in each mode (Sponsor,
 // ERC-20, User Sponsor), a refusal and a batch; then the spans' tree (call → pipeline steps → chain calls and
 // store transactions), names, attributes, the client's traceparent as the parent, the trace id in the refusal's
-// body, the settlement pass as a trace of its own, and no secret in any attribute.
+// body, settlement and retention passes and webhook deliveries as traces of their own, and no secret in any
+// attribute.
 import { expect } from "chai";
 import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import { fundTank, mint, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "./helpers/otlpReceiver.ts";
+import { startRetention } from "../src/lifecycle/retention.ts";
+import { createLogger } from "../src/log.ts";
+import { createEventWebhook } from "../src/webhooks/admin.ts";
+import { destinationPolicy } from "../src/webhooks/destination.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "./helpers/webhookReceiver.ts";
 
 /** A client's own trace and span ids (what a wallet or bundler sends in traceparent). */
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -20,6 +26,10 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function () {
   let receiver: OtlpReceiver;
   let embedded: Embedded;
+  let hook: WebhookReceiver;
+  let hookSecret: string;
+  /** A receiver's path often carries its own token (a chat hook's): never an attribute. */
+  const HOOK_PATH_TOKEN = "T0k3nInThePath";
   /** The answers' paymasterAndData: their signatures must never be an attribute. */
   const signedData: string[] = [];
 
@@ -32,10 +42,16 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
         OTEL_TRACES_SAMPLER: "always_on",
         OTEL_BSP_SCHEDULE_DELAY: "100",
       },
+      webhookDestinations: ["127.0.0.1/32"],
     });
+    // Every sponsorship of the demo project is a webhook event: its deliveries are traces of their own.
+    hook = await startWebhookReceiver("ok", `/hooks/${HOOK_PATH_TOKEN}`);
+    const created = await createEventWebhook(embedded.running.service.store, { projectId: embedded.projectId, url: `${hook.url}`, events: ["sponsorship.signed"] }, destinationPolicy({ allowed: ["127.0.0.1/32"] }));
+    hookSecret = created.secret;
   });
   after(async () => {
     await embedded?.close();
+    await hook?.close();
     await receiver?.close();
   });
 
@@ -167,11 +183,33 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     expect(children).to.include("store getCursor");
   });
 
-  it("no attribute holds a secret: the API key, the signer's key, the signed paymasterAndData", () => {
+  it("a retention pass is a trace of its own, its store transactions as children", async () => {
+    const retention = startRetention({ store: embedded.running.service.store, logger: createLogger("silent"), autoStart: false, settings: { releasedDays: 30, settledDays: 30 } });
+    await retention.runOnce();
+    await retention.stop();
+    await receiver.waitFor((spans) => spans.some((s) => s.name === "retention.pass"));
+    const pass = receiver.spans.find((s) => s.name === "retention.pass")!;
+    expect(pass.parentSpanId).to.equal("");
+    expect(pass.attributes["paymaster.retention.leader"]).to.equal(true);
+    expect(pass.attributes["paymaster.retention.batches"]).to.be.a("number");
+    expect(childrenOf(receiver.spans, pass).map((s) => s.name)).to.include("store tryLeadership");
+  });
+
+  it("webhook deliveries are traces of their own, naming the receiver by scheme, host and port only", async () => {
+    await receiver.waitFor((spans) => spans.some((s) => s.name === "webhook.delivery"));
+    const delivery = receiver.spans.find((s) => s.name === "webhook.delivery")!;
+    expect(delivery.parentSpanId).to.equal("");
+    expect(delivery.kind).to.equal(3);
+    expect(delivery.attributes).to.include({ "paymaster.webhook.event_type": "sponsorship.signed", "paymaster.webhook.outcome": "delivered", "paymaster.webhook.attempt": 1 });
+    expect(delivery.attributes["paymaster.webhook.destination"]).to.equal(`http://127.0.0.1:${hook.port}/…`);
+    expect(childrenOf(receiver.spans, delivery).map((s) => s.name)).to.include("store completeWebhookDelivery");
+  });
+
+  it("no attribute holds a secret: the API key, the signer's key, the signed paymasterAndData, a webhook's secret and path", () => {
     expect(receiver.spans.length).to.be.greaterThan(50);
     expect(receiver.contentTypes).to.deep.equal(new Set(["application/json"]));
     const signerKey = embedded.stack.signer.privateKey.toLowerCase();
-    const secrets = [embedded.apiKey, signerKey, signerKey.slice(2), ...signedData.map((d) => d.toLowerCase()), ...signedData.map((d) => d.slice(-130).toLowerCase())];
+    const secrets = [embedded.apiKey, signerKey, signerKey.slice(2), HOOK_PATH_TOKEN, hookSecret, ...signedData.map((d) => d.toLowerCase()), ...signedData.map((d) => d.slice(-130).toLowerCase())];
     expect(signedData).to.have.length(3);
     for (const span of receiver.spans) {
       for (const [key, value] of Object.entries({ ...span.attributes, ...span.resource })) {
