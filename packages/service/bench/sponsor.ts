@@ -3,7 +3,7 @@
  *
  *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--method sponsor|data|stub]
  *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--signer memory|pkcs11] [--billing] [--postgres URL] [--cpu-prof DIR]
- *       [--rpc-delay-ms 25]
+ *       [--rpc-delay-ms 25] [--traces] [--traces-ratio 0.1]
  *
  * Three processes: the local chain (the contracts package's start-local), our service (bench/serve.ts: the
  * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
@@ -25,7 +25,11 @@
  * it; without it billing is off, as by default. `--rpc-delay-ms MS`: the service reaches the chain through a
  * forwarder in this process that adds MS to every call's round trip (half each way: a hosted RPC's distance,
  * bench/forwarder.ts) and records each call; the concurrency-1 phase then also prints how many chain calls sat
- * on each request's critical path (one after the other, bench/criticalPath.ts). Bounded: at most 5000 requests per phase and
+ * on each request's critical path (one after the other, bench/criticalPath.ts). `--traces`: OpenTelemetry
+ * traces on in the service, every request sampled (OTEL_TRACES_SAMPLER=always_on), exported over OTLP/HTTP to a
+ * receiver in this process (test/helpers/otlpReceiver.ts); the spans received per request are printed.
+ * `--traces-ratio R` (with --traces): a share R of the calls sampled instead (traceidratio), the rest traced
+ * but not recorded, as a production deployment would sample. Bounded: at most 5000 requests per phase and
  * 120 s in all, then it stops by itself.
  */
 import { mkdtempSync } from "node:fs";
@@ -45,6 +49,7 @@ import { startSystemProcess } from "./systemProcess.ts";
 import { throwawayDatabase } from "./postgres.ts";
 import { startRpcDistance } from "./forwarder.ts";
 import { criticalPath, describeAddedDelay, describePaths, type PathCount } from "./criticalPath.ts";
+import { startOtlpReceiver } from "../test/helpers/otlpReceiver.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -59,6 +64,8 @@ const { values } = parseArgs({
     signer: { type: "string", default: "memory" },
     billing: { type: "boolean", default: false },
     "rpc-delay-ms": { type: "string" },
+    traces: { type: "boolean", default: false },
+    "traces-ratio": { type: "string" },
   },
 });
 const concurrency = Math.max(1, Math.min(64, Number(values.concurrency)));
@@ -77,11 +84,21 @@ const postgres = values.postgres === undefined ? undefined : await throwawayData
 if (values.postgres !== undefined && !postgres) throw new Error("--postgres: the PostgreSQL server did not answer");
 const chainProcess = await startChainProcess(manifestPath);
 const distance = await startRpcDistance(chainProcess.url, values["rpc-delay-ms"]);
+const receiver = values.traces ? await startOtlpReceiver() : undefined;
+// Tracing on only with --traces: the service inherits this process's environment, so any OTEL_* set here is cleared.
+const tracingEnv: Record<string, string> = receiver
+  ? {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_TRACES_EXPORTER: "otlp",
+      OTEL_SERVICE_NAME: "paymaster-bench",
+      ...(values["traces-ratio"] === undefined ? { OTEL_TRACES_SAMPLER: "always_on" } : { OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: values["traces-ratio"] }),
+    }
+  : { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "", OTEL_TRACES_EXPORTER: "none" };
 const service = await startSystemProcess("ours", {
   chainUrl: chainProcess.url,
   ...(distance ? { systemChainUrl: distance.url } : {}),
   manifestPath,
-  env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir, BENCH_SIGNER: values.signer, ...(postgres ? { BENCH_DATABASE_URL: postgres.url } : {}) },
+  env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir, BENCH_SIGNER: values.signer, ...(postgres ? { BENCH_DATABASE_URL: postgres.url } : {}), ...tracingEnv },
   ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
 });
 const rpc = createChainRpc(chainProcess.url, { timeoutMs: 60_000 });
@@ -279,16 +296,23 @@ function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: nu
 
 try {
   const methodName = { sponsor: "pm_sponsorUserOperation (the service estimates gas)", data: "pm_getPaymasterData (client gas)", stub: "pm_getPaymasterStubData" }[method];
-  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}, billing ${values.billing ? "on" : "off"}; service, chain and client in processes of their own`);
+  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}, billing ${values.billing ? "on" : "off"}, traces ${receiver ? `on (${values["traces-ratio"] === undefined ? "every request" : `a share ${values["traces-ratio"]} of the requests`} sampled, OTLP/HTTP to a receiver in this process)` : "off"}; service, chain and client in processes of their own`);
   if (distance) console.log(`the service reaches the chain through a forwarder adding ${distance.delayMs} ms to each call's round trip (half each way)`);
   await run(60, 4); // warm-up: JIT, connections, caches
   report("concurrency 1 (no queueing)", await run(Math.min(400, requests), 1));
   const loaded = report(`concurrency ${concurrency}`, await run(requests, concurrency));
+  if (receiver) {
+    // The batch processor exports every 5 s: wait for the last requests' spans before counting.
+    await new Promise((resolve) => setTimeout(resolve, 5_500));
+    const roots = receiver.spans.filter((s) => s.kind === 2).length;
+    console.log(`\ntraces: ${receiver.spans.length} spans received for ${roots} calls (${(receiver.spans.length / Math.max(1, roots)).toFixed(1)} spans per call, settlement passes included)`);
+  }
   console.log(`\nissue 13 goals at concurrency ${concurrency}: service own time p50 ${loaded.ownP50.toFixed(3)} ms (goal < 0.5 ms); service CPU per request ${loaded.serviceCpuMs.toFixed(3)} ms (goal < 1.5 ms per sponsorship)`);
 } finally {
   service.stop();
   chainProcess.stop();
   await distance?.close();
+  await receiver?.close();
   // The service closes its connections as it stops; the drop forces out any left.
   await postgres?.drop();
 }

@@ -145,7 +145,7 @@ async function serveRequest(x: RpcExchange, logger: Logger, route: () => Promise
       }
     } else {
       // The real error stays here; the client gets a generic message and the id to quote.
-      logger.error({ err: error, requestId, rpcMethod: x.state.rpcMethod, path: x.path }, "internal error");
+      logger.error({ err: error, requestId, ...traceFields(x.state.traceIds), rpcMethod: x.state.rpcMethod, path: x.path }, "internal error");
       sendV1Error(x, internal());
     }
   } finally {
@@ -154,6 +154,7 @@ async function serveRequest(x: RpcExchange, logger: Logger, route: () => Promise
     logger.info(
       {
         requestId,
+        ...traceFields(x.state.traceIds),
         httpMethod: x.method,
         path: x.path.length > 200 ? `${x.path.slice(0, 200)}…` : x.path,
         status: x.status,
@@ -165,6 +166,12 @@ async function serveRequest(x: RpcExchange, logger: Logger, route: () => Promise
       "request",
     );
   }
+}
+
+/** A log line's trace fields (tracing on): `traceId` of the request's one call, `traceIds` of a batch's. */
+function traceFields(traceIds: readonly string[] | undefined): { traceId?: string; traceIds?: readonly string[] } | undefined {
+  if (traceIds === undefined) return undefined;
+  return traceIds.length === 1 ? { traceId: traceIds[0]! } : { traceIds };
 }
 
 /** CORS for the public endpoints: dapps call them straight from the page, and no credentials are involved. */

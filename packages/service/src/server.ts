@@ -27,6 +27,7 @@ import { destinationPolicy } from "./webhooks/destination.ts";
 import { startWebhookWorker, type WebhookWorker } from "./webhooks/worker.ts";
 import { startRetention } from "./lifecycle/retention.ts";
 import { startRequestCountFlusher, type RequestCountFlusher } from "./metrics/requestCounts.ts";
+import { startTracing, stopTracing } from "./telemetry/trace.ts";
 
 export interface RunningService {
   url: string;
@@ -62,10 +63,15 @@ export interface StartOptions {
   redisUrl?: string;
   /** Serve the admin HTTP API on its own listener (adminApiOptionsFromEnv; off when undefined). */
   admin?: AdminApiOptions;
+  /** Where the OpenTelemetry settings are read (OTEL_*; default process.env): tracing is off unless they configure an exporter. */
+  tracingEnv?: NodeJS.ProcessEnv;
 }
 
 export async function startService(config: ServiceConfig, options: StartOptions = {}): Promise<RunningService> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  // First: a sampler or endpoint OpenTelemetry refuses is a start-up error, and every span source below can use it.
+  const tracing = await startTracing(options.tracingEnv ?? process.env);
+  if (tracing) logger.info("OpenTelemetry traces on (OTLP/HTTP)");
   const store = await openStore(config);
   const metrics = new ServiceMetrics({ store, ...(config.alerts?.capWarnPercent === undefined ? {} : { capWarnPercent: config.alerts.capWarnPercent }) });
   reportStoreHealth(store.health, logger, metrics);
@@ -83,6 +89,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   } catch (error) {
     for (const s of started) s.stop();
     await store.close();
+    if (tracing) await stopTracing();
     throw error;
   }
   for (const s of started) {
@@ -229,6 +236,8 @@ export async function startService(config: ServiceConfig, options: StartOptions 
         for (const s of started) s.stop();
         await rateLimiter.close();
         await store.close();
+        // Last: the spans of everything above (the drained requests, the last passes) reach the collector.
+        if (tracing) await stopTracing().catch((error: unknown) => logger.warn({ err: error }, "could not flush the last traces"));
       })();
       return closing;
     },

@@ -56,7 +56,8 @@ export async function forwardToBundler(call: CallContext, method: string, params
     throw new RpcError("METHOD_NOT_AVAILABLE", `${method} is forwarded to the network's bundler, and ${name} has none (the operator sets bundlerUrl for the network)`);
   }
   try {
-    return await chainWait(call.timing, () => bundler.request<unknown>(method, [...params]));
+    // With tracing on, a client span "bundler <method>" under the call's (the bundler client's kind names it).
+    return await chainWait(call.timing, () => bundler.request<unknown>(method, [...params], call.trace?.recording ? { trace: call.trace } : undefined));
   } catch (error) {
     if (error instanceof NodeError) {
       const rejection = new BundlerRejection(error);

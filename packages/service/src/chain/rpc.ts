@@ -56,6 +56,7 @@ import { redactUrl } from "../text/redactUrl.ts";
 import { createHttpPoster, type HttpAnswer } from "./httpPost.ts";
 import { NodeError, type JsonRpcErrorBody } from "./nodeError.ts";
 import { providerLimitOf } from "./providerLimit.ts";
+import { failureReason, type TraceSpan } from "../telemetry/trace.ts";
 
 export { NodeError, type JsonRpcErrorBody };
 
@@ -93,6 +94,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** All attempts of this call together (overrides the client's). */
   deadlineMs?: number;
+  /** The span this call is a child of (a pipeline step's, a settlement pass's): the call gets its own client span. */
+  trace?: TraceSpan | undefined;
 }
 
 export interface UpstreamStatus {
@@ -261,6 +264,8 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   const probeIntervalMs = options.probeIntervalMs ?? RPC_DEFAULTS.probeIntervalMs;
   const network = options.network ?? "?";
   const kind = options.kind ?? "chain RPC";
+  /** Span names: "chain eth_call", "bundler eth_sendUserOperation". */
+  const spanPrefix = kind === "chain RPC" ? "chain" : kind.replaceAll(" ", "-").toLowerCase();
   const probeMethod = options.probeMethod ?? "eth_blockNumber";
   const limitQuietMs = options.limitQuietMs ?? LIMIT_QUIET_MS;
   const logger = options.logger?.child({ component: kind.replaceAll(" ", "-").toLowerCase(), network });
@@ -443,50 +448,81 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
     return new RpcError("CHAIN_UNAVAILABLE", `No RPC endpoint of network ${network} answered (${cause})`, { network, cause });
   }
 
-  return {
-    url: list[0]!,
-    async request<T>(method: string, params: unknown[], callOptions: CallOptions = {}): Promise<T> {
-      const attemptLimit = callOptions.timeoutMs ?? timeoutMs;
-      const deadline = performance.now() + (callOptions.deadlineMs ?? Math.max(deadlineMs, callOptions.timeoutMs ?? 0));
-      let last: UpstreamError | undefined;
-      let previous: Upstream | undefined;
-      for (;;) {
-        for (const u of upstreams) {
-          if (!u.up) continue;
-          const now = performance.now();
-          if (u.coolUntil > now) continue;
-          const remaining = Math.floor(deadline - now);
-          if (remaining <= 0) break;
-          if (previous !== undefined && previous !== u) observer?.failover();
-          previous = u;
-          try {
-            return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining));
-          } catch (error) {
-            if (!(error instanceof UpstreamError)) throw error;
-            last = error;
-            if (!isGlitch(u, error)) {
-              setBack(u, error);
-              continue;
-            }
-          }
-          // A broken connection to an upstream that is answering other calls is a glitch of that one connection
-          // (a kept-alive socket the node closed as it was reused, a reset under load): one more try, on a fresh
-          // connection, before anything is marked down.
-          const left = Math.floor(deadline - performance.now());
-          if (left <= 0) break;
-          try {
-            return await exchange<T>(u, method, params, Math.min(attemptLimit, left));
-          } catch (error) {
-            if (!(error instanceof UpstreamError)) throw error;
-            last = error;
+  /** One call: each usable upstream in turn (see the file's comment), recorded on `span` when traced. */
+  async function attempts<T>(method: string, params: unknown[], callOptions: CallOptions, span: TraceSpan | undefined): Promise<T> {
+    const attemptLimit = callOptions.timeoutMs ?? timeoutMs;
+    const deadline = performance.now() + (callOptions.deadlineMs ?? Math.max(deadlineMs, callOptions.timeoutMs ?? 0));
+    let last: UpstreamError | undefined;
+    let previous: Upstream | undefined;
+    let tries = 0;
+    for (;;) {
+      for (const u of upstreams) {
+        if (!u.up) continue;
+        const now = performance.now();
+        if (u.coolUntil > now) continue;
+        const remaining = Math.floor(deadline - now);
+        if (remaining <= 0) break;
+        if (previous !== undefined && previous !== u) observer?.failover();
+        previous = u;
+        try {
+          span?.set("paymaster.rpc.attempts", ++tries);
+          span?.set("paymaster.upstream", u.label);
+          return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining));
+        } catch (error) {
+          if (!(error instanceof UpstreamError)) throw error;
+          last = error;
+          span?.set("paymaster.rpc.cause", error.cause);
+          if (!isGlitch(u, error)) {
             setBack(u, error);
+            continue;
           }
         }
-        // No upstream left to try now: wait for a rate-limited one if its cool-down ends within the deadline.
-        const wait = coolDownWait(deadline, attemptLimit);
-        if (wait === undefined) throw unavailable(last);
-        await new Promise((resolve) => setTimeout(resolve, wait));
+        // A broken connection to an upstream that is answering other calls is a glitch of that one connection
+        // (a kept-alive socket the node closed as it was reused, a reset under load): one more try, on a fresh
+        // connection, before anything is marked down.
+        const left = Math.floor(deadline - performance.now());
+        if (left <= 0) break;
+        try {
+          span?.set("paymaster.rpc.attempts", ++tries);
+          return await exchange<T>(u, method, params, Math.min(attemptLimit, left));
+        } catch (error) {
+          if (!(error instanceof UpstreamError)) throw error;
+          last = error;
+          span?.set("paymaster.rpc.cause", error.cause);
+          setBack(u, error);
+        }
       }
+      // No upstream left to try now: wait for a rate-limited one if its cool-down ends within the deadline.
+      const wait = coolDownWait(deadline, attemptLimit);
+      if (wait === undefined) throw unavailable(last);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  return {
+    url: list[0]!,
+    request<T>(method: string, params: unknown[], callOptions: CallOptions = {}): Promise<T> {
+      const parent = callOptions.trace;
+      if (parent === undefined || !parent.recording) return attempts<T>(method, params, callOptions, undefined);
+      // A client span per call: its upstream (redacted label), how many attempts it took, the last failure's cause.
+      const span = parent.child(`${spanPrefix} ${method}`, "client");
+      span.set("rpc.system", "jsonrpc");
+      span.set("rpc.method", method);
+      span.set("paymaster.network", network);
+      return attempts<T>(method, params, callOptions, span).then(
+        (result) => {
+          span.set("paymaster.rpc.outcome", "ok");
+          span.end();
+          return result;
+        },
+        (error: unknown) => {
+          // A node's JSON-RPC error (a revert) is an answer: the caller decides whether it is a failure.
+          if (error instanceof NodeError) span.set("paymaster.rpc.outcome", "jsonrpc_error");
+          else span.fail(failureReason(error));
+          span.end();
+          throw error;
+        },
+      );
     },
     healthy: () => upstreams.some((u) => u.up),
     upstreams() {

@@ -12,6 +12,8 @@ import type { Logger } from "pino";
 import type { ServiceMetrics } from "../metrics/metrics.ts";
 import type { PruneCounts, PruneCutoffs, Store } from "../store/types.ts";
 import { failureFields } from "../dependencies/failure.ts";
+import { tracedRoot, type TraceSpan } from "../telemetry/trace.ts";
+import { tracedStore } from "../store/traced.ts";
 
 export interface RetentionSettings {
   /** Released sponsorships are deleted this many days after creation (0: kept forever). */
@@ -93,12 +95,22 @@ export function startRetention(args: {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<PassResult | undefined> | undefined;
 
-  async function pass(): Promise<PassResult | undefined> {
-    const leadership = await args.store.tryLeadership(RETENTION_LEADERSHIP);
+  /** One pass, its own trace ("retention.pass") while tracing: its store transactions as children. */
+  function pass(): Promise<PassResult | undefined> {
+    return tracedRoot("retention.pass", "internal", prune, undefined);
+  }
+
+  async function prune(_: undefined, span: TraceSpan): Promise<PassResult | undefined> {
+    const store = tracedStore(args.store, span);
+    const leadership = await store.tryLeadership(RETENTION_LEADERSHIP);
+    span.set("paymaster.retention.leader", leadership !== undefined);
     if (!leadership) return undefined;
     try {
       const cutoffs = retentionCutoffs(settings, now());
-      const result = await prunePass(args.store, settings, cutoffs, () => stopped);
+      const result = await prunePass(store, settings, cutoffs, () => stopped);
+      span.set("paymaster.retention.released", result.released);
+      span.set("paymaster.retention.settled", result.settled);
+      span.set("paymaster.retention.batches", result.batches);
       args.metrics?.retentionPass(result);
       logger.info(
         { released: result.released, settled: result.settled, batches: result.batches, seconds: Number(result.seconds.toFixed(3)), ...cutoffs },

@@ -28,6 +28,8 @@ export interface EmbeddedOptions {
   pollMs?: number;
   /** Run the settlement watcher (default true; tests drive their own with `watch: false`). */
   watch?: boolean;
+  /** Where the OpenTelemetry settings are read (default process.env; see StartOptions.tracingEnv). */
+  tracingEnv?: NodeJS.ProcessEnv;
   /** The local chain's rules: "l1" (default) or "op" (OP Stack: an L1 data fee, priced as gas kind op-stack). */
   chainType?: "l1" | "op";
   /** Serve /metrics, /health and /ready on this loopback port (0: any free port; absent: no metrics listener). */
@@ -191,6 +193,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
       pollMs: options.pollMs ?? 250,
       watch: options.watch ?? true,
       ...(options.admin ? { admin: options.admin } : {}),
+      ...(options.tracingEnv ? { tracingEnv: options.tracingEnv } : {}),
     });
     const request: ChainRequest = (method, params) => stack.chain.provider.request({ method, params });
     const { apiKey, projectId, demoAccounts } = await seedDemo(running.service.store, request, stack.manifest, stack.owner.address, stack.chain.accounts[3]!.address);

@@ -13,6 +13,7 @@ import { directLookups, type ConfigLookups } from "../store/configCache.ts";
 import { accessRefusal } from "../access/keyAccess.ts";
 import { RpcError, toClientError } from "./errors.ts";
 import type { Timing } from "../timing.ts";
+import { NO_SPAN, rootSpan, tracingOn, type TraceSpan } from "../telemetry/trace.ts";
 import type { MethodDefinition } from "./method.ts";
 import { truncate } from "./schemas.ts";
 import { SIGNING_METHODS } from "./rateLimit.ts";
@@ -46,6 +47,29 @@ export interface DispatchRequest {
   clientIp?: string | undefined;
   /** The HTTP request's Timing: chain waits are counted there (Server-Timing, metrics). */
   timing?: Timing | undefined;
+  /** The call's trace (`callTrace`): dispatch records its outcome and ends it. */
+  trace?: TraceSpan | undefined;
+}
+
+/** Reads a request header ("" when absent): the exchange. */
+interface HeaderReader {
+  get(field: string): string;
+}
+
+/**
+ * The root span of one JSON-RPC call (one per item of a batch), continuing the client's W3C trace context
+ * (traceparent/tracestate) when it sent one; NO_SPAN with tracing off. Named after the method when it is
+ * one of ours ("unknown" otherwise: a client's text never names a span; nor is an unconfigured network an attribute).
+ */
+export function callTrace(service: ServiceContext, methods: MethodRegistry, method: string, network: string, headers: HeaderReader): TraceSpan {
+  if (!tracingOn()) return NO_SPAN;
+  const known = methods.has(method);
+  const traceparent = headers.get("traceparent");
+  const span = rootSpan(known ? method : "unknown", "server", traceparent === "" ? undefined : { traceparent, tracestate: headers.get("tracestate") || undefined });
+  span.set("rpc.system", "jsonrpc");
+  span.set("rpc.method", known ? method : "unknown");
+  span.set("paymaster.network", service.networks.has(network) ? network : "unknown");
+  return span;
 }
 
 /** Longest API key looked up in the store; longer ones cannot be ours. */
@@ -57,7 +81,8 @@ const ECHO_MAX_CHARS = 64;
 /** Runs one call and counts it in the metrics: its outcome (ok or the reason) and where its time went. */
 export async function dispatch(service: ServiceContext, methods: MethodRegistry, request: DispatchRequest): Promise<unknown> {
   const metrics = service.metrics;
-  if (!metrics) return dispatchCall(service, methods, request);
+  const trace = request.trace ?? NO_SPAN;
+  if (!metrics && trace === NO_SPAN) return dispatchCall(service, methods, request);
   const timing = request.timing;
   const chainBefore = timing?.chainNs ?? 0n;
   const started = process.hrtime.bigint();
@@ -66,16 +91,22 @@ export async function dispatch(service: ServiceContext, methods: MethodRegistry,
     return await dispatchCall(service, methods, request);
   } catch (error) {
     outcome = toClientError(error).reason;
+    trace.set("paymaster.refusal_reason", outcome);
+    trace.fail(outcome);
     throw error;
   } finally {
-    // Bounded labels: unknown methods and networks are counted as "unknown", never by what the client sent.
-    const labels = { dialect: request.dialect ?? "v1", method: methods.has(request.method) ? request.method : "unknown" };
-    const totalNs = process.hrtime.bigint() - started;
-    const chainNs = (timing?.chainNs ?? 0n) - chainBefore;
-    metrics.requests.inc({ ...labels, network: service.networks.has(request.network) ? request.network : "unknown", outcome });
-    metrics.requestDuration.observe(labels, Number(totalNs) / 1e9);
-    metrics.requestChainWait.observe(labels, Number(chainNs) / 1e9);
-    metrics.requestOwnTime.observe(labels, Number(totalNs - chainNs) / 1e9);
+    trace.set("paymaster.outcome", outcome === "ok" ? "ok" : outcome === "INTERNAL_ERROR" ? "error" : "refused");
+    trace.end();
+    if (metrics) {
+      // Bounded labels: unknown methods and networks are counted as "unknown", never by what the client sent.
+      const labels = { dialect: request.dialect ?? "v1", method: methods.has(request.method) ? request.method : "unknown" };
+      const totalNs = process.hrtime.bigint() - started;
+      const chainNs = (timing?.chainNs ?? 0n) - chainBefore;
+      metrics.requests.inc({ ...labels, network: service.networks.has(request.network) ? request.network : "unknown", outcome });
+      metrics.requestDuration.observe(labels, Number(totalNs) / 1e9);
+      metrics.requestChainWait.observe(labels, Number(chainNs) / 1e9);
+      metrics.requestOwnTime.observe(labels, Number(totalNs - chainNs) / 1e9);
+    }
   }
 }
 
@@ -94,7 +125,7 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
     const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
     if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
   }
-  return method.handler(params, { service, network, apiKey, clientIp: request.clientIp, timing: request.timing, lookups });
+  return method.handler(params, { service, network, apiKey, clientIp: request.clientIp, timing: request.timing, lookups, trace: request.trace });
 }
 
 /** The configured network named `name`, else NETWORK_NOT_FOUND listing the configured ones. */

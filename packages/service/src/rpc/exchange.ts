@@ -21,6 +21,8 @@ export interface V1State {
   rpcMethod?: string;
   /** Where the request's time goes (chain waits vs own work): the Server-Timing header. */
   timing?: Timing;
+  /** With tracing on: the trace id of each JSON-RPC call of the request (one per item of a batch), for its log line and error body. */
+  traceIds?: string[];
 }
 
 export interface RpcExchange {

@@ -8,6 +8,7 @@ import { RpcError } from "./errors.ts";
 import type { ApiKey } from "../store/types.ts";
 import type { Timing } from "../timing.ts";
 import type { ConfigLookups } from "../store/configCache.ts";
+import type { TraceSpan } from "../telemetry/trace.ts";
 
 export interface CallContext {
   readonly service: ServiceContext;
@@ -20,6 +21,8 @@ export interface CallContext {
   readonly timing?: Timing | undefined;
   /** The request's key, strategy and approval lookups, under one config version (absent: read from the store). */
   readonly lookups?: ConfigLookups | undefined;
+  /** The call's root span (absent or NO_SPAN with tracing off): the pipeline's steps are its children. */
+  readonly trace?: TraceSpan | undefined;
 }
 
 export interface MethodDefinition<P = unknown> {

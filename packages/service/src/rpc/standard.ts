@@ -14,7 +14,7 @@
 import { requestClientAddress } from "../access/clientAddress.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
-import { dispatch, type MethodRegistry } from "./dispatch.ts";
+import { callTrace, dispatch, type MethodRegistry } from "./dispatch.ts";
 import { knownClientError, RpcError } from "./errors.ts";
 import { stringifyJson } from "./json.ts";
 import { jsonTypeOf, truncate } from "./schemas.ts";
@@ -42,10 +42,14 @@ export interface StandardFailure {
 
 export type StandardResponse = StandardSuccess | StandardFailure;
 
-/** An RpcError as a JSON-RPC error object: code from the catalogue, data = {reason, ...details}. */
-export function standardError(id: JsonRpcId, error: RpcError): StandardFailure {
+/**
+ * An RpcError as a JSON-RPC error object: code from the catalogue, data = {reason, ...details}, and with
+ * tracing on the call's `traceId` (beside the request id, X-Request-Id and INTERNAL_ERROR's details).
+ */
+export function standardError(id: JsonRpcId, error: RpcError, traceId?: string): StandardFailure {
   const { reason: _ignored, ...details } = error.details as Record<string, unknown>;
-  return { jsonrpc: "2.0", id, error: { code: error.jsonRpcCode, message: error.message, data: { reason: error.reason, ...details } } };
+  const data = traceId === undefined ? { reason: error.reason, ...details } : { reason: error.reason, ...details, traceId };
+  return { jsonrpc: "2.0", id, error: { code: error.jsonRpcCode, message: error.message, data } };
 }
 
 function validId(id: unknown): id is JsonRpcId {
@@ -92,10 +96,10 @@ export function standardHandler(service: ServiceContext, methods: MethodRegistry
     const state = ctx.state;
     const network = ctx.params["network"] ?? "";
     const apiKey = ctx.query["apiKey"];
-    const log = (error: unknown): RpcError => {
+    const log = (error: unknown, traceId?: string): RpcError => {
       const known = knownClientError(error);
       if (known) return known;
-      service.logger.error({ err: error, requestId: state.requestId, path: ctx.path }, "internal error");
+      service.logger.error({ err: error, requestId: state.requestId, traceId, path: ctx.path }, "internal error");
       return new RpcError("INTERNAL_ERROR", "Internal error; quote the requestId to the operator", { requestId: state.requestId });
     };
     const send = (status: number, payload: unknown): void => {
@@ -117,6 +121,8 @@ export function standardHandler(service: ServiceContext, methods: MethodRegistry
     const runOne = async (value: unknown): Promise<StandardResponse | undefined> => {
       const parsed = parseRequest(value);
       if ("error" in parsed) return standardError(parsed.id, parsed.error);
+      const trace = callTrace(service, methods, parsed.method, network, ctx);
+      if (trace.traceId !== undefined) (state.traceIds ??= []).push(trace.traceId);
       try {
         const result = await dispatch(service, methods, {
           network,
@@ -127,11 +133,12 @@ export function standardHandler(service: ServiceContext, methods: MethodRegistry
           origin: ctx.get("origin") || undefined,
           clientIp: requestClientAddress(ctx, service.config.trustedProxies),
           timing: state.timing,
+          trace,
         });
         return parsed.id === undefined ? undefined : { jsonrpc: "2.0", id: parsed.id, result: result === undefined ? null : result };
       } catch (error) {
-        const clientError = log(error);
-        return parsed.id === undefined ? undefined : standardError(parsed.id, clientError);
+        const clientError = log(error, trace.traceId);
+        return parsed.id === undefined ? undefined : standardError(parsed.id, clientError, trace.traceId);
       }
     };
 

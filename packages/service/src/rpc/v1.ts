@@ -9,7 +9,7 @@
 import { requestClientAddress } from "../access/clientAddress.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
-import { dispatch, type MethodRegistry } from "./dispatch.ts";
+import { callTrace, dispatch, type MethodRegistry } from "./dispatch.ts";
 import { RpcError } from "./errors.ts";
 import { stringifyJson } from "./json.ts";
 import { jsonTypeOf, listNames, truncate } from "./schemas.ts";
@@ -129,7 +129,9 @@ export function sendV1Error(ctx: RpcExchange, error: RpcError): void {
   const { reason: _ignored, ...details } = error.details as Record<string, unknown>;
   const retryAfter = details["retryAfterSeconds"];
   if (typeof retryAfter === "number" && Number.isFinite(retryAfter) && retryAfter > 0) ctx.set("Retry-After", String(Math.ceil(retryAfter)));
-  sendV1(ctx, error.status, error.message, { reason: error.reason, ...details });
+  // With tracing on, beside the request id (X-Request-Id, INTERNAL_ERROR's details): the call's trace.
+  const traceId = ctx.state.traceIds?.[0];
+  sendV1(ctx, error.status, error.message, traceId === undefined ? { reason: error.reason, ...details } : { reason: error.reason, ...details, traceId });
 }
 
 /** The apiKey query value(s) as received. */
@@ -146,8 +148,11 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
     const body = await readBody(ctx.req, { limitBytes: service.config.bodyLimitBytes });
     const envelope = parseV1Envelope(parseJsonBody(body));
     ctx.state.rpcMethod = truncate(envelope.method, 64);
+    const network = ctx.params["network"] ?? "";
+    const trace = callTrace(service, methods, envelope.method, network, ctx);
+    if (trace.traceId !== undefined) ctx.state.traceIds = [trace.traceId];
     const result = await dispatch(service, methods, {
-      network: ctx.params["network"] ?? "",
+      network,
       apiKey: apiKeyOf(ctx),
       method: envelope.method,
       params: envelope.params,
@@ -155,6 +160,7 @@ export function v1Handler(service: ServiceContext, methods: MethodRegistry) {
       origin: ctx.get("origin") || undefined,
       clientIp: requestClientAddress(ctx, service.config.trustedProxies),
       timing: ctx.state.timing,
+      trace,
     });
     sendV1(ctx, 200, "", result === undefined ? null : result);
   };

@@ -28,6 +28,9 @@ import { weiToUsdMicros } from "../policy/rules.ts";
 import type { UsdPrice } from "../sponsor/usdPrice.ts";
 import type { Settlement, Store } from "../store/types.ts";
 import { createDepositJournal } from "./journal.ts";
+import { failureReason, rootSpan } from "../telemetry/trace.ts";
+import { tracedStore } from "../store/traced.ts";
+import { tracedRpc } from "../chain/traced.ts";
 import { failureFields } from "../dependencies/failure.ts";
 import {
   TOKEN_CHARGED_TOPIC,
@@ -174,9 +177,12 @@ export interface StartWatcherArgs {
 
 const lower = (value: string) => value.toLowerCase();
 
-export function startWatcher({ network, store, logger: parentLogger, options: overrides = {}, observer }: StartWatcherArgs): Watcher {
+export function startWatcher({ network, store: baseStore, logger: parentLogger, options: overrides = {}, observer }: StartWatcherArgs): Watcher {
   const chain: NetworkChain | undefined = network.chain;
   if (!chain) throw new Error(`network ${network.config.name}: the settlement watcher needs chain access`);
+  // The pass's store and chain client: seen through the pass's span while tracing (passes never overlap: `tick`).
+  let store = baseStore;
+  let rpc = chain.rpc;
   const options = watcherOptions(network.config, overrides);
   if (!Number.isInteger(options.confirmations) || options.confirmations < 0) throw new RangeError("confirmations must be a non-negative integer");
   if (!Number.isInteger(options.reorgDepth) || options.reorgDepth < 1) throw new RangeError("reorgDepth must be a positive integer");
@@ -184,7 +190,7 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
   const name = network.config.name;
   const logger = parentLogger.child({ component: "settlement", network: name });
   const names = cursorNames(name);
-  const journal = createDepositJournal(store, names.deposits);
+  const journal = createDepositJournal(baseStore, names.deposits);
   const now = options.now ?? (() => Math.floor(Date.now() / 1000));
   const depositAddress = options.depositAddress === undefined ? undefined : lower(options.depositAddress);
   const depositContract = options.depositContract === undefined ? undefined : (getAddress(options.depositContract) as Address);
@@ -213,7 +219,7 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
     return (n: bigint) => {
       let found = cache.get(n);
       if (!found) {
-        found = getBlockHeader(chain!.rpc, n);
+        found = getBlockHeader(rpc, n);
         cache.set(n, found);
       }
       return found;
@@ -285,7 +291,7 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
     const worker = async () => {
       while (next < numbers.length) {
         const i = next++;
-        const block = await getBlockWithTransactions(chain!.rpc, numbers[i]!);
+        const block = await getBlockWithTransactions(rpc, numbers[i]!);
         if (block === null) throw new ChainMovedError(`block ${numbers[i]} is gone`);
         blocks[i] = block;
       }
@@ -296,7 +302,6 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
 
   /** Step 2 for one range: settle, credit, then move the cursor to `to`. */
   async function processRange(from: bigint, to: bigint, previousHash: Hex | null, result: TickResult): Promise<Hex> {
-    const rpc = chain!.rpc;
     const endBefore = await getBlockHeader(rpc, to);
     if (endBefore === null) throw new ChainMovedError(`block ${to} is gone`);
 
@@ -434,7 +439,7 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
   }
 
   async function tickOnce(): Promise<TickResult> {
-    const latest = await getBlockHeader(chain!.rpc, "latest");
+    const latest = await getBlockHeader(rpc, "latest");
     if (latest === null) throw new Error("the node has no latest block");
     const head = latest.number;
     const safe = head - BigInt(options.confirmations);
@@ -479,9 +484,33 @@ export function startWatcher({ network, store, logger: parentLogger, options: ov
     return result;
   }
 
+  /** One pass, its own trace ("settlement.pass") while tracing: its chain calls and store transactions as children. */
+  async function tracedTick(): Promise<TickResult> {
+    const span = rootSpan("settlement.pass");
+    if (!span.recording) return tickOnce();
+    span.set("paymaster.network", name);
+    store = tracedStore(baseStore, span);
+    rpc = tracedRpc(chain!.rpc, span);
+    try {
+      const result = await tickOnce();
+      span.set("paymaster.settlement.settled", result.settled);
+      span.set("paymaster.settlement.deposits", result.deposits);
+      span.set("paymaster.settlement.released", result.released);
+      if (result.scanned) span.set("paymaster.settlement.blocks", Number(result.scanned.to - result.scanned.from + 1n));
+      return result;
+    } catch (error) {
+      span.fail(failureReason(error));
+      throw error;
+    } finally {
+      store = baseStore;
+      rpc = chain!.rpc;
+      span.end();
+    }
+  }
+
   let queue: Promise<unknown> = Promise.resolve();
   const tick = (): Promise<TickResult> => {
-    const run = queue.then(tickOnce, tickOnce);
+    const run = queue.then(tracedTick, tracedTick);
     queue = run.catch(() => undefined);
     return run;
   };

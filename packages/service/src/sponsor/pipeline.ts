@@ -36,6 +36,7 @@ import { checkLanding } from "./steps/landing.ts";
 import { requireApproval } from "./steps/approval.ts";
 import { signLanding } from "./steps/sign.ts";
 import { commitSponsorship, type Committed } from "./steps/commit.ts";
+import { traced, type TraceSpan } from "../telemetry/trace.ts";
 
 export type { GasValues } from "./op.ts";
 export type { TokenQuote } from "./steps/tokenQuote.ts";
@@ -62,14 +63,15 @@ export interface PipelineResult {
 
 /** pm_getPaymasterStubData. */
 export async function stubPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
-  const target = await detectDelegate(await resolveTarget({ request, call }), false);
+  const trace = call.trace;
+  const target = await traced(trace, "step.detectDelegate", detectWithoutSigning, await resolve(request, call));
   const verdicts = cheapPolicy({ target, failing: "refuse" });
-  const price = await tokenPrice({ target, holdings: false });
+  const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: false });
   const { gas, complete } = clientGas(target);
   checkCaps({ target, gas });
   const paymasterData = stubPaymasterData(target, price, price?.estimateChargeMode);
   const token = price && quoteToken({ target, gas, price, chargeMode: price.estimateChargeMode, paymasterData });
-  const cost = await maxCost({ target, gas, paymasterData, nativeUsd: price?.nativeUsd });
+  const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData, nativeUsd: price?.nativeUsd });
   // The gas rules judge the client's own gas only: the stub estimates none.
   if (complete) verdicts.push(...gasPolicy({ target, gas, cost, failing: "refuse" }));
   return pipelineResult({ target, gas, cost, token, verdicts });
@@ -78,21 +80,21 @@ export async function stubPipeline(request: SponsorRequest, call: CallContext): 
 /** pm_checkPolicy and pm_getTokenQuotes: every verdict, and the caps' current totals. */
 export async function dryRunPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
   const quoted = await quote(request, call, "collect", false);
-  quoted.verdicts.push(...(await capTotals(quoted)));
+  quoted.verdicts.push(...(await traced(call.trace, "step.capTotals", capTotals, quoted)));
   return pipelineResult(quoted);
 }
 
 /** pm_estimateUserOperationGas: the op's gas and cost, checked by the final simulation (unsigned). */
 export async function estimatePipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
   const quoted = await quote(request, call, "refuse", false);
-  if (call.network.config.skipFinalSimulation !== true) await checkLanding({ ...quoted, op: quoted.cost.op, signed: false });
+  if (call.network.config.skipFinalSimulation !== true) await traced(call.trace, "step.checkLanding", checkLanding, { ...quoted, op: quoted.cost.op, signed: false });
   return pipelineResult(quoted);
 }
 
 /** pm_sponsorUserOperation and pm_getPaymasterData: reserve the maximum cost and sign. */
 export async function sponsorPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
   const quoted = await quote(request, call, "refuse", true);
-  await requireApproval(quoted);
+  await traced(call.trace, "step.requireApproval", requireApproval, quoted);
   const committed = await signAndCommit(quoted);
   const { target } = quoted;
   call.service.metrics?.sponsorshipsSigned.inc({ network: call.network.config.name, mode: target.mode.mode, version: request.version });
@@ -105,13 +107,14 @@ export async function sponsorPipeline(request: SponsorRequest, call: CallContext
  * more for that one.
  */
 async function signAndCommit(quoted: Quoted): Promise<Committed> {
+  const trace = quoted.target.call.trace;
   try {
-    return await commitSponsorship({ ...quoted, landing: await signLanding(quoted) });
+    return await traced(trace, "step.commitSponsorship", commitSponsorship, { ...quoted, landing: await traced(trace, "step.signLanding", signLanding, quoted) });
   } catch (refusal) {
     const target = await correctedDelegate(quoted.delegate, refusal);
     if (target === undefined) throw refusal;
     const corrected = { ...quoted, target };
-    return commitSponsorship({ ...corrected, landing: await signLanding(corrected) });
+    return traced(trace, "step.commitSponsorship", commitSponsorship, { ...corrected, landing: await traced(trace, "step.signLanding", signLanding, corrected) });
   }
 }
 
@@ -131,25 +134,47 @@ interface Quoted {
  * (`signs`: the paymaster hash will be signed, so the sender's EIP-7702 delegate is needed).
  */
 async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts, signs: boolean): Promise<Quoted> {
-  const resolved = await resolveTarget({ request, call });
+  const trace = call.trace;
+  const resolved = await resolve(request, call);
   // The sender's code read starts now; only rules on 7702 delegates wait for it here. Otherwise the hash is the
   // first to need it, so the read overlaps the price and estimate steps' chain calls, and when the final
   // simulation checks the signature, that simulation too (delegateToSign).
-  const delegated = detectDelegate(resolved, signs);
+  const delegated = traced(trace, "step.detectDelegate", signs ? detectForSigning : detectWithoutSigning, resolved);
   delegated.catch(() => undefined); // a failed read is raised where it is awaited, never unhandled meanwhile
   let target = judgesDelegates(resolved) ? await delegated : resolved;
   const verdicts = cheapPolicy({ target, failing });
-  const price = await tokenPrice({ target, holdings: true });
+  const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: true });
   const client = clientGas(target);
   checkCaps({ target, gas: client.gas }); // the client's own values first: an over-cap limit must never reach the simulation
   const estimateData = stubPaymasterData(target, price, price?.estimateChargeMode);
-  const gas = await estimateGas({ target, gas: client.gas, paymasterData: estimateData });
+  const gas = await traced(trace, "step.estimateGas", estimateGas, { target, gas: client.gas, paymasterData: estimateData });
   checkCaps({ target, gas });
-  const token = price && (await chargeToken({ target, gas, price, paymasterData: estimateData }));
-  const cost = await maxCost({ target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
+  const token = price && (await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, paymasterData: estimateData }));
+  const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
   const delegate = signs ? await delegateToSign(target, delegated) : { target: await delegated };
   return { target: delegate.target, gas, token, cost, verdicts, delegate };
+}
+
+/**
+ * The first step, resolveTarget, whose answer names what the call's root span carries: the EntryPoint
+ * version and the mode (sponsor, erc20, user-sponsor).
+ */
+async function resolve(request: SponsorRequest, call: CallContext): Promise<Target> {
+  const target = await traced(call.trace, "step.resolveTarget", resolveTarget, { request, call });
+  call.trace?.set("paymaster.entry_point_version", request.version);
+  call.trace?.set("paymaster.mode", target.mode.mode);
+  return target;
+}
+
+/** detectDelegate as a step (the stub and the dry runs: the read only when a rule needs it). */
+function detectWithoutSigning(target: Target, span: TraceSpan): Promise<Target> {
+  return detectDelegate(target, false, span);
+}
+
+/** detectDelegate as a step (signing methods: the hash needs the delegate). */
+function detectForSigning(target: Target, span: TraceSpan): Promise<Target> {
+  return detectDelegate(target, true, span);
 }
 
 /** Paymaster data with the stub signature (the final data's length), for the given charge mode. */

@@ -14,6 +14,9 @@ import type { ClaimedDelivery, ClaimShare, Store } from "../store/types.ts";
 import type { DestinationPolicy } from "./destination.ts";
 import { redactedUrl, sendSigned } from "./send.ts";
 import { failureFields } from "../dependencies/failure.ts";
+import { tracedRoot, type TraceSpan } from "../telemetry/trace.ts";
+import { tracedStore } from "../store/traced.ts";
+import { redactUrl } from "../text/redactUrl.ts";
 
 export interface DeliverySettings {
   /** Attempts before an event is dead-lettered. */
@@ -107,7 +110,19 @@ export function startWebhookWorker(args: {
   /** Aborts in-flight requests on stop, so a hanging receiver never holds up shutdown. */
   const stopping = new AbortController();
 
-  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+  /** One delivery attempt, its own trace ("webhook.delivery") while tracing. */
+  function attempt(delivery: ClaimedDelivery): Promise<void> {
+    return tracedRoot("webhook.delivery", "client", deliver, delivery);
+  }
+
+  async function deliver(delivery: ClaimedDelivery, span: TraceSpan): Promise<void> {
+    // The event's type and ids, the attempt and the receiver's redacted URL: never the payload or its signature.
+    span.set("paymaster.webhook.event_type", delivery.type);
+    span.set("paymaster.webhook.endpoint_id", delivery.endpointId);
+    span.set("paymaster.webhook.attempt", delivery.attempts);
+    // Scheme, host and port only: a receiver's path often carries its own secret (a chat hook's token).
+    if (span.recording) span.set("paymaster.webhook.destination", redactUrl(delivery.url));
+    const store = tracedStore(args.store, span);
     const started = performance.now();
     const result = await sendSigned(
       { url: delivery.url, secret: delivery.secret, body: delivery.payload, id: delivery.id, type: delivery.type },
@@ -119,21 +134,25 @@ export function startWebhookWorker(args: {
     const state = endpointState(delivery.endpointId);
     if (result.ok) {
       state.failing = false;
-      await args.store.completeWebhookDelivery(delivery.id, owner, { delivered: true }, now);
+      span.set("paymaster.webhook.outcome", "delivered");
+      await store.completeWebhookDelivery(delivery.id, owner, { delivered: true }, now);
       args.observer?.attempt(delivery, "delivered", seconds);
       args.onAttempt?.(delivery, "delivered");
       return;
     }
     if (stopping.signal.aborted) {
       // Not the receiver's fault: hand the event back, due now, to this or another replica (same id).
-      await args.store.completeWebhookDelivery(delivery.id, owner, { delivered: false, error: result.error, retryAtMs: now }, now);
+      span.set("paymaster.webhook.outcome", "cancelled");
+      await store.completeWebhookDelivery(delivery.id, owner, { delivered: false, error: result.error, retryAtMs: now }, now);
       args.observer?.attempt(delivery, "cancelled", seconds);
       return;
     }
     state.failing = true;
     const dead = delivery.attempts >= settings.maxAttempts;
     const retryAtMs = dead ? undefined : now + backoffMs(delivery.attempts, settings);
-    await args.store.completeWebhookDelivery(delivery.id, owner, { delivered: false, error: result.error, retryAtMs }, now);
+    span.set("paymaster.webhook.outcome", dead ? "dead" : "retry");
+    span.fail("delivery_failed");
+    await store.completeWebhookDelivery(delivery.id, owner, { delivered: false, error: result.error, retryAtMs }, now);
     if (dead) logger.warn({ ...fields, error: result.error }, "webhook event dead-lettered after its last attempt");
     else logger.info({ ...fields, error: result.error, retryInMs: retryAtMs! - now }, "webhook delivery failed: retrying later");
     args.observer?.attempt(delivery, dead ? "dead" : "retry", seconds);

@@ -37,7 +37,7 @@ export type { Embedded };
 
 /** The embedded stack on free ports; `admin`: also the admin API and the console on their own listener. */
 export async function startTestStack(
-  options: { chainType?: "l1" | "op"; admin?: AdminApiOptions; databaseUrl?: string; webhookDestinations?: readonly string[]; bundler?: EmbeddedOptions["bundler"] } = {},
+  options: { chainType?: "l1" | "op"; admin?: AdminApiOptions; databaseUrl?: string; webhookDestinations?: readonly string[]; bundler?: EmbeddedOptions["bundler"]; tracingEnv?: NodeJS.ProcessEnv } = {},
 ): Promise<Embedded> {
   return startEmbedded({
     ...options,

@@ -8,17 +8,19 @@ import { capChecks } from "../../policy/rules.ts";
 import { capVerdicts } from "../policy.ts";
 import type { MaxCost } from "./maxCost.ts";
 import type { Target } from "./target.ts";
+import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
+import { serviceStore } from "../../store/traced.ts";
 
 export interface CapTotalsInput {
   target: Target;
   cost: MaxCost;
 }
 
-export async function capTotals({ target, cost }: CapTotalsInput): Promise<RuleVerdict[]> {
+export async function capTotals({ target, cost }: CapTotalsInput, span: TraceSpan = NO_SPAN): Promise<RuleVerdict[]> {
   const { mode, request, call } = target;
   if (mode.mode !== "sponsor") return [];
   const u = request.userOp;
   const caps = capChecks(mode.strategy.rules, { now: target.now, sender: u.sender });
   const op = { network: call.network.config.name, entryPoint: target.entry.entryPoint, sender: u.sender, nonce: u.nonce };
-  return capVerdicts(call.service.store, mode.strategy, caps, cost.maxCostWei, cost.maxCostUsdMicros, op);
+  return capVerdicts(serviceStore(call.service, span), mode.strategy, caps, cost.maxCostWei, cost.maxCostUsdMicros, op);
 }

@@ -19,6 +19,8 @@ import type { MaxCost } from "./maxCost.ts";
 import { reservationRefusal, reserve } from "./reserve.ts";
 import type { Target } from "./target.ts";
 import type { TokenQuote } from "./tokenQuote.ts";
+import { NO_SPAN, traced, type TraceSpan } from "../../telemetry/trace.ts";
+import { serviceStore } from "../../store/traced.ts";
 
 export interface CommitInput {
   target: Target;
@@ -35,18 +37,18 @@ export interface Committed {
   paymasterAndData: Hex;
 }
 
-export async function commitSponsorship({ target, landing, cost, token }: CommitInput): Promise<Committed> {
+export async function commitSponsorship({ target, landing, cost, token }: CommitInput, span: TraceSpan = NO_SPAN): Promise<Committed> {
   const { call, entry, request } = target;
-  const { service } = call;
+  const store = serviceStore(call.service, span);
   const simulate = call.network.config.skipFinalSimulation !== true;
   const simulation: Promise<{ failed: unknown } | undefined> = simulate
-    ? checkLanding({ target, op: landing, token, signed: true }).then(
+    ? traced(span, "step.checkLanding", checkLanding, { target, op: landing, token, signed: true }).then(
         () => undefined,
         (error: unknown) => ({ failed: error }),
       )
     : Promise.resolve(undefined);
   const { userOpHash, paymasterAndData } = landedFields(landing, entry.entryPoint, call.network.config.chainId);
-  const reserving = reserve({ target, cost, token, userOpHash, paymasterAndData, pending: simulate }).then(
+  const reserving = traced(span, "step.reserve", reserve, { target, cost, token, userOpHash, paymasterAndData, pending: simulate }).then(
     (reservation): { reservation: ReserveResult } => ({ reservation }),
     (error: unknown): { failed: unknown } => ({ failed: error }),
   );
@@ -55,14 +57,14 @@ export async function commitSponsorship({ target, landing, cost, token }: Commit
     if ("reservation" in reserved && reserved.reservation.ok) {
       const id = reserved.reservation.record.id;
       // Should the store fail here, the pending row holds its cost until the expiry releases it: the answer is still the refusal.
-      await service.store.withdrawSponsorship(id).catch((error: unknown) => service.logger.warn({ err: error, sponsorshipId: id }, "could not withdraw a refused reservation"));
+      await store.withdrawSponsorship(id).catch((error: unknown) => call.service.logger.warn({ err: error, sponsorshipId: id }, "could not withdraw a refused reservation"));
     }
     throw simulated.failed;
   }
   if ("failed" in reserved) throw reserved.failed;
   const reservation = reserved.reservation;
   if (!reservation.ok) throw reservationRefusal(reservation, target, token);
-  if (simulate && !(await service.store.confirmSponsorship(reservation.record.id))) {
+  if (simulate && !(await store.confirmSponsorship(reservation.record.id))) {
     // Replaced by a concurrent request for the same op while the simulation ran: that one stands.
     const u = request.userOp;
     throw new RpcError("SPONSORSHIP_CONFLICT", undefined, { sender: u.sender, nonce: `0x${u.nonce.toString(16)}` });

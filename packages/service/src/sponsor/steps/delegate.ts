@@ -20,6 +20,8 @@
 import { eip7702DelegateOfCode, type Address, type Hex } from "@paymaster/shared";
 import { RpcError } from "../../rpc/errors.ts";
 import { chainWait } from "../../timing.ts";
+import { tracedRpc } from "../../chain/traced.ts";
+import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { lastDelegate, rememberDelegate } from "../senderDelegates.ts";
 import type { Target } from "./target.ts";
 
@@ -27,7 +29,7 @@ import type { Target } from "./target.ts";
  * The op's target with the delegate its sender runs, when the request signs (`signs`: the paymaster hash needs
  * it) or the strategy's rules need it.
  */
-export async function detectDelegate(target: Target, signs: boolean): Promise<Target> {
+export async function detectDelegate(target: Target, signs: boolean, span: TraceSpan = NO_SPAN): Promise<Target> {
   const { request, chain, call } = target;
   const authorized = authorizedDelegate(target);
   if (authorized !== undefined) {
@@ -37,7 +39,7 @@ export async function detectDelegate(target: Target, signs: boolean): Promise<Ta
   }
   if ((!signs && !judgesDelegates(target)) || !codeNamesDelegate(target)) return target;
   const sender = request.userOp.sender;
-  const code = await chainWait(call.timing, () => chain.rpc.request<Hex>("eth_getCode", [sender, "latest"]));
+  const code = await chainWait(call.timing, () => tracedRpc(chain.rpc, span).request<Hex>("eth_getCode", [sender, "latest"]));
   const delegate: Address | undefined = eip7702DelegateOfCode(code);
   rememberDelegate(chain, sender, delegate);
   return withDelegate(target, delegate);

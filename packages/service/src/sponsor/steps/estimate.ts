@@ -11,6 +11,8 @@ import type { Hex } from "@paymaster/shared";
 import { simulateOp } from "../../chain/entryPoint.ts";
 import { l1DataGas, l2GasPrice, placeholderUpTo } from "../../chain/l1Fee.ts";
 import { chainWait } from "../../timing.ts";
+import { tracedChain } from "../../chain/traced.ts";
+import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { limitsFromSimulation, preVerificationGas } from "../gas.ts";
 import { buildOp, type GasValues } from "../op.ts";
 import { refuseRevertingCalls, simulationError } from "../simulation.ts";
@@ -24,8 +26,9 @@ export interface EstimateInput {
   paymasterData: Hex;
 }
 
-export async function estimateGas({ target, gas: given, paymasterData }: EstimateInput): Promise<GasValues> {
-  const { request, call, chain, entry, paymaster } = target;
+export async function estimateGas({ target, gas: given, paymasterData }: EstimateInput, span: TraceSpan = NO_SPAN): Promise<GasValues> {
+  const { request, call, entry, paymaster } = target;
+  const chain = tracedChain(target.chain, span);
   const network = call.network.config;
   const gas = { ...given };
   const needsEstimate = gas.callGasLimit === 0n || gas.verificationGasLimit === 0n;

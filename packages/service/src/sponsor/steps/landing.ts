@@ -12,6 +12,8 @@ import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "vi
 import { simulateOp, type ExecutionResult, type SimulatedOp } from "../../chain/entryPoint.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import { chainWait } from "../../timing.ts";
+import { tracedChain } from "../../chain/traced.ts";
+import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { gasOf, paymasterOf } from "../op.ts";
 import { refuseRevertingCalls, simulationError, tokenRead } from "../simulation.ts";
 import type { Target } from "./target.ts";
@@ -26,8 +28,9 @@ export interface LandingInput {
   signed: boolean;
 }
 
-export async function checkLanding({ target, op, token, signed }: LandingInput): Promise<void> {
-  const { call, chain, request, mode } = target;
+export async function checkLanding({ target, op, token, signed }: LandingInput, span: TraceSpan = NO_SPAN): Promise<void> {
+  const { call, request, mode } = target;
+  const chain = tracedChain(target.chain, span);
   const entryPoint = target.entry.entryPoint;
   const timing = call.timing;
   const gas = gasOf(op);

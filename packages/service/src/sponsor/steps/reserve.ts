@@ -23,6 +23,8 @@ import { postOpChargeRisk } from "../postOpRisk.ts";
 import { outstandingBounds } from "../outstanding.ts";
 import { billingBasis, type BillingTerms } from "../../billing/charge.ts";
 import { lookupsOf } from "../../store/configCache.ts";
+import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
+import { serviceStore } from "../../store/traced.ts";
 
 export interface ReserveInput {
   target: Target;
@@ -35,7 +37,7 @@ export interface ReserveInput {
   pending: boolean;
 }
 
-export async function reserve({ target, cost, token, userOpHash, paymasterAndData, pending }: ReserveInput): Promise<ReserveResult> {
+export async function reserve({ target, cost, token, userOpHash, paymasterAndData, pending }: ReserveInput, span: TraceSpan = NO_SPAN): Promise<ReserveResult> {
   const { call, chain, request, mode, entry } = target;
   const u = request.userOp;
   await chainWait(call.timing, () =>
@@ -49,7 +51,7 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
     ? { basis: billingBasis(mode.mode, postOpCharge), nativeUsd: cost.nativeUsd, markupBps: plan.markupBps, feeUsdMicros: plan.feeUsdMicros }
     : undefined;
   try {
-    return await call.service.store.reserveSponsorship(
+    return await serviceStore(call.service, span).reserveSponsorship(
       {
         network: call.network.config.name,
         entryPoint: entry.entryPoint,

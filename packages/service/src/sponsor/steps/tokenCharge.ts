@@ -10,6 +10,8 @@ import type { GasValues } from "../op.ts";
 import type { Target } from "./target.ts";
 import type { TokenPrice } from "./tokenPrice.ts";
 import { quoteToken, type TokenQuote } from "./tokenQuote.ts";
+import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
+import { serviceStore } from "../../store/traced.ts";
 
 export interface TokenChargeInput {
   target: Target;
@@ -20,7 +22,7 @@ export interface TokenChargeInput {
   paymasterData: Hex;
 }
 
-export async function chargeToken({ target, gas, price, paymasterData }: TokenChargeInput): Promise<TokenQuote> {
+export async function chargeToken({ target, gas, price, paymasterData }: TokenChargeInput, span: TraceSpan = NO_SPAN): Promise<TokenQuote> {
   if (target.mode.mode !== "erc20") throw new TypeError("chargeToken outside ERC-20 mode");
   const token = target.mode.token;
   const quote = quoteToken({ target, gas, price, chargeMode: price.estimateChargeMode, paymasterData });
@@ -36,7 +38,7 @@ export async function chargeToken({ target, gas, price, paymasterData }: TokenCh
   // Charging in postOp trusts the op's own calls to leave the allowance in place, which a sender can defeat
   // for free (THREAT_MODEL.md, item 3): one whose postOp charge went unpaid gets pre-charge only.
   const { call, request } = target;
-  if (chargeMode === ChargeMode.InPostOp && (await call.service.store.hasUnpaidTokenCharge(call.network.config.name, request.userOp.sender))) {
+  if (chargeMode === ChargeMode.InPostOp && (await serviceStore(call.service, span).hasUnpaidTokenCharge(call.network.config.name, request.userOp.sender))) {
     throw new RpcError("TOKEN_CHARGE_UNPAID", undefined, { token: token.symbol, paymaster: target.paymaster, required: maxTokenCost.toString() });
   }
   return { ...quote, chargeMode };

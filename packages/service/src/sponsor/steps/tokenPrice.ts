@@ -6,6 +6,8 @@
 import { requireTokenAllowed } from "../tokenAllowed.ts";
 import { ChargeMode } from "@paymaster/shared";
 import { chainWait } from "../../timing.ts";
+import { tracedChain } from "../../chain/traced.ts";
+import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { exchangeRate, type UsdPrice } from "../price.ts";
 import { tokenRead } from "../simulation.ts";
 import type { Target } from "./target.ts";
@@ -27,16 +29,17 @@ export interface TokenPriceInput {
   holdings: boolean;
 }
 
-export async function tokenPrice({ target, holdings }: TokenPriceInput): Promise<TokenPrice | null> {
+export async function tokenPrice({ target, holdings }: TokenPriceInput, span: TraceSpan = NO_SPAN): Promise<TokenPrice | null> {
   const { mode, chain, call } = target;
   if (mode.mode !== "erc20") return null;
+  const reads = tracedChain(chain, span);
   const sender = target.request.userOp.sender;
   const [nativeUsd, tokenUsd, balance, allowance] = await chainWait(call.timing, () =>
     Promise.all([
       chain.prices.usd(call.network.config.nativeUsdPrice),
       chain.prices.usd(mode.token.priceSource),
-      holdings ? tokenRead(chain, mode.token.address, "balanceOf", [sender]) : 0n,
-      holdings ? tokenRead(chain, mode.token.address, "allowance", [sender, target.paymaster]) : 0n,
+      holdings ? tokenRead(reads, mode.token.address, "balanceOf", [sender]) : 0n,
+      holdings ? tokenRead(reads, mode.token.address, "allowance", [sender, target.paymaster]) : 0n,
       // A configured token the paymaster does not allow would fail on chain (UnsupportedToken): refused first.
       requireTokenAllowed(chain, call.network.config.name, target.paymaster, mode.token, target.market.blockNumber),
     ]),

@@ -1,0 +1,221 @@
+// OpenTelemetry traces end to end: the service on the embedded local chain (real EVM, real SQLite, real HTTP)
+// exporting over OTLP/HTTP to a real receiver on 127.0.0.1 in this process. Sponsorships in each mode (Sponsor,
+// ERC-20, User Sponsor), a refusal and a batch; then the spans' tree (call → pipeline steps → chain calls and
+// store transactions), names, attributes, the client's traceparent as the parent, the trace id in the refusal's
+// body, settlement and retention passes and webhook deliveries as traces of their own, and no secret in any
+// attribute.
+import { expect } from "chai";
+import { approveCallData, executeCallData } from "../src/local/embedded.ts";
+import { fundTank, mint, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "./helpers/otlpReceiver.ts";
+import { startRetention } from "../src/lifecycle/retention.ts";
+import { createLogger } from "../src/log.ts";
+import { createEventWebhook } from "../src/webhooks/admin.ts";
+import { destinationPolicy } from "../src/webhooks/destination.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "./helpers/webhookReceiver.ts";
+
+/** A client's own trace and span ids (what a wallet or bundler sends in traceparent). */
+const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN = "00f067aa0ba902b7";
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  return { status: response.status, body: await response.json() };
+}
+
+describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function () {
+  let receiver: OtlpReceiver;
+  let embedded: Embedded;
+  let hook: WebhookReceiver;
+  let hookSecret: string;
+  /** A receiver's path often carries its own token (a chat hook's): never an attribute. */
+  const HOOK_PATH_TOKEN = "T0k3nInThePath";
+  /** The answers' paymasterAndData: their signatures must never be an attribute. */
+  const signedData: string[] = [];
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    embedded = await startTestStack({
+      tracingEnv: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_SERVICE_NAME: "paymaster-under-test",
+        OTEL_TRACES_SAMPLER: "always_on",
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+      },
+      webhookDestinations: ["127.0.0.1/32"],
+    });
+    // Every sponsorship of the demo project is a webhook event: its deliveries are traces of their own.
+    hook = await startWebhookReceiver("ok", `/hooks/${HOOK_PATH_TOKEN}`);
+    const created = await createEventWebhook(embedded.running.service.store, { projectId: embedded.projectId, url: `${hook.url}`, events: ["sponsorship.signed"] }, destinationPolicy({ allowed: ["127.0.0.1/32"] }));
+    hookSecret = created.secret;
+  });
+  after(async () => {
+    await embedded?.close();
+    await hook?.close();
+    await receiver?.close();
+  });
+
+  const byName = (spans: ReceivedSpan[], name: string) => spans.filter((s) => s.name === name);
+  const childrenOf = (spans: ReceivedSpan[], parent: ReceivedSpan) => spans.filter((s) => s.traceId === parent.traceId && s.parentSpanId === parent.spanId);
+  /** The root span of the call whose trace is `traceId` (its server span). */
+  const callSpan = (traceId: string) => receiver.spans.find((s) => s.traceId === traceId && s.kind === 2);
+
+  it("a sponsorship (Sponsor mode, v1 dialect) continues the client's trace: call → steps → chain calls and store transactions", async () => {
+    const wallet = await newWallet(embedded, "v0.7");
+    const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+    const { status, body } = await post(
+      embedded.endpoint,
+      { id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [wire, { strategy_code: embedded.strategyCode, version: "v0.7" }] },
+      { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`, tracestate: "wallet=1" },
+    );
+    expect(status, JSON.stringify(body)).to.equal(200);
+    signedData.push(body.data.userOpResponse.paymasterAndData);
+
+    await receiver.waitFor((spans) => spans.some((s) => s.traceId === CLIENT_TRACE && s.name === "store confirmSponsorship"));
+    const root = callSpan(CLIENT_TRACE)!;
+    expect(root.name).to.equal("pm_sponsorUserOperation");
+    expect(root.parentSpanId, "the client's span is the parent").to.equal(CLIENT_SPAN);
+    expect(root.resource["service.name"]).to.equal("paymaster-under-test");
+    expect(root.attributes).to.include({
+      "rpc.system": "jsonrpc",
+      "rpc.method": "pm_sponsorUserOperation",
+      "paymaster.network": "local",
+      "paymaster.entry_point_version": "v0.7",
+      "paymaster.mode": "sponsor",
+      "paymaster.outcome": "ok",
+    });
+    expect(root.attributes).not.to.have.property("paymaster.refusal_reason");
+
+    const trace = receiver.spans.filter((s) => s.traceId === CLIENT_TRACE);
+    const steps = childrenOf(trace, root).map((s) => s.name);
+    for (const step of ["step.resolveTarget", "step.detectDelegate", "step.tokenPrice", "step.estimateGas", "step.maxCost", "step.requireApproval", "step.signLanding", "step.commitSponsorship"]) {
+      expect(steps, step).to.include(step);
+    }
+    // The pure-CPU steps (policy rules, caps, the client's gas) get no span: they cost less than one.
+    expect(steps).not.to.include("step.cheapPolicy");
+    // The estimate's simulation is a chain call under its step, with its upstream (redacted) and attempts.
+    const estimate = byName(trace, "step.estimateGas")[0]!;
+    const estimateCalls = childrenOf(trace, estimate);
+    expect(estimateCalls.map((s) => s.name)).to.include("chain eth_call");
+    const simulation = estimateCalls.find((s) => s.name === "chain eth_call")!;
+    expect(simulation.kind).to.equal(3);
+    expect(simulation.attributes).to.include({ "rpc.method": "eth_call", "paymaster.network": "local", "paymaster.rpc.attempts": 1, "paymaster.rpc.outcome": "ok" });
+    expect(simulation.attributes["paymaster.upstream"]).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // Commit: the final simulation and the reservation side by side, the store's transactions under them.
+    const commit = byName(trace, "step.commitSponsorship")[0]!;
+    expect(childrenOf(trace, commit).map((s) => s.name)).to.include.members(["step.checkLanding", "step.reserve", "store confirmSponsorship"]);
+    const reserve = byName(trace, "step.reserve")[0]!;
+    const reservation = childrenOf(trace, reserve).find((s) => s.name === "store reserveSponsorship")!;
+    expect(reservation.attributes).to.include({ "db.system.name": "sqlite", "db.operation.name": "reserveSponsorship" });
+    expect(childrenOf(trace, byName(trace, "step.checkLanding")[0]!).map((s) => s.name)).to.include("chain eth_call");
+  });
+
+  it("ERC-20 and User Sponsor modes: the root span names the mode; the token reads are chain calls of tokenPrice", async () => {
+    const erc20Wallet = await newWallet(embedded, "v0.7");
+    await mint(embedded, "USDC", erc20Wallet.sender, 1_000n * 10n ** 6n);
+    const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
+    const paymaster = embedded.stack.manifest.entryPoints["v0.7"].erc20Paymaster;
+    const erc20 = await post(embedded.erc7677Endpoint, {
+      id: 1,
+      jsonrpc: "2.0",
+      method: "pm_sponsorUserOperation",
+      params: [wireOp(erc20Wallet, approveCallData(usdc.address, paymaster)), { token: "USDC", version: "v0.7" }],
+    });
+    expect(erc20.body.result, JSON.stringify(erc20.body)).to.be.an("object");
+    signedData.push(erc20.body.result.userOpResponse.paymasterAndData);
+
+    const tankWallet = await newWallet(embedded, "v0.7");
+    await fundTank(embedded.running.service.store, tankWallet.sender, 10n ** 17n, embedded.projectId);
+    const user = await post(embedded.erc7677Endpoint, { id: 2, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [wireOp(tankWallet, executeCallData(tankWallet.owner.address)), { version: "v0.7" }] });
+    expect(user.body.result, JSON.stringify(user.body)).to.be.an("object");
+    signedData.push(user.body.result.userOpResponse.paymasterAndData);
+
+    const modeRoot = (mode: string) => receiver.spans.find((s) => s.kind === 2 && s.attributes["paymaster.mode"] === mode && s.attributes["paymaster.outcome"] === "ok");
+    await receiver.waitFor((spans) => modeRoot("erc20") !== undefined && modeRoot("user") !== undefined && spans.filter((s) => s.name === "store confirmSponsorship").length >= 3);
+    const erc20Root = modeRoot("erc20")!;
+    expect(erc20Root.parentSpanId, "no traceparent: a trace of its own").to.equal("");
+    const trace = receiver.spans.filter((s) => s.traceId === erc20Root.traceId);
+    const tokenPrice = trace.find((s) => s.name === "step.tokenPrice")!;
+    expect(childrenOf(trace, tokenPrice).filter((s) => s.name === "chain eth_call").length, "balanceOf and allowance").to.be.at.least(2);
+    expect(trace.map((s) => s.name)).to.include("step.chargeToken");
+    const userRoot = modeRoot("user")!;
+    expect(receiver.spans.filter((s) => s.traceId === userRoot.traceId).map((s) => s.name)).to.include("store reserveSponsorship");
+  });
+
+  it("a refusal: its trace id is in the error body beside the reason, and its span says why; a batch is one trace per call", async () => {
+    const wallet = await newWallet(embedded, "v0.7");
+    const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+    const refused = await post(embedded.erc7677Endpoint, { id: 7, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [wire, { strategy_code: "NO_SUCH_CODE", version: "v0.7" }] });
+    const data = refused.body.error.data;
+    expect(data.reason).to.be.a("string");
+    expect(data.traceId).to.match(/^[0-9a-f]{32}$/);
+
+    // The v1 dialect too: the refusal's envelope carries it.
+    const v1 = await post(embedded.endpoint, { id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [wire, { strategy_code: "NO_SUCH_CODE", version: "v0.7" }] }, { traceparent: `00-${"ab".repeat(16)}-${"cd".repeat(8)}-01` });
+    expect(v1.body.data.reason).to.equal(data.reason);
+    expect(v1.body.data.traceId, "the client's trace").to.equal("ab".repeat(16));
+
+    const batch = await post(embedded.erc7677Endpoint, [
+      { id: 1, jsonrpc: "2.0", method: "pm_supportEntrypoint", params: [] },
+      { id: 2, jsonrpc: "2.0", method: "no_suchMethod" },
+    ]);
+    expect(batch.body).to.have.length(2);
+    const unknownTrace = batch.body[1].error.data.traceId as string;
+
+    await receiver.waitFor(() => callSpan(data.traceId) !== undefined && callSpan(unknownTrace) !== undefined && receiver.spans.some((s) => s.name === "pm_supportEntrypoint"));
+    const root = callSpan(data.traceId)!;
+    expect(root.status).to.equal(2);
+    expect(root.attributes).to.include({ "paymaster.outcome": "refused", "paymaster.refusal_reason": data.reason, "error.type": data.reason });
+    const unknown = callSpan(unknownTrace)!;
+    expect(unknown.name, "a client's method name never names a span").to.equal("unknown");
+    expect(unknown.attributes["paymaster.refusal_reason"]).to.equal("METHOD_NOT_FOUND");
+    const supported = receiver.spans.find((s) => s.name === "pm_supportEntrypoint")!;
+    expect(supported.traceId, "one trace per call of a batch").not.to.equal(unknownTrace);
+  });
+
+  it("settlement passes are traces of their own, with their chain calls and store transactions as children", async () => {
+    await receiver.waitFor((spans) => spans.some((s) => s.name === "settlement.pass" && childrenOf(spans, s).some((c) => c.name.startsWith("store "))));
+    const pass = receiver.spans.find((s) => s.name === "settlement.pass" && childrenOf(receiver.spans, s).some((c) => c.name.startsWith("store ")))!;
+    expect(pass.parentSpanId).to.equal("");
+    expect(pass.attributes["paymaster.network"]).to.equal("local");
+    const children = childrenOf(receiver.spans, pass).map((s) => s.name);
+    expect(children).to.include("chain eth_getBlockByNumber");
+    expect(children).to.include("store getCursor");
+  });
+
+  it("a retention pass is a trace of its own, its store transactions as children", async () => {
+    const retention = startRetention({ store: embedded.running.service.store, logger: createLogger("silent"), autoStart: false, settings: { releasedDays: 30, settledDays: 30 } });
+    await retention.runOnce();
+    await retention.stop();
+    await receiver.waitFor((spans) => spans.some((s) => s.name === "retention.pass"));
+    const pass = receiver.spans.find((s) => s.name === "retention.pass")!;
+    expect(pass.parentSpanId).to.equal("");
+    expect(pass.attributes["paymaster.retention.leader"]).to.equal(true);
+    expect(pass.attributes["paymaster.retention.batches"]).to.be.a("number");
+    expect(childrenOf(receiver.spans, pass).map((s) => s.name)).to.include("store tryLeadership");
+  });
+
+  it("webhook deliveries are traces of their own, naming the receiver by scheme, host and port only", async () => {
+    await receiver.waitFor((spans) => spans.some((s) => s.name === "webhook.delivery"));
+    const delivery = receiver.spans.find((s) => s.name === "webhook.delivery")!;
+    expect(delivery.parentSpanId).to.equal("");
+    expect(delivery.kind).to.equal(3);
+    expect(delivery.attributes).to.include({ "paymaster.webhook.event_type": "sponsorship.signed", "paymaster.webhook.outcome": "delivered", "paymaster.webhook.attempt": 1 });
+    expect(delivery.attributes["paymaster.webhook.destination"]).to.equal(`http://127.0.0.1:${hook.port}/…`);
+    expect(childrenOf(receiver.spans, delivery).map((s) => s.name)).to.include("store completeWebhookDelivery");
+  });
+
+  it("no attribute holds a secret: the API key, the signer's key, the signed paymasterAndData, a webhook's secret and path", () => {
+    expect(receiver.spans.length).to.be.greaterThan(50);
+    expect(receiver.contentTypes).to.deep.equal(new Set(["application/json"]));
+    const signerKey = embedded.stack.signer.privateKey.toLowerCase();
+    const secrets = [embedded.apiKey, signerKey, signerKey.slice(2), HOOK_PATH_TOKEN, hookSecret, ...signedData.map((d) => d.toLowerCase()), ...signedData.map((d) => d.slice(-130).toLowerCase())];
+    expect(signedData).to.have.length(3);
+    for (const span of receiver.spans) {
+      for (const [key, value] of Object.entries({ ...span.attributes, ...span.resource })) {
+        const text = String(value).toLowerCase();
+        for (const secret of secrets) expect(text.includes(secret.toLowerCase()), `${span.name} ${key}`).to.equal(false);
+      }
+    }
+  });
+});
