@@ -13,6 +13,10 @@ import { createLogger } from "../src/log.ts";
 import { createEventWebhook } from "../src/webhooks/admin.ts";
 import { destinationPolicy } from "../src/webhooks/destination.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "./helpers/webhookReceiver.ts";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createChainRpc } from "../src/chain/rpc.ts";
+import { rootSpan } from "../src/telemetry/trace.ts";
 
 /** A client's own trace and span ids (what a wallet or bundler sends in traceparent). */
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -203,6 +207,35 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     expect(delivery.attributes).to.include({ "paymaster.webhook.event_type": "sponsorship.signed", "paymaster.webhook.outcome": "delivered", "paymaster.webhook.attempt": 1 });
     expect(delivery.attributes["paymaster.webhook.destination"]).to.equal(`http://127.0.0.1:${hook.port}/…`);
     expect(childrenOf(receiver.spans, delivery).map((s) => s.name)).to.include("store completeWebhookDelivery");
+  });
+
+  it("a traced call sends its own span as traceparent, so the bundler (or a node that traces) continues the trace; an untraced call sends none", async () => {
+    // A JSON-RPC server on 127.0.0.1 that records each request's headers (what alto or a tracing node receives).
+    const seen: IncomingHttpHeaders[] = [];
+    const upstream = createServer((request, response) => {
+      seen.push(request.headers);
+      request.resume();
+      request.on("end", () => {
+        response.setHeader("content-type", "application/json");
+        response.end(JSON.stringify({ jsonrpc: "2.0", id: 1, result: "0x1" }));
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+    const bundler = createChainRpc(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, { kind: "bundler", network: "local" });
+    try {
+      const parent = rootSpan("test call", "server");
+      await bundler.request("eth_supportedEntryPoints", [], { trace: parent });
+      parent.end();
+      await bundler.request("eth_supportedEntryPoints", []);
+      await receiver.waitFor((spans) => spans.some((s) => s.traceId === parent.traceId && s.name === "bundler eth_supportedEntryPoints"));
+      const client = receiver.spans.find((s) => s.traceId === parent.traceId && s.name === "bundler eth_supportedEntryPoints")!;
+      expect(client.kind, "a client span").to.equal(3);
+      expect(seen[0]!.traceparent, "the client span's own context").to.equal(`00-${parent.traceId}-${client.spanId}-01`);
+      expect(seen[1]!.traceparent, "an untraced call").to.equal(undefined);
+    } finally {
+      bundler.close();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
   });
 
   it("no attribute holds a secret: the API key, the signer's key, the signed paymasterAndData, a webhook's secret and path", () => {

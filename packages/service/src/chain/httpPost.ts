@@ -29,7 +29,8 @@ export interface PendingPost {
 }
 
 export interface HttpPoster {
-  post(payload: string): PendingPost;
+  /** `traceparent`: the calling span's W3C header value (hex and dashes only), sent as that header. */
+  post(payload: string, traceparent?: string): PendingPost;
   /** Closes the idle connections (in-flight ones finish). */
   close(): void;
 }
@@ -39,6 +40,8 @@ const IDLE_REUSE_MS = 4_000;
 /** Most idle connections kept per upstream; more are closed as they come free. */
 const MAX_IDLE = 32;
 const CRLF_CRLF = Buffer.from("\r\n\r\n");
+/** A W3C traceparent value as our spans write it: nothing else ever reaches the request head. */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** The error an HTTP exchange fails with: `code` mirrors node's socket error codes where there is one. */
 export class HttpPostError extends Error {
@@ -54,8 +57,8 @@ interface Target {
   tls: boolean;
   host: string;
   port: number;
-  /** The request head up to the Content-Length value (method, path, Host, fixed headers, Authorization). */
-  headPrefix: string;
+  /** The request head before Content-Length (method, path, Host, fixed headers, Authorization). */
+  headStart: string;
 }
 
 /** The poster for an http(s) URL, or undefined when the URL is not one. */
@@ -92,9 +95,10 @@ export function createHttpPoster(url: string): HttpPoster | undefined {
   };
 
   return {
-    post(payload) {
+    post(payload, traceparent) {
       const conn = acquire();
-      return conn.exchange(`${target.headPrefix}${Buffer.byteLength(payload)}\r\n\r\n${payload}`, release);
+      const trace = traceparent !== undefined && TRACEPARENT.test(traceparent) ? `traceparent: ${traceparent}\r\n` : "";
+      return conn.exchange(`${target.headStart}${trace}Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`, release);
     },
     close() {
       closed = true;
@@ -120,10 +124,9 @@ function targetOf(url: string): Target | undefined {
       ? `Authorization: Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString("base64")}\r\n`
       : "";
   const path = `${parsed.pathname || "/"}${parsed.search}`;
-  const headPrefix =
-    `POST ${path} HTTP/1.1\r\nHost: ${parsed.host}\r\n${auth}` +
-    "Content-Type: application/json\r\nAccept: application/json\r\nConnection: keep-alive\r\nContent-Length: ";
-  return { tls, host, port, headPrefix };
+  const headStart =
+    `POST ${path} HTTP/1.1\r\nHost: ${parsed.host}\r\n${auth}` + "Content-Type: application/json\r\nAccept: application/json\r\nConnection: keep-alive\r\n";
+  return { tls, host, port, headStart };
 }
 
 type Phase = "idle" | "head" | "body" | "chunked" | "untilClose" | "dead";

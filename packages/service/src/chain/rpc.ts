@@ -198,7 +198,7 @@ interface Upstream {
   episodeLimits: number;
   /** When it last completed an exchange (performance.now()), whatever the answer. */
   lastAnswerAt: number;
-  post(payload: string, timeoutMs: number): Promise<HttpAnswer>;
+  post(payload: string, timeoutMs: number, traceparent?: string): Promise<HttpAnswer>;
   /** Closes its idle connections. */
   closeIdle(): void;
 }
@@ -210,10 +210,10 @@ interface Upstream {
  */
 function createPoster(url: string, lastAnswerAt: () => number, hardMs: () => number): Pick<Upstream, "post" | "closeIdle"> {
   const poster = createHttpPoster(url);
-  const post: Upstream["post"] = (payload, timeoutMs) =>
+  const post: Upstream["post"] = (payload, timeoutMs, traceparent) =>
     new Promise((resolve, reject) => {
       if (!poster) throw new UpstreamError("bad_url", "not an http(s) URL");
-      const pending = poster.post(payload);
+      const pending = poster.post(payload, traceparent);
       // Timed out when the upstream has been silent (no answer to anyone) for timeoutMs since this attempt
       // began, or when the attempt has lasted hardMs (a busy upstream is waited for that long at most).
       const started = performance.now();
@@ -342,12 +342,12 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   }
 
   /** One exchange with one upstream: the parsed answer, or throws UpstreamError / NodeError. */
-  async function exchange<T>(u: Upstream, method: string, params: unknown[], attemptMs: number): Promise<T> {
+  async function exchange<T>(u: Upstream, method: string, params: unknown[], attemptMs: number, traceparent: string | undefined): Promise<T> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     let answer: HttpAnswer;
     try {
-      answer = await u.post(JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }), attemptMs);
+      answer = await u.post(JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }), attemptMs, traceparent);
       u.lastAnswerAt = performance.now();
     } catch (error) {
       const failure = classify(error);
@@ -394,7 +394,7 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
       probing = true;
       void Promise.all(
         down.map((u) =>
-          exchange<string>(u, probeMethod, [], timeoutMs).then(
+          exchange<string>(u, probeMethod, [], timeoutMs, undefined).then(
             () => markUp(u),
             (error: unknown) => {
               const failure = error instanceof NodeError ? undefined : classify(error);
@@ -467,7 +467,7 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
         try {
           span?.set("paymaster.rpc.attempts", ++tries);
           span?.set("paymaster.upstream", u.label);
-          return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining));
+          return await exchange<T>(u, method, params, Math.min(attemptLimit, remaining), span?.traceparent);
         } catch (error) {
           if (!(error instanceof UpstreamError)) throw error;
           last = error;
@@ -484,7 +484,7 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
         if (left <= 0) break;
         try {
           span?.set("paymaster.rpc.attempts", ++tries);
-          return await exchange<T>(u, method, params, Math.min(attemptLimit, left));
+          return await exchange<T>(u, method, params, Math.min(attemptLimit, left), span?.traceparent);
         } catch (error) {
           if (!(error instanceof UpstreamError)) throw error;
           last = error;

@@ -95,12 +95,21 @@ class OtelSpan implements TraceSpan {
   #context: Context | undefined;
   readonly recording: boolean;
   readonly traceId: string;
+  #traceparent: string | undefined;
 
   constructor(span: Span, tracer: Tracer) {
     this.#span = span;
     this.#tracer = tracer;
     this.recording = span.isRecording();
     this.traceId = span.spanContext().traceId;
+  }
+
+  get traceparent(): string {
+    if (this.#traceparent === undefined) {
+      const { traceId, spanId, traceFlags } = this.#span.spanContext();
+      this.#traceparent = `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, "0")}`;
+    }
+    return this.#traceparent;
   }
 
   set(key: string, value: AttributeValue | undefined): void {

@@ -19,6 +19,7 @@ export type { AttributeValue, SpanKind, TraceBackend, TraceHeaders, TraceSpan } 
 export const NO_SPAN: TraceSpan = Object.freeze({
   recording: false,
   traceId: undefined,
+  traceparent: undefined,
   set() {},
   fail() {},
   end() {},

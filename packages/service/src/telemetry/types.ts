@@ -11,6 +11,11 @@ export interface TraceSpan {
   readonly recording: boolean;
   /** The W3C trace id (32 hex digits), undefined with tracing off. */
   readonly traceId: string | undefined;
+  /**
+   * This span as a W3C `traceparent` header value (version 00, hex ids and flags only), sent on the calls it makes
+   * so the next service (the bundler, a node that traces) continues the trace; undefined with tracing off.
+   */
+  readonly traceparent: string | undefined;
   set(key: string, value: AttributeValue | undefined): void;
   /** Marks the span failed; `reason` is a stable word (a refusal reason, a failure cause), never a message. */
   fail(reason: string): void;
