@@ -51,11 +51,12 @@ export const networkStatus = read("viewer", async function networkStatus(ctx: Ad
       // A token signer already running knows its address: the token is not opened a second time for it.
       const tokenSigner = config.pkcs11 && runtime.chain ? [runtime.chain.signer.address] : undefined;
       const target = serviceChainTarget(config, rpc ? new ChainRpcProvider(rpc, config.chainId) : undefined, tokenSigner);
+      const problem = runtime.problem?.() ?? (runtime.chain === undefined ? "starting" : null);
       const status: NetworkStatus = {
         network: config.name,
         chainId: config.chainId,
-        ready: runtime.chain !== undefined && runtime.problem?.() === undefined,
-        problem: runtime.chain === undefined ? (runtime.problem?.() ?? "starting") : (runtime.problem?.() ?? null),
+        ready: problem === null,
+        problem,
         signer: target.serviceSigners[0] ?? null,
         thresholds: { depositAlertWei: config.depositAlertWei?.toString() ?? null, minUnstakeDelaySec: MIN_UNSTAKE_DELAY_SEC, watcherLagBlocks: lagAlert },
         watcher: { cursorBlock: cursor?.toString() ?? null, headBlock: null, lagBlocks: null, confirmations: config.confirmations ?? WATCHER_DEFAULTS.confirmations },

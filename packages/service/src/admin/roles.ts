@@ -21,13 +21,6 @@ export type Role = (typeof ROLES)[number];
 /** What a caller gets when it names no role: a token of the form `name=token` (what every token was before roles). */
 export const DEFAULT_ROLE: Role = "admin";
 
-/** What each role may do, in one line (docs, the console, error messages). */
-export const ROLE_SUMMARIES: Readonly<Record<Role, string>> = Object.freeze({
-  viewer: "reads everything an operator reads, never a secret",
-  operator: "viewer, and projects, API keys, strategies and their rules, key applications, webhooks",
-  admin: "operator, and what moves money or trust: gas tanks, tokens and prices, on-chain allowlists",
-});
-
 export function isRole(value: unknown): value is Role {
   return typeof value === "string" && (ROLES as readonly string[]).includes(value);
 }

@@ -32,9 +32,9 @@ export const showTank = read("viewer", async function showTank(ctx: AdminContext
  * The operator allows (or no longer allows) a project to draw from a sender's tank — for a tank owner who asked
  * out of band, or whose account cannot sign a consent (no ERC-1271). Dated when recorded and always applied;
  * a disallow then beats every consent signed before it (store/tankConsentClock.ts). Before and after go to the
- * audit log.
+ * audit log. Called inside the admin mutations below (their role check and transaction).
  */
-const changeTankConsent = mutation("admin", async function changeTankConsent(ctx: AdminContext, input: TankInput & { project: unknown }, allowed: boolean) {
+async function changeTankConsent(ctx: AdminContext, input: TankInput & { project: unknown }, allowed: boolean) {
   const network = knownNetwork(ctx, input.network);
   const sender = validAddress(input.sender, "sender");
   if (typeof input.project !== "string" || input.project === "") invalid("project: a project id");
@@ -44,7 +44,7 @@ const changeTankConsent = mutation("admin", async function changeTankConsent(ctx
   const after = { network, sender, ...consentView(consent) };
   await audit(ctx, allowed ? "tank.allow" : "tank.disallow", `${network}:${sender}`, previous ? consentView(previous) : null, after);
   return after;
-});
+}
 
 export const allowTankProject = mutation("admin", function allowTankProject(ctx: AdminContext, input: TankInput & { project: unknown }) {
   return changeTankConsent(ctx, input, true);
@@ -54,8 +54,8 @@ export const disallowTankProject = mutation("admin", function disallowTankProjec
   return changeTankConsent(ctx, input, false);
 });
 
-/** A credit or a debit by hand: the tank before and after go to the audit log. */
-const adjustTank = mutation("admin", async function adjustTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }, kind: "credit" | "debit") {
+/** A credit or a debit by hand, inside the admin mutations below: the tank before and after go to the audit log. */
+async function adjustTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }, kind: "credit" | "debit") {
   const network = knownNetwork(ctx, input.network);
   const sender = validAddress(input.sender, "sender");
   const wei = validWei(input.wei, "wei");
@@ -65,7 +65,7 @@ const adjustTank = mutation("admin", async function adjustTank(ctx: AdminContext
   const after = { ...tankView(await guarded(() => change(network, sender, wei, ref))), [`${kind}edWei`]: wei.toString(), reference: ref };
   await audit(ctx, `tank.${kind}`, `${network}:${sender}`, before, after);
   return after;
-});
+}
 
 export const creditTank = mutation("admin", function creditTank(ctx: AdminContext, input: TankInput & { wei: unknown; reference?: unknown }) {
   return adjustTank(ctx, input, "credit");

@@ -225,8 +225,8 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ad
       const result = await route.handler(admin, { params: ctx.params as Record<string, string>, query, body });
       ctx.status = route.status ?? 200;
       if (result instanceof FileAnswer) {
-        ctx.type = result.contentType;
         ctx.attachment(result.name, { type: "attachment" });
+        ctx.type = result.contentType;
       }
       ctx.body = result instanceof FileAnswer ? result.body : result;
     });

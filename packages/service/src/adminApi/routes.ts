@@ -19,7 +19,7 @@ import { serviceSetTokenSupport, serviceTokenSupport } from "../admin/tokens.ts"
 import { checkStrategyPolicy } from "../admin/policyCheck.ts";
 import { createWebhook, listProjectWebhooks, removeWebhook, replayWebhook, webhookDeliveries } from "../admin/webhooks.ts";
 import { adjustBilling, billingStatement, creditBilling, listBilling, setBillingPlan, showBilling } from "../admin/billing.ts";
-import { statementCsv, statementFileName, type Statement } from "../billing/statement.ts";
+import { statementFile, statementFileName, type Statement } from "../billing/statement.ts";
 
 export interface AdminRequest {
   params: Record<string, string>;
@@ -97,9 +97,9 @@ function statementFormat(r: AdminRequest): "csv" | "json" | undefined {
 /** A project's statement: as it is, or as a file to download. */
 function statementAnswer(statement: Statement, r: AdminRequest): unknown {
   const format = statementFormat(r);
-  if (format === "csv") return new FileAnswer(statementFileName(statement, "csv"), "text/csv; charset=utf-8", statementCsv(statement));
-  if (format === "json") return new FileAnswer(statementFileName(statement, "json"), "application/json; charset=utf-8", `${JSON.stringify(statement, null, 2)}\n`);
-  return statement;
+  if (format === undefined) return statement;
+  const type = format === "csv" ? "text/csv; charset=utf-8" : "application/json; charset=utf-8";
+  return new FileAnswer(statementFileName(statement, format), type, statementFile(statement, format));
 }
 
 const SPONSORSHIP_FILTERS = ["project", "strategy", "network", "sender", "status", "userOpHash", "since", "until", "limit"] as const;

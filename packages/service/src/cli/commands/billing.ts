@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { adjustBilling, billingStatement, creditBilling, listBilling, setBillingPlan, showBilling, type PlanInput, type StatementQuery } from "../../admin/billing.ts";
 import { invalid } from "../../admin/context.ts";
-import { statementCsv, type Statement } from "../../billing/statement.ts";
+import { statementCsv, statementFile, type Statement } from "../../billing/statement.ts";
 import { record, table } from "../output.ts";
 import type { Run } from "../run.ts";
 
@@ -86,7 +86,7 @@ export function registerBilling(program: Command, run: Run): void {
         if (!["text", "csv", "json"].includes(format)) invalid(`--format: text, csv or json, not ${JSON.stringify(format)}`);
         const statement = await billingStatement(ctx, project, { ...(o.month ? { month: o.month } : {}), ...(o.since ? { since: o.since } : {}), ...(o.until ? { until: o.until } : {}) });
         if (o.output !== undefined) {
-          writeFileSync(o.output, format === "csv" ? statementCsv(statement) : format === "json" ? `${JSON.stringify(statement, null, 2)}\n` : `${statementText(statement)}\n`);
+          writeFileSync(o.output, format === "text" ? `${statementText(statement)}\n` : statementFile(statement, format as "csv" | "json"));
           out.print({ file: o.output, format, lines: statement.lines.length, closingBalanceUsd: statement.closingBalanceUsd }, record);
           return;
         }
