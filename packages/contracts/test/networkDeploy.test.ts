@@ -533,6 +533,29 @@ describe("deployment to a network: a chain older than Cancun is refused before a
     }
   });
 
+  it("a node error that is no verdict on the EVM (a provider's rate limit) is thrown as such, never reported as 'not Cancun'", async () => {
+    const { createServer } = await import("node:http");
+    // A JSON-RPC server on 127.0.0.1 answering every eth_call as a provider over its quota does (HTTP 200, -32005).
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => (body += chunk));
+      request.on("end", () => {
+        const { id } = JSON.parse(body) as { id: unknown };
+        response.setHeader("content-type", "application/json");
+        response.end(JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32005, message: "daily request count exceeded, request rate limited" } }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const provider = new JsonRpcProvider(`http://127.0.0.1:${(server.address() as { port: number }).port}`, 84532, { staticNetwork: true, batchMaxCount: 1 });
+    try {
+      const outcome = await cancunMissing(provider).then((verdict) => `verdict: ${verdict}`, (error: Error) => `thrown: ${error.message}`);
+      expect(outcome).to.match(/^thrown: the node did not answer the Cancun probe .*: daily request count exceeded, request rate limited\. Nothing was sent; try again\.$/);
+    } finally {
+      provider.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it("Cancun: the probe answers its marker, and the deployment runs there", async () => {
     const net = await startWithHardfork("cancun");
     try {

@@ -19,9 +19,15 @@ export const CANCUN_PROBE_MARKER = "0x000000000000000000000000000000000000000000
 export const CANCUN_PROBE_INIT_CODE = "0x6543414e43554e60005d60005c6000526020600060205e60206020f3" as const;
 
 /**
- * Why the chain cannot run the contracts, or undefined when it runs the probe. A node that answers the eth_call
- * with an error (invalid opcode) or with another result is refused; a node that cannot be reached at all is not a
- * verdict on its EVM, and its error is thrown as is.
+ * How nodes word an opcode their EVM does not have: geth and erigon "invalid opcode: TSTORE", Nethermind
+ * "BadInstruction", Besu "INVALID_OPERATION", revm-based nodes "OpcodeNotFound" / "NotActivated".
+ */
+const EVM_REFUSAL = /opcode|instruction|invalid.?operation|not.?activated/i;
+
+/**
+ * Why the chain cannot run the contracts, or undefined when it runs the probe. A node that refuses the probe's
+ * opcodes, or answers something other than the marker, is refused. Any other error (unreachable, a provider's
+ * rate limit, a node that takes no eth_call without `to`) is no verdict on its EVM: it is thrown, saying so.
  */
 export async function cancunMissing(provider: Provider): Promise<string | undefined> {
   let answer: string;
@@ -30,7 +36,9 @@ export async function cancunMissing(provider: Provider): Promise<string | undefi
   } catch (error) {
     const nodeError = (error as { info?: { error?: { message?: unknown } } }).info?.error;
     if (nodeError === undefined) throw error;
-    return `It refused code using TSTORE, TLOAD and MCOPY: ${String(nodeError.message ?? "no message").slice(0, 200)}`;
+    const message = String(nodeError.message ?? "no message").slice(0, 200);
+    if (!EVM_REFUSAL.test(message)) throw new Error(`the node did not answer the Cancun probe (an eth_call of code using TSTORE, TLOAD and MCOPY): ${message}. Nothing was sent; try again.`);
+    return `It refused code using TSTORE, TLOAD and MCOPY: ${message}`;
   }
   if (answer.toLowerCase() === CANCUN_PROBE_MARKER) return undefined;
   return `Code using TSTORE, TLOAD and MCOPY answered ${answer.slice(0, 80)} instead of the marker`;
