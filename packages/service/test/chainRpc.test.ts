@@ -334,6 +334,9 @@ describe("chain RPC client", () => {
       expect(waitOf(200, undefined, { code: -32005, message: "project ID request rate exceeded", data: { see: "https://infura.io/…", backoff_seconds: 30 } })).to.equal(30_000);
       expect(waitOf(200, undefined, { code: -32005, message: "limit exceeded" })).to.equal(undefined);
       expect(providerLimitOf(200, undefined, { code: -32005, message: "limit exceeded, see https://dash.example/v3/KEY123?x=1" }, now)!.detail).to.equal("JSON-RPC -32005: limit exceeded, see https://dash.example/…");
+      // A key in the URL's userinfo, or bare in the text, never reaches the log line.
+      const detail = providerLimitOf(200, undefined, { code: -32005, message: "over quota: https://acct:s3cretKeyValue@dash.example/x, or key AbCdEfGhIjKlMnOpQrStUvWxYz012345" }, now)!.detail;
+      expect(detail).to.equal("JSON-RPC -32005: over quota: https://dash.example/… or key [redacted]");
     });
 
     describe("the client", () => {

@@ -14,7 +14,8 @@ import type { ServiceMetrics } from "../metrics/metrics.ts";
 import { createChainRpc, NodeError, type ChainRpc, type RpcObserver } from "../chain/rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
 import { chainWait } from "../timing.ts";
-import { BundlerRejection, loggedText } from "./rejection.ts";
+import { BundlerRejection } from "./rejection.ts";
+import { loggedText } from "../text/loggedText.ts";
 
 /** Per call (a bundler simulates before it answers: slower than a node). */
 export const BUNDLER_TIMEOUT_MS = 10_000;

@@ -15,7 +15,7 @@
  * Whatever was removed goes to the service's log, its URLs reduced to scheme, host and port and its tokens
  * redacted (forwardToBundler).
  */
-import { redactUrl } from "../text/redactUrl.ts";
+import { TOKEN_PATTERN, URL_PATTERN } from "../text/loggedText.ts";
 import { NodeError } from "../chain/rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
 
@@ -25,15 +25,9 @@ export const MESSAGE_MAX_CHARS = 300;
 const HEX_MAX_CHARS = 16_386;
 /** ERC-7769's data fields: the entity at fault and the values it was judged by. */
 const DATA_FIELDS = ["paymaster", "aggregator", "factory", "sender", "entryPoint", "validUntil", "validAfter", "minimumStake", "minimumUnstakeDelay"] as const;
-/** What the log keeps of the bundler's own message and data. */
-const LOG_MAX_CHARS = 4_000;
-
-const URL_PATTERN = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>()\]]+/gi;
 const STACK_FRAME = /^\s*at\s+\S/;
 // A path of at least two segments, starting a word: /srv/app/x.js:10:5, C:\app\x.js, /v1/<key>.
 const PATH_PATTERN = /(?<=^|[\s("'=,[])(?:[A-Za-z]:\\|\/)(?:[\w.@~-]+[\\/])+[\w.@~-]*(?::\d+)*/g;
-// An opaque token (API key, bearer, session id): a long run that is not 0x-hex (revert data, addresses stay).
-const TOKEN_PATTERN = /(?<![\w-])(?!0x)[A-Za-z0-9_-]{24,}/g;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]+/gu;
 
 /** The bundler's message as the client gets it. Pure. */
@@ -61,12 +55,6 @@ export function clientData(data: unknown): unknown {
   if (typeof data !== "object" || data === null || Array.isArray(data)) return undefined;
   const kept = Object.fromEntries(DATA_FIELDS.flatMap((field) => (isPlainValue((data as Record<string, unknown>)[field]) ? [[field, (data as Record<string, unknown>)[field]]] : [])));
   return Object.keys(kept).length > 0 ? kept : undefined;
-}
-
-/** `text` for the log: URLs reduced to scheme, host and port, opaque tokens redacted, bounded. */
-export function loggedText(text: string): string {
-  const redacted = text.replace(URL_PATTERN, (url) => redactUrl(url)).replace(TOKEN_PATTERN, "[redacted]");
-  return redacted.length > LOG_MAX_CHARS ? `${redacted.slice(0, LOG_MAX_CHARS)}…` : redacted;
 }
 
 /**

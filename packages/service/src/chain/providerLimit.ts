@@ -12,6 +12,7 @@
  * exceeded" must not cool an upstream down (anyone could take the service's upstreams out with such ops).
  */
 import { revertDataOf, type JsonRpcErrorBody } from "./nodeError.ts";
+import { loggedText } from "../text/loggedText.ts";
 
 /** JSON-RPC error codes that mean "over the provider's limit". */
 const LIMIT_CODES: ReadonlySet<number> = new Set([-32005, -32016, -32007, -32029, 429]);
@@ -63,8 +64,7 @@ function statedWaitMs(error: JsonRpcErrorBody): number | undefined {
   return Number(match[1]) * (match[2]!.toLowerCase().startsWith("m") ? 1 : 1000);
 }
 
-/** A provider's message for a log line: bounded, URLs cut to their host (providers link dashboards with keys in them). */
+/** A provider's message for a log line (providers link dashboards with keys in them): loggedText, 160 characters. */
 function safeMessage(message: unknown): string {
-  const text = typeof message === "string" ? message : "";
-  return text.replace(/\b(https?:\/\/[^/\s"']+)[^\s"']*/gi, "$1/…").slice(0, 160);
+  return loggedText(typeof message === "string" ? message : "", 160);
 }
