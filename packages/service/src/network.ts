@@ -183,16 +183,17 @@ export async function startNetwork(
           : rateLimited
             ? `the RPC provider rate-limits this service (${cause})`
             : `the RPC does not answer (${cause})`;
+      const signerDetail = signer ? dependencyFailure(signer)?.detail : undefined;
       // One line per distinct problem, not one per retry; the signer's line has the operator's detail (CKR code, library).
       if (problem !== lastProblem) {
         const line = { upstreams: upstreams(), problem };
         if (error instanceof PreflightError) log.error(line, "network not ready: the pre-flight check failed; retrying");
-        else if (signer) log.error({ ...line, detail: dependencyFailure(signer)?.detail }, "network not ready: its signing key is unavailable; retrying");
+        else if (signer) log.error({ ...line, detail: signerDetail }, "network not ready: its signing key is unavailable; retrying");
         else if (rateLimited) log.warn(line, "network not ready: its RPC provider rate-limits this service; retrying when the limit lifts");
         else log.warn(line, "network not ready: its RPC does not answer; retrying until it does");
       }
       lastProblem = problem;
-      lastDetail = signer ? dependencyFailure(signer)?.detail : undefined;
+      lastDetail = signerDetail;
       if (stopped) return;
       // Rate-limited: back when the provider's limit is due to lift (sooner than the usual retry, never later).
       const retryAfterMs = rateLimited ? Number((error as RpcError).details["retryAfterSeconds"] ?? 0) * 1000 : 0;

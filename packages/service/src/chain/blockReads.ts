@@ -21,8 +21,6 @@ export interface BlockReads {
   fresh<V>(key: string, block: bigint, read: () => Promise<V>): Promise<V>;
   /** A new block: every key used within `hotMs` is read again in the background; the others are forgotten. */
   refresh(block: bigint): void;
-  /** Keys kept (for tests and metrics). */
-  size(): number;
 }
 
 interface Entry {
@@ -85,6 +83,5 @@ export function createBlockReads({ hotMs = HOT_MS, now = () => Date.now() }: { h
         if (!has) start(entry, block).catch(() => undefined); // a request that needs it reads again
       }
     },
-    size: () => entries.size,
   };
 }

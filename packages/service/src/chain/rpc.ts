@@ -264,11 +264,12 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
   const probeIntervalMs = options.probeIntervalMs ?? RPC_DEFAULTS.probeIntervalMs;
   const network = options.network ?? "?";
   const kind = options.kind ?? "chain RPC";
+  const slug = kind.replaceAll(" ", "-").toLowerCase();
   /** Span names: "chain eth_call", "bundler eth_sendUserOperation". */
-  const spanPrefix = kind === "chain RPC" ? "chain" : kind.replaceAll(" ", "-").toLowerCase();
+  const spanPrefix = kind === "chain RPC" ? "chain" : slug;
   const probeMethod = options.probeMethod ?? "eth_blockNumber";
   const limitQuietMs = options.limitQuietMs ?? LIMIT_QUIET_MS;
-  const logger = options.logger?.child({ component: kind.replaceAll(" ", "-").toLowerCase(), network });
+  const logger = options.logger?.child({ component: slug, network });
   const observer = options.observer;
   const labels = upstreamLabels(list);
   const upstreams: Upstream[] = list.map((url, i) => {

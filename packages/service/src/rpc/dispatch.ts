@@ -63,13 +63,18 @@ interface HeaderReader {
  */
 export function callTrace(service: ServiceContext, methods: MethodRegistry, method: string, network: string, headers: HeaderReader): TraceSpan {
   if (!tracingOn()) return NO_SPAN;
-  const known = methods.has(method);
+  const known = boundedLabels(service, methods, method, network);
   const traceparent = headers.get("traceparent");
-  const span = rootSpan(known ? method : "unknown", "server", traceparent === "" ? undefined : { traceparent, tracestate: headers.get("tracestate") || undefined });
+  const span = rootSpan(known.method, "server", traceparent === "" ? undefined : { traceparent, tracestate: headers.get("tracestate") || undefined });
   span.set("rpc.system", "jsonrpc");
-  span.set("rpc.method", known ? method : "unknown");
-  span.set("paymaster.network", service.networks.has(network) ? network : "unknown");
+  span.set("rpc.method", known.method);
+  span.set("paymaster.network", known.network);
   return span;
+}
+
+/** A call's method and network as a label or attribute: ours as they are, anything a client made up "unknown". */
+function boundedLabels(service: ServiceContext, methods: MethodRegistry, method: string, network: string): { method: string; network: string } {
+  return { method: methods.has(method) ? method : "unknown", network: service.networks.has(network) ? network : "unknown" };
 }
 
 /** Longest API key looked up in the store; longer ones cannot be ours. */
@@ -99,10 +104,11 @@ export async function dispatch(service: ServiceContext, methods: MethodRegistry,
     trace.end();
     if (metrics) {
       // Bounded labels: unknown methods and networks are counted as "unknown", never by what the client sent.
-      const labels = { dialect: request.dialect ?? "v1", method: methods.has(request.method) ? request.method : "unknown" };
+      const known = boundedLabels(service, methods, request.method, request.network);
+      const labels = { dialect: request.dialect ?? "v1", method: known.method };
       const totalNs = process.hrtime.bigint() - started;
       const chainNs = (timing?.chainNs ?? 0n) - chainBefore;
-      metrics.requests.inc({ ...labels, network: service.networks.has(request.network) ? request.network : "unknown", outcome });
+      metrics.requests.inc({ ...labels, network: known.network, outcome });
       metrics.requestDuration.observe(labels, Number(totalNs) / 1e9);
       metrics.requestChainWait.observe(labels, Number(chainNs) / 1e9);
       metrics.requestOwnTime.observe(labels, Number(totalNs - chainNs) / 1e9);

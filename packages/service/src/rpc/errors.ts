@@ -94,6 +94,15 @@ export class RpcError extends Error {
   get jsonRpcCode(): number {
     return REASONS[this.reason].jsonRpcCode;
   }
+
+  /**
+   * What both dialects answer beside the message (v1's `data`, JSON-RPC's `error.data`): the reason first, then the
+   * details, and with tracing on the call's `traceId` (beside the request id: X-Request-Id, INTERNAL_ERROR's details).
+   */
+  data(traceId?: string): Record<string, unknown> {
+    const { reason: _ignored, ...details } = this.details as Record<string, unknown>;
+    return traceId === undefined ? { reason: this.reason, ...details } : { reason: this.reason, ...details, traceId };
+  }
 }
 
 /**

@@ -42,14 +42,9 @@ export interface StandardFailure {
 
 export type StandardResponse = StandardSuccess | StandardFailure;
 
-/**
- * An RpcError as a JSON-RPC error object: code from the catalogue, data = {reason, ...details}, and with
- * tracing on the call's `traceId` (beside the request id, X-Request-Id and INTERNAL_ERROR's details).
- */
+/** An RpcError as a JSON-RPC error object: code from the catalogue, data = RpcError.data (reason, details, traceId). */
 export function standardError(id: JsonRpcId, error: RpcError, traceId?: string): StandardFailure {
-  const { reason: _ignored, ...details } = error.details as Record<string, unknown>;
-  const data = traceId === undefined ? { reason: error.reason, ...details } : { reason: error.reason, ...details, traceId };
-  return { jsonrpc: "2.0", id, error: { code: error.jsonRpcCode, message: error.message, data } };
+  return { jsonrpc: "2.0", id, error: { code: error.jsonRpcCode, message: error.message, data: error.data(traceId) } };
 }
 
 function validId(id: unknown): id is JsonRpcId {

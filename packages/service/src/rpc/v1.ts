@@ -126,12 +126,9 @@ export function sendV1(ctx: RpcExchange, code: number, message: string, data: un
  * Retry-After header (RFC 9110), which HTTP clients and proxies read on a 429 or a 503.
  */
 export function sendV1Error(ctx: RpcExchange, error: RpcError): void {
-  const { reason: _ignored, ...details } = error.details as Record<string, unknown>;
-  const retryAfter = details["retryAfterSeconds"];
+  const retryAfter = error.details["retryAfterSeconds"];
   if (typeof retryAfter === "number" && Number.isFinite(retryAfter) && retryAfter > 0) ctx.set("Retry-After", String(Math.ceil(retryAfter)));
-  // With tracing on, beside the request id (X-Request-Id, INTERNAL_ERROR's details): the call's trace.
-  const traceId = ctx.state.traceIds?.[0];
-  sendV1(ctx, error.status, error.message, traceId === undefined ? { reason: error.reason, ...details } : { reason: error.reason, ...details, traceId });
+  sendV1(ctx, error.status, error.message, error.data(ctx.state.traceIds?.[0]));
 }
 
 /** The apiKey query value(s) as received. */
