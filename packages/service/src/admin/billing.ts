@@ -47,10 +47,14 @@ async function project(ctx: AdminContext, id: unknown): Promise<{ id: string; na
   return { id: found.id, name: found.name };
 }
 
+/** Whether the balance is below the plan's alert threshold (none set: never low). */
+function isLow(plan: BillingPlan | null | undefined, account: BillingAccount): boolean {
+  return plan?.alertBelowUsdMicros !== null && plan?.alertBelowUsdMicros !== undefined && account.balanceUsdMicros < plan.alertBelowUsdMicros;
+}
+
 async function billingView(ctx: AdminContext, p: { id: string; name: string }) {
   const [plan, account] = await Promise.all([ctx.store.getBillingPlan(p.id), ctx.store.getBillingAccount(p.id)]);
-  const low = plan?.alertBelowUsdMicros !== null && plan?.alertBelowUsdMicros !== undefined && account.balanceUsdMicros < plan.alertBelowUsdMicros;
-  return { projectId: p.id, projectName: p.name, ...planView(plan), ...accountView(account), low };
+  return { projectId: p.id, projectName: p.name, ...planView(plan), ...accountView(account), low: isLow(plan, account) };
 }
 
 /** One project's plan and balance: balance, held by open sponsorships, available (balance - held). */
@@ -63,10 +67,7 @@ export const listBilling = read("viewer", async function listBilling(ctx: AdminC
   const [accounts, projects] = await Promise.all([ctx.store.listBillingAccounts(), ctx.store.listProjects()]);
   const names = new Map(projects.map((p) => [p.id, p.name]));
   return accounts
-    .map(({ projectId, plan, account }) => {
-      const low = plan?.alertBelowUsdMicros !== null && plan?.alertBelowUsdMicros !== undefined && account.balanceUsdMicros < plan.alertBelowUsdMicros;
-      return { projectId, projectName: names.get(projectId) ?? projectId, ...planView(plan), ...accountView(account), low };
-    })
+    .map(({ projectId, plan, account }) => ({ projectId, projectName: names.get(projectId) ?? projectId, ...planView(plan), ...accountView(account), low: isLow(plan, account) }))
     .sort((a, b) => a.projectName.localeCompare(b.projectName) || a.projectId.localeCompare(b.projectId));
 });
 

@@ -180,12 +180,12 @@ export function statementCsv(statement: Statement, eol: "\r\n" | "\n" = "\r\n"):
   return rows.map((r) => r.join(",")).join(eol) + eol;
 }
 
-/** A statement's file name: statement-<project id>-<period>.<ext> (safe in a Content-Disposition header and on disk). */
 /** A statement as a downloadable file's text: the CSV of statementCsv, or the JSON document, pretty-printed. */
 export function statementFile(statement: Statement, format: "csv" | "json"): string {
   return format === "csv" ? statementCsv(statement) : `${JSON.stringify(statement, null, 2)}\n`;
 }
 
+/** A statement's file name: statement-<project id>-<period>.<ext> (safe in a Content-Disposition header and on disk). */
 export function statementFileName(statement: Statement, ext: "csv" | "json"): string {
   return `statement-${statement.project.id}-${statement.period.label}`.replace(/[^A-Za-z0-9._-]/g, "_") + `.${ext}`;
 }

@@ -34,11 +34,12 @@ export function dependencyFailure(error: unknown): DependencyFailure | undefined
   const known = knownClientError(error);
   if (!known || !DEPENDENCY_REASONS.has(known.reason)) return undefined;
   const cause = known.details["cause"];
+  const detail = detailOf(error);
   return {
     reason: known.reason as DependencyReason,
     cause: typeof cause === "string" ? cause : "unavailable",
     message: known.message,
-    ...(detailOf(error) === undefined ? {} : { detail: detailOf(error) }),
+    ...(detail === undefined ? {} : { detail }),
   };
 }
 

@@ -28,7 +28,7 @@ import { weiToUsdMicros } from "../policy/rules.ts";
 import type { UsdPrice } from "../sponsor/usdPrice.ts";
 import type { Settlement, Store } from "../store/types.ts";
 import { createDepositJournal } from "./journal.ts";
-import { failureReason, rootSpan } from "../telemetry/trace.ts";
+import { tracedRoot, type TraceSpan } from "../telemetry/trace.ts";
 import { tracedStore } from "../store/traced.ts";
 import { tracedRpc } from "../chain/traced.ts";
 import { failureFields } from "../dependencies/failure.ts";
@@ -485,28 +485,29 @@ export function startWatcher({ network, store: baseStore, logger: parentLogger, 
   }
 
   /** One pass, its own trace ("settlement.pass") while tracing: its chain calls and store transactions as children. */
-  async function tracedTick(): Promise<TickResult> {
-    const span = rootSpan("settlement.pass");
-    if (!span.recording) return tickOnce();
-    span.set("paymaster.network", name);
-    store = tracedStore(baseStore, span);
-    rpc = tracedRpc(chain!.rpc, span);
-    try {
-      const result = await tickOnce();
-      span.set("paymaster.settlement.settled", result.settled);
-      span.set("paymaster.settlement.deposits", result.deposits);
-      span.set("paymaster.settlement.released", result.released);
-      if (result.scanned) span.set("paymaster.settlement.blocks", Number(result.scanned.to - result.scanned.from + 1n));
-      return result;
-    } catch (error) {
-      span.fail(failureReason(error));
-      throw error;
-    } finally {
-      store = baseStore;
-      rpc = chain!.rpc;
-      span.end();
-    }
-  }
+  const tracedTick = (): Promise<TickResult> =>
+    tracedRoot(
+      "settlement.pass",
+      "internal",
+      async (_: undefined, span: TraceSpan) => {
+        if (!span.recording) return tickOnce();
+        span.set("paymaster.network", name);
+        store = tracedStore(baseStore, span);
+        rpc = tracedRpc(chain!.rpc, span);
+        try {
+          const result = await tickOnce();
+          span.set("paymaster.settlement.settled", result.settled);
+          span.set("paymaster.settlement.deposits", result.deposits);
+          span.set("paymaster.settlement.released", result.released);
+          if (result.scanned) span.set("paymaster.settlement.blocks", Number(result.scanned.to - result.scanned.from + 1n));
+          return result;
+        } finally {
+          store = baseStore;
+          rpc = chain!.rpc;
+        }
+      },
+      undefined,
+    );
 
   let queue: Promise<unknown> = Promise.resolve();
   const tick = (): Promise<TickResult> => {

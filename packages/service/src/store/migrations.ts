@@ -716,7 +716,7 @@ export function sharedMigrations(d: Dialect): Migration[] {
 }
 
 /** The tables whose every change bumps config_version (what the service caches per version), as of migration 10. */
-export const CONFIG_TABLES = ["projects", "api_keys", "strategies", "webhook_endpoints"] as const;
+const CONFIG_TABLES = ["projects", "api_keys", "strategies", "webhook_endpoints"] as const;
 
 /** The triggers that bump config_version on every change of `table` (migration 10's function, in PostgreSQL). */
 function configVersionTriggers(d: Dialect, table: string): string {

@@ -29,8 +29,6 @@ export type StoreCause =
   /** The database file is damaged. */
   | "corrupt";
 
-export const STORE_CAUSES: readonly StoreCause[] = ["refused", "timeout", "connection", "dns", "auth", "busy", "disk_full", "read_only", "io", "corrupt"];
-
 /** Causes under which reading still works: the store is up for reads, down for writes. */
 export const WRITE_CAUSES: ReadonlySet<StoreCause> = new Set(["disk_full", "read_only"]);
 

@@ -26,7 +26,6 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import type { PoolClient } from "pg";
 
-import { StoreError } from "../errors.ts";
 import { StoreAvailability, type StoreHealth } from "../health.ts";
 import { pendingMigrations, type Migration } from "../migrations.ts";
 import { DATABASE_DEFAULTS, type DatabaseSettings } from "../settings.ts";

@@ -25,7 +25,6 @@ import { closeSync, mkdirSync, openSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "../../runtime/sqlite.ts";
 
-import { StoreError } from "../errors.ts";
 import { StoreAvailability } from "../health.ts";
 import { pendingMigrations, type Migration } from "../migrations.ts";
 import { driverDetail, StoreUnavailableError, type StoreCause } from "../unavailable.ts";

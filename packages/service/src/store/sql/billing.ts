@@ -19,7 +19,7 @@
  * adjustment in the period it happens in).
  */
 import type { Hex } from "@paymaster/shared";
-import { settlementCharge, termsFromJson, type BillingCharge } from "../../billing/charge.ts";
+import { MAX_MARKUP_BPS, settlementCharge, termsFromJson, type BillingCharge } from "../../billing/charge.ts";
 import * as common from "../common.ts";
 import type { Dialect, Param, Tx } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
@@ -376,8 +376,8 @@ function validPlanChange(change: BillingPlanChange): BillingPlanChange {
   const unknown = Object.keys(change).find((k) => !known.has(k));
   if (unknown !== undefined) common.invalid(`billing plan field "${unknown}" does not exist`);
   if (change.enabled !== undefined && typeof change.enabled !== "boolean") common.invalid("enabled must be a boolean");
-  if (change.markupBps !== undefined && (!Number.isSafeInteger(change.markupBps) || change.markupBps < 0 || change.markupBps > 100_000)) {
-    common.invalid("markupBps must be an integer from 0 to 100000");
+  if (change.markupBps !== undefined && (!Number.isSafeInteger(change.markupBps) || change.markupBps < 0 || change.markupBps > MAX_MARKUP_BPS)) {
+    common.invalid(`markupBps must be an integer from 0 to ${MAX_MARKUP_BPS}`);
   }
   if (change.feeUsdMicros !== undefined && (typeof change.feeUsdMicros !== "bigint" || change.feeUsdMicros < 0n)) common.invalid("feeUsdMicros must be a non-negative bigint");
   const alert = change.alertBelowUsdMicros;
