@@ -3,33 +3,12 @@
 // op's pre-charge; that op's refund would then be owed with nothing to back it (claimRefund reverts).
 // withdrawableTokens leaves the in-flight pre-charges out (counted in transient storage, per transaction).
 import { expect } from "chai";
-import { parseEther } from "ethers";
-import type { EntryPointVersion } from "@paymaster/shared";
-import { ethers, loadStack, type Stack } from "./helpers/stack.ts";
-import { VERSIONS, accountCallData, draftOp, handleOps, signAsOwner, sponsor } from "./helpers/userOps.ts";
-import { ownerExecute, readyAccount, type ReadyAccount } from "./helpers/accounts.ts";
+import { loadStack } from "./helpers/stack.ts";
+import { VERSIONS, accountCallData, draftOp, eventArgs, handleOps, signAsOwner, sponsor } from "./helpers/userOps.ts";
+import { accountOwnsPaymaster, readyAccount } from "./helpers/accounts.ts";
 import { preChargeOf } from "./helpers/tokens.ts";
 
 const RATE = 3_000n * 10n ** 6n;
-
-/** Makes `account` (a SimpleAccount) the owner of the version's ERC-20 paymaster, with an EntryPoint deposit of its own. */
-async function accountOwnsPaymaster(stack: Stack, version: EntryPointVersion, account: ReadyAccount) {
-  const paymaster = stack.v[version].erc20;
-  await (await paymaster.getFunction("transferOwnership")(account.address)).wait();
-  await ownerExecute(version, account, [{ to: await paymaster.getAddress(), data: paymaster.interface.encodeFunctionData("acceptOwnership") }]);
-  expect(await paymaster.getFunction("owner")()).to.equal(account.address);
-  await (await stack.v[version].entryPoint.getFunction("depositTo")(account.address, { value: parseEther("1") })).wait();
-}
-
-/** Every event of `name` the contract emitted in the mined transaction. */
-async function eventsOf(contract: import("ethers").Contract, hash: string, name: string) {
-  const receipt = await ethers.provider.getTransactionReceipt(hash);
-  return receipt!.logs
-    .filter((log) => log.address === contract.target)
-    .map((log) => contract.interface.parseLog(log))
-    .filter((e) => e?.name === name)
-    .map((e) => e!.args);
-}
 
 for (const version of VERSIONS) {
   describe(`ERC20Paymaster ${version}: pre-charges in flight are not withdrawable (audit 2, N-1)`, () => {
@@ -58,14 +37,14 @@ for (const version of VERSIONS) {
       const tx = await handleOps(stack, version, [await signAsOwner(stack, version, ownerOp, owner.owner), await signAsOwner(stack, version, victimOp, victim.owner)]);
       await tx.wait();
 
-      const ops = await eventsOf(stack.v[version].entryPoint, tx.hash, "UserOperationEvent");
+      const ops = await eventArgs(stack.v[version].entryPoint, tx, "UserOperationEvent");
       expect(ops.map((e) => [e.sender, e.success])).to.deep.equal([
         [owner.address, false], // withdrawTokens reverted: nothing was withdrawable
         [victim.address, true],
       ]);
       expect(await usdc.balanceOf(owner.owner.address)).to.equal(0n);
-      const [charged] = await eventsOf(paymaster, tx.hash, "TokenCharged");
-      expect(await eventsOf(paymaster, tx.hash, "RefundDeferred")).to.deep.equal([]);
+      const [charged] = await eventArgs(paymaster, tx, "TokenCharged");
+      expect(await eventArgs(paymaster, tx, "RefundDeferred")).to.deep.equal([]);
       // The victim paid its fee and got the rest of its pre-charge back; nothing is owed, everything is backed.
       expect(before - (await usdc.balanceOf(victim.address))).to.equal(charged!.tokenAmount);
       expect(await paymaster.getFunction("totalOwedRefunds")(await usdc.getAddress())).to.equal(0n);

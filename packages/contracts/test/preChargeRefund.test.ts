@@ -159,18 +159,26 @@ for (const version of VERSIONS) {
       expect(await dai.balanceOf(stack.beneficiary)).to.equal(5n * 10n ** 18n);
     });
 
-    it("sweepFees sends exactly the accrued fees to the treasury, whoever calls it", async () => {
+    it("sweepFees sends the accrued fees but one base unit to the treasury, whoever calls it (audit 4, R4-1)", async () => {
       const stack = await loadStack();
       const paymaster = stack.v[version].erc20;
       const usdc = stack.tokens.USDC;
       const account = await readyAccount(stack, version);
       await (await handleOps(stack, version, [await preChargeOp(stack, version, account, usdc as unknown as Contract, [{ to: account.owner.address, data: "0x" }])])).wait();
       const fees: bigint = await paymaster.getFunction("accruedFees")(await usdc.getAddress());
-      expect(fees > 0n).to.equal(true);
+      expect(fees > 1n).to.equal(true);
+      const stranger = paymaster.connect(stack.signer) as Contract;
       await networkHelpers.setBalance(stack.signer.address, 10n ** 18n);
-      await expect((paymaster.connect(stack.signer) as Contract).getFunction("sweepFees")(await usdc.getAddress()))
+      await expect(stranger.getFunction("sweepFees")(await usdc.getAddress()))
         .to.emit(paymaster, "FeesSwept")
-        .withArgs(await usdc.getAddress(), stack.treasury, fees);
+        .withArgs(await usdc.getAddress(), stack.treasury, fees - 1n);
+      expect(await usdc.balanceOf(stack.treasury)).to.equal(fees - 1n);
+      // The unit kept holds accruedFees and the paymaster's balance above zero: the next fee sets neither from zero.
+      expect(await paymaster.getFunction("accruedFees")(await usdc.getAddress())).to.equal(1n);
+      expect(await usdc.balanceOf(await paymaster.getAddress())).to.equal(1n);
+      // A second sweep has nothing to send; the owner's withdrawTokens can still take the last unit.
+      await expect(stranger.getFunction("sweepFees")(await usdc.getAddress())).to.emit(paymaster, "FeesSwept").withArgs(await usdc.getAddress(), stack.treasury, 0n);
+      await (await paymaster.getFunction("withdrawTokens")(await usdc.getAddress(), stack.treasury, 1n)).wait();
       expect(await usdc.balanceOf(stack.treasury)).to.equal(fees);
       expect(await paymaster.getFunction("accruedFees")(await usdc.getAddress())).to.equal(0n);
     });

@@ -79,14 +79,25 @@ abstract contract TokenChargeBase is PaymasterBase {
     ///         anyway; this keeps a mistyped figure from making every charge hit that cap).
     uint256 public constant MAX_POST_OP_GAS = 200_000;
     /// @notice Gas one storage slot costs more when postOp writes it from zero (EIP-2929/3529 SSTORE: 20,000
-    ///         instead of 2,900). postOpGas is measured with the fee slots already non-zero, so when accruedFees
-    ///         of the token is zero (the first fee, or the first after a sweep) postOp charges this much more
-    ///         per slot it sets from zero: accruedFees, and in CHARGE_IN_POSTOP mode the paymaster's token
-    ///         balance too (in PRE_CHARGE mode validation already set it, and the EntryPoint counted that gas).
+    ///         instead of 2,900). postOpGas is measured with the fee slots already non-zero, so postOp charges this
+    ///         much more per slot it really sets from a zero the slot also held at the start of the transaction
+    ///         (EIP-2200: only then does the write cost 20,000): accruedFees on a token's first fee, and in
+    ///         CHARGE_IN_POSTOP mode the paymaster's token balance only when it is zero too (audit 4, R4-1: a
+    ///         balance someone else made non-zero, by sending one unit or by a pre-charge validated in the same
+    ///         bundle, costs its write 2,900 or 100, not 20,000). In PRE_CHARGE mode validation set the balance and
+    ///         the EntryPoint counted that gas.
     uint256 public constant FIRST_FEE_SLOT_GAS = 17_100;
     /// @notice Gas a first fee spends beyond its slots: the transient note that the token's fees were zero at the
-    ///         start of the transaction (so that a sweep later in the bundle cannot hide it; ~0.9k measured).
+    ///         start of the transaction (so that a withdrawal later in the bundle cannot hide it; ~0.9k measured).
     uint256 public constant FIRST_FEE_NOTE_GAS = 1_000;
+    /// @notice Gas CHARGE_IN_POSTOP's first fee spends deciding whether the paymaster's token balance is set from
+    ///         zero (R4-1): the transient sent-out note and a balanceOf of its own (measured, see the tests). That
+    ///         read warms the balance slot the charge's transfer then writes, so the call is all it adds.
+    uint256 public constant FIRST_FEE_BALANCE_CHECK_GAS = 1_600;
+    /// @notice Base units of each token's fees sweepFees leaves in accruedFees (R4-1): once a token has earned a
+    ///         fee, neither accruedFees nor the paymaster's balance of it returns to zero through a sweep, so no
+    ///         later op pays for setting them from zero again (a first fee is one per token, not one per sweep).
+    uint256 public constant FEES_KEPT_BY_SWEEP = 1;
     /// @notice Gas CHARGE_IN_POSTOP's postOp may spend beyond postOpGas reading the sender's token balance and
     ///         allowance cold (2 x EIP-2929's 2,100): nothing earlier in the transaction need have touched them
     ///         (pre-charge mode's validation always has), while postOpGas is measured with them warm.
@@ -104,6 +115,10 @@ abstract contract TokenChargeBase is PaymasterBase {
     bytes32 private constant FEES_AT_TX_START_SLOT = keccak256("paymaster.TokenChargeBase.accruedFeesAtTxStart");
     uint256 private constant FEES_WERE_ZERO = 1;
     uint256 private constant FEES_WERE_NONZERO = 2;
+    /// @dev Transient slot base, per token: non-zero once this transaction sent some of the token out of this
+    ///      paymaster through _send (sweepFees, withdrawTokens, claimRefund). Until then the paymaster's balance has
+    ///      not fallen below its value at the start of the transaction (R4-1, see _balanceSetFromZero).
+    bytes32 private constant SENT_OUT_SLOT = keccak256("paymaster.TokenChargeBase.sentOutThisTx");
     /// @notice Bytes of paymasterData: validity + token fields + signature.
     uint256 internal constant TOKEN_PAYMASTER_DATA_LENGTH = VALIDITY_LENGTH + TOKEN_FIELDS_LENGTH + SIGNATURE_LENGTH;
 
@@ -182,12 +197,17 @@ abstract contract TokenChargeBase is PaymasterBase {
         emit MinPostOpGasLimitSet(minPostOpGasLimit_);
     }
 
-    /// @notice Sends every accrued fee of `token` to the treasury. Anyone may call it: it only ever pays the
-    ///         owner's treasury, and it moves only settled fees (never a pre-charge still in flight in a bundle).
+    /// @notice Sends the accrued fees of `token` to the treasury but FEES_KEPT_BY_SWEEP (one base unit), which
+    ///         stays in accruedFees. Anyone may call it: it only ever pays the owner's treasury, and it moves only
+    ///         settled fees (never a pre-charge still in flight in a bundle). The unit kept keeps accruedFees and the
+    ///         paymaster's balance non-zero, so the next op does not pay ~35k gas to set them from zero again
+    ///         (R4-1); withdrawTokens can still take everything.
+    /// @dev Leaves whether accruedFees is zero unchanged (0 stays 0, non-zero stays non-zero), so it need not note
+    ///      the fees at the start of the transaction (_noteFeesAtTxStart).
     function sweepFees(address token) external returns (uint256 amount) {
-        _noteFeesAtTxStart(token);
-        amount = accruedFees[token];
-        accruedFees[token] = 0;
+        uint256 fees = accruedFees[token];
+        amount = fees > FEES_KEPT_BY_SWEEP ? fees - FEES_KEPT_BY_SWEEP : 0;
+        accruedFees[token] = fees - amount;
         _send(token, treasury, amount);
         emit FeesSwept(token, treasury, amount);
     }
@@ -269,9 +289,9 @@ abstract contract TokenChargeBase is PaymasterBase {
     }
 
     /// @dev Before this transaction's first change of accruedFees[token]: notes whether it held zero. Called by
-    ///      every change that can lower it (sweepFees, withdrawTokens) and by a fee into zero fees; a fee into
-    ///      non-zero fees need not note: either they were non-zero at the start, or a first fee earlier in this
-    ///      transaction noted that they were zero.
+    ///      every change that can lower it to zero (withdrawTokens; sweepFees keeps a unit) and by a fee into zero
+    ///      fees; a fee into non-zero fees need not note: either they were non-zero at the start, or a first fee
+    ///      earlier in this transaction noted that they were zero.
     function _noteFeesAtTxStart(address token) private {
         bytes32 slot = _transientSlot(FEES_AT_TX_START_SLOT, token);
         if (_tload(slot) == 0) _tstore(slot, accruedFees[token] == 0 ? FEES_WERE_ZERO : FEES_WERE_NONZERO);
@@ -280,6 +300,23 @@ abstract contract TokenChargeBase is PaymasterBase {
     /// @dev Whether this fee sets accruedFees[token] from a zero it also held at the start of the transaction.
     function _isFirstFee(address token) private view returns (bool) {
         return accruedFees[token] == 0 && _tload(_transientSlot(FEES_AT_TX_START_SLOT, token)) != FEES_WERE_NONZERO;
+    }
+
+    /// @dev Whether a CHARGE_IN_POSTOP transfer into this paymaster now writes its balance of `token` from a zero it
+    ///      also held at the start of the transaction, the only case in which that write costs 20,000 (EIP-2200).
+    ///      Tokens leave this paymaster only through _send and _refund (it approves no one), and a refund returns
+    ///      part of a pre-charge taken in this same transaction: until a _send, the balance has not fallen below its
+    ///      start value, so zero now means zero then. After a _send the start value is unknown and the slot is not
+    ///      charged: no op pays for a write that did not cost it 20,000. The paymaster can then be short 17,100 gas
+    ///      once, in a transaction where the owner's own withdrawTokens emptied a balance that was zero at its
+    ///      start: sweepFees keeps a unit, and a claimRefund that empties the balance pays a refund owed from an
+    ///      earlier transaction (one owed from this one came with a fee of at least a unit, so no first fee follows).
+    ///      A token that fails to answer balanceOf is taken as holding some: the op is never charged for it, and
+    ///      postOp never reverts here.
+    function _balanceSetFromZero(address token) private view returns (bool) {
+        if (_tload(_transientSlot(SENT_OUT_SLOT, token)) != 0) return false;
+        (bool ok, bytes memory ret) = token.staticcall(abi.encodeCall(IERC20.balanceOf, (address(this))));
+        return ok && ret.length == 32 && abi.decode(ret, (uint256)) == 0;
     }
 
     function _setTreasury(address treasury_) private {
@@ -368,14 +405,19 @@ abstract contract TokenChargeBase is PaymasterBase {
     }
 
     /// @dev Gas postOp may spend beyond postOpGas, which is measured with every slot it touches warm and
-    ///      non-zero: the paymaster must not pay for storage it did not charge. CHARGE_IN_POSTOP: the sender's
-    ///      slots may be cold (POSTOP_MODE_COLD_GAS); the token's first fee since accruedFees was last zero sets
-    ///      two slots from zero (accruedFees and the paymaster's token balance), pre-charge's first fee one, when
-    ///      they also held zero at the start of the transaction (not after a sweep earlier in the bundle).
+    ///      non-zero: the paymaster must not pay for storage it did not charge, nor an op for storage it did not
+    ///      cause. CHARGE_IN_POSTOP: the sender's slots may be cold (POSTOP_MODE_COLD_GAS). A first fee (accruedFees
+    ///      zero now and at the start of the transaction) sets accruedFees from zero; in CHARGE_IN_POSTOP mode it also
+    ///      checks the paymaster's token balance and charges its slot only when that is set from zero too (R4-1).
+    ///      Not a first fee: accruedFees is non-zero, so is the balance holding it, or the owner withdrew them in
+    ///      this transaction (a _send, after which the balance slot is never charged).
     function _coldSlotsGas(ChargeContext memory ctx) internal view returns (uint256 gas) {
         bool firstFee = _isFirstFee(ctx.token);
         if (ctx.preCharged > 0) return firstFee ? FIRST_FEE_SLOT_GAS + FIRST_FEE_NOTE_GAS : 0;
-        return POSTOP_MODE_COLD_GAS + (firstFee ? 2 * FIRST_FEE_SLOT_GAS + FIRST_FEE_NOTE_GAS : 0);
+        gas = POSTOP_MODE_COLD_GAS;
+        if (!firstFee) return gas;
+        gas += FIRST_FEE_SLOT_GAS + FIRST_FEE_NOTE_GAS + FIRST_FEE_BALANCE_CHECK_GAS;
+        if (_balanceSetFromZero(ctx.token)) gas += FIRST_FEE_SLOT_GAS;
     }
 
     /// @dev Settles the charge for `gasCostWei`, never more than ctx.maxCharge (the pre-charge, or the signed
@@ -417,8 +459,10 @@ abstract contract TokenChargeBase is PaymasterBase {
         emit RefundDeferred(sender, token, amount);
     }
 
-    /// @dev A transfer outside postOp: reverts when the token refuses.
+    /// @dev A transfer outside postOp: reverts when the token refuses. Notes that this transaction lowered the
+    ///      paymaster's balance (_balanceSetFromZero); a transfer of nothing lowers nothing and notes nothing.
     function _send(address token, address to, uint256 amount) private {
+        if (amount != 0) _tstore(_transientSlot(SENT_OUT_SLOT, token), 1);
         if (!_callToken(token, abi.encodeCall(IERC20.transfer, (to, amount)))) {
             revert TokenTransferFailed(token, to, amount);
         }

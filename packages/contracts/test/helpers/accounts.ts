@@ -1,6 +1,6 @@
 // Accounts prepared outside the paymaster flow (deployed, funded with tokens, paymasters approved).
 import { expect } from "chai";
-import { Contract, MaxUint256, Wallet } from "ethers";
+import { Contract, MaxUint256, Wallet, parseEther } from "ethers";
 import { eip7702DelegationCode, type EntryPointVersion } from "@paymaster/shared";
 import { ethers, networkHelpers, type Stack } from "./stack.ts";
 import { accountCallData, newAccount, randomOwner } from "./userOps.ts";
@@ -80,6 +80,15 @@ export async function accountWithToken(
   const account = { owner, address };
   await ownerExecute(version, account, [{ to: await token.getAddress(), data: approveData(stack, await stack.v[version].erc20.getAddress(), allowance) }]);
   return account;
+}
+
+/** Makes `account` (a SimpleAccount) the owner of the version's ERC-20 paymaster, with an EntryPoint deposit of its own. */
+export async function accountOwnsPaymaster(stack: Stack, version: EntryPointVersion, account: ReadyAccount) {
+  const paymaster = stack.v[version].erc20;
+  await (await paymaster.getFunction("transferOwnership")(account.address)).wait();
+  await ownerExecute(version, account, [{ to: await paymaster.getAddress(), data: paymaster.interface.encodeFunctionData("acceptOwnership") }]);
+  expect(await paymaster.getFunction("owner")()).to.equal(account.address);
+  await (await stack.v[version].entryPoint.getFunction("depositTo")(account.address, { value: parseEther("1") })).wait();
 }
 
 /** calldata of token.approve(spender, amount). */

@@ -285,21 +285,27 @@ export async function simulatedPreOpGas(stack: Stack, version: EntryPointVersion
   return (iface.decodeFunctionResult("simulateHandleOp", output)[0] as { preOpGas: bigint }).preOpGas;
 }
 
+/** The arguments of every `name` event `contract` emitted in a mined transaction, in log order. */
+export async function eventArgs(contract: Contract, tx: { hash: string }, name: string) {
+  const receipt = await ethers.provider.getTransactionReceipt(tx.hash);
+  const address = await contract.getAddress();
+  return receipt!.logs
+    .filter((log) => log.address === address)
+    .map((log) => contract.interface.parseLog(log))
+    .filter((parsed) => parsed?.name === name)
+    .map((parsed) => parsed!.args);
+}
+
 /** The UserOperationEvents of a mined handleOps transaction, in bundle order. */
 export async function userOperationEvents(stack: Stack, version: EntryPointVersion, tx: { hash: string }) {
-  const receipt = await ethers.provider.getTransactionReceipt(tx.hash);
-  const entryPoint = stack.v[version].entryPoint;
-  return receipt!.logs
-    .map((log) => entryPoint.interface.parseLog(log))
-    .filter((parsed) => parsed?.name === "UserOperationEvent")
-    .map((parsed) => ({
-      userOpHash: parsed!.args.userOpHash as string,
-      sender: parsed!.args.sender as string,
-      paymaster: parsed!.args.paymaster as string,
-      success: parsed!.args.success as boolean,
-      actualGasCost: parsed!.args.actualGasCost as bigint,
-      actualGasUsed: parsed!.args.actualGasUsed as bigint,
-    }));
+  return (await eventArgs(stack.v[version].entryPoint, tx, "UserOperationEvent")).map((args) => ({
+    userOpHash: args.userOpHash as string,
+    sender: args.sender as string,
+    paymaster: args.paymaster as string,
+    success: args.success as boolean,
+    actualGasCost: args.actualGasCost as bigint,
+    actualGasUsed: args.actualGasUsed as bigint,
+  }));
 }
 
 /** The (first) UserOperationEvent of a mined handleOps transaction. */
