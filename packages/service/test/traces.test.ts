@@ -111,6 +111,8 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     const reserve = byName(trace, "step.reserve")[0]!;
     const reservation = childrenOf(trace, reserve).find((s) => s.name === "store reserveSponsorship")!;
     expect(reservation.attributes).to.include({ "db.system.name": "sqlite", "db.operation.name": "reserveSponsorship" });
+    // A call to the database is a client span (OpenTelemetry's database conventions), as operations.md says.
+    for (const store of trace.filter((s) => s.name.startsWith("store "))) expect(store.kind, store.name).to.equal(3);
     expect(childrenOf(trace, byName(trace, "step.checkLanding")[0]!).map((s) => s.name)).to.include("chain eth_call");
   });
 
@@ -197,6 +199,7 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     expect(pass.attributes["paymaster.retention.leader"]).to.equal(true);
     expect(pass.attributes["paymaster.retention.batches"]).to.be.a("number");
     expect(childrenOf(receiver.spans, pass).map((s) => s.name)).to.include("store tryLeadership");
+    expect(childrenOf(receiver.spans, pass).find((s) => s.name === "store tryLeadership")!.kind, "a client span").to.equal(3);
   });
 
   it("webhook deliveries are traces of their own, naming the receiver by scheme, host and port only", async () => {

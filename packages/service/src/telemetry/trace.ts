@@ -82,12 +82,12 @@ export function failureReason(error: unknown): string {
 }
 
 /**
- * Runs `fn(input, span)` inside a child span `name` of `parent`, ending it when `fn` settles (failed with the
- * error's reason when it throws). With tracing off: `fn(input, NO_SPAN)`, nothing else.
+ * Runs `fn(input, span)` inside a child span `name` (of `kind`, internal unless said) of `parent`, ending it when
+ * `fn` settles (failed with the error's reason when it throws). With tracing off: `fn(input, NO_SPAN)`, nothing else.
  */
-export function traced<I, O>(parent: TraceSpan | undefined, name: string, fn: (input: I, span: TraceSpan) => O, input: I): O {
+export function traced<I, O>(parent: TraceSpan | undefined, name: string, fn: (input: I, span: TraceSpan) => O, input: I, kind: SpanKind = "internal"): O {
   if (parent === undefined || !parent.recording) return fn(input, NO_SPAN);
-  return within(parent.child(name), fn, input);
+  return within(parent.child(name, kind), fn, input);
 }
 
 /** Runs `fn(input, span)` as a trace of its own (a background pass, a delivery): `traced` without a parent. */
