@@ -69,10 +69,21 @@ export interface Statement {
   closingBalanceUsd: string;
   totals: {
     creditsUsd: string;
+    /** The period's debit lines summed: every landing billed, a debit a reorg later reversed included. */
     debitsUsd: string;
+    /** Corrections by hand and reversals of debits (a reorganised settlement), summed. */
     adjustmentsUsd: string;
-    /** Operations billed in the period (debits), and the gas they are for. */
+    /**
+     * The period's debit lines, counted: one per landing billed (what `debitsUsd` sums). An op reorganised away
+     * and landed again has two debit lines and counts twice in a period that holds both; its reversal (an
+     * adjustment) is not subtracted.
+     */
     operations: number;
+    /**
+     * Net of the period's reversals: the figures of its debit lines minus those of its adjustments that reverse a
+     * debit (of this period or an earlier one, so negative when a period's reversals outweigh its debits). An op
+     * reorganised away and landed again within the period counts here at its second landing's figures only.
+     */
     gasCostWei: string;
     gasUsd: string;
     markupUsd: string;
@@ -126,7 +137,7 @@ export function buildStatement(project: { id: string; name: string }, period: St
       debitsUsd: formatUsdMicros(sum(debits)),
       adjustmentsUsd: formatUsdMicros(sum(of("adjustment"))),
       operations: debits.length,
-      // Net of reorganised settlements: what the period's standing debits are for.
+      // Net: debit lines plus, minus the reversals' (the adjustments that carry an op).
       gasCostWei: opSum((op) => op.gasCostWei).toString(),
       gasUsd: formatUsdMicros(opSum((op) => op.gasUsdMicros)),
       markupUsd: formatUsdMicros(opSum((op) => op.markupUsdMicros)),
