@@ -2,8 +2,10 @@
 // store answers (billingSettlement.test.ts has the same on a real chain and watcher):
 // - issue 46, item 12: what `totals` counts when an op was reorganised away and landed again — `operations` counts
 //   debit lines (one per landing), the gas, markup and fee totals are net of the period's reversals;
+// - issue 46, item 4: a CSV cell someone typed (a reference, an actor) that a spreadsheet would run as a formula is
+//   neutralised even when whitespace comes before its = + - @ (or their full-width forms).
 import { expect } from "chai";
-import { buildStatement, monthPeriod } from "../src/billing/statement.ts";
+import { buildStatement, monthPeriod, statementCsv } from "../src/billing/statement.ts";
 import type { BilledOperation, BillingEntry } from "../src/store/types.ts";
 
 const PROJECT = { id: "p1", name: "Billed" };
@@ -83,5 +85,44 @@ describe("a statement's totals when an op was reorganised away and landed again 
     l.reverse(FEBRUARY.since + 5, reorged);
     const february = buildStatement(PROJECT, FEBRUARY, l.slice(FEBRUARY), AFTER).totals;
     expect([february.operations, february.gasCostWei, february.gasUsd, february.feeUsd]).to.deep.equal([0, (-first.gasCostWei).toString(), "-2.00", "-0.01"]);
+  });
+});
+
+describe("a statement's CSV: typed text never runs as a formula (issue 46, item 4)", () => {
+  /** The CSV of one credit line with `reference` and `actor`, as a spreadsheet reads its cells (RFC 4180). */
+  function cells(reference: string, actor: string): Record<string, string> {
+    const entry: BillingEntry = { projectId: PROJECT.id, seq: 1, at: JANUARY.since, kind: "credit", reference, amountUsdMicros: 1_000_000n, balanceUsdMicros: 1_000_000n, actor, op: null, reversesSeq: null };
+    const csv = statementCsv(buildStatement(PROJECT, JANUARY, { openingUsdMicros: 0n, entries: [entry] }, AFTER));
+    const rows: string[][] = [];
+    let row: string[] = [];
+    let cell = "";
+    for (let i = 0, quoted = false; i < csv.length; i++) {
+      const c = csv[i]!;
+      if (quoted) {
+        if (c === '"' && csv[i + 1] === '"') (cell += '"'), i++;
+        else if (c === '"') quoted = false;
+        else cell += c;
+      } else if (c === '"') quoted = true;
+      else if (c === ",") row.push(cell), (cell = "");
+      else if (c === "\r" && csv[i + 1] === "\n") row.push(cell), rows.push(row), (row = []), (cell = ""), i++;
+      else cell += c;
+    }
+    const [header, , line] = rows;
+    return Object.fromEntries(header!.map((name, i) => [name, line![i]!]));
+  }
+
+  const FORMULAS = ["=1+1", "+1+1", "-1+1", "@SUM(A1)", " =HYPERLINK(\"http://x.invalid\")", "  +1", "\t=1", "\u00a0=1", "\u3000@x", " \r\n=1", "\uff1d1+1", " \uff0b1", "\u200b=1"];
+
+  it("a leading = + - @ is prefixed with ', after any whitespace too", () => {
+    for (const text of FORMULAS) {
+      const line = cells(text, `api:${text}`);
+      expect(line.reference, JSON.stringify(text)).to.equal(`'${text}`);
+      expect(line.actor!.startsWith("api:"), "an actor's name starts with its door").to.equal(true);
+    }
+    for (const text of FORMULAS) expect(cells("INV-1", text).actor, JSON.stringify(text)).to.equal(`'${text}`);
+  });
+
+  it("plain text, and text with = + - @ further in, is left as it is", () => {
+    for (const text of ["INV-2026-11", "a=b", "wire 2026-11-03", "x @ y", "  spaced out  "]) expect(cells(text, "api:ops").reference, text).to.equal(text);
   });
 });

@@ -169,11 +169,16 @@ export const STATEMENT_CSV_COLUMNS = [
 
 /** Columns of text someone typed (a reference, an actor): a leading = + - @ would make a spreadsheet run a formula. */
 const FREE_TEXT = new Set<string>(["reference", "actor"]);
+/**
+ * What a spreadsheet may read as a formula: = + - @ (or their full-width forms, which some locales take too) after
+ * any whitespace or zero-width characters (spreadsheets trim them), or a cell that starts with a tab or a line break.
+ */
+const FORMULA_START = /^(?:[\t\r\n]|[\s\u200b-\u200d\u2060]*[=+\-@\uff1d\uff0b\uff0d\uff20])/u;
 
 function csvCell(column: string, value: unknown): string {
   if (value === null || value === undefined) return "";
   let text = String(value);
-  if (FREE_TEXT.has(column) && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  if (FREE_TEXT.has(column) && FORMULA_START.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
