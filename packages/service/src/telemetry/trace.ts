@@ -11,9 +11,9 @@
  * signature, paymasterAndData, admin token, PIN) and never a client's free text.
  */
 
-import type { SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./types.ts";
+import type { CallerTrace, SpanKind, TraceBackend, TraceSpan } from "./types.ts";
 
-export type { AttributeValue, SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./types.ts";
+export type { AttributeValue, CallerTrace, SpanKind, TraceBackend, TraceSpan } from "./types.ts";
 
 /** The span of everything while tracing is off: one frozen constant, every method a no-op. */
 export const NO_SPAN: TraceSpan = Object.freeze({
@@ -33,9 +33,9 @@ export function tracingOn(): boolean {
   return backend !== undefined;
 }
 
-/** A new trace (or the continuation of the client's `headers`), NO_SPAN while tracing is off. */
-export function rootSpan(name: string, kind: SpanKind = "internal", headers?: TraceHeaders): TraceSpan {
-  return backend === undefined ? NO_SPAN : backend.root(name, kind, headers);
+/** A new trace (linked to the `caller`'s, or continuing it when it is to be continued), NO_SPAN while tracing is off. */
+export function rootSpan(name: string, kind: SpanKind = "internal", caller?: CallerTrace): TraceSpan {
+  return backend === undefined ? NO_SPAN : backend.root(name, kind, caller);
 }
 
 /**
