@@ -24,7 +24,7 @@ export interface AdminContext {
   store: Store;
   /** The configured networks' names (a network name given to an operation must be one of them). */
   networks: readonly string[];
-  /** Who acts, for the audit log: "cli:<os user>", "api:<token name>" or "console:<token name>". */
+  /** Who acts, for the audit log: "cli:<os user>", "api:<token name>", "console:<token name>" or "public:<client address>". */
   actor: string;
   /**
    * Who acts: the role of its token for the admin API and the console, admin for the CLI (it holds the database),

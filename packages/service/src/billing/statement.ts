@@ -137,7 +137,7 @@ export function buildStatement(project: { id: string; name: string }, period: St
       debitsUsd: formatUsdMicros(sum(debits)),
       adjustmentsUsd: formatUsdMicros(sum(of("adjustment"))),
       operations: debits.length,
-      // Net: debit lines plus, minus the reversals' (the adjustments that carry an op).
+      // Net: the debit lines' figures minus the reversals' (the adjustments that carry an op).
       gasCostWei: opSum((op) => op.gasCostWei).toString(),
       gasUsd: formatUsdMicros(opSum((op) => op.gasUsdMicros)),
       markupUsd: formatUsdMicros(opSum((op) => op.markupUsdMicros)),

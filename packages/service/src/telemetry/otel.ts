@@ -2,15 +2,15 @@
  * The OpenTelemetry side of src/telemetry/trace.ts (the seam's types: ./types.ts), loaded (dynamically) only when tracing is configured:
  * the SDK's tracer provider with a batch processor and the OTLP/HTTP exporter (JSON), a resource named by
  * OTEL_SERVICE_NAME (default "paymaster") plus OTEL_RESOURCE_ATTRIBUTES, and the sampler OTEL_TRACES_SAMPLER /
- * OTEL_TRACES_SAMPLER_ARG name (default parentbased_always_on; "parent" is a caller's context only when the door
- * decided to continue it: see CallerTrace). The exporter reads its own standard settings
+ * OTEL_TRACES_SAMPLER_ARG name (default parentbased_always_on; a caller's span is a parent only where the door
+ * continues it, else a link: CallerTrace). The exporter reads its own standard settings
  * (OTEL_EXPORTER_OTLP_[TRACES_]HEADERS, _TIMEOUT, _COMPRESSION, certificates); the endpoint is resolved here
  * from the same `env` the decision to trace was made on.
  *
  * No global provider, no context manager: parents are passed explicitly (trace.ts), so nothing else in the
  * process (alto's own instrumentation, if any) is affected.
  */
-import { ROOT_CONTEXT, SpanKind as OtelSpanKind, SpanStatusCode, trace, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind as OtelSpanKind, SpanStatusCode, trace, type Context, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
@@ -93,7 +93,7 @@ export function batchFromEnv(env: NodeJS.ProcessEnv): { scheduledDelayMillis?: n
 class OtelSpan implements TraceSpan {
   readonly #span: Span;
   readonly #tracer: Tracer;
-  #context: ReturnType<typeof trace.setSpan> | undefined;
+  #context: Context | undefined;
   readonly recording: boolean;
   readonly traceId: string;
   #traceparent: string | undefined;
