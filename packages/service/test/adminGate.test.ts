@@ -219,7 +219,7 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
     });
 
     it("an audit row that cannot be written undoes its change (admin API and the operations themselves)", async () => {
-      const ctx: AdminContext = { store, networks: ["local"], actor: "cli:test" };
+      const ctx: AdminContext = { store, networks: ["local"], actor: "cli:test", role: "admin" };
       const project = await createProject(ctx, { name: "Before" });
       await failAudits();
       try {
@@ -247,13 +247,13 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
       const count = (await store.listProjects()).length;
       for (const actor of ["", "nobody", "api:", undefined as unknown as string]) {
         let error: unknown;
-        await createProject({ store, networks: ["local"], actor }, { name: "No actor" }).catch((e: unknown) => (error = e));
+        await createProject({ store, networks: ["local"], actor, role: "admin" }, { name: "No actor" }).catch((e: unknown) => (error = e));
         expect(error, JSON.stringify(actor)).to.be.instanceOf(AdminError);
         expect((error as AdminError).code).to.equal("UNAUTHORIZED");
       }
       expect((await store.listProjects()).length).to.equal(count);
       let outside: unknown;
-      await audit({ store, networks: ["local"], actor: "cli:test" }, "project.create", null, null, null).catch((e: unknown) => (outside = e));
+      await audit({ store, networks: ["local"], actor: "cli:test", role: "admin" }, "project.create", null, null, null).catch((e: unknown) => (outside = e));
       expect(String(outside)).to.match(/outside a mutation/);
     });
   });

@@ -6,11 +6,14 @@
  * - every route, asked by each role's token and by a console session of each role: below the declared role
  *   403 FORBIDDEN naming it and nothing written (every row of the database compared), in its canonical
  *   spelling and in the gate test's variants (case, percent-encoding, '//', '..'); at or above it served;
- *   a route registered without a role needs admin; an operation refuses a context without its role too;
+ *   a route registered without a role needs admin; an operation refuses a context without its role too, and one
+ *   that names no principal at all; the public door's principal (an applicant) submits and claims, nothing else;
  * - the audit log records the actor and its role (API, console, CLI), and migration 14 gives earlier rows
  *   admin (SQLite and PostgreSQL);
  * - a viewer reads no secret: no admin token, key plaintext or hash, webhook secret, claim token or hash, signer or
- *   chain account key, in any answer of any route it may call (the embedded stack: every route answers).
+ *   chain account key, in any answer of any route it may call (the embedded stack: every route answers); of a
+ *   webhook's URL (its path or query may hold the receiver's token) only its scheme and host, in the list and in
+ *   audit rows.
  */
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
@@ -18,15 +21,18 @@ import { listen, type RunningServer } from "../src/app.ts";
 import { createAdminApp, type AdminApp, type RouteRole } from "../src/adminApi/app.ts";
 import { openApiDocument } from "../src/adminApi/openapi.ts";
 import { adminApiOptionsFromEnv, type AdminApiOptions } from "../src/adminApi/options.ts";
-import { AdminError, mutation, RoleRefused, type AdminContext } from "../src/admin/context.ts";
+import { approveApplication, claimApplication, submitApplication } from "../src/admin/applications.ts";
+import { AdminError, mutation, requireRole, RoleRefused, type AdminContext } from "../src/admin/context.ts";
 import { createProject, listProjects } from "../src/admin/projects.ts";
-import { declaresRole, roleIncludes, ROLES, type Role } from "../src/admin/roles.ts";
+import { declaresRole, PUBLIC_PRINCIPAL, roleIncludes, ROLES, type Role } from "../src/admin/roles.ts";
+import { creditTank } from "../src/admin/tanks.ts";
+import { webhookUrlFor } from "../src/admin/webhooks.ts";
 import { openAdmin } from "../src/cli/context.ts";
 import { ConfigError } from "../src/config/errors.ts";
 import { createLogger } from "../src/log.ts";
 import { sha256Hex } from "../src/store/common.ts";
 import type { Store } from "../src/store/types.ts";
-import { consoleSession, pathVariants, rawRequest, seedAdminFixture, snapshotSqlite, startAdminListener, type AdminFixture, type AdminListener, type Answer } from "./helpers/adminHttp.ts";
+import { consoleSession, FIXTURE_SENDER, pathVariants, rawRequest, seedAdminFixture, snapshotSqlite, startAdminListener, type AdminFixture, type AdminListener, type Answer } from "./helpers/adminHttp.ts";
 import { startTestStack, type Embedded } from "./helpers/stack.ts";
 import { storeBackends } from "./helpers/storeBackends.ts";
 
@@ -197,13 +203,24 @@ describe("operator roles: every route of the admin router", function () {
     }
   });
 
-  it("an operation refuses a context without its role before it runs; one that declares none needs admin", async () => {
-    const count = (await listProjects({ store, networks: ["local"], actor: "cli:test" })).length;
+  it("an operation refuses a context that names no principal, or whose role falls short, before it runs; one that declares none needs admin", async () => {
+    const count = (await listProjects({ store, networks: ["local"], actor: "cli:test", role: "admin" })).length;
+    // A door that says nothing of who acts (issue 46, item 5: it acted as admin) is refused reads and changes alike.
+    const nobody = { store, networks: ["local"], actor: "api:future" } as unknown as AdminContext;
+    for (const [what, call] of [
+      ["a read", () => listProjects(nobody)],
+      ["a change", () => createProject(nobody, { name: "By nobody" })],
+      ["an admin's change", () => creditTank(nobody, { network: "local", sender: FIXTURE_SENDER, wei: "1" })],
+      ["a check inside an operation", async () => requireRole(nobody, "viewer", "this")],
+    ] as const) {
+      const refused = await call().catch((e: unknown) => e);
+      expect(refused, what).to.be.instanceOf(AdminError).and.deep.include({ code: "UNAUTHORIZED" });
+    }
     let error: unknown;
     await createProject({ store, networks: ["local"], actor: "api:watch", role: "viewer" }, { name: "By a viewer" }).catch((e: unknown) => (error = e));
     expect(error).to.be.instanceOf(RoleRefused);
     expect((error as RoleRefused).requiredRole).to.equal("operator");
-    expect((await listProjects({ store, networks: ["local"], actor: "cli:test" })).length).to.equal(count);
+    expect((await listProjects({ store, networks: ["local"], actor: "cli:test", role: "admin" })).length).to.equal(count);
     const helper = mutation(async function undeclaredHelper(_ctx: AdminContext) {
       return "ran";
     });
@@ -211,6 +228,54 @@ describe("operator roles: every route of the admin router", function () {
     const refused = await helper({ store, networks: ["local"], actor: "api:policy", role: "operator" }).catch((e: unknown) => e);
     expect(refused).to.be.instanceOf(AdminError).and.deep.include({ code: "FORBIDDEN", requiredRole: "admin" });
     expect(await helper({ store, networks: ["local"], actor: "api:root", role: "admin" })).to.equal("ran");
+  });
+
+  it("the public door's principal submits and claims an application and nothing else; no operator's principal does either in its place", async () => {
+    const applicant: AdminContext = { store, networks: ["local"], actor: "public:203.0.113.7", role: PUBLIC_PRINCIPAL };
+    const admin: AdminContext = { store, networks: ["local"], actor: "cli:test", role: "admin" };
+    const before = snapshotSqlite(file);
+    for (const [what, call] of [
+      ["a viewer's read", () => listProjects(applicant)],
+      ["an operator's change", () => createProject(applicant, { name: "By an applicant" })],
+      ["an operator's decision", () => approveApplication(applicant, fixture.ids.application)],
+    ] as const) {
+      const refused = await call().catch((e: unknown) => e);
+      expect(refused, what).to.be.instanceOf(RoleRefused).and.deep.include({ code: "FORBIDDEN" });
+    }
+    const form = { contact: "team@example.org", project: "Applied", networks: ["local"], use: "a dapp" };
+    const byAdmin = await submitApplication(admin, form).catch((e: unknown) => e);
+    expect(byAdmin, "an operator's principal does not apply in an applicant's place").to.be.instanceOf(AdminError).and.deep.include({ code: "FORBIDDEN" });
+    expect(snapshotSqlite(file), "nothing written").to.equal(before);
+
+    const { id } = await submitApplication(applicant, form);
+    const { claimToken } = await approveApplication(admin, id);
+    expect(await claimApplication(admin, { claimToken }).catch((e: unknown) => e)).to.be.instanceOf(AdminError).and.deep.include({ code: "FORBIDDEN" });
+    expect((await claimApplication(applicant, { claimToken })).apiKey).to.match(/^pm_/);
+    const [claimed] = await store.listAudit({ action: "application.claim", target: id });
+    expect(claimed, "the applicant's row: its address, no role").to.deep.include({ actor: "public:203.0.113.7", role: null });
+  });
+
+  it("a viewer sees a webhook's scheme and host only, in the webhook list and in audit rows; an operator sees the URL", async () => {
+    const url = "https://hooks.receiver.invalid:8443/services/T0KEN-IN-PATH/hook?token=T0KEN-IN-QUERY";
+    const created = JSON.parse((await rawRequest(server.url, "POST", `/admin/v1/projects/${fixture.ids.project}/webhooks`, { "content-type": "application/json", authorization: `Bearer ${TOKENS.operator}` }, JSON.stringify({ url }))).body);
+    const get = async (role: Role, p: string) => JSON.parse((await rawRequest(server.url, "GET", p, { authorization: `Bearer ${TOKENS[role]}` })).body);
+    const listed = (role: Role) => get(role, `/admin/v1/projects/${fixture.ids.project}/webhooks`);
+    const audited = async (role: Role) => (await get(role, `/admin/v1/audit?action=webhook.create&target=${created.endpoint.id}`))[0].after.url;
+    expect((await listed("viewer")).find((w: { id: string }) => w.id === created.endpoint.id).url).to.equal("https://hooks.receiver.invalid:8443/…");
+    expect(await audited("viewer")).to.equal("https://hooks.receiver.invalid:8443/…");
+    const session = await consoleSession(server.url, TOKENS.viewer);
+    for (const p of [`/admin/v1/projects/${fixture.ids.project}/webhooks`, "/admin/v1/audit?limit=1000"]) {
+      for (const headers of [{ authorization: `Bearer ${TOKENS.viewer}` }, { cookie: session.cookie }] as Record<string, string>[]) {
+        const body = (await rawRequest(server.url, "GET", p, headers)).body;
+        expect(body, p).to.not.match(/T0KEN-IN-|\/hook\b/);
+      }
+    }
+    // A query alone is cut too (and said to be).
+    expect(webhookUrlFor("viewer", "https://hooks.receiver.invalid/?token=T0KEN")).to.equal("https://hooks.receiver.invalid/…");
+    for (const role of ["operator", "admin"] as const) {
+      expect((await listed(role)).find((w: { id: string }) => w.id === created.endpoint.id).url, role).to.equal(url);
+      expect(await audited(role), role).to.equal(url);
+    }
   });
 
   it("an apply document with tokens is an admin's: an operator is refused before anything is written", async () => {

@@ -65,7 +65,7 @@ for (const backend of ["SQLite", "PostgreSQL"] as const) {
     it("the operator's list applies the configured expiry too (applicationExpiryDays)", async () => {
       const id = await submit();
       await age(id, 3);
-      const ctx = { store: t.store, networks: ["local"], actor: "cli:test" };
+      const ctx = { store: t.store, networks: ["local"], actor: "cli:test", role: "admin" as const };
       expect((await listApplications({ ...ctx, applicationExpiryDays: 7 }, { status: "pending" })).map((a) => a.id)).to.include(id);
       const pending = await listApplications({ ...ctx, applicationExpiryDays: 2 }, { status: "pending" });
       expect(pending.map((a) => a.id)).to.not.include(id);

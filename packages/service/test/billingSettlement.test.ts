@@ -64,7 +64,7 @@ describe("project billing on a real chain: settlement, reorgs and expiry reconci
 
   it("every mode, a reorg and an expiry: the statement's lines sum to the balance's change and bill exactly what the chain charged", async () => {
     const month = new Date().toISOString().slice(0, 7);
-    const ctx = { store, networks: ["local"], actor: "cli:test" };
+    const ctx = { store, networks: ["local"], actor: "cli:test", role: "admin" as const };
     const opening = (await account()).balanceUsdMicros;
     const expected: { record: SponsorshipRecord; terms: BillingTerms; actualGasCost: bigint; tokenPaid: boolean }[] = [];
 

@@ -88,6 +88,22 @@ describe("bundler errors reach the client sanitized (second review, finding 5)",
     expect(logLines.join("")).to.not.include(SECRET);
   });
 
+  it("short secrets, URLs without a scheme and user:password@host reach neither the client nor the log (issue 46, item 4)", async () => {
+    const short = ["k3yShort", "hunter2", "s3cr3t"];
+    stub.answer = {
+      code: -32500,
+      message: `AA21 didn't pay prefund: upstream rpc.corp.example/v3/${short[0]} and admin:${short[1]}@db.corp.example:5432/app, apikey=${short[2]}`,
+      data: { paymaster: PAYMASTER, upstream: `10.0.0.3:8545/?key=${short[0]}`, auth: `relay:${short[1]}@relay.corp.example` },
+    };
+    const mark = logLines.length;
+    const answer = await send();
+    for (const leaked of [...short, "rpc.corp.example", "db.corp.example", "10.0.0.3"]) expect(answer.text, leaked).to.not.include(leaked);
+    expect(JSON.parse(answer.text).error.message).to.equal("AA21 didn't pay prefund: upstream [url] and [redacted]@[url], apikey=[redacted]");
+    const logged = logLines.slice(mark).join("");
+    expect(logged).to.include("rpc.corp.example/…").and.include("db.corp.example:5432/…").and.include("10.0.0.3:8545/…");
+    for (const secret of short) expect(logged, secret).to.not.include(secret);
+  });
+
   it("a plain ERC-7769 answer passes whole: revert data, the time range, a reason with hex", async () => {
     stub.answer = { code: -32503, message: "AA32 paymaster expired or not due", data: { paymaster: PAYMASTER, validUntil: 1_700_000_000, validAfter: "0x0" } };
     const timeRange = JSON.parse((await send()).text) as { error: { code: number; message: string; data: Record<string, unknown> } };

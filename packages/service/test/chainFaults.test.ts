@@ -248,7 +248,7 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
 
   it("the console's network status reads the chain through the service's client: it fails over with it and is counted", async () => {
     const { primary, fallback, s } = await startWithFallback();
-    const status = async () => (await networkStatus({ store: s.running.service.store, networks: ["local"], actor: "test", service: s.running.service }))[0];
+    const status = async () => (await networkStatus({ store: s.running.service.store, networks: ["local"], actor: "test", role: "viewer", service: s.running.service }))[0];
     await primary.setMode("refuse");
     const local = await status();
     expect(local!.error, "read from the fallback, not an error of the primary").to.equal(null);

@@ -336,7 +336,8 @@ describe("chain RPC client", () => {
       expect(providerLimitOf(200, undefined, { code: -32005, message: "limit exceeded, see https://dash.example/v3/KEY123?x=1" }, now)!.detail).to.equal("JSON-RPC -32005: limit exceeded, see https://dash.example/…");
       // A key in the URL's userinfo, or bare in the text, never reaches the log line.
       const detail = providerLimitOf(200, undefined, { code: -32005, message: "over quota: https://acct:s3cretKeyValue@dash.example/x, or key AbCdEfGhIjKlMnOpQrStUvWxYz012345" }, now)!.detail;
-      expect(detail).to.equal("JSON-RPC -32005: over quota: https://dash.example/… or key [redacted]");
+      // (The comma after the URL is the sentence's, and stays.)
+      expect(detail).to.equal("JSON-RPC -32005: over quota: https://dash.example/…, or key [redacted]");
     });
 
     describe("the client", () => {

@@ -72,6 +72,28 @@ describe("client address (pure)", () => {
     expect(issues.join("\n")).to.match(/^applicationExpiryDays: must be a number of days from 1 to 365/m);
     expect(issues.join("\n")).to.match(/^ipv6ClientPrefix: must be a prefix length from 32 to 128/m);
   });
+
+  it("traceContext (issue 46, item 1): link by default; trusted-proxies needs trustedProxies; anything else refused by name", () => {
+    const doc = (service: Record<string, unknown>) => ({
+      ...service,
+      networks: [{ name: "base-sepolia", rpcUrl: "https://rpc.example", entryPoints: { "v0.7": { verifyingPaymaster: VPM, erc20Paymaster: VPM } }, nativeUsdPrice: { type: "fixed", usd: "3000" } }],
+    });
+    expect(buildConfig(doc({}), ENV).traceContext, "unset: the dispatcher links").to.equal(undefined);
+    const trusted = buildConfig(doc({ traceContext: "trusted-proxies", trustedProxies: ["10.0.0.5"] }), ENV);
+    expect(redactConfig(trusted).traceContext, "in the start-up log").to.equal("trusted-proxies");
+    for (const [value, message] of [
+      [{ traceContext: "trusted-proxies" }, /^traceContext: "trusted-proxies" continues the traces of the addresses in trustedProxies: list your reverse proxy there/m],
+      [{ traceContext: "follow" }, /^traceContext: must be one of: link, trusted-proxies, parent/m],
+    ] as const) {
+      let issues: readonly string[] = [];
+      try {
+        buildConfig(doc(value), ENV);
+      } catch (error) {
+        if (error instanceof ConfigError) issues = error.issues;
+      }
+      expect(issues.join("\n"), JSON.stringify(value)).to.match(message);
+    }
+  });
 });
 
 describe("client address over HTTP: application/claim limits and key IP allowlists behind a proxy", function () {

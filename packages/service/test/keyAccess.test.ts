@@ -40,7 +40,7 @@ describe("key access: origins and client IP ranges", () => {
 
     before(async () => {
       t = await startTestService();
-      ctx = { store: t.store, networks: ["local", "base-sepolia"], actor: "cli:test" };
+      ctx = { store: t.store, networks: ["local", "base-sepolia"], actor: "cli:test", role: "admin" };
       projectId = (await t.store.findApiKey(t.keys.active))!.projectId;
     });
     after(async () => {

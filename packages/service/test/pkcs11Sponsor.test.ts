@@ -74,7 +74,7 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
   });
 
   it("the admin network status names the token's key as the service's signer, accepted by every paymaster", async () => {
-    const [status] = await networkStatus({ store: running.service.store, networks: ["local"], actor: "test", service: running.service });
+    const [status] = await networkStatus({ store: running.service.store, networks: ["local"], actor: "test", role: "viewer", service: running.service });
     expect(status!.signer).to.equal(tokenSigner);
     expect(status!.paymasters).to.have.length(6);
     for (const paymaster of status!.paymasters) expect(paymaster.warnings.join("\n")).to.not.match(/signer/i);
@@ -146,7 +146,7 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
       const down = await ready();
       expect(down.status).to.equal(503);
       expect(down.body.checks["network:local"]).to.equal("failing: the paymaster's signing key is unavailable (pin)");
-      const [status] = await networkStatus({ store: running.service.store, networks: ["local"], actor: "test", service: running.service });
+      const [status] = await networkStatus({ store: running.service.store, networks: ["local"], actor: "test", role: "viewer", service: running.service });
       expect(status!.ready).to.equal(false);
       expect(status!.problem, "the operator's status has the detail").to.match(/signing key is unavailable \(pin\): the token refused (the|this) PIN/);
     } finally {
@@ -242,7 +242,7 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
       const refused = await call(`${late.url}/api/v1/paymaster/local?apiKey=${plaintext}`, "pm_sponsorUserOperation", [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: "LATE", version: "v0.7" }]);
       expect(refused.status, JSON.stringify(refused.body)).to.equal(503);
       expect(refused.body.data).to.deep.equal({ reason: "SIGNER_UNAVAILABLE", network: "local", cause: "pin" });
-      const [status] = await networkStatus({ store: late.service.store, networks: ["local"], actor: "test", service: late.service });
+      const [status] = await networkStatus({ store: late.service.store, networks: ["local"], actor: "test", role: "viewer", service: late.service });
       expect(status!.problem).to.match(/\(pin\): the token refused the PIN \(CKR_PIN_INCORRECT\)/);
       writeFileSync(own.pinFile, `${own.pin}\n`);
       await late.initialised; // the pre-flight retries every 2 s

@@ -74,7 +74,7 @@ for (const backend of backends) {
       const { apiKey } = await store.createApiKey(project.id);
       ids = { projectId: project.id, apiKeyId: apiKey.id };
       strategyId = (await store.createStrategy({ projectId: project.id, code: "KEEP", name: "keep", rules: RULES })).id;
-      ctx = { store, networks: ["local"], actor: "cli:test" };
+      ctx = { store, networks: ["local"], actor: "cli:test", role: "admin" };
     });
     afterEach(async () => {
       await close();

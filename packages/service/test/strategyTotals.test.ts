@@ -16,7 +16,7 @@ describe("strategy usage totals, whatever the caps", function () {
 
   before(async () => {
     embedded = await startTestStack();
-    ctx = { store: embedded.running.service.store, networks: ["local"], actor: "test" };
+    ctx = { store: embedded.running.service.store, networks: ["local"], actor: "test", role: "admin" };
   });
   after(async () => {
     await embedded?.close();

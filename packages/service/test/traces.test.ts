@@ -1,9 +1,11 @@
 // OpenTelemetry traces end to end: the service on the embedded local chain (real EVM, real SQLite, real HTTP)
 // exporting over OTLP/HTTP to a real receiver on 127.0.0.1 in this process. Sponsorships in each mode (Sponsor,
 // ERC-20, User Sponsor), a refusal and a batch; then the spans' tree (call → pipeline steps → chain calls and
-// store transactions), names, attributes, the client's traceparent as the parent, the trace id in the refusal's
-// body, settlement and retention passes and webhook deliveries as traces of their own, and no secret in any
-// attribute.
+// store transactions), names, attributes, the client's traceparent as a link (never the parent, nor its
+// tracestate: issue 46, item 1), the trace id in the refusal's body, settlement and retention passes and webhook
+// deliveries as traces of their own, and no secret in any attribute. Then, at a low sampling ratio: calls a client
+// flags sampled are sampled at our ratio; from a trusted proxy (traceContext "trusted-proxies") or with
+// traceContext "parent" the client's context is the parent and decides.
 import { expect } from "chai";
 import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import { fundTank, mint, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
@@ -21,6 +23,8 @@ import { rootSpan } from "../src/telemetry/trace.ts";
 /** A client's own trace and span ids (what a wallet or bundler sends in traceparent). */
 const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN = "00f067aa0ba902b7";
+/** A client's tracestate of the review's size (400 characters): never exported. */
+const CLIENT_STATE = `wallet=${"x".repeat(393)}`;
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -64,21 +68,26 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
   /** The root span of the call whose trace is `traceId` (its server span). */
   const callSpan = (traceId: string) => receiver.spans.find((s) => s.traceId === traceId && s.kind === 2);
 
-  it("a sponsorship (Sponsor mode, v1 dialect) continues the client's trace: call → steps → chain calls and store transactions", async () => {
+  it("a sponsorship (Sponsor mode, v1 dialect) is a trace of ours linked to the client's: call → steps → chain calls and store transactions", async () => {
     const wallet = await newWallet(embedded, "v0.7");
     const wire = wireOp(wallet, executeCallData(wallet.owner.address));
     const { status, body } = await post(
       embedded.endpoint,
       { id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [wire, { strategy_code: embedded.strategyCode, version: "v0.7" }] },
-      { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`, tracestate: "wallet=1" },
+      { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`, tracestate: CLIENT_STATE },
     );
     expect(status, JSON.stringify(body)).to.equal(200);
     signedData.push(body.data.userOpResponse.paymasterAndData);
 
-    await receiver.waitFor((spans) => spans.some((s) => s.traceId === CLIENT_TRACE && s.name === "store confirmSponsorship"));
-    const root = callSpan(CLIENT_TRACE)!;
+    const linked = (s: ReceivedSpan) => s.kind === 2 && s.links.some((l) => l.traceId === CLIENT_TRACE);
+    await receiver.waitFor((spans) => spans.some(linked) && spans.some((s) => s.traceId === spans.find(linked)!.traceId && s.name === "store confirmSponsorship"));
+    const root = receiver.spans.find(linked)!;
     expect(root.name).to.equal("pm_sponsorUserOperation");
-    expect(root.parentSpanId, "the client's span is the parent").to.equal(CLIENT_SPAN);
+    expect(root.traceId, "a trace of ours: the client does not pick the trace id").to.not.equal(CLIENT_TRACE);
+    expect(root.parentSpanId, "a root: the client's span is no parent").to.equal("");
+    expect(root.links, "the client's span context as a link").to.deep.equal([{ traceId: CLIENT_TRACE, spanId: CLIENT_SPAN, traceState: "" }]);
+    expect(receiver.spans.filter((s) => s.traceId === CLIENT_TRACE), "nothing in the client's trace").to.deep.equal([]);
+    expect(receiver.spans.filter((s) => s.traceState !== ""), "the client's tracestate is never exported").to.deep.equal([]);
     expect(root.resource["service.name"]).to.equal("paymaster-under-test");
     expect(root.attributes).to.include({
       "rpc.system": "jsonrpc",
@@ -90,7 +99,7 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     });
     expect(root.attributes).not.to.have.property("paymaster.refusal_reason");
 
-    const trace = receiver.spans.filter((s) => s.traceId === CLIENT_TRACE);
+    const trace = receiver.spans.filter((s) => s.traceId === root.traceId);
     const steps = childrenOf(trace, root).map((s) => s.name);
     for (const step of ["step.resolveTarget", "step.detectDelegate", "step.tokenPrice", "step.estimateGas", "step.maxCost", "step.requireApproval", "step.signLanding", "step.commitSponsorship"]) {
       expect(steps, step).to.include(step);
@@ -111,6 +120,8 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     const reserve = byName(trace, "step.reserve")[0]!;
     const reservation = childrenOf(trace, reserve).find((s) => s.name === "store reserveSponsorship")!;
     expect(reservation.attributes).to.include({ "db.system.name": "sqlite", "db.operation.name": "reserveSponsorship" });
+    // A call to the database is a client span (OpenTelemetry's database conventions), as operations.md says.
+    for (const store of trace.filter((s) => s.name.startsWith("store "))) expect(store.kind, store.name).to.equal(3);
     expect(childrenOf(trace, byName(trace, "step.checkLanding")[0]!).map((s) => s.name)).to.include("chain eth_call");
   });
 
@@ -157,7 +168,7 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     // The v1 dialect too: the refusal's envelope carries it.
     const v1 = await post(embedded.endpoint, { id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [wire, { strategy_code: "NO_SUCH_CODE", version: "v0.7" }] }, { traceparent: `00-${"ab".repeat(16)}-${"cd".repeat(8)}-01` });
     expect(v1.body.data.reason).to.equal(data.reason);
-    expect(v1.body.data.traceId, "the client's trace").to.equal("ab".repeat(16));
+    expect(v1.body.data.traceId, "our trace, not the client's").to.match(/^[0-9a-f]{32}$/).and.not.equal("ab".repeat(16));
 
     const batch = await post(embedded.erc7677Endpoint, [
       { id: 1, jsonrpc: "2.0", method: "pm_supportEntrypoint", params: [] },
@@ -197,6 +208,7 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     expect(pass.attributes["paymaster.retention.leader"]).to.equal(true);
     expect(pass.attributes["paymaster.retention.batches"]).to.be.a("number");
     expect(childrenOf(receiver.spans, pass).map((s) => s.name)).to.include("store tryLeadership");
+    expect(childrenOf(receiver.spans, pass).find((s) => s.name === "store tryLeadership")!.kind, "a client span").to.equal(3);
   });
 
   it("webhook deliveries are traces of their own, naming the receiver by scheme, host and port only", async () => {
@@ -249,6 +261,76 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
         const text = String(value).toLowerCase();
         for (const secret of secrets) expect(text.includes(secret.toLowerCase()), `${span.name} ${key}`).to.equal(false);
       }
+    }
+  });
+});
+
+describe("a client's trace context does not decide sampling (issue 46, item 1)", function () {
+  this.timeout(120_000);
+  /** Calls a client flags sampled, each with its own trace id, as in the review. */
+  const CALLS = 40;
+  let receiver: OtlpReceiver;
+  let embedded: Embedded;
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    embedded = await startTestStack({
+      tracingEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01", OTEL_BSP_SCHEDULE_DELAY: "100" },
+    });
+  });
+  after(async () => {
+    await embedded?.close();
+    await receiver?.close();
+  });
+
+  /** `CALLS` pm_supportEntrypoint calls flagged sampled, each a fresh client trace id; the ids sent. */
+  async function flaggedCalls(prefix: string): Promise<string[]> {
+    const ids = Array.from({ length: CALLS }, (_, i) => `${prefix}${i.toString(16).padStart(32 - prefix.length, "0")}`);
+    for (const id of ids) {
+      const { status } = await post(embedded.erc7677Endpoint, { id: 1, jsonrpc: "2.0", method: "pm_supportEntrypoint", params: [] }, { traceparent: `00-${id}-${CLIENT_SPAN}-01`, tracestate: CLIENT_STATE });
+      expect(status).to.equal(200);
+    }
+    return ids;
+  }
+  /**
+   * The call spans exported for `ids` (continued: in the client's trace; linked: pointing to it), once all of them
+   * came (`all`) or the exporter had six intervals to send them: a slow export only makes fewer seem sampled.
+   */
+  async function exported(ids: string[], all = false): Promise<{ continued: ReceivedSpan[]; linked: ReceivedSpan[] }> {
+    if (all) await receiver.waitFor((spans) => spans.filter((s) => ids.includes(s.traceId)).length >= ids.length);
+    else await new Promise((resolve) => setTimeout(resolve, 600));
+    const calls = receiver.spans.filter((s) => s.name === "pm_supportEntrypoint");
+    return { continued: calls.filter((s) => ids.includes(s.traceId)), linked: calls.filter((s) => s.links.some((l) => ids.includes(l.traceId))) };
+  }
+
+  it("by default, calls flagged sampled are sampled at our ratio (0.01), in traces of ours linked to the client's", async () => {
+    const { continued, linked } = await exported(await flaggedCalls("a1"));
+    expect(continued, "no call continues the client's trace").to.have.length(0);
+    // At 0.01, 40 calls sample none or one or two; all 40 (the review's figure) is what a parent-based sampler did.
+    expect(linked.length, `${linked.length} of ${CALLS} flagged calls traced`).to.be.at.most(5);
+  });
+
+  it("with traceContext trusted-proxies, a trusted proxy's context is the parent and decides; anyone else's is only linked", async () => {
+    const config = embedded.running.service.config as { traceContext?: string; trustedProxies?: readonly string[] };
+    try {
+      config.traceContext = "trusted-proxies";
+      config.trustedProxies = ["127.0.0.1/32"];
+      const fromProxy = await exported(await flaggedCalls("b2"), true);
+      expect(fromProxy.continued, "every call from the proxy, sampled as it said").to.have.length(CALLS);
+      for (const span of fromProxy.continued) {
+        expect(span.parentSpanId).to.equal(CLIENT_SPAN);
+        expect(span.traceState, "tracestate is dropped even then").to.equal("");
+      }
+      config.trustedProxies = ["10.9.9.9/32"]; // the test's connections are no longer a proxy's
+      const fromClient = await exported(await flaggedCalls("c3"));
+      expect(fromClient.continued).to.have.length(0);
+      expect(fromClient.linked.length).to.be.at.most(5);
+      // traceContext "parent": every caller's context is the parent (a listener only one's own services reach).
+      config.traceContext = "parent";
+      expect((await exported(await flaggedCalls("d4"), true)).continued).to.have.length(CALLS);
+    } finally {
+      delete config.traceContext;
+      delete config.trustedProxies;
     }
   });
 });

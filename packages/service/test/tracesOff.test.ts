@@ -3,8 +3,9 @@
 // SDK is ever resolved (a --import hook logs every module the process resolves; prom-client alone requires
 // @opentelemetry/api, as it always has), nothing reaches the OTLP receiver
 // even with an endpoint set once OTEL_TRACES_EXPORTER says none, and error bodies are exactly today's. Beside
-// it, the same service with an endpoint: the SDK loads, the client's traceparent is the parent, the trace id
-// is in the error body and the request's log line, and SIGTERM's drain flushes the spans to the receiver.
+// it, the same service with an endpoint: the SDK loads, the client's traceparent is linked (a trace of ours, not
+// the client's), the trace id is in the error body and the request's log line, and SIGTERM's drain flushes the
+// spans to the receiver.
 import { expect } from "chai";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -88,6 +89,7 @@ describe("OpenTelemetry off: no SDK loaded, nothing exported, bodies unchanged (
     const off = start("off", { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_EXPORTER: "none" });
     const on = start("on", { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: "paymaster-child" });
     const [offService, onService] = await Promise.all([off.service, on.service]);
+    const traceIds: string[] = [];
     try {
       const offAnswers = await refusals(offService);
       const onAnswers = await refusals(onService);
@@ -97,11 +99,13 @@ describe("OpenTelemetry off: no SDK loaded, nothing exported, bodies unchanged (
       expect(offAnswers.standard).to.deep.equal({ jsonrpc: "2.0", id: 1, error: { code: jsonRpcCode, message, data: { reason: "API_KEY_INVALID" } } });
       expect(offAnswers.v1).to.have.keys(["code", "message", "data", "cost"]);
       expect({ ...offAnswers.v1, cost: undefined }).to.deep.equal({ code: status, message, data: { reason: "API_KEY_INVALID" }, cost: undefined });
-      // On: the same, plus the client's trace id.
-      expect(onAnswers.standard.error.data).to.deep.equal({ reason: "API_KEY_INVALID", traceId: CLIENT_TRACE });
-      expect(onAnswers.v1.data).to.deep.equal({ reason: "API_KEY_INVALID", traceId: CLIENT_TRACE });
+      // On: the same, plus the trace id: ours, not the one the client sent.
+      traceIds.push(onAnswers.standard.error.data.traceId, onAnswers.v1.data.traceId);
+      expect(onAnswers.standard.error.data).to.deep.equal({ reason: "API_KEY_INVALID", traceId: traceIds[0] });
+      expect(onAnswers.v1.data).to.deep.equal({ reason: "API_KEY_INVALID", traceId: traceIds[1] });
+      for (const id of traceIds) expect(id).to.match(/^[0-9a-f]{32}$/).and.not.equal(CLIENT_TRACE);
       const onLine = await onService.waitFor((l) => l.msg === "request" && l.path === "/rpc/v1/local");
-      expect(onLine.traceId).to.equal(CLIENT_TRACE);
+      expect(onLine.traceId).to.equal(traceIds[0]);
       const offLine = await offService.waitFor((l) => l.msg === "request" && l.path === "/rpc/v1/local");
       expect(offLine).not.to.have.property("traceId");
 
@@ -113,12 +117,13 @@ describe("OpenTelemetry off: no SDK loaded, nothing exported, bodies unchanged (
       await Promise.all([offService.kill(), onService.kill()]);
     }
 
-    // Only the "on" service's spans reached the receiver: its two calls, children of the client's span.
+    // Only the "on" service's spans reached the receiver: its two calls, each a trace of ours linked to the client's span.
     const roots = receiver.spans.filter((s) => s.kind === 2);
     expect(roots.map((s) => s.name)).to.deep.equal(["pm_supportEntrypoint", "pm_supportEntrypoint"]);
+    expect(roots.map((s) => s.traceId)).to.have.members(traceIds);
     for (const root of roots) {
-      expect(root.traceId).to.equal(CLIENT_TRACE);
-      expect(root.parentSpanId).to.equal(CLIENT_SPAN);
+      expect(root.parentSpanId).to.equal("");
+      expect(root.links).to.deep.equal([{ traceId: CLIENT_TRACE, spanId: CLIENT_SPAN, traceState: "" }]);
       expect(root.resource["service.name"]).to.equal("paymaster-child");
       expect(root.attributes).to.include({ "paymaster.outcome": "refused", "paymaster.refusal_reason": "API_KEY_INVALID" });
     }

@@ -40,16 +40,27 @@ export function inList(list: BlockList, ip: string): boolean {
 /** Built once per configured list (the configuration does not change while the service runs). */
 const lists = new WeakMap<readonly string[], BlockList>();
 
+/** `trustedProxies` as a BlockList, built once per list. */
+function trustedList(trustedProxies: readonly string[]): BlockList {
+  let trusted = lists.get(trustedProxies);
+  if (trusted === undefined) lists.set(trustedProxies, (trusted = rangeList(trustedProxies)));
+  return trusted;
+}
+
+/** Whether the connection from `socketAddress` is one of `trustedProxies`' (what it says of the request is believed). */
+export function fromTrustedProxy(socketAddress: string, trustedProxies: readonly string[] | undefined): boolean {
+  const peer = plainIp(socketAddress);
+  return peer !== undefined && trustedProxies !== undefined && trustedProxies.length > 0 && inList(trustedList(trustedProxies), peer);
+}
+
 /**
  * The client address of a connection from `socketAddress` that carries `forwardedFor` (the X-Forwarded-For
  * header, "" when absent), believing only `trustedProxies`.
  */
 export function clientAddress(socketAddress: string, forwardedFor: string, trustedProxies: readonly string[] | undefined): string {
   const peer = plainIp(socketAddress);
-  if (peer === undefined || trustedProxies === undefined || trustedProxies.length === 0) return peer ?? socketAddress;
-  let trusted = lists.get(trustedProxies);
-  if (trusted === undefined) lists.set(trustedProxies, (trusted = rangeList(trustedProxies)));
-  if (!inList(trusted, peer)) return peer;
+  if (peer === undefined || !fromTrustedProxy(peer, trustedProxies)) return peer ?? socketAddress;
+  const trusted = trustedList(trustedProxies!);
   let client = peer;
   const hops = forwardedFor === "" ? [] : forwardedFor.split(",");
   for (let i = hops.length - 1; i >= 0; i--) {

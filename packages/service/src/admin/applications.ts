@@ -10,6 +10,7 @@ import { DEFAULT_APPLICATION_EXPIRY_DAYS } from "../config/schema.ts";
 import { sha256Hex } from "../store/common.ts";
 import type { KeyApplication, KeyApplicationStatus } from "../store/types.ts";
 import { AdminError, audit, guarded, invalid, notFound, type AdminContext, mutation, read } from "./context.ts";
+import { PUBLIC_PRINCIPAL } from "./roles.ts";
 
 /** Bounds of an application (the endpoint is public). */
 export const APPLICATION_LIMITS = Object.freeze({ contact: 200, projectName: 100, intendedUse: 2000, networks: 20, pending: 1000 });
@@ -27,8 +28,11 @@ async function expireStale(ctx: AdminContext): Promise<void> {
   await ctx.store.expireKeyApplications(days * 86_400);
 }
 
-/** A public application, checked; refused while too many (not yet expired) wait for the operator. */
-export async function submitApplication(ctx: AdminContext, body: unknown): Promise<{ id: string; status: KeyApplicationStatus }> {
+/**
+ * A public application, checked; refused while too many (not yet expired) wait for the operator. The public door's
+ * (its principal only); no audit row: the application is its own record.
+ */
+export const submitApplication = mutation(PUBLIC_PRINCIPAL, async function submitApplication(ctx: AdminContext, body: unknown): Promise<{ id: string; status: KeyApplicationStatus }> {
   if (typeof body !== "object" || body === null || Array.isArray(body)) invalid("the body must be a JSON object: {contact, project, networks, use}");
   const b = body as Record<string, unknown>;
   const unknown = Object.keys(b).find((k) => !["contact", "project", "networks", "use"].includes(k));
@@ -49,7 +53,7 @@ export async function submitApplication(ctx: AdminContext, body: unknown): Promi
   }
   const application = await ctx.store.createKeyApplication({ contact, projectName, networks: [...new Set(networks)], intendedUse });
   return { id: application.id, status: application.status };
-}
+});
 
 export const listApplications = read("viewer", async function listApplications(ctx: AdminContext, input: { status?: string }): Promise<KeyApplication[]> {
   if (input.status !== undefined && !STATUSES.includes(input.status as KeyApplicationStatus)) invalid(`status: one of ${STATUSES.join(", ")}`);
@@ -78,9 +82,9 @@ export const rejectApplication = mutation("operator", async function rejectAppli
 
 /**
  * The applicant's claim: the key, exactly once; a used, unknown or rejected token gets NOT_FOUND. The public
- * door's, not a principal's (its context has no role): it declares none, so no admin route could offer it but to admin.
+ * door's: only its principal calls it (an operator's is refused), and no admin route offers it.
  */
-export const claimApplication = mutation(async function claimApplication(ctx: AdminContext, body: unknown) {
+export const claimApplication = mutation(PUBLIC_PRINCIPAL, async function claimApplication(ctx: AdminContext, body: unknown) {
   const token = (body as { claimToken?: unknown } | null)?.claimToken;
   if (typeof token !== "string" || !token.startsWith(CLAIM_TOKEN_PREFIX) || token.length > 200) invalid("claimToken: required (pmclaim_…)");
   const claimed = await ctx.store.claimKeyApplication(sha256Hex(token));

@@ -18,20 +18,20 @@ import { isStoreError } from "../store/errors.ts";
 import { findUnsafeText } from "../text/safeText.ts";
 import type { DestinationPolicy } from "../webhooks/destination.ts";
 import type { Store } from "../store/types.ts";
-import { declareRole, roleProblem, type Declared, type Role } from "./roles.ts";
+import { declareRole, isRole, PUBLIC_PRINCIPAL, roleProblem, type Declared, type Principal, type Role } from "./roles.ts";
 
 export interface AdminContext {
   store: Store;
   /** The configured networks' names (a network name given to an operation must be one of them). */
   networks: readonly string[];
-  /** Who acts, for the audit log: "cli:<os user>", "api:<token name>" or "console:<token name>". */
+  /** Who acts, for the audit log: "cli:<os user>", "api:<token name>", "console:<token name>" or "public:<client address>". */
   actor: string;
   /**
-   * The role the actor holds: its token's for the admin API and the console, admin for the CLI (it holds the
-   * database). Absent only for a door that is no principal's (the public application door, whose operations are
-   * fixed): no role is checked there, and its audit rows have none.
+   * Who acts: the role of its token for the admin API and the console, admin for the CLI (it holds the database),
+   * PUBLIC_PRINCIPAL for the public application door (its audit rows have no role). A context without one is
+   * refused every operation.
    */
-  role?: Role;
+  role: Principal;
   now?: () => number;
   /** The configuration's sponsorship retention (`sponsorship prune` uses it; defaults when absent). */
   retention?: ServiceConfig["retention"];
@@ -92,10 +92,19 @@ export class RoleRefused extends AdminError {
   }
 }
 
-/** Refuses (RoleRefused) a context whose principal's role does not include `needed`; `what` names the action. */
-export function requireRole(ctx: Pick<AdminContext, "role">, needed: Role, what: string): void {
-  if (ctx.role === undefined) return;
-  const problem = roleProblem(ctx.role, needed, what);
+/**
+ * Refuses a context whose principal may not do what needs `needed` (`what` names the action): UNAUTHORIZED when
+ * it names no principal, RoleRefused (403) when its role does not include `needed` (the public door's principal
+ * holds no role), FORBIDDEN when `needed` is the public door's and the principal is an operator's.
+ */
+export function requireRole(ctx: Partial<Pick<AdminContext, "role">>, needed: Principal, what: string): void {
+  const held: unknown = ctx.role;
+  if (held !== PUBLIC_PRINCIPAL && !isRole(held)) throw new AdminError("UNAUTHORIZED", `${what}: no principal says who acts: refused`);
+  if (needed === PUBLIC_PRINCIPAL) {
+    if (held !== PUBLIC_PRINCIPAL) throw new AdminError("FORBIDDEN", `${what} is the public door's (an applicant's): an operator's principal does not call it`);
+    return;
+  }
+  const problem = held === PUBLIC_PRINCIPAL ? `${what} needs the ${needed} role; the public door holds none` : roleProblem(held as Role, needed, what);
   if (problem) throw new RoleRefused(needed, problem);
 }
 
@@ -166,16 +175,17 @@ export function requireActor(actor: unknown): string {
 export type AdminOperation<A extends unknown[], R> = Declared<(ctx: AdminContext, ...args: A) => Promise<R>>;
 
 /**
- * Wraps `operation` so that it first refuses a principal without `role` (admin when undefined: deny by default),
- * and declares that role on it (unless undefined: a test lists every route whose operation declares none).
+ * Wraps `operation` so that it first refuses a principal that may not do what needs `role` (admin when undefined:
+ * deny by default), and declares that role on it (unless undefined, or the public door's: no admin route offers
+ * those; a test lists every route whose operation declares none).
  */
-function declared<A extends unknown[], R>(role: Role | undefined, operation: (ctx: AdminContext, ...args: A) => Promise<R>, run: (ctx: AdminContext, args: A) => Promise<R>): AdminOperation<A, R> {
+function declared<A extends unknown[], R>(role: Principal | undefined, operation: (ctx: AdminContext, ...args: A) => Promise<R>, run: (ctx: AdminContext, args: A) => Promise<R>): AdminOperation<A, R> {
   const wrapped = async (ctx: AdminContext, ...args: A) => {
     requireRole(ctx, role ?? "admin", operation.name || "this operation");
     return run(ctx, args);
   };
   Object.defineProperty(wrapped, "name", { value: operation.name });
-  return role === undefined ? (wrapped as AdminOperation<A, R>) : declareRole(role, wrapped);
+  return role === undefined || role === PUBLIC_PRINCIPAL ? (wrapped as AdminOperation<A, R>) : declareRole(role, wrapped);
 }
 
 /** Declares an operation that only reads, and the role it needs. */
@@ -195,15 +205,15 @@ export function operation<A extends unknown[], R>(role: Role, op: (ctx: AdminCon
 }
 
 /**
- * Declares a mutating operation and the role it needs: refused unless `ctx.actor` names who acts, and run with
- * its audit row as one transaction (a failed audit write undoes the change). Nested mutations (apply creating
- * projects) join the outer one. Without a role it needs admin (deny by default): a helper only other operations
- * call may leave it out.
+ * Declares a mutating operation and the role it needs (PUBLIC_PRINCIPAL: the public door's, which only its
+ * principal calls): refused unless `ctx.actor` names who acts, and run with its audit row as one transaction (a
+ * failed audit write undoes the change). Nested mutations (apply creating projects) join the outer one. Without
+ * a role it needs admin (deny by default): a helper only other operations call may leave it out.
  */
-export function mutation<A extends unknown[], R>(role: Role, operation: (ctx: AdminContext, ...args: A) => Promise<R>): AdminOperation<A, R>;
+export function mutation<A extends unknown[], R>(role: Principal, operation: (ctx: AdminContext, ...args: A) => Promise<R>): AdminOperation<A, R>;
 export function mutation<A extends unknown[], R>(operation: (ctx: AdminContext, ...args: A) => Promise<R>): AdminOperation<A, R>;
 export function mutation<A extends unknown[], R>(
-  roleOrOperation: Role | ((ctx: AdminContext, ...args: A) => Promise<R>),
+  roleOrOperation: Principal | ((ctx: AdminContext, ...args: A) => Promise<R>),
   maybeOperation?: (ctx: AdminContext, ...args: A) => Promise<R>,
 ): AdminOperation<A, R> {
   const [role, op] = typeof roleOrOperation === "string" ? [roleOrOperation, maybeOperation!] : [undefined, roleOrOperation];
@@ -215,5 +225,6 @@ export function mutation<A extends unknown[], R>(
 
 export async function audit(ctx: AdminContext, action: string, target: string | null, before: unknown, after: unknown): Promise<void> {
   if (!insideMutation.getStore()) throw new Error(`audit(${action}) outside a mutation: declare the operation with mutation()`);
-  await ctx.store.appendAudit({ actor: requireActor(ctx.actor), role: ctx.role ?? null, action, target, before: before ?? null, after: after ?? null });
+  // The public door's rows have no role (an applicant is no operator).
+  await ctx.store.appendAudit({ actor: requireActor(ctx.actor), role: isRole(ctx.role) ? ctx.role : null, action, target, before: before ?? null, after: after ?? null });
 }

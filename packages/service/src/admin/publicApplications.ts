@@ -15,7 +15,8 @@ import { clientBucket, requestClientAddress } from "../access/clientAddress.ts";
 import { dependencyFailure } from "../dependencies/failure.ts";
 import { readBody } from "../rpc/body.ts";
 import { memoryBuckets } from "../rpc/rateLimit.ts";
-import { AdminError, requireSafeText } from "./context.ts";
+import { AdminError, requireSafeText, type AdminContext } from "./context.ts";
+import { PUBLIC_PRINCIPAL } from "./roles.ts";
 import { claimApplication, submitApplication } from "./applications.ts";
 
 export const APPLICATION_BODY_LIMIT_BYTES = 8 * 1024;
@@ -50,10 +51,12 @@ export function applicationHandlers(service: ServiceContext) {
         throw new AdminError("INVALID_INPUT", "the body is not valid JSON");
       }
       requireSafeText(body);
-      const admin = {
+      // The public door's principal: an applicant, who may submit and claim and nothing else (admin/roles.ts).
+      const admin: AdminContext = {
         store: service.store,
         networks: [...service.networks.keys()],
         actor: `public:${client}`,
+        role: PUBLIC_PRINCIPAL,
         applicationExpiryDays: service.config.applicationExpiryDays,
       };
       ctx.body = await action(admin, body);

@@ -18,6 +18,15 @@
 export const ROLES = ["viewer", "operator", "admin"] as const;
 export type Role = (typeof ROLES)[number];
 
+/**
+ * The principal of the public listener's doors (an applicant submitting or claiming a key application): no
+ * operator at all. It may call only the operations declared for it, and none declared for a role; a context that
+ * names no principal is refused everything (a door that forgot to say who acts must not act as anyone).
+ */
+export const PUBLIC_PRINCIPAL = "public";
+/** Who acts through a door: an operator's role, or the public door's principal. */
+export type Principal = Role | typeof PUBLIC_PRINCIPAL;
+
 /** What a caller gets when it names no role: a token of the form `name=token` (what every token was before roles). */
 export const DEFAULT_ROLE: Role = "admin";
 

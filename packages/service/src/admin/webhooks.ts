@@ -6,12 +6,22 @@
 import { createApprovalWebhook, createEventWebhook, deleteWebhook, listDeliveries, listWebhooks, replayDelivery } from "../webhooks/admin.ts";
 import type { ApprovalDefault, WebhookDelivery, WebhookEndpoint } from "../store/types.ts";
 import { PUBLIC_ONLY } from "../webhooks/destination.ts";
+import { redactUrl } from "../text/redactUrl.ts";
 import { audit, guarded, type AdminContext, mutation, read } from "./context.ts";
+import { isRole, roleIncludes, type Principal } from "./roles.ts";
 
 /** An endpoint as listed and audited: never its secret. */
 function view(endpoint: WebhookEndpoint): Omit<WebhookEndpoint, "secret"> {
   const { secret: _secret, ...rest } = endpoint as WebhookEndpoint & { secret?: string };
   return rest;
+}
+
+/**
+ * A receiver's URL as `principal` may see it: whole for an operator (who sets it), else its scheme and host only
+ * ("https://hooks.example/…"), since a receiver's path or query often holds its own token.
+ */
+export function webhookUrlFor(principal: Principal, url: string): string {
+  return isRole(principal) && roleIncludes(principal, "operator") ? url : redactUrl(url);
 }
 
 export const createWebhook = mutation("operator", async function createWebhook(
@@ -34,8 +44,9 @@ export const createWebhook = mutation("operator", async function createWebhook(
   return { endpoint: view(created.endpoint), secret: created.secret };
 });
 
+/** A project's endpoints; a viewer sees each URL's scheme and host only (webhookUrlFor). */
 export const listProjectWebhooks = read("viewer", async function listProjectWebhooks(ctx: AdminContext, projectId: string): Promise<Omit<WebhookEndpoint, "secret">[]> {
-  return (await guarded(() => listWebhooks(ctx.store, projectId))).map(view);
+  return (await guarded(() => listWebhooks(ctx.store, projectId))).map((endpoint) => ({ ...view(endpoint), url: webhookUrlFor(ctx.role, endpoint.url) }));
 });
 
 export const removeWebhook = mutation("operator", async function removeWebhook(ctx: AdminContext, endpointId: string): Promise<{ deleted: string }> {

@@ -120,20 +120,22 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ad
       let code: Code;
       let message: string;
       let issues: readonly FieldIssue[] | undefined;
-      // A dependency that failed (the database, a chain RPC): 503 with its name, cause and the driver's words
-      // (operators only here); it is logged where its state changes, not per request.
+      // A dependency that failed (the database, a chain RPC): 503 with its name and cause, to every role alike.
+      // The driver's words (its host, database, user) go to the log only: a token is no licence to the network's layout.
       const failure = dependencyFailure(err);
       if (err instanceof AdminError) [code, message, issues] = [err.code, err.message, err.issues];
       else if (err instanceof HttpError || err instanceof GateError) [code, message] = [err.code, err.message];
       else if (err instanceof RpcError && err.reason === "BODY_TOO_LARGE") [code, message] = ["BODY_TOO_LARGE", err.message];
-      else if (failure) [code, message] = ["UNAVAILABLE", failure.message];
-      else {
+      else if (failure) {
+        [code, message] = ["UNAVAILABLE", failure.message];
+        deps.logger.warn({ path: ctx.path, actor: ctx.state.actor, reason: failure.reason, cause: failure.cause, detail: failure.detail }, "admin API: a dependency is unavailable");
+      } else {
         deps.logger.error({ err, path: ctx.path }, "admin API: internal error");
         [code, message] = ["INTERNAL", "internal error (see the service log)"];
       }
       ctx.status = STATUS[code];
       if (code === "UNAUTHORIZED") ctx.set("WWW-Authenticate", 'Bearer realm="paymaster-admin"');
-      const dependency = failure && code === "UNAVAILABLE" ? { reason: failure.reason, cause: failure.cause, ...(failure.detail ? { detail: failure.detail } : {}) } : {};
+      const dependency = failure && code === "UNAVAILABLE" ? { reason: failure.reason, cause: failure.cause } : {};
       ctx.body = { error: { code, message, ...dependency, ...(issues ? { issues } : {}), ...(err instanceof RoleRefused ? { requiredRole: err.requiredRole } : {}) } };
     }
   });

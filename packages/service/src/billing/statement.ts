@@ -69,10 +69,21 @@ export interface Statement {
   closingBalanceUsd: string;
   totals: {
     creditsUsd: string;
+    /** The period's debit lines summed: every landing billed, a debit a reorg later reversed included. */
     debitsUsd: string;
+    /** Corrections by hand and reversals of debits (a reorganised settlement), summed. */
     adjustmentsUsd: string;
-    /** Operations billed in the period (debits), and the gas they are for. */
+    /**
+     * The period's debit lines, counted: one per landing billed (what `debitsUsd` sums). An op reorganised away
+     * and landed again has two debit lines and counts twice in a period that holds both; its reversal (an
+     * adjustment) is not subtracted.
+     */
     operations: number;
+    /**
+     * Net of the period's reversals: the figures of its debit lines minus those of its adjustments that reverse a
+     * debit (of this period or an earlier one, so negative when a period's reversals outweigh its debits). An op
+     * reorganised away and landed again within the period counts here at its second landing's figures only.
+     */
     gasCostWei: string;
     gasUsd: string;
     markupUsd: string;
@@ -126,7 +137,7 @@ export function buildStatement(project: { id: string; name: string }, period: St
       debitsUsd: formatUsdMicros(sum(debits)),
       adjustmentsUsd: formatUsdMicros(sum(of("adjustment"))),
       operations: debits.length,
-      // Net of reorganised settlements: what the period's standing debits are for.
+      // Net: the debit lines' figures minus the reversals' (the adjustments that carry an op).
       gasCostWei: opSum((op) => op.gasCostWei).toString(),
       gasUsd: formatUsdMicros(opSum((op) => op.gasUsdMicros)),
       markupUsd: formatUsdMicros(opSum((op) => op.markupUsdMicros)),
@@ -158,11 +169,16 @@ export const STATEMENT_CSV_COLUMNS = [
 
 /** Columns of text someone typed (a reference, an actor): a leading = + - @ would make a spreadsheet run a formula. */
 const FREE_TEXT = new Set<string>(["reference", "actor"]);
+/**
+ * What a spreadsheet may read as a formula: = + - @ (or their full-width forms, which some locales take too) after
+ * any whitespace or zero-width characters (spreadsheets trim them), or a cell that starts with a tab or a line break.
+ */
+const FORMULA_START = /^(?:[\t\r\n]|[\s\u200b-\u200d\u2060]*[=+\-@\uff1d\uff0b\uff0d\uff20])/u;
 
 function csvCell(column: string, value: unknown): string {
   if (value === null || value === undefined) return "";
   let text = String(value);
-  if (FREE_TEXT.has(column) && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  if (FREE_TEXT.has(column) && FORMULA_START.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 

@@ -7,15 +7,16 @@
  *   -32502 opcode, -32503 time range, -32504 throttled or banned, -32505 stake too low, -32506 aggregator,
  *   -32507 signature, -32508 paymaster deposit, -32521 reverted in execution, -32602 invalid fields; others as
  *   they come: a code carries no text);
- * - the message as one line of plain text: stack frames dropped, URLs replaced by "[url]", file paths by
- *   "[path]", long opaque tokens by "[redacted]", control characters removed, at most MESSAGE_MAX_CHARS. The
+ * - the message as one line of plain text: stack frames dropped, URLs (with a scheme or not) replaced by "[url]",
+ *   file paths by "[path]", credentials (user:password@, key=…, Bearer …) and long opaque tokens by "[redacted]"
+ *   (text/loggedText.ts redactSecrets), control characters removed, at most MESSAGE_MAX_CHARS. The
  *   EntryPoint's reasons ("AA21 didn't pay prefund") and hex revert data are kept;
  * - of `data`, ERC-7769's fields (DATA_FIELDS) holding an address, hex or a number, or revert data (hex).
  *
  * Whatever was removed goes to the service's log, its URLs reduced to scheme, host and port and its tokens
  * redacted (forwardToBundler).
  */
-import { TOKEN_PATTERN, URL_PATTERN } from "../text/loggedText.ts";
+import { redactSecrets } from "../text/loggedText.ts";
 import { NodeError } from "../chain/rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
 
@@ -32,13 +33,12 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]+/gu;
 
 /** The bundler's message as the client gets it. Pure. */
 export function clientMessage(message: string): string {
-  const text = message
+  const lines = message
     .split(/\r?\n/)
     .filter((line) => !STACK_FRAME.test(line))
     .join(" ")
-    .replace(URL_PATTERN, "[url]")
-    .replace(PATH_PATTERN, "[path]")
-    .replace(TOKEN_PATTERN, "[redacted]")
+    .replace(PATH_PATTERN, "[path]");
+  const text = redactSecrets(lines, "placeholder")
     .replace(CONTROL, " ")
     .replace(/\s+/g, " ")
     .trim();

@@ -372,6 +372,7 @@ export function redactConfig(config: ServiceConfig, tokenSigners: ReadonlyMap<st
     logLevel: config.logLevel,
     ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
     ...(config.trustedProxies === undefined ? {} : { trustedProxies: [...config.trustedProxies] }),
+    ...(config.traceContext === undefined ? {} : { traceContext: config.traceContext }),
     ...(config.ipv6ClientPrefix === undefined ? {} : { ipv6ClientPrefix: config.ipv6ClientPrefix }),
     ...(config.applicationExpiryDays === undefined ? {} : { applicationExpiryDays: config.applicationExpiryDays }),
     ...(config.metrics === undefined ? {} : { metrics: { ...config.metrics } }),

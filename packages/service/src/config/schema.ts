@@ -41,6 +41,8 @@ export const DEFAULT_LOG_LEVEL = "info";
 /** Pending key applications older than this are rejected by "expiry" (store/applicationExpiry.ts). */
 export const DEFAULT_APPLICATION_EXPIRY_DAYS = 14;
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+/** What a caller's traceparent is to our spans (ServiceConfig.traceContext; default link). */
+export const TRACE_CONTEXT_MODES = ["link", "trusted-proxies", "parent"] as const satisfies readonly NonNullable<ServiceConfig["traceContext"]>[];
 
 export const BODY_LIMIT_RANGE = { min: 1024, max: 16 * 1024 * 1024 } as const;
 /** Bundlers want validUntil >= now + 30 s; a long window holds reservations (and funds) that long. */
@@ -468,6 +470,8 @@ export const serviceConfigSchema = z
        * header that is not one of them (access/clientAddress.ts). Absent: the connection's address, always.
        */
       trustedProxies: ipRanges().optional(),
+      /** A caller's traceparent: linked (default), continued from trustedProxies only, or always continued (rpc/dispatch.ts callerTrace). */
+      traceContext: z.enum(TRACE_CONTEXT_MODES, { error: `must be one of: ${TRACE_CONTEXT_MODES.join(", ")}` }).optional(),
       /** IPv6 clients are counted per network of this many bits by every per-client bound (access/clientAddress.ts). */
       ipv6ClientPrefix: integer("a prefix length", 32, 128).default(DEFAULT_IPV6_CLIENT_PREFIX),
       applicationExpiryDays: integer("a number of days", 1, 365).default(DEFAULT_APPLICATION_EXPIRY_DAYS),
@@ -619,6 +623,9 @@ export function declaredNetworks(raw: unknown): { declared: NetworkDefinition[];
 export function crossCheck(raw: unknown, purpose: ConfigPurpose = "service"): ConfigIssue[] {
   const { declared, issues } = declaredNetworks(raw);
   if (!isRecord(raw)) return issues;
+  if (raw.traceContext === "trusted-proxies" && (!Array.isArray(raw.trustedProxies) || raw.trustedProxies.length === 0)) {
+    issues.push({ path: ["traceContext"], message: `"trusted-proxies" continues the traces of the addresses in trustedProxies: list your reverse proxy there, or use "link"` });
+  }
   if (purpose === "service" && (raw.networks === undefined || (Array.isArray(raw.networks) && raw.networks.length === 0))) {
     issues.push({ path: ["networks"], message: "configure at least one network" });
   }

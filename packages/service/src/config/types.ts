@@ -110,6 +110,12 @@ export interface ServiceConfig {
   rateLimit?: RateLimitConfig;
   /** Reverse proxies whose X-Forwarded-For is believed, as CIDR ranges (src/access/clientAddress.ts); absent: none. */
   trustedProxies?: readonly string[];
+  /**
+   * A caller's W3C `traceparent` on the public listener (src/rpc/dispatch.ts callerTrace): "link" (default: a
+   * trace of ours, linked to the caller's), "trusted-proxies" (continued from a `trustedProxies` address, linked
+   * otherwise) or "parent" (always continued: a listener only one's own services reach).
+   */
+  traceContext?: "link" | "trusted-proxies" | "parent";
   /** Per-client bounds count an IPv6 client per network of this many bits (default 64: clientAddress.ts clientBucket). */
   ipv6ClientPrefix?: number;
   /** Pending key applications expire after this many days (default 14). */

@@ -2,13 +2,15 @@
  * The one model of a dependency's failure, for every door and loop (docs/operations.md "When a dependency
  * fails"). Whatever failed — the chain RPC, the database, the signer, the bundler — the thrown value names it
  * (CHAIN_UNAVAILABLE, STORE_UNAVAILABLE, SIGNER_UNAVAILABLE, BUNDLER_UNAVAILABLE) with a `cause` from a bounded
- * set; the client gets that name, that cause and a sentence (503 / -32002), never the driver's text; the operator
- * gets the driver's text as `detail` in the log, the admin API and the CLI. A failure is logged where its state
+ * set; the client gets that name, that cause and a sentence (503 / -32002), never the driver's text; so does every
+ * role of the admin API (the driver's text names hosts, databases, users); the operator gets it as `detail` in
+ * the log (the admin API logs it with each 503) and in the CLI's line. A failure is logged where its state
  * changes (the store's health, the RPC client, the signer, each background loop), once, never as a stack per
  * request.
  *
  *   JSON-RPC dialects   rpc/errors.ts knownClientError (the catalogue's reason, status and code)
- *   admin API, CLI      dependencyFailure below (503 UNAVAILABLE with reason, cause and detail / one line, exit 1)
+ *   admin API, CLI      dependencyFailure below (503 UNAVAILABLE with reason and cause, the detail logged / one
+ *                       line with the detail, exit 1)
  *   background loops    describeFailure below: a problem text that is the same for the same reason and cause,
  *                       so "log when it changes" logs once per outage
  */
@@ -25,7 +27,7 @@ export interface DependencyFailure {
   readonly cause: string;
   /** What a client may read. */
   readonly message: string;
-  /** The driver's own words (log, admin API and CLI only), when there are any. */
+  /** The driver's own words (the log and the CLI only), when there are any. */
   readonly detail?: string;
 }
 

@@ -13,7 +13,8 @@ import { directLookups, type ConfigLookups } from "../store/configCache.ts";
 import { accessRefusal } from "../access/keyAccess.ts";
 import { RpcError, toClientError } from "./errors.ts";
 import type { Timing } from "../timing.ts";
-import { NO_SPAN, rootSpan, tracingOn, type TraceSpan } from "../telemetry/trace.ts";
+import { NO_SPAN, rootSpan, tracingOn, type CallerTrace, type TraceSpan } from "../telemetry/trace.ts";
+import { fromTrustedProxy } from "../access/clientAddress.ts";
 import type { MethodDefinition } from "./method.ts";
 import { truncate } from "./schemas.ts";
 import { SIGNING_METHODS } from "./rateLimit.ts";
@@ -51,21 +52,34 @@ export interface DispatchRequest {
   trace?: TraceSpan | undefined;
 }
 
-/** Reads a request header ("" when absent): the exchange. */
-interface HeaderReader {
+/** What the exchange tells of the request: its connection's address, and its headers ("" when absent). */
+interface CallRequest {
+  readonly ip: string;
   get(field: string): string;
 }
 
 /**
- * The root span of one JSON-RPC call (one per item of a batch), continuing the client's W3C trace context
- * (traceparent/tracestate) when it sent one; NO_SPAN with tracing off. Named after the method when it is
- * one of ours ("unknown" otherwise: a client's text never names a span; nor is an unconfigured network an attribute).
+ * What to make of a caller's `traceparent` (undefined: it sent none): continued only when the configuration's
+ * `traceContext` says so — "parent" for every caller, "trusted-proxies" for a connection from `trustedProxies` —
+ * else linked from a trace of our own ("link", the default), so a client neither samples our traces nor picks
+ * their ids. Its `tracestate` is never read.
  */
-export function callTrace(service: ServiceContext, methods: MethodRegistry, method: string, network: string, headers: HeaderReader): TraceSpan {
+export function callerTrace(config: ServiceContext["config"], request: CallRequest): CallerTrace | undefined {
+  const traceparent = request.get("traceparent");
+  if (traceparent === "") return undefined;
+  const mode = config.traceContext ?? "link";
+  return { traceparent, continue: mode === "parent" || (mode === "trusted-proxies" && fromTrustedProxy(request.ip, config.trustedProxies)) };
+}
+
+/**
+ * The root span of one JSON-RPC call (one per item of a batch), linked to the client's W3C trace context or
+ * continuing it (callerTrace); NO_SPAN with tracing off. Named after the method when it is one of ours
+ * ("unknown" otherwise: a client's text never names a span; nor is an unconfigured network an attribute).
+ */
+export function callTrace(service: ServiceContext, methods: MethodRegistry, method: string, network: string, request: CallRequest): TraceSpan {
   if (!tracingOn()) return NO_SPAN;
   const known = boundedLabels(service, methods, method, network);
-  const traceparent = headers.get("traceparent");
-  const span = rootSpan(known.method, "server", traceparent === "" ? undefined : { traceparent, tracestate: headers.get("tracestate") || undefined });
+  const span = rootSpan(known.method, "server", callerTrace(service.config, request));
   span.set("rpc.system", "jsonrpc");
   span.set("rpc.method", known.method);
   span.set("paymaster.network", known.network);

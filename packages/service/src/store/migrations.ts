@@ -712,6 +712,21 @@ export function sharedMigrations(d: Dialect): Migration[] {
         ALTER TABLE sponsorships ADD COLUMN billing_terms ${t.json};
       `,
     },
+    {
+      version: 16,
+      name: "audit log: insertion order",
+      // Newest first needs a strictly increasing key after `at` (whole seconds; ids are random): the dialect's
+      // insertionOrder, as for sponsorships. SQLite has one (rowid, already in audit_log_at's index); PostgreSQL
+      // numbers the rows it holds in their stored order (rows of one second written before had no order at all).
+      sql:
+        d.name === "sqlite"
+          ? `-- audit_log is ordered by rowid: nothing to add.`
+          : `
+        ALTER TABLE audit_log ADD COLUMN seq BIGINT GENERATED ALWAYS AS IDENTITY;
+        DROP INDEX audit_log_at;
+        CREATE INDEX audit_log_at ON audit_log(at, seq);
+      `,
+    },
   ];
 }
 

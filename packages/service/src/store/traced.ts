@@ -31,6 +31,8 @@ export function tracedStore(store: Store, span: TraceSpan, system?: StoreSystem)
             return method.apply(target, args);
           },
           undefined,
+          // A call to a database is a client span (OpenTelemetry's database conventions).
+          "client",
         );
     },
   });

@@ -2,19 +2,20 @@
  * The OpenTelemetry side of src/telemetry/trace.ts (the seam's types: ./types.ts), loaded (dynamically) only when tracing is configured:
  * the SDK's tracer provider with a batch processor and the OTLP/HTTP exporter (JSON), a resource named by
  * OTEL_SERVICE_NAME (default "paymaster") plus OTEL_RESOURCE_ATTRIBUTES, and the sampler OTEL_TRACES_SAMPLER /
- * OTEL_TRACES_SAMPLER_ARG name (default parentbased_always_on). The exporter reads its own standard settings
+ * OTEL_TRACES_SAMPLER_ARG name (default parentbased_always_on; a caller's span is a parent only where the door
+ * continues it, else a link: CallerTrace). The exporter reads its own standard settings
  * (OTEL_EXPORTER_OTLP_[TRACES_]HEADERS, _TIMEOUT, _COMPRESSION, certificates); the endpoint is resolved here
  * from the same `env` the decision to trace was made on.
  *
  * No global provider, no context manager: parents are passed explicitly (trace.ts), so nothing else in the
  * process (alto's own instrumentation, if any) is affected.
  */
-import { ROOT_CONTEXT, SpanKind as OtelSpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind as OtelSpanKind, SpanStatusCode, trace, type Context, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler } from "@opentelemetry/sdk-trace";
-import type { AttributeValue, SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./types.ts";
+import type { AttributeValue, CallerTrace, SpanKind, TraceBackend, TraceSpan } from "./types.ts";
 import { ConfigError } from "../config/errors.ts";
 
 const KINDS: Record<SpanKind, OtelSpanKind> = { server: OtelSpanKind.SERVER, client: OtelSpanKind.CLIENT, internal: OtelSpanKind.INTERNAL };
@@ -142,14 +143,16 @@ export function otelBackend(env: NodeJS.ProcessEnv): TraceBackend {
   });
   const tracer = provider.getTracer("paymaster");
   const propagator = new W3CTraceContextPropagator();
-  const getter = {
-    keys: (carrier: TraceHeaders) => Object.keys(carrier),
-    get: (carrier: TraceHeaders, key: string) => (key === "traceparent" ? carrier.traceparent : key === "tracestate" ? carrier.tracestate : undefined),
-  };
+  // Only traceparent is ever handed to the propagator: a caller's tracestate is never read, so never exported.
+  const getter = { keys: () => ["traceparent"], get: (carrier: string, key: string) => (key === "traceparent" ? carrier : undefined) };
+  /** The caller's span context, when its traceparent is a valid one. */
+  const callerContext = (traceparent: string): SpanContext | undefined => trace.getSpanContext(propagator.extract(ROOT_CONTEXT, traceparent, getter));
   return {
-    root(name, kind, headers) {
-      const parent: Context = headers?.traceparent ? propagator.extract(ROOT_CONTEXT, headers, getter) : ROOT_CONTEXT;
-      return new OtelSpan(tracer.startSpan(name, { kind: KINDS[kind], root: parent === ROOT_CONTEXT }, parent), tracer);
+    root(name, kind, caller) {
+      const remote = caller === undefined ? undefined : callerContext(caller.traceparent);
+      if (remote !== undefined && caller!.continue) return new OtelSpan(tracer.startSpan(name, { kind: KINDS[kind] }, trace.setSpanContext(ROOT_CONTEXT, remote)), tracer);
+      // A trace of our own, our sampler's decision; the caller's span, if any, only linked.
+      return new OtelSpan(tracer.startSpan(name, { kind: KINDS[kind], root: true, ...(remote === undefined ? {} : { links: [{ context: remote }] }) }, ROOT_CONTEXT), tracer);
     },
     shutdown: () => provider.shutdown(),
   };

@@ -11,9 +11,9 @@
  * signature, paymasterAndData, admin token, PIN) and never a client's free text.
  */
 
-import type { SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./types.ts";
+import type { CallerTrace, SpanKind, TraceBackend, TraceSpan } from "./types.ts";
 
-export type { AttributeValue, SpanKind, TraceBackend, TraceHeaders, TraceSpan } from "./types.ts";
+export type { AttributeValue, CallerTrace, SpanKind, TraceBackend, TraceSpan } from "./types.ts";
 
 /** The span of everything while tracing is off: one frozen constant, every method a no-op. */
 export const NO_SPAN: TraceSpan = Object.freeze({
@@ -33,9 +33,9 @@ export function tracingOn(): boolean {
   return backend !== undefined;
 }
 
-/** A new trace (or the continuation of the client's `headers`), NO_SPAN while tracing is off. */
-export function rootSpan(name: string, kind: SpanKind = "internal", headers?: TraceHeaders): TraceSpan {
-  return backend === undefined ? NO_SPAN : backend.root(name, kind, headers);
+/** A new trace (linked to the `caller`'s, or continuing it when it is to be continued), NO_SPAN while tracing is off. */
+export function rootSpan(name: string, kind: SpanKind = "internal", caller?: CallerTrace): TraceSpan {
+  return backend === undefined ? NO_SPAN : backend.root(name, kind, caller);
 }
 
 /**
@@ -82,12 +82,12 @@ export function failureReason(error: unknown): string {
 }
 
 /**
- * Runs `fn(input, span)` inside a child span `name` of `parent`, ending it when `fn` settles (failed with the
- * error's reason when it throws). With tracing off: `fn(input, NO_SPAN)`, nothing else.
+ * Runs `fn(input, span)` inside a child span `name` (of `kind`, internal unless said) of `parent`, ending it when
+ * `fn` settles (failed with the error's reason when it throws). With tracing off: `fn(input, NO_SPAN)`, nothing else.
  */
-export function traced<I, O>(parent: TraceSpan | undefined, name: string, fn: (input: I, span: TraceSpan) => O, input: I): O {
+export function traced<I, O>(parent: TraceSpan | undefined, name: string, fn: (input: I, span: TraceSpan) => O, input: I, kind: SpanKind = "internal"): O {
   if (parent === undefined || !parent.recording) return fn(input, NO_SPAN);
-  return within(parent.child(name), fn, input);
+  return within(parent.child(name, kind), fn, input);
 }
 
 /** Runs `fn(input, span)` as a trace of its own (a background pass, a delivery): `traced` without a parent. */

@@ -23,15 +23,19 @@ export interface TraceSpan {
   child(name: string, kind?: SpanKind): TraceSpan;
 }
 
-/** The client's W3C trace context headers. */
-export interface TraceHeaders {
-  traceparent?: string | undefined;
-  tracestate?: string | undefined;
+/**
+ * A caller's W3C trace context (its `traceparent`; its `tracestate` is never read) and what to make of it:
+ * `continue` makes our span its child, so the caller's sampled flag and trace id decide; otherwise our span starts
+ * a trace of our own (our sampler decides) with a link to the caller's span.
+ */
+export interface CallerTrace {
+  traceparent: string;
+  continue: boolean;
 }
 
 /** What ./otel.ts gives once started. */
 export interface TraceBackend {
-  root(name: string, kind: SpanKind, headers: TraceHeaders | undefined): TraceSpan;
+  root(name: string, kind: SpanKind, caller: CallerTrace | undefined): TraceSpan;
   /** Exports what is still buffered, then stops. */
   shutdown(): Promise<void>;
 }

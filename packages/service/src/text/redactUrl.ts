@@ -6,7 +6,8 @@
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname !== "" && u.pathname !== "/" ? "/…" : ""}`;
+    // "/…" says something was cut: a path, or a query alone.
+    return `${u.protocol}//${u.host}${(u.pathname !== "" && u.pathname !== "/") || u.search !== "" ? "/…" : ""}`;
   } catch {
     return "(unparseable URL)";
   }

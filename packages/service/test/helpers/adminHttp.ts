@@ -11,6 +11,7 @@ import { createAdminApp, type AdminApp } from "../../src/adminApi/app.ts";
 import { adminApiOptionsFromEnv, type AdminApiOptions } from "../../src/adminApi/options.ts";
 import { submitApplication } from "../../src/admin/applications.ts";
 import type { AdminContext } from "../../src/admin/context.ts";
+import { PUBLIC_PRINCIPAL } from "../../src/admin/roles.ts";
 import { createKey } from "../../src/admin/keys.ts";
 import { createProject } from "../../src/admin/projects.ts";
 import { createStrategy } from "../../src/admin/strategies.ts";
@@ -109,7 +110,7 @@ export async function seedAdminFixture(store: Store): Promise<AdminFixture> {
   const code = (await createStrategy(ctx, { code: "victim-free", project, rules: { caps: { daily: { maxOps: 3 } } } })).code;
   await creditTank(ctx, { network: "local", sender: FIXTURE_SENDER, wei: "200000000000000000" });
   const webhook = await createWebhook(ctx, { projectId: project, url: "https://receiver.invalid/hook" });
-  const application = (await submitApplication({ ...ctx, actor: "public:127.0.0.1" }, { contact: "a@b.example", project: "Team", networks: ["local"], use: "tests" })).id;
+  const application = (await submitApplication({ ...ctx, actor: "public:127.0.0.1", role: PUBLIC_PRINCIPAL }, { contact: "a@b.example", project: "Team", networks: ["local"], use: "tests" })).id;
   const ids = { project, key: key.id, keyPlaintext: key.key, code, webhook: webhook.endpoint.id, webhookSecret: webhook.secret, application };
   const bodies: Record<string, unknown> = {
     "/admin/v1/projects": { name: "Attacker" },

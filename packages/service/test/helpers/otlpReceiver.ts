@@ -14,6 +14,10 @@ export interface ReceivedSpan {
   status: number;
   attributes: Record<string, string | number | boolean>;
   resource: Record<string, string | number | boolean>;
+  /** The W3C tracestate the span carries ("" when none). */
+  traceState: string;
+  /** Its links: the span contexts it points to, each with the tracestate the link carries ("" when none). */
+  links: { traceId: string; spanId: string; traceState: string }[];
 }
 
 export interface OtlpReceiver {
@@ -71,6 +75,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               status: span.status?.code ?? 0,
               attributes: plain(span.attributes),
               resource,
+              traceState: span.traceState ?? "",
+              links: ((span.links ?? []) as { traceId: string; spanId: string; traceState?: string }[]).map((l) => ({ traceId: l.traceId, spanId: l.spanId, traceState: l.traceState ?? "" })),
             });
           }
         }

@@ -31,7 +31,7 @@ function statementText(s: Statement): string {
   return [
     `Statement of ${s.project.name} (${s.project.id}), ${s.period.label} (${s.period.since} to ${s.period.until})${s.period.closed ? "" : ", period not ended yet"}`,
     `opening $${s.openingBalanceUsd}, credits $${t.creditsUsd}, debits $${t.debitsUsd}, adjustments $${t.adjustmentsUsd}, closing $${s.closingBalanceUsd}`,
-    `${t.operations} operations billed: gas ${t.gasCostWei} wei = $${t.gasUsd}, markup $${t.markupUsd}, fees $${t.feeUsd}`,
+    `${t.operations} operations billed (debit lines); net of reversals: gas ${t.gasCostWei} wei = $${t.gasUsd}, markup $${t.markupUsd}, fees $${t.feeUsd}`,
     table(s.lines, ["seq", "time", "kind", "reference", "network", "txHash", "gasCostWei", "amountUsd", "balanceUsd"]),
   ].join("\n");
 }

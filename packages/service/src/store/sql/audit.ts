@@ -5,12 +5,13 @@ import type { Dialect } from "../db/types.ts";
 import type { AuditEntry, Store } from "../types.ts";
 import type { SqlShared } from "./shared.ts";
 
+/** Newest first: by time (whole seconds), then by insertion (SQLite's rowid, PostgreSQL's seq: migration 16). */
 function auditQueries(d: Dialect) {
   return {
     insertAudit: `INSERT INTO audit_log (id, at, actor, role, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     selectAudit: `SELECT id, at, actor, role, action, target, ${d.json("before")}, ${d.json("after")} FROM audit_log
       WHERE (CAST(? AS TEXT) IS NULL OR action = ?) AND (CAST(? AS TEXT) IS NULL OR target = ?)
-      ORDER BY at DESC, id DESC LIMIT ?`,
+      ORDER BY at DESC, ${d.insertionOrder} DESC LIMIT ?`,
   };
 }
 
