@@ -45,7 +45,7 @@ export async function serve(configFile: string | undefined, watch: boolean, io: 
       logLevel: (env.PAYMASTER_LOG_LEVEL as "info" | undefined) ?? "warn",
       ...(watch ? {} : { watch: false }),
     });
-    io.out(banner(embedded, admin.generated));
+    io.out(await banner(embedded, admin.generated));
     return embedded.close;
   }
   const running = await startService(config, { ...(watch ? {} : { watch: false }), admin: adminApiOptionsFromEnv(env) });
