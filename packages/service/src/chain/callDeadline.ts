@@ -3,14 +3,18 @@
  * sponsorship simulates its op twice); each has its own deadline (`rpcDeadlineMs`, src/chain/rpc.ts), so a
  * provider that rate-limits every other call could have each of them wait for a cool-down in turn, and the
  * client's answer come after the sum of those waits (3.2 s where the bound is 2 s). The door gives its call one
- * deadline, and every chain call made through the network it hands over carries it: a cool-down is waited for
- * only when the attempt after it still fits before that deadline too, so the waits of one client's call add up to
- * at most one `rpcDeadlineMs`. Past it a limited upstream fails the call at once (CHAIN_UNAVAILABLE, rate_limited);
- * calls to an upstream that is not cooling down go on as before (a deadline for waits, not for answers).
+ * deadline (`rpcDeadlineMs` from the call's arrival) and hands the handler a view of the network that keeps it:
  *
- * Passed explicitly (a view of the network, its chain and its RPC client), not through AsyncLocalStorage, whose
- * promise hooks would cost every promise of the process (see src/timing.ts). Reads shared between calls (the
- * market's snapshot, the per-block reads) keep the network's own client: they serve every call, not one.
+ * - the call's own chain calls (through the view's RPC client) wait for a cool-down only when the attempt after it
+ *   still fits before that deadline too; past it a limited upstream fails the chain call at once (CHAIN_UNAVAILABLE,
+ *   rate_limited), while one that is not cooling down is still asked (a deadline for waits, not for answers);
+ * - what the call awaits of the network's shared reads (the market's snapshot and clocks, the per-block reads, the
+ *   deposit guard, prices: they keep the network's own client, as they serve every call) is awaited past the
+ *   deadline only while some upstream is usable: when every upstream that answers is cooling down, the call gets
+ *   the rate-limited CHAIN_UNAVAILABLE then, and the read goes on for whoever else needs it.
+ *
+ * Passed explicitly (a view of the network and its chain), not through AsyncLocalStorage, whose promise hooks
+ * would cost every promise of the process (see src/timing.ts).
  */
 import type { NetworkChain, NetworkRuntime } from "../context.ts";
 import type { ChainRpc } from "./rpc.ts";
@@ -20,9 +24,44 @@ export function rpcWithin(rpc: ChainRpc, waitUntil: number): ChainRpc {
   return { ...rpc, request: (method, params, options) => rpc.request(method, params, { waitUntil, ...options }) };
 }
 
-/** `chain` whose RPC client's calls wait for a cool-down only within `waitUntil`. */
+/** Past the deadline, how often an awaited shared read looks again whether every upstream is cooling down. */
+const RECHECK_MS = 50;
+
+/** `pending`, given up at `waitUntil` (or later) when `rpc` has no usable upstream, every one cooling down. */
+function bounded<T>(rpc: ChainRpc, waitUntil: number, pending: Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const check = (): void => {
+      const limited = rpc.rateLimited();
+      if (limited) reject(limited);
+      else timer = setTimeout(check, RECHECK_MS).unref();
+    };
+    timer = setTimeout(check, Math.max(0, waitUntil - performance.now())).unref();
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** `chain` as one client's call sees it, its deadline at `waitUntil` (performance.now() time): see the file's comment. */
 export function chainWithin(chain: NetworkChain, waitUntil: number): NetworkChain {
-  return { ...chain, rpc: rpcWithin(chain.rpc, waitUntil) };
+  const { rpc, market, blockReads, deposits, prices } = chain;
+  const within = <T>(pending: Promise<T>) => bounded(rpc, waitUntil, pending);
+  return {
+    ...chain,
+    rpc: rpcWithin(rpc, waitUntil),
+    market: { ...market, current: () => within(market.current()), clocks: (snapshot) => within(market.clocks(snapshot)) },
+    blockReads: { ...blockReads, value: (key, block, read) => within(blockReads.value(key, block, read)), fresh: (key, block, read) => within(blockReads.fresh(key, block, read)) },
+    deposits: { ...deposits, deposit: (...args) => within(deposits.deposit(...args)), check: (args) => within(deposits.check(args)) },
+    prices: { ...prices, usd: (source) => within(prices.usd(source)) },
+  };
 }
 
 /**

@@ -120,6 +120,11 @@ export interface ChainRpc {
   request<T>(method: string, params: unknown[], options?: CallOptions): Promise<T>;
   /** Whether some upstream is up (last exchange or probe answered; a rate-limited one answers too). */
   healthy(): boolean;
+  /**
+   * When no upstream is usable now because every one that is up is cooling down after a rate limit: the error a
+   * call gets (CHAIN_UNAVAILABLE, rate_limited, with the wait); else undefined.
+   */
+  rateLimited(): RpcError | undefined;
   upstreams(): UpstreamStatus[];
   /** Stops the prober. */
   close(): void;
@@ -533,6 +538,11 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
       );
     },
     healthy: () => upstreams.some((u) => u.up),
+    rateLimited() {
+      const now = performance.now();
+      if (upstreams.some((u) => u.up && u.coolUntil <= now)) return undefined;
+      return soonestCoolDownEnd(now) === undefined ? undefined : unavailable(undefined);
+    },
     upstreams() {
       const now = performance.now();
       return upstreams.map((u) => ({
