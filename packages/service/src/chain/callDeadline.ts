@@ -19,16 +19,30 @@
 import type { NetworkChain, NetworkRuntime } from "../context.ts";
 import type { ChainRpc } from "./rpc.ts";
 
-/** `rpc` whose calls wait for a rate-limited upstream only within `waitUntil` (performance.now() time). */
-export function rpcWithin(rpc: ChainRpc, waitUntil: number): ChainRpc {
-  return { ...rpc, request: (method, params, options) => rpc.request(method, params, { waitUntil, ...options }) };
+/**
+ * A client's call's deadline (performance.now() time) while the call runs; undefined once it has answered, so a
+ * read closure kept beyond it (a per-block read the call started is refreshed later with its closure) waits as
+ * any call of the network does.
+ */
+export interface CallDeadline {
+  at: number | undefined;
+}
+
+/** `rpc` whose calls wait for a rate-limited upstream only within the call's deadline. */
+export function rpcWithin(rpc: ChainRpc, deadline: CallDeadline): ChainRpc {
+  return {
+    ...rpc,
+    request: (method, params, options) => rpc.request(method, params, deadline.at === undefined ? options : { waitUntil: deadline.at, ...options }),
+  };
 }
 
 /** Past the deadline, how often an awaited shared read looks again whether every upstream is cooling down. */
 const RECHECK_MS = 50;
 
-/** `pending`, given up at `waitUntil` (or later) when `rpc` has no usable upstream, every one cooling down. */
-function bounded<T>(rpc: ChainRpc, waitUntil: number, pending: Promise<T>): Promise<T> {
+/** `pending`, given up at the deadline (or later) when `rpc` has no usable upstream, every one cooling down. */
+function bounded<T>(rpc: ChainRpc, deadline: CallDeadline, pending: Promise<T>): Promise<T> {
+  if (deadline.at === undefined) return pending;
+  const at = deadline.at;
   return new Promise<T>((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
     const check = (): void => {
@@ -36,7 +50,7 @@ function bounded<T>(rpc: ChainRpc, waitUntil: number, pending: Promise<T>): Prom
       if (limited) reject(limited);
       else timer = setTimeout(check, RECHECK_MS).unref();
     };
-    timer = setTimeout(check, Math.max(0, waitUntil - performance.now())).unref();
+    timer = setTimeout(check, Math.max(0, at - performance.now())).unref();
     pending.then(
       (value) => {
         clearTimeout(timer);
@@ -50,13 +64,13 @@ function bounded<T>(rpc: ChainRpc, waitUntil: number, pending: Promise<T>): Prom
   });
 }
 
-/** `chain` as one client's call sees it, its deadline at `waitUntil` (performance.now() time): see the file's comment. */
-export function chainWithin(chain: NetworkChain, waitUntil: number): NetworkChain {
+/** `chain` as one client's call sees it (see the file's comment). */
+export function chainWithin(chain: NetworkChain, deadline: CallDeadline): NetworkChain {
   const { rpc, market, blockReads, deposits, prices } = chain;
-  const within = <T>(pending: Promise<T>) => bounded(rpc, waitUntil, pending);
+  const within = <T>(pending: Promise<T>) => bounded(rpc, deadline, pending);
   return {
     ...chain,
-    rpc: rpcWithin(rpc, waitUntil),
+    rpc: rpcWithin(rpc, deadline),
     market: { ...market, current: () => within(market.current()), clocks: (snapshot) => within(market.clocks(snapshot)) },
     blockReads: { ...blockReads, value: (key, block, read) => within(blockReads.value(key, block, read)), fresh: (key, block, read) => within(blockReads.fresh(key, block, read)) },
     deposits: { ...deposits, deposit: (...args) => within(deposits.deposit(...args)), check: (args) => within(deposits.check(args)) },
@@ -65,23 +79,25 @@ export function chainWithin(chain: NetworkChain, waitUntil: number): NetworkChai
 }
 
 /**
- * `network` as one client's call sees it: its chain (once the pre-flight passed, read when asked) waits for a
- * cool-down only within `deadlineMs` from now. Everything else is the network's own (a view, not a copy).
+ * `network` as one client's call sees it: its chain (once the pre-flight passed, read when asked) keeps the call's
+ * deadline, `deadlineMs` from now, until `end()` (when the call has answered). Everything else is the network's
+ * own (a view, not a copy).
  */
-export function networkForCall(network: NetworkRuntime, deadlineMs: number): NetworkRuntime {
-  const waitUntil = performance.now() + deadlineMs;
+export function networkForCall(network: NetworkRuntime, deadlineMs: number): { network: NetworkRuntime; end(): void } {
+  const deadline: CallDeadline = { at: performance.now() + deadlineMs };
   let seen: NetworkChain | undefined;
   let view: NetworkChain | undefined;
-  return Object.create(network, {
+  const forCall = Object.create(network, {
     chain: {
       get(): NetworkChain | undefined {
         const chain = network.chain;
         if (chain !== seen) {
           seen = chain;
-          view = chain && chainWithin(chain, waitUntil);
+          view = chain && chainWithin(chain, deadline);
         }
         return view;
       },
     },
   }) as NetworkRuntime;
+  return { network: forCall, end: () => (deadline.at = undefined) };
 }

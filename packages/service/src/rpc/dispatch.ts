@@ -135,7 +135,11 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
   }
   // One deadline for the waits of every chain call this call makes (src/chain/callDeadline.ts).
   const forCall = networkForCall(network, network.config.rpcDeadlineMs ?? RPC_DEFAULTS.deadlineMs);
-  return method.handler(params, { service, network: forCall, apiKey, clientIp: request.clientIp, timing: request.timing, lookups, trace: request.trace });
+  try {
+    return await method.handler(params, { service, network: forCall.network, apiKey, clientIp: request.clientIp, timing: request.timing, lookups, trace: request.trace });
+  } finally {
+    forCall.end();
+  }
 }
 
 /** The configured network named `name`, else NETWORK_NOT_FOUND listing the configured ones. */
