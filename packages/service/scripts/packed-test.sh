@@ -3,7 +3,8 @@
 # by `pnpm build`; `pnpm test` builds first), installed with plain npm into a fresh project outside the monorepo
 # (no workspace links), then test/packed.test.ts drives that project: `npx paymaster start`, the operator CLI
 # with a configuration file, the contracts' ABIs and bindings, and the project's own node:test file using the
-# testkit, twice in parallel; and a fresh Hardhat project and a fresh Foundry project that compile a paymaster
+# testkit, twice in parallel, and its TypeScript type-checked against the packages' declarations with
+# skipLibCheck false (without pkcs11js); and a fresh Hardhat project and a fresh Foundry project that compile a paymaster
 # extending ours (the Foundry one runs a forge test sponsoring an op through the canonical EntryPoint). The same
 # tarballs are also installed with npm inside node:22-bookworm-slim, which has no python3, make or C++ compiler
 # (podman, as root: scripts/podman-ready.sh; skipped with the reason where podman cannot run, a failure under CI).
@@ -34,14 +35,16 @@ for package in shared contracts console service; do
 done
 tarball() { ls "$PACKS"/paymaster-"$1"-*.tgz; }
 
-# A fresh project: the service (with the testkit) and viem, the way a team adds them. The other @paymaster
-# packages come from their tarballs too (npm would otherwise look them up in the registry).
+# A fresh project: the service (with the testkit) and viem, the way a team adds them, and TypeScript to type-check
+# its own code against the packages' declarations (no pkcs11js: the optional peer is not installed). The other
+# @paymaster packages come from their tarballs too (npm would otherwise look them up in the registry).
 cat > "$CONSUMER/package.json" <<JSON
 {
   "name": "packed-consumer",
   "private": true,
   "type": "module",
   "dependencies": { "@paymaster/service": "file:$(tarball service)", "viem": "2.57.20" },
+  "devDependencies": { "typescript": "5.9.3", "@types/node": "22.20.5" },
   "overrides": {
     "@paymaster/shared": "file:$(tarball shared)",
     "@paymaster/contracts": "file:$(tarball contracts)",

@@ -23,24 +23,25 @@ export function healthBody(service: ServiceContext): { status: "ok"; networks: s
 /**
  * The store's health (a write that failed is remembered until one succeeds: a full disk leaves reads working),
  * then whether it answers a trivial read within READY_STORE_TIMEOUT_MS (a database that went silent while idle).
- * Never the driver's words: /ready is public.
+ * Never the driver's words, nor any error's own message: /ready is public. A failure the store did not classify
+ * is answered as such and logged for the operator.
  */
 async function storeCheck(service: ServiceContext): Promise<string> {
   const down = describeStoreState(service.store.health.state());
   if (down !== undefined) return `failing: the database: ${down}`;
   let timer: NodeJS.Timeout | undefined;
+  const silent = new Promise<"silent">((resolve) => {
+    timer = setTimeout(() => resolve("silent"), READY_STORE_TIMEOUT_MS);
+  });
   try {
-    await Promise.race([
-      service.store.getCursor("ready-check"),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${READY_STORE_TIMEOUT_MS} ms`)), READY_STORE_TIMEOUT_MS);
-      }),
-    ]);
-    return "ok";
+    const answer = await Promise.race([service.store.getCursor("ready-check"), silent]);
+    return answer === "silent" ? `failing: the database: no answer within ${READY_STORE_TIMEOUT_MS} ms` : "ok";
   } catch (error) {
-    // The health has the cause when the read failed for want of the database; a silent one is the timeout above.
-    const why = describeStoreState(service.store.health.state()) ?? knownClientError(error)?.message ?? (error as Error).message;
-    return `failing: the database: ${why}`;
+    // The health has the cause when the read failed for want of the database; a client-safe sentence otherwise.
+    const why = describeStoreState(service.store.health.state()) ?? knownClientError(error)?.message;
+    if (why !== undefined) return `failing: the database: ${why}`;
+    service.logger.error({ component: "store", err: error }, "readiness: the store's read failed with an error it does not classify");
+    return "failing: the database: a read failed (unclassified: see the log)";
   } finally {
     clearTimeout(timer);
   }

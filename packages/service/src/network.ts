@@ -17,7 +17,7 @@ import type { ServiceMetrics } from "./metrics/metrics.ts";
 import type { Store } from "./store/types.ts";
 import { dependencyFailure } from "./dependencies/failure.ts";
 import { createDepositGuard } from "./sponsor/deposit.ts";
-import { createMarket } from "./chain/market.ts";
+import { createMarket, DEV_CHAIN_IDS } from "./chain/market.ts";
 import { createBlockReads } from "./chain/blockReads.ts";
 import { createPriceOracle } from "./sponsor/price.ts";
 import { openNetworkSigner } from "./signer/open.ts";
@@ -92,7 +92,7 @@ async function checkedChain(config: NetworkConfig, rpc: ChainRpc, store: Store, 
       minPostOpGasLimit: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "minPostOpGasLimit"),
     };
   }
-  const market = createMarket(rpc, { pollMs, maxAgeMs: pollMs * 2 });
+  const market = createMarket(rpc, { pollMs, maxAgeMs: pollMs * 2, clockMoves: DEV_CHAIN_IDS.has(config.chainId) });
   const blockReads = createBlockReads();
   market.onBlock((block) => blockReads.refresh(block));
   return {

@@ -412,6 +412,56 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
       expectNoSecret([...withFallback.logs, ...single.logs, ...late.logs]);
     });
 
+    // Issue 46: a provider limiting every other call, no fallback, answered in 3.18 s (HTTP 429) and 1.94 s (-32005)
+    // where the bound is 2 s: each of a sponsorship's chain calls waited for a cool-down in turn. The waits of one
+    // client's call now share its deadline (src/chain/callDeadline.ts).
+    /** rpcDeadlineMs' default, which bounds the cool-down waits of one client's call, and the margin for the call's own work. */
+    const DEADLINE_MS = 1_500;
+    const MARGIN_MS = 500;
+
+    /** Each answer served or CHAIN_UNAVAILABLE rate_limited; none later than the deadline and the margin. */
+    function expectWithinDeadline(answers: { status: number; body: any; ms: number }[]) {
+      for (const answer of answers) {
+        if (answer.status === 503) expectRateLimited(answer.body.data, answer.body.message);
+        else if (answer.body.error !== undefined) {
+          expect(answer.body.error.code, JSON.stringify(answer.body)).to.equal(-32002);
+          expectRateLimited(answer.body.error.data, answer.body.error.message);
+        } else expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      }
+      const times = answers.map((answer) => Math.round(answer.ms));
+      expect(Math.max(...times), `answer times (ms): ${times.join(", ")}`).to.be.below(DEADLINE_MS + MARGIN_MS);
+    }
+
+    for (const [label, shape] of [["HTTP 429", "429-json"], ["-32005", "200-32005"]] as const) {
+      it(`no fallback, a provider limiting every other call (${label}), 6 rounds of 4 concurrent signing calls: no answer later than the deadline (${DEADLINE_MS} ms) + ${MARGIN_MS} ms`, async () => {
+        const f = await front(passAll);
+        const s = await start({ rpcUrl: `${f.url}/${SECRET}` });
+        await waitReady(s);
+        f.setPolicy((n) => (n % 2 === 1 ? shape : undefined));
+        const answers: { status: number; body: any; ms: number }[] = [];
+        for (let round = 0; round < 6; round++) for (const both of await Promise.all([0, 1].map(() => sponsorBoth(s)))) answers.push(both.v1, both.standard);
+        f.setPolicy(passAll);
+        expect(f.limited, "the provider limited").to.be.greaterThan(0);
+        expectWithinDeadline(answers);
+      });
+    }
+
+    for (const [label, shape] of [["HTTP 429 with Retry-After: 1", "retry-after"], ["-32005 with backoff_seconds: 1", "200-32005-backoff"]] as const) {
+      it(`no fallback, a provider limiting every other eth_call and stating a 1 s wait (${label}): a sponsorship's two simulations wait at most once in all; no answer later than the deadline + ${MARGIN_MS} ms`, async () => {
+        const f = await front(passAll);
+        const s = await start({ rpcUrl: `${f.url}/${SECRET}` });
+        await waitReady(s);
+        let ethCalls = 0;
+        f.setPolicy((_n, method) => (method === "eth_call" && ethCalls++ % 2 === 1 ? shape : undefined), 1);
+        const answers: { status: number; body: any; ms: number }[] = [];
+        // Bounded: 6 signing calls one after another (each simulates twice: both simulations meet a limit).
+        for (let i = 0; i < 6; i++) answers.push(await sponsorV1(s));
+        f.setPolicy(passAll);
+        expect(f.limited, "the provider limited").to.be.greaterThan(0);
+        expectWithinDeadline(answers);
+      });
+    }
+
     it("a revert is the node's verdict whatever its reason says: '429 Too Many Requests: rate limit exceeded' in an op's call is EXECUTION_REVERTED, in its validation SIMULATION_FAILED; no limit counted, nothing retried", async () => {
       const f = await front(passAll);
       const s = await start({ rpcUrl: f.url });

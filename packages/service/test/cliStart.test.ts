@@ -8,7 +8,7 @@ import path from "node:path";
 import { expect } from "chai";
 import { tcpListeners } from "../src/local/ports.ts";
 import { runCli, type CliResult } from "./helpers/cli.ts";
-import { embeddedPortsEnv, spawnService, writeLocalConfig } from "./helpers/serviceProcess.ts";
+import { embeddedPortsEnv, spawnService, startProcess, writeLocalConfig } from "./helpers/serviceProcess.ts";
 import { startTestStack, type Embedded } from "./helpers/stack.ts";
 
 const SERVICE_MAIN = new URL("../src/main.ts", import.meta.url).pathname;
@@ -68,6 +68,29 @@ describe("paymaster start: one command, the same everywhere", function () {
     expect(unknown.code).to.equal(2);
     expect(unknown.stderr).to.include("unknown option '--port'");
     expect(listening(ports), "ports of the embedded default").to.deep.equal([]);
+  });
+
+  it("pnpm start with no configuration logs at info, configuration.md's default: a JSON line for each request", async () => {
+    const { PAYMASTER_LOG_LEVEL: _unset, ...inherited } = process.env;
+    const env = { ...inherited, ...(await embeddedPortsEnv()), PAYMASTER_LOCAL_BUNDLER_PORT: "off" };
+    const { child, output } = await startProcess([SERVICE_MAIN], env, /Ctrl-C stops everything/);
+    try {
+      const endpoint = /^ {2}Endpoint +(http:\/\/\S+)/m.exec(output())![1]!;
+      const answer = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: 1, jsonrpc: "2.0", method: "pm_supportEntrypoint" }) });
+      expect(answer.status).to.equal(200);
+      const requestLine = () =>
+        output()
+          .split("\n")
+          .filter((line) => line.startsWith("{"))
+          .map((line) => JSON.parse(line) as Record<string, unknown>)
+          .find((line) => line.msg === "request" && line.rpcMethod === "pm_supportEntrypoint");
+      const deadline = Date.now() + 5_000;
+      while (requestLine() === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(requestLine(), output().slice(-2000)).to.include({ level: "info", status: 200, path: "/api/v1/paymaster/local" });
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((resolve) => child.once("exit", resolve));
+    }
   });
 
   describe("with a configuration", () => {

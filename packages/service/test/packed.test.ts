@@ -2,7 +2,8 @@
 // monorepo (scripts/packed-test.sh prepares it and runs this file, in a loopback-only network namespace where one
 // can be made): `paymaster start` runs the embedded default (chain, alto, service) from the installed package
 // and its printed viem script lands an op; the operator CLI deploys, checks and administers with a configuration
-// file; the project's own node:test file starts the testkit's stack in two parallel workers.
+// file; the project's own node:test file starts the testkit's stack in two parallel workers; its TypeScript
+// type-checks against the packages' declarations (skipLibCheck false, no pkcs11js).
 import { execFile, execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -148,6 +149,36 @@ describe("the packed npm packages, installed with npm into fresh projects", func
       const starts = [...result.out.matchAll(/local stack up in (\d+) ms/g)].map((m) => Number(m[1]));
       expect(starts).to.have.length(2);
       console.log(`      (two workers in parallel: stacks up in ${starts.join(" ms and ")} ms; both files done in ${Math.round(performance.now() - started)} ms)`);
+    });
+  });
+
+  describe("the packages' declarations, type-checked by a TypeScript project", () => {
+    it("a consumer's strict nodenext code against the testkit, the contracts and shared, with skipLibCheck false and without pkcs11js (the PKCS#11 signer's optional peer): no error", async () => {
+      expect(existsSync(path.join(CONSUMER, "node_modules/pkcs11js")), "pkcs11js installed").to.equal(false);
+      writeFileSync(
+        path.join(CONSUMER, "tsconfig.json"),
+        JSON.stringify({ compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", skipLibCheck: false, noEmit: true, types: ["node"] }, files: ["consumer.ts"] }),
+      );
+      writeFileSync(
+        path.join(CONSUMER, "consumer.ts"),
+        [
+          'import { startLocalStack, toLocalSimpleAccount, type LocalStack, type LocalStackOptions } from "@paymaster/service/testkit";',
+          'import { VerifyingPaymasterV07Artifact } from "@paymaster/contracts/artifacts";',
+          'import { getUserOpHash, type Address } from "@paymaster/shared";',
+          "export async function paymasterOf(options: LocalStackOptions = { bundler: false }): Promise<Address> {",
+          "  const stack: LocalStack = await startLocalStack(options);",
+          "  try {",
+          '    return stack.manifest.entryPoints["v0.7"].verifyingPaymaster;',
+          "  } finally {",
+          "    await stack.stop();",
+          "  }",
+          "}",
+          "export const abiLength: number = VerifyingPaymasterV07Artifact.abi.length;",
+          "export const helpers = [typeof getUserOpHash, typeof toLocalSimpleAccount];",
+        ].join("\n"),
+      );
+      const checked = await run(path.join(CONSUMER, "node_modules/.bin/tsc"), ["-p", "."], {}, 120_000);
+      expect(checked.code, checked.out).to.equal(0);
     });
   });
 

@@ -9,11 +9,11 @@ import { expect } from "chai";
 import { keccak256, recoverMessageAddress, toHex, type Hex } from "viem";
 import { RpcError } from "../src/rpc/errors.ts";
 import { openPkcs11Signer, type Pkcs11Signer } from "../src/signer/pkcs11Signer.ts";
-import { findKey, generateKey, importKey, library, pkcs11js, withTokenSession, findSlot } from "../src/signer/pkcs11Token.ts";
+import { findKey, generateKey, importKey, library, withTokenSession } from "../src/signer/pkcs11Token.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { ECDH1 } from "pkcs11js";
 import type { PaymasterSigner } from "../src/signer/signer.ts";
-import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
+import { dropSessions, newSoftToken, requireSoftHsm, wholeBinding, wholeLibrary, type SoftToken } from "./helpers/softhsm.ts";
 
 const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
@@ -78,9 +78,10 @@ describe("PKCS#11 signer (SoftHSM2)", function () {
 
   it("creates the key non-extractable and sensitive: the token refuses to give out its value", async () => {
     const { token } = await opened();
-    const p = pkcs11js();
-    withTokenSession(token.config, (lib, session) => {
-      const key = findKey(lib, session, token.config)!;
+    const p = wholeBinding();
+    withTokenSession(token.config, (tokenLib, session) => {
+      const key = findKey(tokenLib, session, token.config)!;
+      const lib = wholeLibrary(tokenLib);
       const [extractable, sensitive, neverExtractable] = lib.C_GetAttributeValue(session, key.privateKey, [
         { type: p.CKA_EXTRACTABLE },
         { type: p.CKA_SENSITIVE },
@@ -97,14 +98,15 @@ describe("PKCS#11 signer (SoftHSM2)", function () {
   });
 
   it("a created or imported key may only sign (and verify): its attributes read back, and the token refuses ECDH with it (second review, finding 8)", async () => {
-    const p = pkcs11js();
+    const p = wholeBinding();
     const { token } = await opened();
     const imported = { ...token.config, keyLabel: "imported" };
     withTokenSession(imported, (lib, session) => importKey(lib, session, imported, generatePrivateKey()));
     const flag = (value: unknown) => (value as Buffer)[0];
     for (const config of [token.config, imported]) {
-      withTokenSession(config, (lib, session) => {
-        const key = findKey(lib, session, config)!;
+      withTokenSession(config, (tokenLib, session) => {
+        const key = findKey(tokenLib, session, config)!;
+        const lib = wholeLibrary(tokenLib);
         lib.C_FindObjectsInit(session, [{ type: p.CKA_CLASS, value: p.CKO_PUBLIC_KEY }, { type: p.CKA_LABEL, value: config.keyLabel }]);
         const [publicKey] = lib.C_FindObjects(session, 1);
         lib.C_FindObjectsFinal(session);
@@ -144,7 +146,7 @@ describe("PKCS#11 signer (SoftHSM2)", function () {
     expect(await recoverMessageAddress({ message: { raw: hashOf("before") }, signature: before })).to.equal(signer.address);
     writeFileSync(token.pinFile, "wrong-pin\n");
     // The sessions go (as when the token restarts): the signer must log in again, with the file's PIN.
-    withTokenSession({ ...token.config, pin: { env: "TEST", value: token.pin } }, (lib) => lib.C_CloseAllSessions(findSlot(lib, token.config)));
+    dropSessions(token);
     await expectUnavailable(signer.signHash(hashOf(1)), /refused the PIN \(CKR_PIN_INCORRECT\)/);
     await wait(1_100);
     await expectUnavailable(signer.signHash(hashOf(2)), /refused this PIN before and it is not tried again/);
@@ -157,8 +159,7 @@ describe("PKCS#11 signer (SoftHSM2)", function () {
   it("sessions closed or the library finalised by another handle: the next signature reconnects within the request", async () => {
     const { token, signer } = await opened();
     await signer.signHash(hashOf("warm"));
-    const other = { ...token.config, pin: { env: "TEST", value: token.pin } };
-    withTokenSession(other, (lib) => lib.C_CloseAllSessions(findSlot(lib, token.config)));
+    dropSessions(token);
     let hash = hashOf("after close");
     expect(await recoverMessageAddress({ message: { raw: hash }, signature: await signer.signHash(hash) })).to.equal(signer.address);
     library(token.config.module).C_Finalize();

@@ -18,12 +18,12 @@ import { localNetworkConfig } from "../src/config/local.ts";
 import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
-import { findKey, findSlot, generateKey, importKey, pkcs11js, withTokenSession } from "../src/signer/pkcs11Token.ts";
+import { findKey, generateKey, importKey, pkcs11js, withTokenSession } from "../src/signer/pkcs11Token.ts";
 import { openPkcs11Signer } from "../src/signer/pkcs11Signer.ts";
 import { runCliInProcess } from "./helpers/cli.ts";
 import { spawnService, writeLocalConfig } from "./helpers/serviceProcess.ts";
 import { call, fundTank, handleOps, mint, newWallet, opFromResponse, signAsOwner, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
-import { newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
+import { dropSessions, newSoftToken, requireSoftHsm, type SoftToken } from "./helpers/softhsm.ts";
 
 const VERSIONS: EntryPointVersion[] = ["v0.6", "v0.7", "v0.8"];
 
@@ -135,7 +135,7 @@ describe("the service signing with a PKCS#11 token key (SoftHSM2), on chain", fu
     writeFileSync(token.pinFile, "not-the-pin\n");
     try {
       // The token drops the service's sessions (an HSM restart): the service must log in again.
-      withTokenSession({ ...token.config, pin: { env: "TEST", value: token.pin } }, (lib) => lib.C_CloseAllSessions(findSlot(lib, token.config)));
+      dropSessions(token);
       const refused = await sponsor();
       expect(refused.status, JSON.stringify(refused.body)).to.equal(503);
       expect(refused.body.data).to.deep.equal({ reason: "SIGNER_UNAVAILABLE", network: "local", cause: "pin" });

@@ -7,8 +7,25 @@
  *
  * `onBlock` listeners hear of each new block as soon as the poller sees its number (before the snapshot's own
  * reads come back), so the per-block reads kept in memory (src/chain/blockReads.ts) are refreshed beside it.
+ *
+ * The chain's clocks for a signature's validity window (`clocks`): on a chain whose clock is the wall clock (every
+ * public network: blocks every few seconds, timestamps within seconds of ours), the snapshot's timestamp, at most a
+ * poll and a block old, which a 5-minute signature does not notice: no round trip on the critical path. A
+ * development chain's clock moves at will — evm_increaseTime, evm_setNextBlockTimestamp, blocks mined faster than
+ * one a second, a snapshot reverted — so a snapshot taken before the move would sign ops already expired (AA32), or
+ * not due yet, at the block they land in. There both clocks are read when the request asks: the latest block's
+ * timestamp (what simulations run at) and the pending block's (what the op's block will carry, a time increase not
+ * mined yet included), in parallel: one round trip to a local node (~0.1 ms) per signing call, on those chains
+ * only. A chain's clock moves when its chain id is one development nodes use (DEV_CHAIN_IDS), or once a block was
+ * seen CLOCK_AHEAD_SECONDS ahead of ours (a public node refuses blocks 15 s in its future).
  */
+import { NodeError } from "./nodeError.ts";
 import type { ChainRpc } from "./rpc.ts";
+
+/** Chain ids development nodes use: Hardhat and anvil (31337), Ganache and geth --dev (1337). */
+export const DEV_CHAIN_IDS: ReadonlySet<number> = new Set([31337, 1337]);
+/** A block this far ahead of our clock means the chain keeps a clock of its own. */
+export const CLOCK_AHEAD_SECONDS = 15;
 
 export interface MarketSnapshot {
   blockNumber: bigint;
@@ -26,15 +43,41 @@ export interface MarketSnapshot {
 export interface Market {
   /** The latest snapshot, refreshed first if it is older than maxAgeMs. */
   current(): Promise<MarketSnapshot>;
-  /** Drops the snapshot (tests that move time call this). */
+  /** The chain's clocks for a signature's validity window, given the request's snapshot (see the file's comment). */
+  clocks(snapshot: MarketSnapshot): Promise<ChainClocks>;
+  /** Drops the snapshot (a test that wants the next request to read the chain's fees again). */
   invalidate(): void;
   /** Calls `listener` with each new block number seen (never twice for one block, never a lower one). */
   onBlock(listener: (block: bigint) => void): void;
   stop(): void;
 }
 
-export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000 } = {}): Market {
+/** Unix seconds: the latest block's timestamp, and the next block's when read (a chain with a clock of its own). */
+export interface ChainClocks {
+  chainNow: number;
+  nextBlockAt?: number;
+}
+
+/** The latest and the pending block's timestamps, read now (a node without a pending block: the latest's for both). */
+async function readClocks(rpc: ChainRpc): Promise<ChainClocks> {
+  type Block = { timestamp: string } | null;
+  const [latest, pending] = await Promise.all([
+    rpc.request<Block>("eth_getBlockByNumber", ["latest", false]),
+    // A node that has no pending block answers null or refuses the tag (its error is an answer).
+    rpc.request<Block>("eth_getBlockByNumber", ["pending", false]).catch((error: unknown) => {
+      if (error instanceof NodeError) return null;
+      throw error;
+    }),
+  ]);
+  if (!latest) throw new Error("the node has no latest block");
+  const chainNow = Number(BigInt(latest.timestamp));
+  return { chainNow, nextBlockAt: pending ? Number(BigInt(pending.timestamp)) : chainNow };
+}
+
+/** `clockMoves`: the chain is a development chain whose clock moves at will (see the file's comment). */
+export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000, clockMoves = false } = {}): Market {
   let snapshot: MarketSnapshot | undefined;
+  let ownClock = clockMoves;
   let inflight: Promise<MarketSnapshot> | undefined;
   const listeners: ((block: bigint) => void)[] = [];
   let lastBlock = -1n;
@@ -66,6 +109,7 @@ export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000 } =
     inflight ??= fetchSnapshot()
       .then((fresh) => {
         seen(fresh.blockNumber);
+        if (fresh.timestamp > fresh.fetchedAt / 1000 + CLOCK_AHEAD_SECONDS) ownClock = true;
         return (snapshot = fresh);
       })
       .finally(() => (inflight = undefined));
@@ -91,6 +135,9 @@ export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000 } =
     async current() {
       if (snapshot && Date.now() - snapshot.fetchedAt <= maxAgeMs) return snapshot;
       return refresh();
+    },
+    clocks(current) {
+      return ownClock ? readClocks(rpc) : Promise.resolve({ chainNow: current.timestamp });
     },
     invalidate() {
       snapshot = undefined;

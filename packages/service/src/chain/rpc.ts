@@ -45,8 +45,9 @@
  *      A transport failure marks it down (after one more try on a fresh connection if it was a glitch), a rate
  *      limit cools it down; either way the call moves on at once.
  *   2. no upstream left to try: when one is cooling down and its cool-down ends early enough to leave an
- *      attempt MIN_ATTEMPT_MS of the deadline, the call waits for it (plus a little jitter, so waiting calls do
- *      not all fire at once) and goes back to 1.
+ *      attempt MIN_ATTEMPT_MS of the deadline — and of the client's call's (`waitUntil`: the door gives all the
+ *      chain calls of one client's call one deadline, src/chain/callDeadline.ts, so their waits do not add up) —
+ *      the call waits for it (plus a little jitter, so waiting calls do not all fire at once) and goes back to 1.
  *   3. else it fails: CHAIN_UNAVAILABLE with the cause; `rate_limited` (with `retryAfterSeconds`, when the
  *      soonest cool-down ends) when an upstream that is up is cooling down.
  */
@@ -96,6 +97,11 @@ export interface CallOptions {
   deadlineMs?: number;
   /** The span this call is a child of (a pipeline step's, a settlement pass's): the call gets its own client span. */
   trace?: TraceSpan | undefined;
+  /**
+   * The deadline of the client's call this one serves (performance.now() time; src/chain/callDeadline.ts): a
+   * rate-limited upstream's cool-down is waited for only when the attempt after it fits before this as well.
+   */
+  waitUntil?: number;
 }
 
 export interface UpstreamStatus {
@@ -114,6 +120,11 @@ export interface ChainRpc {
   request<T>(method: string, params: unknown[], options?: CallOptions): Promise<T>;
   /** Whether some upstream is up (last exchange or probe answered; a rate-limited one answers too). */
   healthy(): boolean;
+  /**
+   * When no upstream is usable now because every one that is up is cooling down after a rate limit: the error a
+   * call gets (CHAIN_UNAVAILABLE, rate_limited, with the wait); else undefined.
+   */
+  rateLimited(): RpcError | undefined;
   upstreams(): UpstreamStatus[];
   /** Stops the prober. */
   close(): void;
@@ -493,8 +504,9 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
           setBack(u, error);
         }
       }
-      // No upstream left to try now: wait for a rate-limited one if its cool-down ends within the deadline.
-      const wait = coolDownWait(deadline, attemptLimit);
+      // No upstream left to try now: wait for a rate-limited one if its cool-down ends within the deadline, and
+      // within the client's call's (its other chain calls may have waited already).
+      const wait = coolDownWait(Math.min(deadline, callOptions.waitUntil ?? deadline), attemptLimit);
       if (wait === undefined) throw unavailable(last);
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
@@ -526,6 +538,11 @@ export function createChainRpc(urls: string | readonly string[], options: ChainR
       );
     },
     healthy: () => upstreams.some((u) => u.up),
+    rateLimited() {
+      const now = performance.now();
+      if (upstreams.some((u) => u.up && u.coolUntil <= now)) return undefined;
+      return soonestCoolDownEnd(now) === undefined ? undefined : unavailable(undefined);
+    },
     upstreams() {
       const now = performance.now();
       return upstreams.map((u) => ({

@@ -42,10 +42,10 @@ export async function serve(configFile: string | undefined, watch: boolean, io: 
       metricsPort: Number(env.PAYMASTER_METRICS_PORT ?? 9464),
       // The bundler on its conventional port; PAYMASTER_LOCAL_BUNDLER_PORT=off runs none.
       ...(env.PAYMASTER_LOCAL_BUNDLER_PORT === "off" ? {} : { bundler: { port: Number(env.PAYMASTER_LOCAL_BUNDLER_PORT ?? 4337) } }),
-      logLevel: (env.PAYMASTER_LOG_LEVEL as "info" | undefined) ?? "warn",
+      logLevel: (env.PAYMASTER_LOG_LEVEL as "info" | undefined) ?? "info",
       ...(watch ? {} : { watch: false }),
     });
-    io.out(banner(embedded, admin.generated));
+    io.out(await banner(embedded, admin.generated));
     return embedded.close;
   }
   const running = await startService(config, { ...(watch ? {} : { watch: false }), admin: adminApiOptionsFromEnv(env) });

@@ -2,6 +2,7 @@
  * What the embedded default prints when it is up (`paymaster start` with no configuration): its URLs, the demo key,
  * ready-to-run curl lines, and a viem script that lands a sponsored op through the bundler.
  */
+import type { MarketSnapshot } from "../chain/market.ts";
 import type { Embedded } from "./embedded.ts";
 import { approveCallData, demoUserOp, executeCallData } from "./embedded.ts";
 
@@ -70,9 +71,26 @@ export function printedViemScript(printed: string): string | undefined {
   return start < 0 || end < 0 ? undefined : `${lines.slice(start + 1, end).join("\n")}\n`;
 }
 
+/**
+ * ERC-7677's final call signs the op's gas values, so it needs them all (src/methods/finalGas.ts): a wallet gives
+ * its bundler's estimate. The banner's line gives limits that cover the demo op (its account's deployment and a
+ * call that does nothing) and the fees the service itself would fill in at start-up, so it answers as printed while
+ * the local chain's fees stay within the fee cap (maxFeeMultiplierBps, 3x by default) of those.
+ */
+export function demoFinalGas(market: Pick<MarketSnapshot, "maxFeePerGas" | "maxPriorityFeePerGas">): Record<string, string> {
+  return {
+    callGasLimit: "0x9c40",
+    verificationGasLimit: "0x61a80",
+    preVerificationGas: "0xea60",
+    maxFeePerGas: `0x${market.maxFeePerGas.toString(16)}`,
+    maxPriorityFeePerGas: `0x${market.maxPriorityFeePerGas.toString(16)}`,
+  };
+}
+
 /** What `paymaster start` prints once the embedded default is up: its URLs, keys, curl lines and the viem script. */
-export function banner(embedded: Embedded, adminToken: string | undefined): string {
+export async function banner(embedded: Embedded, adminToken: string | undefined): Promise<string> {
   const { stack, endpoint, strategyCode, demoAccounts, manifestPath } = embedded;
+  const market = await embedded.running.service.networks.get("local")!.chain!.market.current();
   const [v06, v07] = demoAccounts;
   const owner = stack.chain.accounts[3]!.address;
   const usdc = stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
@@ -111,7 +129,8 @@ export function banner(embedded: Embedded, adminToken: string | undefined): stri
     curl(endpoint, "pm_sponsorUserOperation", [demoUserOp(v07!, noop), { version: "v0.7" }]),
     curl(endpoint, "pm_estimateUserOperationGas", [demoUserOp(v06!, noop), { strategy_code: strategyCode }]),
     curl(endpoint, "pm_getPaymasterStubData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
-    curl(endpoint, "pm_getPaymasterData", [demoUserOp(v07!, noop), stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
+    "# ERC-7677's final call carries the final gas values (a wallet's come from its bundler's estimate):",
+    curl(endpoint, "pm_getPaymasterData", [{ ...demoUserOp(v07!, noop), ...demoFinalGas(market) }, stack.manifest.entryPoints["v0.7"].entryPoint, "0x7a69", { strategy_code: strategyCode }]),
     "",
     ...(embedded.bundler
       ? [

@@ -13,6 +13,8 @@ import { directLookups, type ConfigLookups } from "../store/configCache.ts";
 import { accessRefusal } from "../access/keyAccess.ts";
 import { RpcError, toClientError } from "./errors.ts";
 import type { Timing } from "../timing.ts";
+import { networkForCall } from "../chain/callDeadline.ts";
+import { RPC_DEFAULTS } from "../chain/rpc.ts";
 import { NO_SPAN, rootSpan, tracingOn, type CallerTrace, type TraceSpan } from "../telemetry/trace.ts";
 import { fromTrustedProxy } from "../access/clientAddress.ts";
 import type { MethodDefinition } from "./method.ts";
@@ -145,7 +147,13 @@ async function dispatchCall(service: ServiceContext, methods: MethodRegistry, re
     const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
     if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
   }
-  return method.handler(params, { service, network, apiKey, clientIp: request.clientIp, timing: request.timing, lookups, trace: request.trace });
+  // One deadline for the waits of every chain call this call makes (src/chain/callDeadline.ts).
+  const forCall = networkForCall(network, network.config.rpcDeadlineMs ?? RPC_DEFAULTS.deadlineMs);
+  try {
+    return await method.handler(params, { service, network: forCall.network, apiKey, clientIp: request.clientIp, timing: request.timing, lookups, trace: request.trace });
+  } finally {
+    forCall.end();
+  }
 }
 
 /** The configured network named `name`, else NETWORK_NOT_FOUND listing the configured ones. */

@@ -6,9 +6,9 @@
  * with (its peerDependencies, read from our package.json: one place for the number).
  */
 import { createRequire } from "node:module";
-import type * as Pkcs11 from "pkcs11js";
+import type { Pkcs11Binding } from "./pkcs11Api.ts";
 
-export type Pkcs11Binding = typeof Pkcs11;
+export type { Pkcs11Binding };
 
 /** Why the binding is not there: the message is for the operator, whole (no stack needed). */
 export class Pkcs11BindingUnavailable extends Error {

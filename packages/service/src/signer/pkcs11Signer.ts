@@ -18,11 +18,11 @@
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
-import type { PKCS11 } from "pkcs11js";
 import { toEthSignedMessageHash, type Address, type Hex } from "@paymaster/shared";
 import { RpcError } from "../rpc/errors.ts";
 import type { Timing } from "../timing.ts";
 import { ethereumSignature } from "./ecdsa.ts";
+import type { Pkcs11Library } from "./pkcs11Api.ts";
 import {
   classify,
   closeSession,
@@ -45,7 +45,7 @@ const SIGN_TIMEOUT_MS = 5_000;
 const RECONNECT_MS = 1_000;
 
 interface Connection {
-  lib: PKCS11;
+  lib: Pkcs11Library;
   slot: Buffer;
   pin: string;
   key: TokenKey;

@@ -6,10 +6,10 @@
  * message names what failed and what to do, never the PIN.
  */
 import { readFileSync } from "node:fs";
-import type * as Pkcs11 from "pkcs11js";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Address, Hex } from "@paymaster/shared";
 import { addressOfPoint, SECP256K1_EC_PARAMS, uncompressedPoint } from "./ecdsa.ts";
+import type { Pkcs11Library, Template } from "./pkcs11Api.ts";
 import { loadPkcs11Binding, type Pkcs11Binding } from "./pkcs11Binding.ts";
 
 /** Where a network's token key is (the configuration's `pkcs11` block; the PIN comes from the environment or a file). */
@@ -45,7 +45,7 @@ export class Pkcs11Failure extends Error {
   }
 }
 
-type Lib = Pkcs11.PKCS11;
+type Lib = Pkcs11Library;
 
 let binding: Pkcs11Binding | undefined;
 /** The binding (its constants and classes), loaded on first use: a service without a token never loads it. */
@@ -211,7 +211,7 @@ export function closeSession(lib: Lib, session: Buffer): void {
   }
 }
 
-function find(lib: Lib, session: Buffer, template: Pkcs11.Template): Buffer[] {
+function find(lib: Lib, session: Buffer, template: Template): Buffer[] {
   lib.C_FindObjectsInit(session, template);
   try {
     return lib.C_FindObjects(session, 4);

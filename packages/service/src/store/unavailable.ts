@@ -8,16 +8,20 @@
 
 /** Why the database could not be used. */
 export type StoreCause =
-  /** Nothing listens (stopped, restarting). */
+  /** Nothing listens (stopped, restarting), or the server refuses new sessions now (starting up, shutting down, the database closed to connections for maintenance). */
   | "refused"
   /** No answer in time: connecting, a free pooled connection, or a query to a database that answers nothing. */
   | "timeout"
-  /** An open connection broke (reset, terminated by the server, a failover). */
+  /** An open connection broke (reset, terminated by the server, a failover, bytes that are not PostgreSQL's). */
   | "connection"
   /** The database host's name does not resolve. */
   | "dns"
-  /** The database refused the credentials. */
+  /** The database refused the service's role: its credentials, or its CONNECT privilege on the database. */
   | "auth"
+  /** The server has no database of that name (dropped, renamed, a wrong name in the URL). */
+  | "missing"
+  /** TLS failed: the server does not offer it, answers the request for it with something else, the handshake fails, or its certificate is not trusted. */
+  | "tls"
   /** Too busy now: every connection in use, the server's connection limit, a lock held by another process. */
   | "busy"
   /** The disk under the database is full: writes fail, reads may still work. */
@@ -40,7 +44,9 @@ const WHAT: Record<StoreCause, string> = {
   timeout: "does not answer",
   connection: "dropped the connection",
   dns: "cannot be found (DNS)",
-  auth: "refuses the service's credentials",
+  auth: "refuses the service's role",
+  missing: "does not exist on its server",
+  tls: "cannot be reached over TLS",
   busy: "is too busy",
   disk_full: "cannot write: its disk is full",
   read_only: "accepts reads only",

@@ -4,8 +4,11 @@
 import { createServer, request, Agent, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
-/** The shapes of a rate limit: HTTP 429 with a JSON-RPC body or a plain one, HTTP 200 with -32005 or -32016, 429 with Retry-After. */
-export type LimitShape = "429-json" | "429-plain" | "200-32005" | "200-32016" | "retry-after";
+/**
+ * The shapes of a rate limit: HTTP 429 with a JSON-RPC body or a plain one, HTTP 200 with -32005 or -32016, 429 with
+ * Retry-After, and HTTP 200 with -32005 stating its wait in `data.backoff_seconds` (as Infura does).
+ */
+export type LimitShape = "429-json" | "429-plain" | "200-32005" | "200-32016" | "retry-after" | "200-32005-backoff";
 
 /** Decides the `n`th call (from 0) to the front: a limit's shape, or undefined to forward it. */
 export type LimitPolicy = (n: number, method: string) => LimitShape | undefined;
@@ -18,6 +21,7 @@ export interface RateLimitFront {
   readonly forwarded: number;
   /** Calls forwarded to the chain whose JSON body contains `text` (case-insensitive). */
   forwardedWith(text: string): number;
+  /** `retryAfterSeconds`: the wait the "retry-after" and "200-32005-backoff" shapes state (default 1). */
   setPolicy(policy: LimitPolicy, retryAfterSeconds?: number): void;
   close(): Promise<void>;
 }
@@ -50,9 +54,9 @@ export async function startRateLimitFront(chainUrl: string, initial: LimitPolicy
       if (shape !== undefined) {
         limited++;
         const id = parsed.id ?? null;
-        const json = (status: number, code: number, message: string, headers: Record<string, string> = {}) => {
+        const json = (status: number, code: number, message: string, headers: Record<string, string> = {}, data?: unknown) => {
           res.writeHead(status, { "content-type": "application/json", ...headers });
-          res.end(JSON.stringify({ jsonrpc: "2.0", id, error: { code, message } }));
+          res.end(JSON.stringify({ jsonrpc: "2.0", id, error: { code, message, ...(data === undefined ? {} : { data }) } }));
         };
         if (shape === "429-json") json(429, -32016, "over rate limit");
         else if (shape === "429-plain") {
@@ -60,6 +64,7 @@ export async function startRateLimitFront(chainUrl: string, initial: LimitPolicy
           res.end("Too Many Requests");
         } else if (shape === "200-32005") json(200, -32005, "daily request count exceeded, request rate limited");
         else if (shape === "200-32016") json(200, -32016, "over rate limit");
+        else if (shape === "200-32005-backoff") json(200, -32005, "daily request count exceeded, request rate limited", {}, { backoff_seconds: retryAfter });
         else json(429, -32005, "limit exceeded", { "retry-after": String(retryAfter) });
         return;
       }

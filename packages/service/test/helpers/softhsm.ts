@@ -4,8 +4,11 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { createRequire } from "node:module";
 import path from "node:path";
-import type { Pkcs11Config } from "../../src/signer/pkcs11Token.ts";
+import type * as Pkcs11 from "pkcs11js";
+import type { Pkcs11Library } from "../../src/signer/pkcs11Api.ts";
+import { findSlot, withTokenSession, type Pkcs11Config } from "../../src/signer/pkcs11Token.ts";
 
 const CANDIDATES = [process.env.PAYMASTER_SOFTHSM2_MODULE, "/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so"];
 
@@ -58,4 +61,19 @@ export function newSoftToken({ keyLabel = "paymaster-signer", label, pin }: { ke
   const pinFile = path.join(path.dirname(root), `${label}.pin`);
   writeFileSync(pinFile, `${pin}\n`, { mode: 0o600 });
   return { config: { module: SOFTHSM_MODULE!, tokenLabel: label, keyLabel, pin: { file: pinFile } }, pin, pinFile, dir: path.join(root, created[0]!) };
+}
+
+/** pkcs11js whole, as its own types describe it (the service declares only the calls it makes: src/signer/pkcs11Api.ts). */
+export function wholeBinding(): typeof Pkcs11 {
+  return createRequire(import.meta.url)("pkcs11js") as typeof Pkcs11;
+}
+
+/** A library the service opened, with every call pkcs11js has (the same object). */
+export function wholeLibrary(lib: Pkcs11Library): Pkcs11.PKCS11 {
+  return lib as unknown as Pkcs11.PKCS11;
+}
+
+/** The token drops every session of this process (as an HSM restart does): a signer must log in again. */
+export function dropSessions(token: SoftToken): void {
+  withTokenSession({ ...token.config, pin: { env: "TEST", value: token.pin } }, (lib) => wholeLibrary(lib).C_CloseAllSessions(findSlot(lib, token.config)));
 }

@@ -67,7 +67,7 @@ export async function resolveTarget({ request, call }: TargetInput): Promise<Tar
     now,
     mode,
     paymaster: mode.mode === "erc20" ? entry.erc20Paymaster : entry.verifyingPaymaster,
-    window: validityWindow({ wallNow: service.now(), chainNow: market.timestamp, ttlSeconds: service.config.signatureTtlSeconds }),
+    window: validityWindow({ wallNow: service.now(), ...(await chainWait(call.timing, () => chain.market.clocks(market))), ttlSeconds: service.config.signatureTtlSeconds }),
     postOpGas: erc20.postOpGas,
     // The ERC-20 paymaster refuses a postOp gas limit below its worst-case postOp (v0.6: verificationGasLimit).
     minPostOpGasLimit: erc20.minPostOpGasLimit,

@@ -91,9 +91,18 @@ const SQLSTATE_CAUSES: Record<string, StoreCause> = {
   "25006": "read_only", // read_only_sql_transaction: a replica not promoted yet
   "28P01": "auth",
   "28000": "auth",
+  "3D000": "missing", // invalid_catalog_name: the database does not exist (dropped, renamed, a wrong name in the URL)
   "58030": "io",
   XX001: "corrupt",
   XX002: "corrupt",
+};
+/**
+ * SQLSTATEs that are the database's failure only when the server ended the session with them (FATAL): at the
+ * start of a session they refuse it; as a statement's ERROR they are that statement's (a table's privilege).
+ */
+const SESSION_CAUSES: Record<string, StoreCause> = {
+  "55000": "refused", // object_not_in_prerequisite_state: "not currently accepting connections" (ALLOW_CONNECTIONS false)
+  "42501": "auth", // insufficient_privilege: the role lacks CONNECT on the database
 };
 const ERRNO_CAUSES: Record<string, StoreCause> = {
   ECONNREFUSED: "refused",
@@ -105,7 +114,33 @@ const ERRNO_CAUSES: Record<string, StoreCause> = {
   ECONNABORTED: "connection",
   EHOSTUNREACH: "connection",
   ENETUNREACH: "connection",
+  EPROTO: "tls", // a record that is not TLS (the server answered TLS with something else)
 };
+/** The driver's own words for a failure it names no code for (pg, pg-protocol). */
+const MESSAGE_CAUSES: readonly (readonly [RegExp, StoreCause])[] = [
+  [/^timeout exceeded when trying to connect$/, "busy"], // no free pooled connection in time
+  [/timeout|timed out/i, "timeout"], // connection timeout, Query read timeout
+  [/^Connection terminated|not queryable|Connection ended/i, "connection"],
+  // sslmode asks for TLS: the server said no, or answered something that is not PostgreSQL's yes or no.
+  [/^The server does not support SSL connections|^There was an error establishing an SSL connection/, "tls"],
+  [/^SASL: /, "auth"], // a SCRAM exchange that failed (no password given, a server signature that does not match)
+  // Bytes that are not PostgreSQL's protocol (a desynchronised proxy): the connection is unusable.
+  [/^received invalid response|^Received unexpected \w+ message from backend/, "connection"],
+];
+
+/**
+ * Whether the server ended the session with this error (it refused to start one, or cut it), rather than failing
+ * one statement. The severity is in the server's language (lc_messages); the source file is not, and a session's
+ * start-up refusals come from postinit.c.
+ */
+function endedSession(err: pg.DatabaseError): boolean {
+  return err.severity === "FATAL" || err.severity === "PANIC" || err.file === "postinit.c";
+}
+
+/** Node's TLS failures: its ERR_TLS_/ERR_SSL_ codes and OpenSSL's certificate verification codes. */
+function tlsFailure(code: string): boolean {
+  return /^ERR_(TLS|SSL)_|CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY|DECRYPT)/.test(code);
+}
 
 /** The cause of a pg error that is the database's failure, else undefined (the statement's own error). */
 function failureCause(err: unknown): StoreCause | undefined {
@@ -114,22 +149,24 @@ function failureCause(err: unknown): StoreCause | undefined {
     const cause = SQLSTATE_CAUSES[code] ?? ERRNO_CAUSES[code];
     if (cause !== undefined) return cause;
     if (code.startsWith("08")) return "connection"; // connection_exception
+    if (tlsFailure(code)) return "tls";
   }
-  if (err instanceof pg.DatabaseError) return undefined; // the server answered: the statement's own error
+  // A server's answer always carries a SQLSTATE: a DatabaseError without one is pg-protocol's (garbage on the wire).
+  if (err instanceof pg.DatabaseError && code !== undefined) {
+    if (!endedSession(err)) return undefined; // the statement's own error
+    return SESSION_CAUSES[code] ?? "connection"; // the session is gone, whatever its SQLSTATE
+  }
   const message = err instanceof Error ? err.message : "";
-  if (message === "timeout exceeded when trying to connect") return "busy"; // no free pooled connection in time
-  if (/timeout|timed out/i.test(message)) return "timeout"; // connection timeout, Query read timeout
-  if (/^Connection terminated|not queryable|Connection ended/i.test(message)) return "connection";
-  return undefined;
+  return MESSAGE_CAUSES.find(([pattern]) => pattern.test(message))?.[1];
 }
 
-/** Whether an error came from the transport rather than from a server's answer: the connection is unusable. */
+/** Whether an error left the connection unusable: the transport's, or the server ended the session. */
 function transportError(err: unknown): boolean {
-  return !(err instanceof pg.DatabaseError);
+  return !(err instanceof pg.DatabaseError) || sqlState(err) === undefined || endedSession(err);
 }
 
 /** Causes a probe on a new connection checks before the database is declared down. */
-const REACHABILITY: ReadonlySet<StoreCause> = new Set(["refused", "timeout", "connection", "dns", "auth"]);
+const REACHABILITY: ReadonlySet<StoreCause> = new Set(["refused", "timeout", "connection", "dns", "auth", "missing", "tls"]);
 
 /**
  * Type parsing for this pool only (the global `pg.types` stays untouched): NUMERIC (amounts, scale 0) as bigint,
