@@ -1,6 +1,6 @@
 /**
- * Writes types/artifacts/index.ts: ABI, bytecode and deployedBytecode of our four paymasters, TestToken and
- * EntryPointSimulatorV07
+ * Writes types/artifacts/index.ts: ABI, bytecode and deployedBytecode of our four paymasters, TestToken,
+ * EntryPointSimulatorV07 / V08 and SponsorProbe
  * (from Hardhat's artifacts/) and of the eth-infinitism EntryPoint, SimpleAccountFactory, SimpleAccount
  * (v0.6, v0.7) and EntryPointSimulations (v0.7) (shipped npm artifacts), as `as const` objects so viem
  * infers types from them. Run after `hardhat build`; `tsc -p tsconfig.build.json` compiles the result.
@@ -57,6 +57,7 @@ const entries: Entry[] = [
   ours("tank", "GasTankDeposit"),
   ours("simulation", "EntryPointSimulatorV07"),
   ours("simulation", "EntryPointSimulatorV08"),
+  ours("simulation", "SponsorProbe"),
   shipped("v06", "EntryPoint"),
   shipped("v06", "SimpleAccountFactory"),
   shipped("v06", "SimpleAccount"),
