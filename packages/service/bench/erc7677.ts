@@ -95,7 +95,9 @@ process.once("exit", () => {
 const clients = new Map<string, ChainRpc>();
 async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
   let client = clients.get(url);
-  if (!client) clients.set(url, (client = createChainRpc(url, { timeoutMs: 60_000 })));
+  // The client's deadline must outlast the slowest system's answer (the peer's pm_sponsorUserOperation through
+  // Alto, at 8 concurrent behind a delayed RPC, takes seconds), not the service's 1.5 s default for chain calls.
+  if (!client) clients.set(url, (client = createChainRpc(url, { timeoutMs: 60_000, deadlineMs: 60_000 })));
   try {
     return await client.request<T>(method, params);
   } catch (error) {
