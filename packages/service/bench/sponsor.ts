@@ -118,7 +118,11 @@ const callData: Hex = executeCallData(owner);
 if (mode === "user" || values.billing) {
   // The service's store (several processes may share it): the sender's gas tank; the projects' billing.
   const store = await openStore({ databasePath: path.join(dataDir, "paymaster.sqlite"), ...(postgres ? { databaseUrl: postgres.url } : {}) });
-  if (mode === "user") await store.creditGasTank("local", sender, 10n ** 21n, "bench");
+  if (mode === "user") {
+    await store.creditGasTank("local", sender, 10n ** 21n, "bench");
+    // The tank's owner lets the bench key's project draw from it (User Sponsor mode refuses a project it has not allowed).
+    for (const project of await store.listProjects()) await store.setGasTankConsent({ network: "local", sender, projectId: project.id, allowed: true, changedBy: "bench" });
+  }
   if (values.billing) {
     for (const project of await store.listProjects()) {
       await store.setBillingPlan(project.id, { enabled: true, markupBps: 1500, feeUsdMicros: 5000n });
