@@ -54,6 +54,7 @@ const entries: Entry[] = [
   ours("v08", "VerifyingPaymasterV08"),
   ours("v08", "ERC20PaymasterV08"),
   ours("test", "TestToken"),
+  ours("test", "PaymasterDataAccount"),
   ours("tank", "GasTankDeposit"),
   ours("simulation", "EntryPointSimulatorV07"),
   ours("simulation", "EntryPointSimulatorV08"),
