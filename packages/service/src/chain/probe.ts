@@ -205,6 +205,8 @@ function validationOutcome(version: SimulatedOp["version"], answer: CallAnswer):
     return { ok: false, failure: entryPointFailure(version, answer) };
   }
   if (!answer.ok) return { ok: false, failure: entryPointFailure(version, answer) };
+  // A ValidationResult is at least its head (ten words) and ReturnInfo's five: anything shorter is not one.
+  if (answer.data.length < 2 + 64 * 15) return { ok: false, failure: { reason: "simulateValidation gave no result", aaCode: null, inner: null } };
   const base = Number(word(answer.data, 0));
   const returnInfo = base + Number(word(answer.data, 0, base));
   return { ok: true, preOpGas: word(answer.data, 0, returnInfo), accountValidationData: word(answer.data, 2, returnInfo) };

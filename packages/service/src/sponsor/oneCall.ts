@@ -58,14 +58,14 @@ export function oneCallVerdict({ version, entryPoint, window, findings, token }:
 }
 
 /**
- * Pre-charge: the op moved none of the sender's tokens but the probe's one-unit charge (its balance one unit
- * lower, its allowance one unit lower or unchanged, the paymaster's balance one unit higher), so its
+ * Pre-charge: the op moved none of the sender's tokens but the probe's charge (2 units pre-charged, 1 refunded:
+ * its balance one unit lower, its allowance two lower or unchanged, the paymaster's balance one higher), so its
  * execution ran the same whatever was pre-charged.
  */
 function untouched(before: Holdings, after: Holdings | undefined): boolean {
   if (after === undefined) return false;
   const spent = before.allowance - after.allowance;
-  return before.balance - after.balance === 1n && (spent === 0n || spent === 1n) && after.paymasterBalance - before.paymasterBalance === 1n;
+  return before.balance - after.balance === 1n && (spent === 0n || spent === 2n) && after.paymasterBalance - before.paymasterBalance === 1n;
 }
 
 /**

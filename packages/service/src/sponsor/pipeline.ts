@@ -178,8 +178,8 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: !probing });
   checkCaps({ target, gas: client.gas }); // the client's own values first: an over-cap limit must never reach the simulation
   const estimateData = stubPaymasterData(target, price, ChargeMode.PreCharge);
-  const erc20 = price && { rate: price.rate, ...(price.holdings ? { chargeMode: estimateChargeMode(price.holdings) } : {}) };
-  const estimate = await traced(trace, "step.estimateGas", estimateGas, { target, gas: client.gas, paymasterData: estimateData, ...(erc20 ? { erc20 } : {}) });
+  const known = price?.holdings && { chargeMode: estimateChargeMode(price.holdings) };
+  const estimate = await traced(trace, "step.estimateGas", estimateGas, { target, gas: client.gas, paymasterData: estimateData, ...known });
   const { gas, run } = estimate;
   checkCaps({ target, gas });
   const token = price && (await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, holdings: holdingsOf(price, run), paymasterData: estimateData }));

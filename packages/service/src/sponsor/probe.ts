@@ -6,11 +6,13 @@
  * eth_call, after the sender's holdings are read in ERC-20 mode.
  *
  * The probe's op is the estimate's: generous limits at a 1-wei price, the paymaster's final gas limits, stub
- * paymaster data of the final length whose signed charge cap (maxTokenCharge) is 1 token unit, so that any
- * charge the probe makes is exactly 1 unit, and the sender's holdings read after it tell what the op itself did
- * with the token (docs/pipeline.md, "One round trip").
+ * paymaster data of the final length. In ERC-20 mode its exchange rate and charge cap are chosen so that the
+ * paymaster takes the signed op's path with amounts of a unit or two: a pre-charge of 2 units of which 1 is
+ * refunded (the signed op's pre-charge always leaves a refund, whose transfer its postOp pays for), a postOp
+ * charge of 1 unit; so the sender's holdings read after it tell what the op itself did with the token
+ * (docs/pipeline.md, "One round trip").
  */
-import { ChargeMode, STUB_SIGNATURE, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { ChargeMode, STUB_SIGNATURE, preChargeGasCostV06, preChargeGasCostV07, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { simulateOp, type SimulatedOp, type SimulationOutcome } from "../chain/entryPoint.ts";
 import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
 import { tracedChain } from "../chain/traced.ts";
@@ -24,8 +26,16 @@ import type { Target } from "./steps/target.ts";
 /** The paymaster signature of the probe's variant: STUB_SIGNATURE with one bit of s flipped (it recovers too). */
 const VARIANT_SIGNATURE: Hex = `${STUB_SIGNATURE.slice(0, 128)}${(parseInt(STUB_SIGNATURE.slice(128, 130), 16) ^ 1).toString(16).padStart(2, "0")}${STUB_SIGNATURE.slice(130)}` as Hex;
 
-/** The charge cap of the probe's paymaster data: every charge it makes is exactly one token unit. */
-export const PROBE_MAX_TOKEN_CHARGE = 1n;
+/**
+ * How much more gas our paymasters' validation may use with a signature they accept than with the stub: the
+ * branch that leaves the failure bit unset (PaymasterBase._validationData) costs 9 gas more, measured in every
+ * version (test/oneCall.test.ts). The estimate runs the paymaster under its final verification limit less this, so
+ * that the signed op's paymaster validation fits whenever the estimate's did.
+ */
+export const ACCEPTED_SIGNATURE_GAS = 100n;
+
+/** The charge cap of the probe's paymaster data: it pre-charges 2 units (and refunds 1), or charges 1 in postOp. */
+export const PROBE_MAX_TOKEN_CHARGE = 2n;
 
 /** What the estimate's simulation found. */
 export interface EstimateRun {
@@ -55,26 +65,26 @@ export interface EstimateSimulationInput {
   target: Target;
   /** The estimate's generous gas values at a 1-wei price. */
   gas: GasValues;
-  /** ERC-20 mode: the exchange rate, and the charge mode when the holdings were read already. */
-  erc20?: { rate: bigint; chargeMode?: ChargeMode };
+  /** ERC-20 mode: the charge mode to simulate when the sender's holdings were read already (else they select it). */
+  chargeMode?: ChargeMode;
 }
 
 /** The estimate's simulation: through the probe when the node takes it, else a plain eth_call. */
-export async function simulateEstimate({ target, gas, erc20 }: EstimateSimulationInput, span: TraceSpan = NO_SPAN): Promise<EstimateRun> {
+export async function simulateEstimate({ target, gas, chargeMode }: EstimateSimulationInput, span: TraceSpan = NO_SPAN): Promise<EstimateRun> {
   if (probeUsable(target)) {
     try {
-      return await probeEstimate(target, gas, erc20?.rate ?? 0n, span);
+      return await probeEstimate(target, gas, span);
     } catch (error) {
       if (!(error instanceof ProbeRefused)) throw error;
       refuseProbe(target, error);
     }
   }
-  return plainEstimate(target, gas, erc20, span);
+  return plainEstimate(target, gas, chargeMode, span);
 }
 
-async function probeEstimate(target: Target, gas: GasValues, rate: bigint, span: TraceSpan): Promise<EstimateRun> {
+async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): Promise<EstimateRun> {
   const { request, entry, paymaster, mode, chain, call } = target;
-  const runFor = (chargeMode: ChargeMode) => probeRun(target, gas, rate, chargeMode);
+  const runFor = (chargeMode: ChargeMode) => probeRun(target, gas, chargeMode);
   const run = runFor(ChargeMode.InPostOp);
   const erc20 = mode.mode === "erc20" ? { token: mode.token.address, preChargeFrom: 1n, preCharge: runFor(ChargeMode.PreCharge) } : undefined;
   const input = { entryPoint: entry.entryPoint, paymaster, signer: chain.signer.address, sender: request.userOp.sender, callData: request.userOp.callData, run, ...(erc20 ? { erc20 } : {}) };
@@ -89,15 +99,32 @@ async function probeEstimate(target: Target, gas: GasValues, rate: bigint, span:
 }
 
 /** One charge mode's run: the op, its variant, and (v0.6) the op without its calls. */
-function probeRun(target: Target, gas: GasValues, rate: bigint, chargeMode: ChargeMode): ProbeRun {
-  const { request, paymaster } = target;
-  const data = paymasterDataFor(target, rate, chargeMode, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
+function probeRun(target: Target, gas: GasValues, chargeMode: ChargeMode): ProbeRun {
+  const { request } = target;
+  const data = probePaymasterData(target, gas, chargeMode, STUB_SIGNATURE);
   const variantGas = { ...gas, verificationGasLimit: gas.verificationGasLimit + 1n, callGasLimit: gas.callGasLimit + 1n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n };
-  const variantData = paymasterDataFor(target, rate, chargeMode, VARIANT_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
-  const run: ProbeRun = { op: buildOp(request, gas, paymaster, data), variant: buildOp(request, variantGas, paymaster, variantData) };
-  if (request.version === "v0.6") run.withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, paymaster, data);
+  const variantData = probePaymasterData(target, gas, chargeMode, VARIANT_SIGNATURE);
+  const run: ProbeRun = { op: buildOp(request, gas, target.paymaster, data), variant: buildOp(request, variantGas, target.paymaster, variantData) };
+  if (request.version === "v0.6") run.withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, target.paymaster, data);
   return run;
 }
+
+/**
+ * The estimate's paymaster data for `gas` (a 1-wei price). ERC-20 mode: the exchange rate at which the most the
+ * op may be charged (its pre-charge's wei at this price) is just over one token unit, so that the pre-charge,
+ * capped at PROBE_MAX_TOKEN_CHARGE, is 2 units and what the op really costs is 1 (a refund of 1, as the signed
+ * op's pre-charge leaves one); a charge in postOp is 1 unit.
+ */
+function probePaymasterData(target: Target, gas: GasValues, chargeMode: ChargeMode, signature: Hex): Hex {
+  if (target.mode.mode !== "erc20") return paymasterDataFor(target, 0n, chargeMode, signature);
+  const placeholder = paymasterDataFor(target, 1n, chargeMode, signature, PROBE_MAX_TOKEN_CHARGE);
+  const op = buildOp(target.request, gas, target.paymaster, placeholder);
+  const preChargeWei = op.version === "v0.6" ? preChargeGasCostV06(op.userOp, target.postOpGas) : preChargeGasCostV07(op.userOp);
+  return paymasterDataFor(target, EXCHANGE_RATE_SCALE / preChargeWei + 1n, chargeMode, signature, PROBE_MAX_TOKEN_CHARGE);
+}
+
+/** tokenCost's scale: an exchange rate is token units per 1e18 wei. */
+const EXCHANGE_RATE_SCALE = 10n ** 18n;
 
 function findingsOf(result: ProbeResult): ProbeFindings {
   const { simulation, variant, calls } = result;
@@ -121,11 +148,11 @@ function sameValidation(variant: { preOpGas: bigint; accountValidationData: bigi
 }
 
 /** The estimate's simulation without the probe: ERC-20 mode reads the holdings first when not read yet. */
-async function plainEstimate(target: Target, gas: GasValues, erc20: EstimateSimulationInput["erc20"], span: TraceSpan): Promise<EstimateRun> {
+async function plainEstimate(target: Target, gas: GasValues, known: ChargeMode | undefined, span: TraceSpan): Promise<EstimateRun> {
   const { request, entry, paymaster, chain, call } = target;
-  const holdings = erc20 && erc20.chargeMode === undefined ? await readHoldings(target, span) : undefined;
-  const chargeMode = erc20?.chargeMode ?? estimateChargeMode(holdings);
-  const paymasterData = paymasterDataFor(target, erc20?.rate ?? 0n, chargeMode, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
+  const holdings = target.mode.mode === "erc20" && known === undefined ? await readHoldings(target, span) : undefined;
+  const chargeMode = known ?? estimateChargeMode(holdings);
+  const paymasterData = probePaymasterData(target, gas, chargeMode, STUB_SIGNATURE);
   const op = buildOp(request, gas, paymaster, paymasterData);
   const traced = tracedChain(chain, span);
   const outcome = await chainWait(call.timing, () => simulateOp(traced.rpc, chain.simulator, entry.entryPoint, op));

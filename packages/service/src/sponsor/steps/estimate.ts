@@ -18,7 +18,7 @@ import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { limitsFromSimulation, preVerificationGas } from "../gas.ts";
 import { buildOp, type GasValues } from "../op.ts";
 import { refuseRevertingCalls, simulationError } from "../simulation.ts";
-import { simulateEstimate, type EstimateRun } from "../probe.ts";
+import { ACCEPTED_SIGNATURE_GAS, simulateEstimate, type EstimateRun } from "../probe.ts";
 import type { Target } from "./target.ts";
 
 export interface EstimateInput {
@@ -27,8 +27,8 @@ export interface EstimateInput {
   gas: GasValues;
   /** Stub paymaster data of the final length, whose bytes price preVerificationGas and the L1 fee. */
   paymasterData: Hex;
-  /** ERC-20 mode: the exchange rate, and the charge mode to simulate when the holdings were read already. */
-  erc20?: { rate: bigint; chargeMode?: ChargeMode };
+  /** ERC-20 mode: the charge mode to simulate when the sender's holdings were read already (else the probe's read selects it). */
+  chargeMode?: ChargeMode;
 }
 
 export interface Estimate {
@@ -42,7 +42,7 @@ export function needsSimulation(gas: GasValues): boolean {
   return gas.callGasLimit === 0n || gas.verificationGasLimit === 0n;
 }
 
-export async function estimateGas({ target, gas: given, paymasterData, erc20 }: EstimateInput, span: TraceSpan = NO_SPAN): Promise<Estimate> {
+export async function estimateGas({ target, gas: given, paymasterData, chargeMode }: EstimateInput, span: TraceSpan = NO_SPAN): Promise<Estimate> {
   const { request, call, entry, paymaster } = target;
   const chain = tracedChain(target.chain, span);
   const network = call.network.config;
@@ -67,7 +67,7 @@ export async function estimateGas({ target, gas: given, paymasterData, erc20 }: 
       : undefined;
   l1Part?.catch(() => undefined);
   if (estimatePreVerificationGas) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, paymasterData));
-  const run = needsEstimate ? await measure(target, gas, erc20, span) : undefined;
+  const run = needsEstimate ? await measure(target, gas, chargeMode, span) : undefined;
   // EIP-7623's floor in preVerificationGas counts on the final call and postOp limits.
   if (estimatePreVerificationGas && needsEstimate) gas.preVerificationGas = preVerificationGas(buildOp(request, gas, paymaster, paymasterData));
   if (l1Part !== undefined) gas.preVerificationGas += await l1Part;
@@ -76,10 +76,10 @@ export async function estimateGas({ target, gas: given, paymasterData, erc20 }: 
 
 /**
  * The limits left at zero (set on `gas`), from one simulation with generous limits (the caps) at a 1-wei
- * price; the paymaster's limits are the final ones, so that its validation runs under the limit the signed op
- * carries (src/sponsor/oneCall.ts counts on it).
+ * price; the paymaster's limits are the final ones (its verification limit less ACCEPTED_SIGNATURE_GAS), so that
+ * its validation runs under the limit the signed op carries (src/sponsor/oneCall.ts counts on it).
  */
-async function measure(target: Target, gas: GasValues, erc20: EstimateInput["erc20"], span: TraceSpan): Promise<EstimateRun> {
+async function measure(target: Target, gas: GasValues, chargeMode: ChargeMode | undefined, span: TraceSpan): Promise<EstimateRun> {
   const { request, call, entry, paymaster } = target;
   const caps = call.network.config.caps;
   const generous: GasValues = {
@@ -88,14 +88,15 @@ async function measure(target: Target, gas: GasValues, erc20: EstimateInput["erc
     verificationGasLimit: gas.verificationGasLimit || caps.maxVerificationGasLimit,
     maxFeePerGas: 1n,
     maxPriorityFeePerGas: 1n,
+    paymasterVerificationGasLimit: gas.paymasterVerificationGasLimit > ACCEPTED_SIGNATURE_GAS ? gas.paymasterVerificationGasLimit - ACCEPTED_SIGNATURE_GAS : gas.paymasterVerificationGasLimit,
   };
-  const run = await simulateEstimate({ target, gas: generous, ...(erc20 ? { erc20 } : {}) }, span);
+  const run = await simulateEstimate({ target, gas: generous, ...(chargeMode === undefined ? {} : { chargeMode }) }, span);
   if (!run.outcome.ok) throw simulationError(run.outcome.failure);
   // v0.7 tells whether the op's calls ran through: a revert is refused here already (with its revert data),
   // whether or not the final simulation runs.
   const chain = tracedChain(target.chain, span);
   if (run.outcome.result.opSucceeded === false) await refuseRevertingCalls(call.timing, chain, entry.entryPoint, request, generous, paymaster, run.paymasterData);
-  const measured = limitsFromSimulation(buildOp(request, generous, paymaster, run.paymasterData), run.outcome.result, target.postOpGas, target.minPostOpGasLimit);
+  const measured = limitsFromSimulation(buildOp(request, generous, paymaster, run.paymasterData), run.outcome.result, target.minPostOpGasLimit);
   if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
   if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
   return run;
