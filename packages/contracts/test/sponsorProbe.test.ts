@@ -28,6 +28,18 @@ describe("SponsorProbe", () => {
     expect([none.balance, none.allowance, none.spenderBalance]).to.deep.equal([0n, 0n, 0n]);
   });
 
+  it("reads before the calls inside a reverted frame (so what it read is cold again for them): readBefore always reverts with its reads", async () => {
+    const stack = await loadStack();
+    const probe = await deployProbe(stack);
+    const usdc = stack.tokens.USDC;
+    const [, sender] = await ethers.getSigners();
+    const paymaster = await stack.v["v0.7"].erc20.getAddress();
+    await (await usdc.mint(sender!.address, 9n)).wait();
+    await (await usdc.connect(sender!).approve(paymaster, 4n)).wait();
+    const call = probe.readBefore.staticCall(paymaster, stack.signer.address, await usdc.getAddress(), sender!.address);
+    await expect(call).to.be.revertedWithCustomError(probe, "ReadBefore").withArgs(true, [9n, 4n, await usdc.balanceOf(paymaster)]);
+  });
+
   it("tells whether the paymaster accepts the signer; a paymaster that does not answer accepts no one", async () => {
     const stack = await loadStack();
     const probe = await deployProbe(stack);

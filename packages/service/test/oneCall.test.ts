@@ -16,6 +16,7 @@ import { approveCallData, embeddedConfig, executeCallData } from "../src/local/e
 import { localNetworkConfig } from "../src/config/local.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import { simulateOp, type SimulatedOp } from "../src/chain/entryPoint.ts";
+import { probeSponsorship } from "../src/chain/probe.ts";
 import { oneCallVerdict, type OneCallInput } from "../src/sponsor/oneCall.ts";
 import { ACCEPTED_SIGNATURE_GAS } from "../src/sponsor/probe.ts";
 import type { SponsorMode } from "../src/store/types.ts";
@@ -185,7 +186,7 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
     }
   });
 
-  it("the signed op's validation costs, to the gas, what the probe's did: our paymasters take the same path whatever the signature, limits, fees and amounts", async () => {
+  it("the signed op's validation costs, to the gas, what the probe's did (+9 for the accepted signature): our paymasters take the same path whatever the signature, limits, fees and amounts, and the probe's reads warm nothing", async () => {
     const network = embedded.running.service.networks.get("local")!.chain!;
     for (const version of ["v0.6", "v0.7", "v0.8"] as const) {
       for (const kind of ["verifying", "erc20 postOp", "erc20 pre-charge"] as const) {
@@ -199,10 +200,24 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         const signedWithStub = { ...signed, userOp: { ...signed.userOp, signature: STUB_SIGNATURE } } as SimulatedOp;
         const probe = probeOf(signedWithStub);
         const entryPoint = embedded.stack.manifest.entryPoints[version].entryPoint;
-        const [asSigned, asProbed] = await Promise.all([simulateOp(network.rpc, network.simulator, entryPoint, signedWithStub), simulateOp(network.rpc, network.simulator, entryPoint, probe)]);
+        // The probe's one call as the service makes it (its own variant, the ERC-20 holdings read before), its op P.
+        const run = { op: probe, variant: probe };
+        const input = {
+          entryPoint,
+          paymaster: paymasterOf(version, mode),
+          signer: network.signer.address,
+          sender: wallet.sender,
+          callData,
+          run,
+          ...(mode === "erc20" ? { erc20: { token: usdc, preChargeFrom: 1n, preCharge: run } } : {}),
+        };
+        const [asSigned, probed] = await Promise.all([simulateOp(network.rpc, network.simulator, entryPoint, signedWithStub), probeSponsorship(network.rpc, network.simulator, input)]);
+        const asProbed = probed.simulation;
         expect(asSigned.ok && asProbed.ok, `${version} ${kind}: both validate`).to.equal(true);
         if (!asSigned.ok || !asProbed.ok) continue;
-        // The same preVerificationGas: preOpGas is the validation's gas plus it.
+        expect(probed.preCharge, `${version} ${kind}: the charge mode the allowance selects`).to.equal(kind === "erc20 pre-charge");
+        // The same preVerificationGas: preOpGas is the validation's gas plus it. What the probe read before its
+        // simulation must not have warmed anything for it (the paymaster, the token's slots).
         const accepted = asSigned.result.preOpGas - asProbed.result.preOpGas;
         expect(Number(accepted), `${version} ${kind}: our signature's branch costs at most ACCEPTED_SIGNATURE_GAS more`).to.be.within(0, Number(ACCEPTED_SIGNATURE_GAS));
         expect(accepted, `${version} ${kind}: measured`).to.equal(9n);

@@ -35,6 +35,9 @@ contract SponsorProbe {
     /// @notice How `isolate` ends: always, with the call's outcome.
     error Isolated(bool success, bytes data);
 
+    /// @notice How `readBefore` ends: always, with what it read.
+    error ReadBefore(bool signerAccepted, Holdings holdings);
+
     /// @notice The paymaster's view of the sponsorship's parties, then the calls the sender's allowance selects.
     /// @param paymaster Whose `isSigner(signer)` is read.
     /// @param signer The service's signer.
@@ -56,8 +59,7 @@ contract SponsorProbe {
         Call[] calldata preChargeCalls,
         Call[] calldata otherCalls
     ) external returns (bool signerAccepted, Holdings memory before, bool preCharge, Result[] memory results) {
-        signerAccepted = _readWord(paymaster, abi.encodeWithSignature("isSigner(address)", signer)) == 1;
-        before = holdings(token, sender, paymaster);
+        (signerAccepted, before) = _readBeforeIsolated(paymaster, signer, token, sender);
         preCharge = token != address(0) && before.allowance >= preChargeFrom;
         Call[] calldata calls = preCharge ? preChargeCalls : otherCalls;
         results = new Result[](calls.length);
@@ -73,6 +75,14 @@ contract SponsorProbe {
         h.balance = _readWord(token, abi.encodeWithSignature("balanceOf(address)", owner));
         h.allowance = _readWord(token, abi.encodeWithSignature("allowance(address,address)", owner, spender));
         h.spenderBalance = _readWord(token, abi.encodeWithSignature("balanceOf(address)", spender));
+    }
+
+    /// @notice isSigner(signer) and the sender's holdings, then a revert with them (ReadBefore): the accounts and
+    ///         slots it read are cold again for the calls after it (EIP-2929 undoes a reverted frame's accesses),
+    ///         so the simulations cost what they will on chain, not less.
+    function readBefore(address paymaster, address signer, address token, address sender) external view {
+        bool accepted = _readWord(paymaster, abi.encodeWithSignature("isSigner(address)", signer)) == 1;
+        revert ReadBefore(accepted, holdings(token, sender, paymaster));
     }
 
     /// @notice Makes the call and reverts with its outcome (Isolated): nothing it changed remains.
@@ -92,14 +102,31 @@ contract SponsorProbe {
             return Result(false, "");
         } catch (bytes memory reason) {
             if (reason.length < 4 || bytes4(reason) != Isolated.selector) return Result(false, reason);
-            // The error's arguments in place: a bytes value 4 bytes further on, its length written over the selector.
-            bytes memory args;
-            assembly ("memory-safe") {
-                args := add(reason, 4)
-                mstore(args, sub(mload(reason), 4))
-            }
-            (bool success, bytes memory returned) = abi.decode(args, (bool, bytes));
+            (bool success, bytes memory returned) = abi.decode(_errorArguments(reason), (bool, bytes));
             return Result(success, returned);
+        }
+    }
+
+    /// @dev readBefore through a call whose revert carries its reads (nothing read before stays warm).
+    function _readBeforeIsolated(address paymaster, address signer, address token, address sender)
+        private
+        view
+        returns (bool accepted, Holdings memory h)
+    {
+        try this.readBefore(paymaster, signer, token, sender) {}
+        catch (bytes memory reason) {
+            if (reason.length >= 4 && bytes4(reason) == ReadBefore.selector) {
+                (accepted, h) = abi.decode(_errorArguments(reason), (bool, Holdings));
+            }
+        }
+    }
+
+    /// @dev A custom error's arguments, in place: a bytes value 4 bytes further on, its length written over the
+    ///      selector (the revert data is not used after).
+    function _errorArguments(bytes memory reason) private pure returns (bytes memory args) {
+        assembly ("memory-safe") {
+            args := add(reason, 4)
+            mstore(args, sub(mload(reason), 4))
         }
     }
 
