@@ -97,8 +97,9 @@ for (const entry of entries) {
 
 // Each simulator's runtime code deployed as is (a 12-byte init code that copies and returns it: the parent
 // EntryPointSimulations' constructor refuses deployment, and the simulator needs no constructor), through the
-// CREATE2 deployer with a fixed salt: the same address on every chain where someone deployed it.
-for (const name of ["EntryPointSimulatorV07", "EntryPointSimulatorV08"]) {
+// CREATE2 deployer with a fixed salt: the same address on every chain where someone deployed it. SponsorProbe
+// alike (it has no constructor either): the service reaches each through a 45-byte delegating override.
+for (const name of ["EntryPointSimulatorV07", "EntryPointSimulatorV08", "SponsorProbe"]) {
   const simulator = JSON.parse(
     await readFile(path.join(root, `artifacts/contracts/simulation/${name}.sol/${name}.json`), "utf8"),
   ) as Artifact;

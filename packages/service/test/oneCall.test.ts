@@ -16,7 +16,7 @@ import { approveCallData, embeddedConfig, executeCallData } from "../src/local/e
 import { localNetworkConfig } from "../src/config/local.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import { simulateOp, type SimulatedOp } from "../src/chain/entryPoint.ts";
-import { probeSponsorship } from "../src/chain/probe.ts";
+import { PROBE_CODE_OVERRIDE, probeSponsorship } from "../src/chain/probe.ts";
 import { oneCallVerdict, type OneCallInput } from "../src/sponsor/oneCall.ts";
 import { ACCEPTED_SIGNATURE_GAS } from "../src/sponsor/probe.ts";
 import type { SponsorMode } from "../src/store/types.ts";
@@ -211,7 +211,14 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
           run,
           ...(mode === "erc20" ? { erc20: { token: usdc, preChargeFrom: 1n, preCharge: run } } : {}),
         };
-        const [asSigned, probed] = await Promise.all([simulateOp(network.rpc, network.simulator, entryPoint, signedWithStub), probeSponsorship(network.rpc, network.simulator, input)]);
+        const [asSigned, probed, wholeCode] = await Promise.all([
+          simulateOp(network.rpc, network.simulator, entryPoint, signedWithStub),
+          probeSponsorship(network.rpc, network.simulator, network.probe, input),
+          probeSponsorship(network.rpc, network.simulator, PROBE_CODE_OVERRIDE, input),
+        ]);
+        // The local stack deploys SponsorProbe: the service reaches it through a small proxy, which answers as its whole code does.
+        expect(network.probe.kind).to.equal("deployed");
+        expect(JSON.stringify(wholeCode, (_, v) => (typeof v === "bigint" ? v.toString() : v))).to.equal(JSON.stringify(probed, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
         const asProbed = probed.simulation;
         expect(asSigned.ok && asProbed.ok, `${version} ${kind}: both validate`).to.equal(true);
         if (!asSigned.ok || !asProbed.ok) continue;

@@ -74,10 +74,13 @@ const SIMULATOR_ARTIFACTS = {
   "v0.8": { artifact: EntryPointSimulatorV08Artifact, deployment: EntryPointSimulatorV08Deployment },
 } as const;
 const simulatorAbi = (version: "v0.7" | "v0.8"): Abi => SIMULATOR_ARTIFACTS[version].artifact.abi as Abi;
-const rawJson = (text: string): unknown => (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(text);
+/** `code` as a pre-serialized JSON value (JSON.stringify would rescan a long code string on every call). */
+export function rawJsonCode(code: string): unknown {
+  return (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(JSON.stringify(code));
+}
 
 function codeOverride(version: "v0.7" | "v0.8"): Simulator {
-  return Object.freeze({ kind: "override", code: rawJson(JSON.stringify(SIMULATOR_ARTIFACTS[version].artifact.deployedBytecode)) });
+  return Object.freeze({ kind: "override", code: rawJsonCode(SIMULATOR_ARTIFACTS[version].artifact.deployedBytecode) });
 }
 
 /** The v0.7 simulator's whole runtime code as the override: works on any node that takes state overrides. */
@@ -88,7 +91,7 @@ export const SIMULATOR_V08_CODE_OVERRIDE: Simulator = codeOverride("v0.8");
 export const CODE_OVERRIDE_SIMULATORS: Simulators = Object.freeze({ "v0.7": SIMULATOR_CODE_OVERRIDE, "v0.8": SIMULATOR_V08_CODE_OVERRIDE });
 
 /** An EIP-1167 minimal proxy: delegates every call (with all its gas) to `target`, returning or reverting its data. */
-function delegatingProxyCode(target: Address): Hex {
+export function delegatingProxyCode(target: Address): Hex {
   return `0x363d3d373d3d3d363d73${target.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3`;
 }
 

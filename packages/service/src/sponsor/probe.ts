@@ -88,7 +88,7 @@ async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): P
   const run = runFor(ChargeMode.InPostOp);
   const erc20 = mode.mode === "erc20" ? { token: mode.token.address, preChargeFrom: 1n, preCharge: runFor(ChargeMode.PreCharge) } : undefined;
   const input = { entryPoint: entry.entryPoint, paymaster, signer: chain.signer.address, sender: request.userOp.sender, callData: request.userOp.callData, run, ...(erc20 ? { erc20 } : {}) };
-  const result = await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, input));
+  const result = await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input));
   const made = result.preCharge && erc20 ? erc20.preCharge : run;
   return {
     outcome: result.simulation,
