@@ -30,11 +30,12 @@ interface Entry {
   load: () => Promise<Artifact>;
 }
 
-const ours = (dir: string, name: string): Entry => ({
+/** Our contract `name` of contracts/`dir`/`file`.sol (a file of its own name, unless `file` says otherwise). */
+const ours = (dir: string, name: string, file: string = name): Entry => ({
   exportName: `${name}Artifact`,
-  source: `contracts/${dir}/${name}.sol`,
+  source: `contracts/${dir}/${file}.sol`,
   load: async () =>
-    JSON.parse(await readFile(path.join(root, "artifacts/contracts", dir, `${name}.sol`, `${name}.json`), "utf8")) as Artifact,
+    JSON.parse(await readFile(path.join(root, "artifacts/contracts", dir, `${file}.sol`, `${name}.json`), "utf8")) as Artifact,
 });
 
 const shipped = (version: "v06" | "v07" | "v08", name: string): Entry => {
@@ -55,6 +56,7 @@ const entries: Entry[] = [
   ours("v08", "ERC20PaymasterV08"),
   ours("test", "TestToken"),
   ours("test", "PaymasterDataAccount"),
+  ours("test", "PaymasterDataAccountFactory", "PaymasterDataAccount"),
   ours("tank", "GasTankDeposit"),
   ours("simulation", "EntryPointSimulatorV07"),
   ours("simulation", "EntryPointSimulatorV08"),

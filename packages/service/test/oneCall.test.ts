@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { encodeAbiParameters, encodeFunctionData, erc20Abi, maxUint256, type Abi } from "viem";
-import { PaymasterDataAccountArtifact } from "@paymaster/contracts/artifacts";
+import { PaymasterDataAccountArtifact, PaymasterDataAccountFactoryArtifact } from "@paymaster/contracts/artifacts";
 import { ChargeMode, STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
@@ -130,10 +130,16 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         // the background reads the last block started are let finish (no block comes while the request runs).
         const warm = await call(embedded.endpoint, "pm_sponsorUserOperation", [wireOp(wallet, callData), extraFor(version, mode)]);
         expect(warm.status, JSON.stringify(warm.body)).to.equal(200);
-        const before = await quiet(running);
-        const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wireOp(wallet, callData), extraFor(version, mode)]);
-        expect(status, JSON.stringify(body)).to.equal(200);
-        expect((await ethCalls(running)) - before, `${version} ${mode}: eth_calls for one sponsorship`).to.equal(1);
+        // The service's periodic reads (the deposit and signer monitor every 15 s, prices every 10 s) may fall in
+        // a request's window: the fewest of up to three requests counts.
+        const counted: number[] = [];
+        while (counted.length < 3 && !counted.includes(1)) {
+          const before = await quiet(running);
+          const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wireOp(wallet, callData), extraFor(version, mode)]);
+          expect(status, JSON.stringify(body)).to.equal(200);
+          counted.push((await ethCalls(running)) - before);
+        }
+        expect(Math.min(...counted), `${version} ${mode}: eth_calls for one sponsorship (${counted.join(", ")})`).to.equal(1);
       }
     }
   });
@@ -201,7 +207,7 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         const probe = probeOf(signedWithStub);
         const entryPoint = embedded.stack.manifest.entryPoints[version].entryPoint;
         // The probe's one call as the service makes it (its own variant, the ERC-20 holdings read before), its op P.
-        const run = { op: probe, variant: probe };
+        const run = { op: probe, check: { before: probe } };
         const input = {
           entryPoint,
           paymaster: paymasterOf(version, mode),
@@ -258,22 +264,32 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
   }
 
   describe("each fallback: the signed op is simulated, counted by reason, and lands (or is refused as before)", () => {
-    it("account: an account whose validation reads the paymaster data it signs", async () => {
+    it("account: an account whose validation reads the paymaster data it signs, deployed or deployed by the op (checked after it)", async () => {
       const entryPoint = embedded.stack.manifest.entryPoints["v0.7"].entryPoint;
       const deployer = embedded.stack.chain.accounts[0]!.address;
-      const data = `${PaymasterDataAccountArtifact.bytecode}${encodeAbiParameters([{ type: "address" }], [entryPoint]).slice(2)}` as Hex;
-      const hash = await chainRequest<Hex>(embedded, "eth_sendTransaction", [{ from: deployer, data, gas: "0x989680" }]);
-      const { contractAddress } = await chainRequest<{ contractAddress: Address }>(embedded, "eth_getTransactionReceipt", [hash]);
-      const before = await oneCallCounts(embedded.running);
-      const wallet: Wallet = { ...(await newWallet(embedded, "v0.7")), sender: contractAddress, initCode: "0x" };
-      const wire = wireOp(wallet, executeCallData(deployer), { deploy: false });
-      const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, extraFor("v0.7", "sponsor")]);
-      expect(status, JSON.stringify(body)).to.equal(200);
-      expect(delta((await oneCallCounts(embedded.running)).fallbacks, before.fallbacks)).to.deep.equal({ "sponsor v0.7 account": 1 });
-      // The account takes every op unsigned.
-      const outcome = await handleOps(embedded, opFromResponse(wallet, wire, body.data));
-      expect(outcome.reverted, outcome.failedOp).to.equal(false);
-      expect(outcome.event?.success).to.equal(true);
+      const deploy = async (bytecode: Hex) => {
+        const data = `${bytecode}${encodeAbiParameters([{ type: "address" }], [entryPoint]).slice(2)}` as Hex;
+        const hash = await chainRequest<Hex>(embedded, "eth_sendTransaction", [{ from: deployer, data, gas: "0x989680" }]);
+        return (await chainRequest<{ contractAddress: Address }>(embedded, "eth_getTransactionReceipt", [hash])).contractAddress;
+      };
+      const factory = await deploy(PaymasterDataAccountFactoryArtifact.bytecode);
+      const factoryAbi = PaymasterDataAccountFactoryArtifact.abi as Abi;
+      const fresh = await chainRequest<Hex>(embedded, "eth_call", [{ to: factory, data: encodeFunctionData({ abi: factoryAbi, functionName: "getAddress", args: [7n] }) }, "latest"]);
+      const wallets: Wallet[] = [
+        { ...(await newWallet(embedded, "v0.7")), sender: await deploy(PaymasterDataAccountArtifact.bytecode), initCode: "0x" },
+        { ...(await newWallet(embedded, "v0.7")), sender: `0x${fresh.slice(-40)}` as Address, initCode: `${factory}${encodeFunctionData({ abi: factoryAbi, functionName: "createAccount", args: [7n] }).slice(2)}` as Hex },
+      ];
+      for (const wallet of wallets) {
+        const before = await oneCallCounts(embedded.running);
+        const wire = wireOp(wallet, executeCallData(deployer), { deploy: wallet.initCode !== "0x" });
+        const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, extraFor("v0.7", "sponsor")]);
+        expect(status, JSON.stringify(body)).to.equal(200);
+        expect(delta((await oneCallCounts(embedded.running)).fallbacks, before.fallbacks), wallet.initCode).to.deep.equal({ "sponsor v0.7 account": 1 });
+        // The account takes every op unsigned.
+        const outcome = await handleOps(embedded, opFromResponse(wallet, wire, body.data));
+        expect(outcome.reverted, outcome.failedOp).to.equal(false);
+        expect(outcome.event?.success).to.equal(true);
+      }
     });
 
     it("charge_mode: an allowance that covers the estimate's one-unit pre-charge but not the op's cost: signed for postOp charge, which the op's own approval pays", async () => {

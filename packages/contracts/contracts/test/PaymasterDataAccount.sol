@@ -50,3 +50,28 @@ contract PaymasterDataAccount {
 
     receive() external payable {}
 }
+
+/// @title PaymasterDataAccountFactory (tests only)
+/// @notice Deploys PaymasterDataAccounts by CREATE2, so that an op can deploy its own (initCode = this factory and
+///         createAccount(salt)).
+contract PaymasterDataAccountFactory {
+    /// @notice The EntryPoint every account it deploys serves.
+    address public immutable entryPoint;
+
+    constructor(address entryPoint_) {
+        entryPoint = entryPoint_;
+    }
+
+    /// @notice The account for `salt`, deployed if it is not yet.
+    function createAccount(uint256 salt) external returns (PaymasterDataAccount account) {
+        address predicted = getAddress(salt);
+        if (predicted.code.length > 0) return PaymasterDataAccount(payable(predicted));
+        account = new PaymasterDataAccount{salt: bytes32(salt)}(entryPoint);
+    }
+
+    /// @notice Where createAccount(salt) deploys.
+    function getAddress(uint256 salt) public view returns (address) {
+        bytes32 codeHash = keccak256(abi.encodePacked(type(PaymasterDataAccount).creationCode, abi.encode(entryPoint)));
+        return address(uint160(uint256(keccak256(abi.encodePacked(bytes1(0xff), address(this), bytes32(salt), codeHash)))));
+    }
+}

@@ -12,9 +12,9 @@
  * charge of 1 unit; so the sender's holdings read after it tell what the op itself did with the token
  * (docs/pipeline.md, "One round trip").
  */
-import { ChargeMode, STUB_SIGNATURE, preChargeGasCostV06, preChargeGasCostV07, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { ChargeMode, EIP7702_MARKER, STUB_SIGNATURE, preChargeGasCostV06, preChargeGasCostV07, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { simulateOp, type SimulatedOp, type SimulationOutcome } from "../chain/entryPoint.ts";
-import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
+import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun, type ValidationOutcome } from "../chain/probe.ts";
 import { tracedChain } from "../chain/traced.ts";
 import { chainWait } from "../timing.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
@@ -98,15 +98,27 @@ async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): P
   };
 }
 
-/** One charge mode's run: the op, its variant, and (v0.6) the op without its calls. */
+/** One charge mode's run: the op, the account check (its variant), and (v0.6) the op without its calls. */
 function probeRun(target: Target, gas: GasValues, chargeMode: ChargeMode): ProbeRun {
   const { request } = target;
   const data = probePaymasterData(target, gas, chargeMode, STUB_SIGNATURE);
   const variantGas = { ...gas, verificationGasLimit: gas.verificationGasLimit + 1n, callGasLimit: gas.callGasLimit + 1n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n };
   const variantData = probePaymasterData(target, gas, chargeMode, VARIANT_SIGNATURE);
-  const run: ProbeRun = { op: buildOp(request, gas, target.paymaster, data), variant: buildOp(request, variantGas, target.paymaster, variantData) };
-  if (request.version === "v0.6") run.withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, target.paymaster, data);
-  return run;
+  const op = buildOp(request, gas, target.paymaster, data);
+  if (request.version === "v0.6") {
+    const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, target.paymaster, data);
+    return { op, check: { before: buildOp(request, variantGas, target.paymaster, variantData) }, withoutCalls };
+  }
+  if (!deploysAccount(request)) return { op, check: { before: buildOp(request, variantGas, target.paymaster, variantData) } };
+  // The deployed account's next op, with P's values and with the variant's (see src/chain/probe.ts).
+  const next = { ...request, userOp: { ...request.userOp, nonce: request.userOp.nonce + 1n, factory: undefined, factoryData: undefined } } as typeof request;
+  return { op, check: { after: [buildOp(next, gas, target.paymaster, data), buildOp(next, variantGas, target.paymaster, variantData)] } };
+}
+
+/** A v0.7 / v0.8 op whose factory deploys its account (an EIP-7702 marker deploys nothing: its code is the delegation). */
+function deploysAccount(request: Target["request"]): boolean {
+  const factory = request.version === "v0.6" ? undefined : request.userOp.factory;
+  return factory !== undefined && factory.toLowerCase() !== EIP7702_MARKER.toLowerCase();
 }
 
 /**
@@ -127,9 +139,11 @@ function probePaymasterData(target: Target, gas: GasValues, chargeMode: ChargeMo
 const EXCHANGE_RATE_SCALE = 10n ** 18n;
 
 function findingsOf(result: ProbeResult): ProbeFindings {
-  const { simulation, variant, calls } = result;
+  const { simulation, check, calls } = result;
   const executed = simulation.ok ? simulation.result : undefined;
-  const accountAgnostic = executed !== undefined && variant.ok && sameValidation(variant, executed);
+  const [compared, variant]: readonly [ValidationOutcome | undefined, ValidationOutcome] =
+    "before" in check ? [executed && { ok: true, preOpGas: executed.preOpGas, accountValidationData: executed.accountValidationData }, check.before] : check.after;
+  const accountAgnostic = executed !== undefined && compared !== undefined && compared.ok && variant.ok && sameValidation(variant, compared);
   const executionSucceeded = executed !== undefined && (calls !== undefined ? calls.ok && calls.result.targetSuccess : executed.opSucceeded === true);
   return { signerAccepted: result.signerAccepted, accountAgnostic, executionSucceeded, preCharge: result.preCharge, ...(result.holdings ? { holdings: result.holdings } : {}) };
 }
