@@ -21,9 +21,11 @@ import { oneCallVerdict, type OneCallInput } from "../src/sponsor/oneCall.ts";
 import { ACCEPTED_SIGNATURE_GAS } from "../src/sponsor/probe.ts";
 import type { SponsorMode } from "../src/store/types.ts";
 import { prng } from "./helpers/prng.ts";
+import { openSponsorshipReader } from "./helpers/sponsorships.ts";
 import {
   call,
   chainRequest,
+  clientGasFields,
   fundTank,
   handleOps,
   mint,
@@ -141,6 +143,56 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         }
         expect(Math.min(...counted), `${version} ${mode}: eth_calls for one sponsorship (${counted.join(", ")})`).to.equal(1);
       }
+    }
+  });
+
+  it("ERC-20 with the client's gas: ONE eth_call too (was the holdings read, then the final simulation); signed for the mode the allowance selects, every op lands", async () => {
+    const running = embedded.running;
+    for (const version of ["v0.6", "v0.7", "v0.8"] as const) {
+      // Charged in postOp (a fresh account approving in its own calls), pre-charged (approved before), and an
+      // allowance covering less than the op's cost (charged in postOp, the op approving in full).
+      for (const allowance of ["none", "max", "5 units"] as const) {
+        const { wallet, nonce, deploy } = allowance === "none" ? await senderOf(version, "fresh", false) : await senderOf(version, "deployed", allowance === "max");
+        await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+        let next = nonce;
+        if (allowance === "5 units") {
+          const approveFive = executeCallData(usdc, encodeFunctionData({ abi: erc20Abi as Abi, functionName: "approve", args: [paymasterOf(version, "erc20"), 5n] }));
+          await sponsorAndLand(wallet, wireOp(wallet, approveFive, { deploy: false, nonce: next++ }), "sponsor");
+        }
+        const callData = allowance === "max" ? executeCallData(wallet.owner.address) : approveCallData(usdc, paymasterOf(version, "erc20"));
+        const wire = wireOp(wallet, callData, { deploy, nonce: next, extra: await clientGasFields(embedded) });
+        // Asked again for the same op until one request shows alone in the count (see above), the last one landed.
+        const counted: number[] = [];
+        while (counted.length < 3 && !counted.includes(1)) {
+          const before = await quiet(running);
+          const { status, body } = await call(embedded.endpoint, "pm_sponsorUserOperation", [wire, extraFor(version, "erc20")]);
+          expect(status, JSON.stringify(body)).to.equal(200);
+          counted.push((await ethCalls(running)) - before);
+        }
+        expect(Math.min(...counted), `${version} ${allowance}: eth_calls for one sponsorship (${counted.join(", ")})`).to.equal(1);
+        const data = await sponsorAndLand(wallet, wire, "erc20");
+        // The signed charge mode: paymasterData's byte after validity (12), token (20) and rate (32).
+        const at = (version === "v0.6" ? 20 : 52) + 64;
+        const signedMode = parseInt((data.userOpResponse.paymasterAndData as string).slice(2 + at * 2, 4 + at * 2), 16);
+        expect(signedMode, `${version} ${allowance}`).to.equal(allowance === "max" ? ChargeMode.PreCharge : ChargeMode.InPostOp);
+      }
+    }
+  });
+
+  it("ERC-20 with the client's gas: the probe's refusals are the final simulation's (no token: TOKEN_BALANCE_INSUFFICIENT; nothing approves the paymaster: TOKEN_ALLOWANCE_INSUFFICIENT)", async () => {
+    for (const version of ["v0.6", "v0.7"] as const) {
+      const wallet = await newWallet(embedded, version);
+      const plain = wireOp(wallet, executeCallData(wallet.owner.address), { extra: await clientGasFields(embedded) });
+      const broke = await call(embedded.endpoint, "pm_sponsorUserOperation", [plain, extraFor(version, "erc20")]);
+      expect(broke.status, JSON.stringify(broke.body)).to.equal(402);
+      expect(broke.body.data.reason).to.equal("TOKEN_BALANCE_INSUFFICIENT");
+      await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+      const unapproved = await call(embedded.endpoint, "pm_sponsorUserOperation", [plain, extraFor(version, "erc20")]);
+      expect(unapproved.status, JSON.stringify(unapproved.body)).to.equal(402);
+      expect(unapproved.body.data.reason).to.equal("TOKEN_ALLOWANCE_INSUFFICIENT");
+      const reader = openSponsorshipReader(embedded);
+      expect(reader.count(wallet.sender), "a refused op leaves no record").to.equal(0);
+      reader.close();
     }
   });
 

@@ -72,9 +72,10 @@ export interface ProbeRun {
   /**
    * The account's validation against other values: `before`, the same op with other values, validated first and
    * alone (its cost and answer compared with the op's); `after` (an op that deploys its account, v0.7 / v0.8),
-   * the op with the next nonce and no initCode, and its variant, each validated alone after the op.
+   * the op with the next nonce and no initCode, and its variant, each validated alone after the op. None for an
+   * op already signed (its simulation is the signed op's own).
    */
-  check: { before: SimulatedOp } | { after: readonly [SimulatedOp, SimulatedOp] };
+  check?: { before: SimulatedOp } | { after: readonly [SimulatedOp, SimulatedOp] };
   /** v0.6: the op without its callData, after whose validation the EntryPoint runs the calls alone. */
   withoutCalls?: SimulatedOp;
 }
@@ -104,7 +105,8 @@ export interface ProbeResult {
   holdings?: { before: Holdings; after: Holdings | undefined };
   /** ERC-20 mode: the run charged up front was made. */
   preCharge: boolean;
-  check: AccountCheck;
+  /** Undefined when the run made none. */
+  check?: AccountCheck;
   simulation: SimulationOutcome;
   /** v0.6: the op's calls alone. */
   calls?: SimulationOutcome;
@@ -157,7 +159,8 @@ function probeCalls(simulators: Simulators, input: ProbeInput, run: ProbeRun, re
   const target = input.entryPoint;
   const validate = (op: SimulatedOp): ProbeCall => ({ target, data: encodeSimulateValidation(op), isolated: true });
   const simulation: ProbeCall = { target, data: simulateOpCall(simulators, target, run.op, readAfter).data, isolated: false };
-  const calls = "before" in run.check ? [validate(run.check.before), simulation] : [simulation, ...run.check.after.map(validate)];
+  const check = run.check;
+  const calls = check === undefined ? [simulation] : "before" in check ? [validate(check.before), simulation] : [simulation, ...check.after.map(validate)];
   if (run.withoutCalls) calls.push({ target, data: simulateCallsCall(simulators, target, run.withoutCalls, input.sender, input.callData).data, isolated: false });
   return calls;
 }
@@ -193,17 +196,16 @@ function decodeProbe(output: Hex, input: ProbeInput): ProbeResult {
     answers.push(word(output, 0, at) === 1n ? { ok: true, data } : { ok: false, revert: data === "0x" ? undefined : data, message: "reverted" });
   }
   const version = run.op.version;
-  const before = "before" in run.check;
+  const before = run.check !== undefined && "before" in run.check;
   const simulation = simulateOpOutcome(version, answers[before ? 1 : 0]!);
-  const check: AccountCheck = before
-    ? { before: validationOutcome(version, answers[0]!) }
-    : { after: [validationOutcome(version, answers[1]!), validationOutcome(version, answers[2]!)] };
+  const check: AccountCheck | undefined =
+    run.check === undefined ? undefined : before ? { before: validationOutcome(version, answers[0]!) } : { after: [validationOutcome(version, answers[1]!), validationOutcome(version, answers[2]!)] };
   const result: ProbeResult = {
     signerAccepted: word(output, 0) === 1n,
     preCharge,
-    check,
     simulation,
-    ...(run.withoutCalls ? { calls: simulateCallsOutcome(version, answers[2]!) } : {}),
+    ...(check ? { check } : {}),
+    ...(run.withoutCalls ? { calls: simulateCallsOutcome(version, answers.at(-1)!) } : {}),
   };
   if (input.erc20) {
     const after = simulation.ok && simulation.result.targetSuccess ? holdingsAt(simulation.result.targetResult, 0) : undefined;

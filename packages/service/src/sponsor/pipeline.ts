@@ -28,7 +28,7 @@ import { clientGas } from "./steps/clientGas.ts";
 import { checkCaps } from "./steps/caps.ts";
 import { estimateGas, needsSimulation } from "./steps/estimate.ts";
 import { estimateChargeMode, probeUsable, type EstimateRun, type ProbeFindings } from "./probe.ts";
-import type { SenderHoldings } from "./simulation.ts";
+
 import { oneCallVerdict } from "./oneCall.ts";
 import { quoteToken, type TokenQuote } from "./steps/tokenQuote.ts";
 import { chargeToken } from "./steps/tokenCharge.ts";
@@ -39,7 +39,10 @@ import { checkLanding } from "./steps/landing.ts";
 import { requireApproval } from "./steps/approval.ts";
 import { signLanding } from "./steps/sign.ts";
 import { commitSponsorship, type Committed } from "./steps/commit.ts";
-import { traced, type TraceSpan } from "../telemetry/trace.ts";
+import { chargeLanding, type ChargeLanded } from "./steps/chargeLanding.ts";
+import { ProbeRefused } from "../chain/probe.ts";
+import { readHoldings, type SenderHoldings } from "./simulation.ts";
+import { NO_SPAN, traced, type TraceSpan } from "../telemetry/trace.ts";
 
 export type { GasValues } from "./op.ts";
 export type { TokenQuote } from "./steps/tokenQuote.ts";
@@ -99,10 +102,33 @@ export async function estimatePipeline(request: SponsorRequest, call: CallContex
 export async function sponsorPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
   const quoted = await quote(request, call, "refuse", true);
   await traced(call.trace, "step.requireApproval", requireApproval, quoted);
-  const committed = await signAndCommit(quoted);
+  const { committed, token } = quoted.deferredCharge ? await chargeAndCommit(quoted, quoted.deferredCharge) : { committed: await signAndCommit(quoted), token: quoted.token };
   const { target } = quoted;
   call.service.metrics?.sponsorshipsSigned.inc({ network: call.network.config.name, mode: target.mode.mode, version: request.version });
-  return pipelineResult(quoted, committed);
+  return pipelineResult({ ...quoted, token }, committed);
+}
+
+/**
+ * ERC-20 mode with the client's gas: the charge decided, signed and simulated on one probe (chargeLanding). A
+ * signature for a guessed delegate the simulation refuses is made again for the one the code read names, as in
+ * signAndCommit; a node without state overrides gets the holdings read, then the usual signature and final
+ * simulation.
+ */
+async function chargeAndCommit(quoted: Quoted, price: TokenPrice): Promise<ChargeLanded> {
+  const trace = quoted.target.call.trace;
+  const land = (q: Quoted) => traced(trace, "step.chargeLanding", chargeLanding, { ...q, price, paymasterData: stubPaymasterData(q.target, price, ChargeMode.PreCharge) });
+  try {
+    return await land(quoted);
+  } catch (refusal) {
+    if (refusal instanceof ProbeRefused) {
+      const holdings = await readHoldings(quoted.target, NO_SPAN);
+      const token = await traced(trace, "step.chargeToken", chargeToken, { ...quoted, price, holdings, paymasterData: stubPaymasterData(quoted.target, price, ChargeMode.PreCharge) });
+      return { committed: await signAndCommit({ ...quoted, token }), token };
+    }
+    const target = await correctedDelegate(quoted.delegate, refusal);
+    if (target === undefined) throw refusal;
+    return land({ ...quoted, target });
+  }
 }
 
 /**
@@ -156,6 +182,8 @@ interface Quoted {
   /** The estimate simulated (the client left a limit out), and what its probe found when it ran through one. */
   estimated: boolean;
   findings: ProbeFindings | undefined;
+  /** ERC-20 mode with the client's gas, signing: the charge is decided on the probe's holdings (chargeLanding), at this price. */
+  deferredCharge?: TokenPrice;
 }
 
 /**
@@ -173,20 +201,26 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   let target = judgesDelegates(resolved) ? await delegated : resolved;
   const verdicts = cheapPolicy({ target, failing });
   const client = clientGas(target);
-  // The estimate's probe reads the sender's token holdings in its one call; without it the price step does.
+  // The estimate's probe reads the sender's token holdings in its one call, and so does the final simulation's
+  // (chargeLanding) when an ERC-20 sponsorship with the client's gas is signed; otherwise the price step reads them.
   const probing = needsSimulation(client.gas) && probeUsable(target);
-  const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: !probing });
+  const deferCharge = signs && !needsSimulation(client.gas) && target.mode.mode === "erc20" && call.network.config.skipFinalSimulation !== true && probeUsable(target);
+  const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: !probing && !deferCharge });
   checkCaps({ target, gas: client.gas }); // the client's own values first: an over-cap limit must never reach the simulation
   const estimateData = stubPaymasterData(target, price, ChargeMode.PreCharge);
   const known = price?.holdings && { chargeMode: estimateChargeMode(price.holdings) };
   const estimate = await traced(trace, "step.estimateGas", estimateGas, { target, gas: client.gas, paymasterData: estimateData, ...known });
   const { gas, run } = estimate;
   checkCaps({ target, gas });
-  const token = price && (await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, holdings: holdingsOf(price, run), paymasterData: estimateData }));
+  const token =
+    price &&
+    (deferCharge
+      ? quoteToken({ target, gas, price, chargeMode: ChargeMode.PreCharge, paymasterData: estimateData })
+      : await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, holdings: holdingsOf(price, run), paymasterData: estimateData }));
   const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
   const delegate = signs ? await delegateToSign(target, delegated) : { target: await delegated };
-  return { target: delegate.target, gas, token, cost, verdicts, delegate, estimated: run !== undefined, findings: run?.findings };
+  return { target: delegate.target, gas, token, cost, verdicts, delegate, estimated: run !== undefined, findings: run?.findings, ...(deferCharge && price ? { deferredCharge: price } : {}) };
 }
 
 /** ERC-20 mode: the sender's holdings, read by the price step, else by the estimate's simulation (one of them always does). */

@@ -20,7 +20,7 @@ import { chainWait } from "../timing.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
 import type { NetworkChain } from "../context.ts";
 import { buildOp, paymasterDataFor, type GasValues } from "./op.ts";
-import { readHoldings, type SenderHoldings } from "./simulation.ts";
+import { callsRefusal, readHoldings, type SenderHoldings } from "./simulation.ts";
 import type { Target } from "./steps/target.ts";
 
 /** The paymaster signature of the probe's variant: STUB_SIGNATURE with one bit of s flipped (it recovers too). */
@@ -141,10 +141,14 @@ const EXCHANGE_RATE_SCALE = 10n ** 18n;
 function findingsOf(result: ProbeResult): ProbeFindings {
   const { simulation, check, calls } = result;
   const executed = simulation.ok ? simulation.result : undefined;
-  const [compared, variant]: readonly [ValidationOutcome | undefined, ValidationOutcome] =
-    "before" in check ? [executed && { ok: true, preOpGas: executed.preOpGas, accountValidationData: executed.accountValidationData }, check.before] : check.after;
-  const accountAgnostic = executed !== undefined && compared !== undefined && compared.ok && variant.ok && sameValidation(variant, compared);
-  const executionSucceeded = executed !== undefined && (calls !== undefined ? calls.ok && calls.result.targetSuccess : executed.opSucceeded === true);
+  const [compared, variant]: readonly [ValidationOutcome | undefined, ValidationOutcome | undefined] =
+    check === undefined
+      ? [undefined, undefined]
+      : "before" in check
+        ? [executed && { ok: true, preOpGas: executed.preOpGas, accountValidationData: executed.accountValidationData }, check.before]
+        : check.after;
+  const accountAgnostic = executed !== undefined && compared?.ok === true && variant?.ok === true && sameValidation(variant, compared);
+  const executionSucceeded = executed !== undefined && (calls !== undefined ? callsRefusal(calls) === undefined : executed.opSucceeded === true);
   return { signerAccepted: result.signerAccepted, accountAgnostic, executionSucceeded, preCharge: result.preCharge, ...(result.holdings ? { holdings: result.holdings } : {}) };
 }
 
@@ -193,7 +197,8 @@ export function probeUsable(target: Target): boolean {
   return until === undefined || Date.now() >= until;
 }
 
-function refuseProbe(target: Target, error: ProbeRefused): void {
+/** Remembers that the node refused the probe for the target's network and version (one warning per 10 minutes). */
+export function refuseProbe(target: Target, error: ProbeRefused): void {
   const versions = refusedUntil.get(target.chain) ?? new Map<EntryPointVersion, number>();
   versions.set(target.request.version, Date.now() + PROBE_RETRY_MS);
   refusedUntil.set(target.chain, versions);

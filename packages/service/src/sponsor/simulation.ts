@@ -7,7 +7,7 @@ import type { Address, Hex } from "@paymaster/shared";
 import type { NetworkChain } from "../context.ts";
 import type { SponsorRequest } from "../rpc/schemas.ts";
 import { RpcError } from "../rpc/errors.ts";
-import { simulateCalls, type SimulationFailure } from "../chain/entryPoint.ts";
+import { simulateCalls, type SimulationFailure, type SimulationOutcome } from "../chain/entryPoint.ts";
 import { chainWait, type Timing } from "../timing.ts";
 import { buildOp, type GasValues } from "./op.ts";
 import { tracedChain } from "../chain/traced.ts";
@@ -52,8 +52,13 @@ export async function tokenRead(chain: NetworkChain, token: Address, functionNam
 export async function refuseRevertingCalls(timing: Timing | undefined, chain: NetworkChain, entryPoint: Address, request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): Promise<void> {
   const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, paymasterData);
   const calls = await chainWait(timing, () => simulateCalls(chain.rpc, chain.simulator, entryPoint, withoutCalls, request.userOp.sender, request.userOp.callData));
-  if (!calls.ok) throw simulationError(calls.failure);
-  if (!calls.result.targetSuccess) {
-    throw new RpcError("EXECUTION_REVERTED", undefined, { revertData: calls.result.targetResult.slice(0, 514) });
-  }
+  const refusal = callsRefusal(calls);
+  if (refusal) throw refusal;
+}
+
+/** What an op's calls run alone (simulateCalls) answered, as our refusal: undefined when they succeeded. */
+export function callsRefusal(calls: SimulationOutcome): RpcError | undefined {
+  if (!calls.ok) return simulationError(calls.failure);
+  if (!calls.result.targetSuccess) return new RpcError("EXECUTION_REVERTED", undefined, { revertData: calls.result.targetResult.slice(0, 514) });
+  return undefined;
 }
