@@ -401,10 +401,13 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         const { plaintext } = await store.createApiKey(project.id);
         await store.createStrategy({ projectId: project.id, code: "NOOVERRIDE", name: "no overrides" });
         const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${plaintext}`;
-        for (const mode of ["sponsor", "erc20"] as const) {
+        // First an ERC-20 op with the client's gas (its probe refused: the holdings read, then the final
+        // simulation), then ops whose gas the service estimates (the probe is not asked again).
+        for (const [mode, clientGas] of [["erc20", true], ["sponsor", false], ["erc20", false]] as const) {
           const wallet = await newWallet(embedded, "v0.6");
           if (mode === "erc20") await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
-          const wire = wireOp(wallet, mode === "erc20" ? approveCallData(usdc, paymasterOf("v0.6", "erc20")) : executeCallData(wallet.owner.address));
+          const calls = mode === "erc20" ? approveCallData(usdc, paymasterOf("v0.6", "erc20")) : executeCallData(wallet.owner.address);
+          const wire = wireOp(wallet, calls, clientGas ? { extra: await clientGasFields(embedded) } : {});
           const extra = mode === "sponsor" ? { strategy_code: "NOOVERRIDE" } : { token: "USDC" };
           const { status, body } = await call(endpoint, "pm_sponsorUserOperation", [wire, extra]);
           expect(status, JSON.stringify(body)).to.equal(200);
