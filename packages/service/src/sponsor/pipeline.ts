@@ -7,10 +7,11 @@
  *   dry run   pm_checkPolicy, pm_getTokenQuotes: every policy verdict collected instead of refusing on the first,
  *             the caps' current totals; no final simulation, nothing reserved or signed.
  *   estimate  pm_estimateUserOperationGas: as sponsoring, then the final simulation of the op with stub data.
- *   sponsor   pm_sponsorUserOperation, pm_getPaymasterData: approval, sign, then the final simulation (ONE run of
- *             the op as it will land) beside the reservation of its maximum cost; the signature leaves only
- *             after both passed. The signature is made before the final simulation so that the simulation runs
- *             our real paymaster data.
+ *   sponsor   pm_sponsorUserOperation, pm_getPaymasterData: approval, sign, then (unless the estimate's one
+ *             simulation decided: src/sponsor/oneCall.ts) the final simulation (ONE run of the op as it will land,
+ *             our real paymaster data), then the reservation of its maximum cost; the signature leaves only
+ *             after both passed. ERC-20 mode with the client's gas: the op signed for both charge modes, one
+ *             probe reads the holdings and simulates the one they select (steps/chargeLanding.ts).
  * No step waits on a read that does not depend on the op (fees, deposits, token allowlists, prices: kept in
  * memory, docs/pipeline.md "Reads kept in memory"); the reads that do overlap the chain work beside them.
  */
