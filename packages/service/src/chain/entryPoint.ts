@@ -17,7 +17,7 @@ import {
 import { eip7702DelegationCode, type Address, type EntryPointVersion, type Hex, type PackedUserOperation, type UserOperationV06, type UserOperationV07, type UserOperationV08 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
-import { encodeSimulateHandleOp } from "./userOpAbi.ts";
+import { addressWord, bytesPart, encodeParts, encodeSimulateHandleOp, selectorOf } from "./userOpAbi.ts";
 import { bytesAt, word } from "./abiRead.ts";
 
 export interface ExecutionResult {
@@ -212,6 +212,14 @@ const OUTCOME_WITHOUT_READ = {
   "v0.8": encodeFunctionData({ abi: simulatorAbi("v0.8"), functionName: "opOutcome", args: [ZERO, "0x"] }),
 } as const;
 
+/** The simulators' opOutcome(address, bytes) selector (the same in v0.7's and v0.8's). */
+const OP_OUTCOME_SELECTOR = selectorOf(simulatorAbi("v0.7"), "opOutcome");
+
+/** opOutcome(target, data) calldata, written out (encodeFunctionData walks the ABI on every call). */
+function opOutcomeCall(target: Address, data: Hex): Hex {
+  return `0x${OP_OUTCOME_SELECTOR}${encodeParts([addressWord(target, "target"), bytesPart(data, "data")])}`;
+}
+
 /**
  * ExecutionResult and the opOutcome it carries, read straight off the fixed ABI layout (viem's generic
  * decoders cost more than the rest of the service's work on this path): simulateHandleOp returns the struct
@@ -242,7 +250,7 @@ export function simulateOpCall(simulators: Simulators, entryPoint: Address, op: 
   const override = simulationOverride(simulators, entryPoint, op);
   if (op.version === "v0.6") return { data: encodeSimulateHandleOp(op, read?.to ?? ZERO, read?.data ?? "0x"), override };
   // The EntryPoint calls itself after the op: the simulator's opOutcome(read.to, read.data).
-  const outcomeCall = read ? encodeFunctionData({ abi: simulatorAbi(op.version), functionName: "opOutcome", args: [read.to, read.data] }) : OUTCOME_WITHOUT_READ[op.version];
+  const outcomeCall = read ? opOutcomeCall(read.to, read.data) : OUTCOME_WITHOUT_READ[op.version];
   return { data: encodeSimulateHandleOp(op, entryPoint, outcomeCall), override };
 }
 

@@ -16,7 +16,7 @@
  * v0.6 needs the override for the probe alone; v0.7 / v0.8 already simulate through one. A node that refuses
  * the call (no state overrides, another gas cap) raises ProbeRefused, and the caller takes the path without it.
  */
-import { decodeErrorResult, encodeFunctionData, keccak256, stringToHex, type Abi } from "viem";
+import { decodeErrorResult, keccak256, stringToHex, type Abi } from "viem";
 import { EntryPointV06Artifact, SponsorProbeArtifact, SponsorProbeDeployment } from "@paymaster/contracts/artifacts";
 import { type Address, type Hex } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
@@ -171,9 +171,11 @@ function callList(calls: ProbeCall[]): string {
   return uintWord(BigInt(calls.length), "length") + encodeParts(tuples);
 }
 
-/** SponsorProbe.holdings(token, owner, spender) calldata. */
+const HOLDINGS_SELECTOR = selectorOf(probeAbi, "holdings");
+
+/** SponsorProbe.holdings(token, owner, spender) calldata (three static words: no generic encoder needed). */
 function holdingsCall(token: Address, owner: Address, spender: Address): Hex {
-  return encodeFunctionData({ abi: probeAbi, functionName: "holdings", args: [token, owner, spender] });
+  return `0x${HOLDINGS_SELECTOR}${addressWord(token, "token")}${addressWord(owner, "owner")}${addressWord(spender, "spender")}`;
 }
 
 function holdingsAt(hex: Hex, base: number): Holdings {

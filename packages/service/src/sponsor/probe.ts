@@ -84,7 +84,8 @@ export async function simulateEstimate({ target, gas, chargeMode }: EstimateSimu
 
 async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): Promise<EstimateRun> {
   const { request, entry, paymaster, mode, chain, call } = target;
-  const runFor = (chargeMode: ChargeMode) => probeRun(target, gas, chargeMode);
+  const rate = probeRate(target, gas);
+  const runFor = (chargeMode: ChargeMode) => probeRun(target, gas, chargeMode, rate);
   const run = runFor(ChargeMode.InPostOp);
   const erc20 = mode.mode === "erc20" ? { token: mode.token.address, preChargeFrom: 1n, preCharge: runFor(ChargeMode.PreCharge) } : undefined;
   const input = { entryPoint: entry.entryPoint, paymaster, signer: chain.signer.address, sender: request.userOp.sender, callData: request.userOp.callData, run, ...(erc20 ? { erc20 } : {}) };
@@ -99,11 +100,12 @@ async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): P
 }
 
 /** One charge mode's run: the op, the account check (its variant), and (v0.6) the op without its calls. */
-function probeRun(target: Target, gas: GasValues, chargeMode: ChargeMode): ProbeRun {
+function probeRun(target: Target, gas: GasValues, chargeMode: ChargeMode, rate: bigint): ProbeRun {
   const { request } = target;
-  const data = probePaymasterData(target, gas, chargeMode, STUB_SIGNATURE);
+  const data = paymasterDataFor(target, rate, chargeMode, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
   const variantGas = { ...gas, verificationGasLimit: gas.verificationGasLimit + 1n, callGasLimit: gas.callGasLimit + 1n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n };
-  const variantData = probePaymasterData(target, gas, chargeMode, VARIANT_SIGNATURE);
+  // The variant's rate is the op's: at twice the price its pre-charge reaches the same cap of 2 units.
+  const variantData = paymasterDataFor(target, rate, chargeMode, VARIANT_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
   const op = buildOp(request, gas, target.paymaster, data);
   if (request.version === "v0.6") {
     const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, target.paymaster, data);
@@ -122,17 +124,16 @@ function deploysAccount(request: Target["request"]): boolean {
 }
 
 /**
- * The estimate's paymaster data for `gas` (a 1-wei price). ERC-20 mode: the exchange rate at which the most the
- * op may be charged (its pre-charge's wei at this price) is just over one token unit, so that the pre-charge,
+ * The estimate's exchange rate for `gas` (a 1-wei price; ERC-20 mode, else 0): the rate at which the most the op
+ * may be charged (its pre-charge's wei at this price) is just over one token unit, so that the pre-charge,
  * capped at PROBE_MAX_TOKEN_CHARGE, is 2 units and what the op really costs is 1 (a refund of 1, as the signed
  * op's pre-charge leaves one); a charge in postOp is 1 unit.
  */
-function probePaymasterData(target: Target, gas: GasValues, chargeMode: ChargeMode, signature: Hex): Hex {
-  if (target.mode.mode !== "erc20") return paymasterDataFor(target, 0n, chargeMode, signature);
-  const placeholder = paymasterDataFor(target, 1n, chargeMode, signature, PROBE_MAX_TOKEN_CHARGE);
-  const op = buildOp(target.request, gas, target.paymaster, placeholder);
+function probeRate(target: Target, gas: GasValues): bigint {
+  if (target.mode.mode !== "erc20") return 0n;
+  const op = buildOp(target.request, gas, target.paymaster, paymasterDataFor(target, 1n, ChargeMode.PreCharge, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE));
   const preChargeWei = op.version === "v0.6" ? preChargeGasCostV06(op.userOp, target.postOpGas) : preChargeGasCostV07(op.userOp);
-  return paymasterDataFor(target, EXCHANGE_RATE_SCALE / preChargeWei + 1n, chargeMode, signature, PROBE_MAX_TOKEN_CHARGE);
+  return EXCHANGE_RATE_SCALE / preChargeWei + 1n;
 }
 
 /** tokenCost's scale: an exchange rate is token units per 1e18 wei. */
@@ -170,7 +171,7 @@ async function plainEstimate(target: Target, gas: GasValues, known: ChargeMode |
   const { request, entry, paymaster, chain, call } = target;
   const holdings = target.mode.mode === "erc20" && known === undefined ? await readHoldings(target, span) : undefined;
   const chargeMode = known ?? estimateChargeMode(holdings);
-  const paymasterData = probePaymasterData(target, gas, chargeMode, STUB_SIGNATURE);
+  const paymasterData = paymasterDataFor(target, probeRate(target, gas), chargeMode, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
   const op = buildOp(request, gas, paymaster, paymasterData);
   const traced = tracedChain(chain, span);
   const outcome = await chainWait(call.timing, () => simulateOp(traced.rpc, chain.simulator, entry.entryPoint, op));
