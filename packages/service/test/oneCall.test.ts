@@ -259,7 +259,7 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         const probe = probeOf(signedWithStub);
         const entryPoint = embedded.stack.manifest.entryPoints[version].entryPoint;
         // The probe's one call as the service makes it (its own variant, the ERC-20 holdings read before), its op P.
-        const run = { op: probe, check: { before: probe } };
+        const run = { op: probe, variant: probe };
         const input = {
           entryPoint,
           paymaster: paymasterOf(version, mode),
@@ -316,7 +316,7 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
   }
 
   describe("each fallback: the signed op is simulated, counted by reason, and lands (or is refused as before)", () => {
-    it("account: an account whose validation reads the paymaster data it signs, deployed or deployed by the op (checked after it)", async () => {
+    it("account: an account whose validation reads the paymaster data it signs, deployed or deployed by the op", async () => {
       const entryPoint = embedded.stack.manifest.entryPoints["v0.7"].entryPoint;
       const deployer = embedded.stack.chain.accounts[0]!.address;
       const deploy = async (bytecode: Hex) => {

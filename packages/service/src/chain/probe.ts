@@ -10,9 +10,6 @@
  *   4. the op simulated as it would land (simulateHandleOp: validation, execution, postOp), then, in ERC-20
  *      mode, the same holdings read right after it;
  *   5. v0.6: the op's calls alone (its EntryPoint does not tell whether the execution succeeded).
- * A v0.7 / v0.8 op that deploys its account checks the account after 4 instead of 3: the deployment is most of
- * a validation's cost, so the op once more and its variant, both with the next nonce and without initCode, are
- * validated alone against the deployed account and compared with each other.
  * v0.6 needs the override for the probe alone; v0.7 / v0.8 already simulate through one. A node that refuses
  * the call (no state overrides, another gas cap) raises ProbeRefused, and the caller takes the path without it.
  */
@@ -70,12 +67,10 @@ export interface ProbeRun {
   /** The op, simulated as it would land. */
   op: SimulatedOp;
   /**
-   * The account's validation against other values: `before`, the same op with other values, validated first and
-   * alone (its cost and answer compared with the op's); `after` (an op that deploys its account, v0.7 / v0.8),
-   * the op with the next nonce and no initCode, and its variant, each validated alone after the op. None for an
-   * op already signed (its simulation is the signed op's own).
+   * The same op with other values, validated first and alone (its cost and answer compared with the op's): the
+   * account's validation against other values. None for an op already signed (its simulation is its own).
    */
-  check?: { before: SimulatedOp } | { after: readonly [SimulatedOp, SimulatedOp] };
+  variant?: SimulatedOp;
   /** v0.6: the op without its callData, after whose validation the EntryPoint runs the calls alone. */
   withoutCalls?: SimulatedOp;
 }
@@ -96,17 +91,14 @@ export interface ProbeInput {
 /** A validation alone: its gas (preOpGas) and the account's validation data (v0.7 / v0.8), or its refusal. */
 export type ValidationOutcome = { ok: true; preOpGas: bigint; accountValidationData: bigint | undefined } | { ok: false; failure: SimulationFailure };
 
-/** The account check's validations: the variant's before the op, or the op's next one and its variant's after it. */
-export type AccountCheck = { before: ValidationOutcome } | { after: readonly [ValidationOutcome, ValidationOutcome] };
-
 export interface ProbeResult {
   signerAccepted: boolean;
   /** ERC-20 mode: the sender's holdings before the op, and right after it (undefined when the op failed). */
   holdings?: { before: Holdings; after: Holdings | undefined };
   /** ERC-20 mode: the run charged up front was made. */
   preCharge: boolean;
-  /** Undefined when the run made none. */
-  check?: AccountCheck;
+  /** The variant's validation (undefined when the run had none). */
+  variant?: ValidationOutcome;
   simulation: SimulationOutcome;
   /** v0.6: the op's calls alone. */
   calls?: SimulationOutcome;
@@ -157,10 +149,8 @@ interface ProbeCall {
 /** The calls of one run, in order: the variant's validation (isolated), the op, and (v0.6) its calls alone. */
 function probeCalls(simulators: Simulators, input: ProbeInput, run: ProbeRun, readAfter: { to: Address; data: Hex } | undefined): ProbeCall[] {
   const target = input.entryPoint;
-  const validate = (op: SimulatedOp): ProbeCall => ({ target, data: encodeSimulateValidation(op), isolated: true });
   const simulation: ProbeCall = { target, data: simulateOpCall(simulators, target, run.op, readAfter).data, isolated: false };
-  const check = run.check;
-  const calls = check === undefined ? [simulation] : "before" in check ? [validate(check.before), simulation] : [simulation, ...check.after.map(validate)];
+  const calls = run.variant === undefined ? [simulation] : [{ target, data: encodeSimulateValidation(run.variant), isolated: true }, simulation];
   if (run.withoutCalls) calls.push({ target, data: simulateCallsCall(simulators, target, run.withoutCalls, input.sender, input.callData).data, isolated: false });
   return calls;
 }
@@ -198,15 +188,13 @@ function decodeProbe(output: Hex, input: ProbeInput): ProbeResult {
     answers.push(word(output, 0, at) === 1n ? { ok: true, data } : { ok: false, revert: data === "0x" ? undefined : data, message: "reverted" });
   }
   const version = run.op.version;
-  const before = run.check !== undefined && "before" in run.check;
-  const simulation = simulateOpOutcome(version, answers[before ? 1 : 0]!);
-  const check: AccountCheck | undefined =
-    run.check === undefined ? undefined : before ? { before: validationOutcome(version, answers[0]!) } : { after: [validationOutcome(version, answers[1]!), validationOutcome(version, answers[2]!)] };
+  const checked = run.variant !== undefined;
+  const simulation = simulateOpOutcome(version, answers[checked ? 1 : 0]!);
   const result: ProbeResult = {
     signerAccepted: word(output, 0) === 1n,
     preCharge,
     simulation,
-    ...(check ? { check } : {}),
+    ...(checked ? { variant: validationOutcome(version, answers[0]!) } : {}),
     ...(run.withoutCalls ? { calls: simulateCallsOutcome(version, answers.at(-1)!) } : {}),
   };
   if (input.erc20) {

@@ -12,9 +12,9 @@
  * charge of 1 unit; so the sender's holdings read after it tell what the op itself did with the token
  * (docs/pipeline.md, "One round trip").
  */
-import { ChargeMode, EIP7702_MARKER, STUB_SIGNATURE, preChargeGasCostV06, preChargeGasCostV07, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { ChargeMode, STUB_SIGNATURE, preChargeGasCostV06, preChargeGasCostV07, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { simulateOp, type SimulatedOp, type SimulationOutcome } from "../chain/entryPoint.ts";
-import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun, type ValidationOutcome } from "../chain/probe.ts";
+import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
 import { tracedChain } from "../chain/traced.ts";
 import { chainWait } from "../timing.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
@@ -106,21 +106,9 @@ function probeRun(target: Target, gas: GasValues, chargeMode: ChargeMode, rate: 
   const variantGas = { ...gas, verificationGasLimit: gas.verificationGasLimit + 1n, callGasLimit: gas.callGasLimit + 1n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n };
   // The variant's rate is the op's: at twice the price its pre-charge reaches the same cap of 2 units.
   const variantData = paymasterDataFor(target, rate, chargeMode, VARIANT_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
-  const op = buildOp(request, gas, target.paymaster, data);
-  if (request.version === "v0.6") {
-    const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, target.paymaster, data);
-    return { op, check: { before: buildOp(request, variantGas, target.paymaster, variantData) }, withoutCalls };
-  }
-  if (!deploysAccount(request)) return { op, check: { before: buildOp(request, variantGas, target.paymaster, variantData) } };
-  // The deployed account's next op, with P's values and with the variant's (see src/chain/probe.ts).
-  const next = { ...request, userOp: { ...request.userOp, nonce: request.userOp.nonce + 1n, factory: undefined, factoryData: undefined } } as typeof request;
-  return { op, check: { after: [buildOp(next, gas, target.paymaster, data), buildOp(next, variantGas, target.paymaster, variantData)] } };
-}
-
-/** A v0.7 / v0.8 op whose factory deploys its account (an EIP-7702 marker deploys nothing: its code is the delegation). */
-function deploysAccount(request: Target["request"]): boolean {
-  const factory = request.version === "v0.6" ? undefined : request.userOp.factory;
-  return factory !== undefined && factory.toLowerCase() !== EIP7702_MARKER.toLowerCase();
+  const run: ProbeRun = { op: buildOp(request, gas, target.paymaster, data), variant: buildOp(request, variantGas, target.paymaster, variantData) };
+  if (request.version === "v0.6") run.withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, target.paymaster, data);
+  return run;
 }
 
 /**
@@ -140,15 +128,9 @@ function probeRate(target: Target, gas: GasValues): bigint {
 const EXCHANGE_RATE_SCALE = 10n ** 18n;
 
 function findingsOf(result: ProbeResult): ProbeFindings {
-  const { simulation, check, calls } = result;
+  const { simulation, variant, calls } = result;
   const executed = simulation.ok ? simulation.result : undefined;
-  const [compared, variant]: readonly [ValidationOutcome | undefined, ValidationOutcome | undefined] =
-    check === undefined
-      ? [undefined, undefined]
-      : "before" in check
-        ? [executed && { ok: true, preOpGas: executed.preOpGas, accountValidationData: executed.accountValidationData }, check.before]
-        : check.after;
-  const accountAgnostic = executed !== undefined && compared?.ok === true && variant?.ok === true && sameValidation(variant, compared);
+  const accountAgnostic = executed !== undefined && variant?.ok === true && sameValidation(variant, executed);
   const executionSucceeded = executed !== undefined && (calls !== undefined ? callsRefusal(calls) === undefined : executed.opSucceeded === true);
   return { signerAccepted: result.signerAccepted, accountAgnostic, executionSucceeded, preCharge: result.preCharge, ...(result.holdings ? { holdings: result.holdings } : {}) };
 }
