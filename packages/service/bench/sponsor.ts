@@ -9,8 +9,8 @@
  * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
  * and the client's work never lands in the service's figures (it shares no event loop with it).
  *
- * Methods: `sponsor` pm_sponsorUserOperation with the gas left to the service (an estimate and the final
- * simulation); `data` pm_getPaymasterData with client-filled gas (the final simulation only); `stub`
+ * Methods: `sponsor` pm_sponsorUserOperation with the gas left to the service (the estimate's one call, the
+ * sponsorship probe; the final simulation too only when it falls back); `data` pm_getPaymasterData with client-filled gas (the final simulation only); `stub`
  * pm_getPaymasterStubData (no chain call). One deployed SimpleAccount; every request uses its own 2-D nonce key,
  * so every op is valid and new.
  *
