@@ -1,6 +1,6 @@
 /**
- * Writes types/artifacts/index.ts: ABI, bytecode and deployedBytecode of our four paymasters, TestToken and
- * EntryPointSimulatorV07
+ * Writes types/artifacts/index.ts: ABI, bytecode and deployedBytecode of our four paymasters, TestToken,
+ * EntryPointSimulatorV07 / V08 and SponsorProbe
  * (from Hardhat's artifacts/) and of the eth-infinitism EntryPoint, SimpleAccountFactory, SimpleAccount
  * (v0.6, v0.7) and EntryPointSimulations (v0.7) (shipped npm artifacts), as `as const` objects so viem
  * infers types from them. Run after `hardhat build`; `tsc -p tsconfig.build.json` compiles the result.
@@ -30,11 +30,12 @@ interface Entry {
   load: () => Promise<Artifact>;
 }
 
-const ours = (dir: string, name: string): Entry => ({
+/** Our contract `name` of contracts/`dir`/`file`.sol (a file of its own name, unless `file` says otherwise). */
+const ours = (dir: string, name: string, file: string = name): Entry => ({
   exportName: `${name}Artifact`,
-  source: `contracts/${dir}/${name}.sol`,
+  source: `contracts/${dir}/${file}.sol`,
   load: async () =>
-    JSON.parse(await readFile(path.join(root, "artifacts/contracts", dir, `${name}.sol`, `${name}.json`), "utf8")) as Artifact,
+    JSON.parse(await readFile(path.join(root, "artifacts/contracts", dir, `${file}.sol`, `${name}.json`), "utf8")) as Artifact,
 });
 
 const shipped = (version: "v06" | "v07" | "v08", name: string): Entry => {
@@ -54,9 +55,12 @@ const entries: Entry[] = [
   ours("v08", "VerifyingPaymasterV08"),
   ours("v08", "ERC20PaymasterV08"),
   ours("test", "TestToken"),
+  ours("test", "PaymasterDataAccount"),
+  ours("test", "PaymasterDataAccountFactory", "PaymasterDataAccount"),
   ours("tank", "GasTankDeposit"),
   ours("simulation", "EntryPointSimulatorV07"),
   ours("simulation", "EntryPointSimulatorV08"),
+  ours("simulation", "SponsorProbe"),
   shipped("v06", "EntryPoint"),
   shipped("v06", "SimpleAccountFactory"),
   shipped("v06", "SimpleAccount"),
@@ -95,8 +99,9 @@ for (const entry of entries) {
 
 // Each simulator's runtime code deployed as is (a 12-byte init code that copies and returns it: the parent
 // EntryPointSimulations' constructor refuses deployment, and the simulator needs no constructor), through the
-// CREATE2 deployer with a fixed salt: the same address on every chain where someone deployed it.
-for (const name of ["EntryPointSimulatorV07", "EntryPointSimulatorV08"]) {
+// CREATE2 deployer with a fixed salt: the same address on every chain where someone deployed it. SponsorProbe
+// alike (it has no constructor either): the service reaches each through a 45-byte delegating override.
+for (const name of ["EntryPointSimulatorV07", "EntryPointSimulatorV08", "SponsorProbe"]) {
   const simulator = JSON.parse(
     await readFile(path.join(root, `artifacts/contracts/simulation/${name}.sol/${name}.json`), "utf8"),
   ) as Artifact;

@@ -48,7 +48,13 @@ if (env("BENCH_SYSTEM") === "ours") {
   const stored = process.env.BENCH_DATABASE_URL ? { ...embedded, databaseUrl: process.env.BENCH_DATABASE_URL } : embedded;
   // One account sends every op, each on a fresh 2-D nonce key, signed and never sent: lift the bound on open
   // reservations per sender (src/sponsor/outstanding.ts, default 4), which would refuse the fifth request.
-  const config = { ...stored, reservations: { ...stored.reservations, maxOutstandingPerSender: 1_000_000 } };
+  // ERC-20 mode's fresh accounts are charged in postOp, signed and mostly never sent: lift the postOp-charge risk
+  // budget (src/sponsor/postOpRisk.ts, $250 per key by default), which would refuse them after a hundred or so.
+  const config = {
+    ...stored,
+    reservations: { ...stored.reservations, maxOutstandingPerSender: 1_000_000 },
+    postOpChargeRisk: { maxUsdPerProject: "1000000000", maxUsdPerKey: "1000000000" },
+  };
   // The metrics listener (its own loopback port): the benches read the chain calls per request from it.
   const running = await startService({ ...config, metrics: { host: "127.0.0.1", port: 0 } }, { pollMs: 1000 });
   stops.push(() => running.close());

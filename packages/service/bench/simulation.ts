@@ -8,7 +8,9 @@
  *   - whole code: simulateHandleOp with EntryPointSimulatorV07's whole runtime code as the state override;
  *   - proxy: a 45-byte delegating override to the simulator deployed once on the chain (what the service uses);
  *   - handleOps: a plain handleOps eth_call of the op signed by its owner (no override; a bundler's check);
- *   - handleOps + 1-byte override: the same with a 1-byte code override elsewhere (what an override costs alone).
+ *   - handleOps + 1-byte override: the same with a 1-byte code override elsewhere (what an override costs alone);
+ *   - sponsorship probe: the estimate's one call (src/chain/probe.ts) for the op with the estimate's values, as the
+ *     service sends it, without its account check, and with the probe's whole code as the override.
  * Prints the client-side p50 latency and the chain process's CPU per call.
  */
 import { mkdtempSync } from "node:fs";
@@ -19,9 +21,10 @@ import { encodeFunctionData, type Abi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EntryPointV07Artifact, SimpleAccountFactoryV07Artifact } from "@paymaster/contracts/artifacts";
 import { readManifest } from "@paymaster/contracts/manifest";
-import { encodeVerifyingPaymasterData, getUserOpHash, packUserOpV07, verifyingPaymasterHash, type Address, type Hex, type UserOperationV07 } from "@paymaster/shared";
+import { STUB_SIGNATURE, encodeVerifyingPaymasterData, getUserOpHash, packUserOpV07, verifyingPaymasterHash, type Address, type Hex, type UserOperationV07 } from "@paymaster/shared";
 import { createChainRpc } from "../src/chain/rpc.ts";
-import { SIMULATOR_CODE_OVERRIDE, SIMULATOR_V08_CODE_OVERRIDE, findSimulatorV07, simulateOp, type SimulatorV07 } from "../src/chain/entryPoint.ts";
+import { SIMULATOR_CODE_OVERRIDE, SIMULATOR_V08_CODE_OVERRIDE, findSimulatorV07, simulateOp, type Simulator, type SimulatorV07 } from "../src/chain/entryPoint.ts";
+import { PROBE_CODE_OVERRIDE, findProbe, probeSponsorship } from "../src/chain/probe.ts";
 import { executeCallData } from "../src/local/embedded.ts";
 import { encodeSimulateHandleOp } from "../src/chain/userOpAbi.ts";
 import { createSigner } from "../src/signer/signer.ts";
@@ -73,6 +76,15 @@ try {
 
   const proxy: SimulatorV07 = await findSimulatorV07(rpc);
   if (proxy.kind !== "deployed") throw new Error("the simulator is not deployed on the local chain");
+  // The estimate's op: generous limits at a 1-wei price, the stub signature in the paymaster data.
+  const estimateOp = { ...op, callGasLimit: 5_000_000n, verificationGasLimit: 1_000_000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n, paymasterData: encodeVerifyingPaymasterData(window, STUB_SIGNATURE), signature: STUB_SIGNATURE };
+  const variantOp = { ...estimateOp, verificationGasLimit: 1_000_001n, callGasLimit: 5_000_001n, maxFeePerGas: 2n };
+  const probeOf = (code: Simulator, check: boolean) => async () => {
+    const run = { op: { version: "v0.7" as const, userOp: estimateOp }, ...(check ? { variant: { version: "v0.7" as const, userOp: variantOp } } : {}) };
+    const input = { entryPoint: entry.entryPoint, paymaster: entry.verifyingPaymaster, signer: paymasterSigner.address, sender: op.sender, callData: op.callData, run };
+    const result = await probeSponsorship(rpc, { "v0.7": proxy, "v0.8": SIMULATOR_V08_CODE_OVERRIDE }, code, input);
+    if (!result.simulation.ok || (check && !result.variant?.ok)) throw new Error("the probe failed");
+  };
   const simulate = (simulator: SimulatorV07) => async () => {
     const outcome = await simulateOp(rpc, { "v0.7": simulator, "v0.8": SIMULATOR_V08_CODE_OVERRIDE }, entry.entryPoint, { version: "v0.7", userOp: op });
     if (!outcome.ok || outcome.result.opSucceeded !== true) throw new Error(`simulation failed: ${JSON.stringify(outcome, (_, v) => (typeof v === "bigint" ? String(v) : v))}`);
@@ -84,6 +96,11 @@ try {
     ["handleOps eth_call + 1-byte override", () => rpc.request("eth_call", [{ from: accounts[9], to: entry.entryPoint, data: handleOps }, "latest", { "0x000000000000000000000000000000000000dEaD": { code: "0x00" } }])],
     // What the outcome hop costs: simulateHandleOp with no target call (the op's outcome is not learnt).
     ["simulateHandleOp via proxy, no target call", () => rpc.request("eth_call", [{ to: entry.entryPoint, data: encodeSimulateHandleOp({ version: "v0.7", userOp: op }, ZERO, "0x") }, "latest", { [entry.entryPoint]: { code: proxy.code } }])],
+    // The estimate's one call (src/chain/probe.ts): its op, with and without the account check, and with the
+    // probe's whole code as the override instead of a proxy to its deployment.
+    ["sponsorship probe, what the service sends", probeOf(await findProbe(rpc), true)],
+    ["sponsorship probe, without the account check", probeOf(await findProbe(rpc), false)],
+    ["sponsorship probe, whole code override (~3.7 kB)", probeOf(PROBE_CODE_OVERRIDE, true)],
   ];
   const latencies = options.map(() => [] as number[]);
   const cpu = options.map(() => 0);

@@ -9,8 +9,8 @@
  * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
  * and the client's work never lands in the service's figures (it shares no event loop with it).
  *
- * Methods: `sponsor` pm_sponsorUserOperation with the gas left to the service (an estimate and the final
- * simulation); `data` pm_getPaymasterData with client-filled gas (the final simulation only); `stub`
+ * Methods: `sponsor` pm_sponsorUserOperation with the gas left to the service (the estimate's one call, the
+ * sponsorship probe; the final simulation too only when it falls back); `data` pm_getPaymasterData with client-filled gas (the final simulation only); `stub`
  * pm_getPaymasterStubData (no chain call). One deployed SimpleAccount; every request uses its own 2-D nonce key,
  * so every op is valid and new.
  *
@@ -118,7 +118,11 @@ const callData: Hex = executeCallData(owner);
 if (mode === "user" || values.billing) {
   // The service's store (several processes may share it): the sender's gas tank; the projects' billing.
   const store = await openStore({ databasePath: path.join(dataDir, "paymaster.sqlite"), ...(postgres ? { databaseUrl: postgres.url } : {}) });
-  if (mode === "user") await store.creditGasTank("local", sender, 10n ** 21n, "bench");
+  if (mode === "user") {
+    await store.creditGasTank("local", sender, 10n ** 21n, "bench");
+    // The tank's owner lets the bench key's project draw from it (User Sponsor mode refuses a project it has not allowed).
+    for (const project of await store.listProjects()) await store.setGasTankConsent({ network: "local", sender, projectId: project.id, allowed: true, changedBy: "bench" });
+  }
   if (values.billing) {
     for (const project of await store.listProjects()) {
       await store.setBillingPlan(project.id, { enabled: true, markupBps: 1500, feeUsdMicros: 5000n });

@@ -15,7 +15,7 @@ import type { PriceOracle } from "./sponsor/price.ts";
 import type { PaymasterSigner } from "./signer/signer.ts";
 import type { DepositGuard } from "./sponsor/deposit.ts";
 import type { ServiceMetrics } from "./metrics/metrics.ts";
-import type { Simulators } from "./chain/entryPoint.ts";
+import type { Simulator, Simulators } from "./chain/entryPoint.ts";
 import type { ConfigCache } from "./store/configCache.ts";
 
 /** What sponsoring on a network needs from its chain, read or built once at start-up. */
@@ -28,6 +28,8 @@ export interface NetworkChain {
   readonly signer: PaymasterSigner;
   /** How v0.7 and v0.8 simulations reach their simulator's code (found once at start-up). */
   readonly simulator: Simulators;
+  /** How the sponsorship probe's code reaches its address (src/chain/probe.ts; found once at start-up). */
+  readonly probe: Simulator;
   /**
    * Per version: the ERC-20 paymaster's postOpGas (charged), minPostOpGasLimit (the lowest postOp gas limit it
    * accepts: v0.7 paymasterPostOpGasLimit, v0.6 verificationGasLimit), read at start-up.

@@ -23,6 +23,7 @@ import { createPriceOracle } from "./sponsor/price.ts";
 import { openNetworkSigner } from "./signer/open.ts";
 import type { PaymasterSigner } from "./signer/signer.ts";
 import { CODE_OVERRIDE_SIMULATORS, findSimulator } from "./chain/entryPoint.ts";
+import { findProbe } from "./chain/probe.ts";
 import { SPONSOR_VERSIONS } from "./rpc/schemas.ts";
 
 // Both versions share the admin/view ABI (PaymasterBase, TokenChargeBase).
@@ -107,6 +108,7 @@ async function checkedChain(config: NetworkConfig, rpc: ChainRpc, store: Store, 
       "v0.7": base.versions.includes("v0.7") ? await findSimulator(rpc, "v0.7") : CODE_OVERRIDE_SIMULATORS["v0.7"],
       "v0.8": base.versions.includes("v0.8") ? await findSimulator(rpc, "v0.8") : CODE_OVERRIDE_SIMULATORS["v0.8"],
     }),
+    probe: await findProbe(rpc),
   };
 }
 

@@ -103,6 +103,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
           network: name,
           v07Simulator: s.runtime.versions.includes("v0.7") ? chain.simulator["v0.7"].kind : undefined,
           v08Simulator: s.runtime.versions.includes("v0.8") ? chain.simulator["v0.8"].kind : undefined,
+          sponsorProbe: chain.probe.kind,
           skipFinalSimulation: config.skipFinalSimulation === true,
         },
         "network simulation",

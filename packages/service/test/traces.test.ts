@@ -80,7 +80,7 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     signedData.push(body.data.userOpResponse.paymasterAndData);
 
     const linked = (s: ReceivedSpan) => s.kind === 2 && s.links.some((l) => l.traceId === CLIENT_TRACE);
-    await receiver.waitFor((spans) => spans.some(linked) && spans.some((s) => s.traceId === spans.find(linked)!.traceId && s.name === "store confirmSponsorship"));
+    await receiver.waitFor((spans) => spans.some(linked) && spans.some((s) => s.traceId === spans.find(linked)!.traceId && s.name === "store reserveSponsorship"));
     const root = receiver.spans.find(linked)!;
     expect(root.name).to.equal("pm_sponsorUserOperation");
     expect(root.traceId, "a trace of ours: the client does not pick the trace id").to.not.equal(CLIENT_TRACE);
@@ -114,18 +114,21 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     expect(simulation.kind).to.equal(3);
     expect(simulation.attributes).to.include({ "rpc.method": "eth_call", "paymaster.network": "local", "paymaster.rpc.attempts": 1, "paymaster.rpc.outcome": "ok" });
     expect(simulation.attributes["paymaster.upstream"]).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
-    // Commit: the final simulation and the reservation side by side, the store's transactions under them.
+    // Commit: the estimate's one simulation decided (docs/pipeline.md, "One round trip"), so the reservation
+    // alone, the store's transaction under it; no final simulation.
+    expect(estimateCalls.filter((s) => s.name === "chain eth_call")).to.have.length(1);
     const commit = byName(trace, "step.commitSponsorship")[0]!;
-    expect(childrenOf(trace, commit).map((s) => s.name)).to.include.members(["step.checkLanding", "step.reserve", "store confirmSponsorship"]);
+    expect(childrenOf(trace, commit).map((s) => s.name)).to.deep.equal(["step.reserve"]);
     const reserve = byName(trace, "step.reserve")[0]!;
     const reservation = childrenOf(trace, reserve).find((s) => s.name === "store reserveSponsorship")!;
     expect(reservation.attributes).to.include({ "db.system.name": "sqlite", "db.operation.name": "reserveSponsorship" });
     // A call to the database is a client span (OpenTelemetry's database conventions), as operations.md says.
     for (const store of trace.filter((s) => s.name.startsWith("store "))) expect(store.kind, store.name).to.equal(3);
-    expect(childrenOf(trace, byName(trace, "step.checkLanding")[0]!).map((s) => s.name)).to.include("chain eth_call");
+    // One chain call: the signed op is not simulated again (docs/pipeline.md, "One round trip").
+    expect(byName(trace, "step.checkLanding")).to.have.length(0);
   });
 
-  it("ERC-20 and User Sponsor modes: the root span names the mode; the token reads are chain calls of tokenPrice", async () => {
+  it("ERC-20 and User Sponsor modes: the root span names the mode; the token reads are in the estimate's one chain call", async () => {
     const erc20Wallet = await newWallet(embedded, "v0.7");
     await mint(embedded, "USDC", erc20Wallet.sender, 1_000n * 10n ** 6n);
     const usdc = embedded.stack.manifest.tokens.find((t) => t.symbol === "USDC")!;
@@ -146,12 +149,14 @@ describe("OpenTelemetry traces (OTLP/HTTP to a receiver on 127.0.0.1)", function
     signedData.push(user.body.result.userOpResponse.paymasterAndData);
 
     const modeRoot = (mode: string) => receiver.spans.find((s) => s.kind === 2 && s.attributes["paymaster.mode"] === mode && s.attributes["paymaster.outcome"] === "ok");
-    await receiver.waitFor((spans) => modeRoot("erc20") !== undefined && modeRoot("user") !== undefined && spans.filter((s) => s.name === "store confirmSponsorship").length >= 3);
+    await receiver.waitFor((spans) => modeRoot("erc20") !== undefined && modeRoot("user") !== undefined && spans.filter((s) => s.name === "store reserveSponsorship").length >= 3);
     const erc20Root = modeRoot("erc20")!;
     expect(erc20Root.parentSpanId, "no traceparent: a trace of its own").to.equal("");
     const trace = receiver.spans.filter((s) => s.traceId === erc20Root.traceId);
     const tokenPrice = trace.find((s) => s.name === "step.tokenPrice")!;
-    expect(childrenOf(trace, tokenPrice).filter((s) => s.name === "chain eth_call").length, "balanceOf and allowance").to.be.at.least(2);
+    expect(childrenOf(trace, tokenPrice).filter((s) => s.name === "chain eth_call"), "no read of its own: the probe reads balance and allowance").to.have.length(0);
+    const estimate = trace.find((s) => s.name === "step.estimateGas")!;
+    expect(childrenOf(trace, estimate).filter((s) => s.name === "chain eth_call")).to.have.length(1);
     expect(trace.map((s) => s.name)).to.include("step.chargeToken");
     const userRoot = modeRoot("user")!;
     expect(receiver.spans.filter((s) => s.traceId === userRoot.traceId).map((s) => s.name)).to.include("store reserveSponsorship");

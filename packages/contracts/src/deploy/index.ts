@@ -20,7 +20,7 @@ import { ERC20PaymasterV08__factory } from "../../types/ethers-contracts/factori
 import { VerifyingPaymasterV08__factory } from "../../types/ethers-contracts/factories/v08/VerifyingPaymasterV08__factory.ts";
 import { loadShippedArtifact } from "./aaArtifacts.ts";
 import { assertCancun } from "./cancunProbe.ts";
-import { EntryPointSimulatorV07Deployment, EntryPointSimulatorV08Deployment } from "../../types/artifacts/index.ts";
+import { EntryPointSimulatorV07Deployment, EntryPointSimulatorV08Deployment, SponsorProbeDeployment } from "../../types/artifacts/index.ts";
 import {
   CREATE2_DEPLOYER_ADDRESS,
   CREATE2_DEPLOYER_RUNTIME_CODE,
@@ -335,10 +335,12 @@ export async function deployLocalStack(deployer: Signer, options: DeployLocalSta
     (await new GasTankDeposit__factory().getDeployTransaction(owner)).data,
   );
 
-  // The v0.7/v0.8 simulators the service references from a small state override instead of sending their code.
+  // The v0.7/v0.8 simulators and the service's sponsorship probe, which it references from a small state override
+  // instead of sending their code.
   for (const [label, deployment] of [
     ["EntryPointSimulatorV07", EntryPointSimulatorV07Deployment],
     ["EntryPointSimulatorV08", EntryPointSimulatorV08Deployment],
+    ["SponsorProbe", SponsorProbeDeployment],
   ] as const) {
     await deployDeterministic(ctx, label, deployment.salt, deployment.initCode, deployment.address);
   }

@@ -14,10 +14,11 @@ import {
   EntryPointSimulatorV08Deployment,
   EntryPointV06Artifact,
 } from "@paymaster/contracts/artifacts";
-import { eip7702DelegationCode, type Address, type Hex, type PackedUserOperation, type UserOperationV06, type UserOperationV07, type UserOperationV08 } from "@paymaster/shared";
+import { eip7702DelegationCode, type Address, type EntryPointVersion, type Hex, type PackedUserOperation, type UserOperationV06, type UserOperationV07, type UserOperationV08 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
 import { RpcError } from "../rpc/errors.ts";
-import { encodeSimulateHandleOp } from "./userOpAbi.ts";
+import { addressWord, bytesPart, encodeParts, encodeSimulateHandleOp, selectorOf } from "./userOpAbi.ts";
+import { bytesAt, word } from "./abiRead.ts";
 
 export interface ExecutionResult {
   preOpGas: bigint;
@@ -29,6 +30,8 @@ export interface ExecutionResult {
   opSucceeded: boolean | undefined;
   /** v0.7: the paymaster's validation data says its signature failed (v0.6: always false, not reported). */
   paymasterSigFailed: boolean;
+  /** v0.7 / v0.8 simulateOp: the account's validation data (undefined for v0.6, which does not report it apart). */
+  accountValidationData: bigint | undefined;
   /** The read made after the op (simulateOp) or the raw target call (simulateCalls). */
   targetSuccess: boolean;
   targetResult: Hex;
@@ -71,10 +74,13 @@ const SIMULATOR_ARTIFACTS = {
   "v0.8": { artifact: EntryPointSimulatorV08Artifact, deployment: EntryPointSimulatorV08Deployment },
 } as const;
 const simulatorAbi = (version: "v0.7" | "v0.8"): Abi => SIMULATOR_ARTIFACTS[version].artifact.abi as Abi;
-const rawJson = (text: string): unknown => (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(text);
+/** `code` as a pre-serialized JSON value (JSON.stringify would rescan a long code string on every call). */
+export function rawJsonCode(code: string): unknown {
+  return (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(JSON.stringify(code));
+}
 
 function codeOverride(version: "v0.7" | "v0.8"): Simulator {
-  return Object.freeze({ kind: "override", code: rawJson(JSON.stringify(SIMULATOR_ARTIFACTS[version].artifact.deployedBytecode)) });
+  return Object.freeze({ kind: "override", code: rawJsonCode(SIMULATOR_ARTIFACTS[version].artifact.deployedBytecode) });
 }
 
 /** The v0.7 simulator's whole runtime code as the override: works on any node that takes state overrides. */
@@ -85,7 +91,7 @@ export const SIMULATOR_V08_CODE_OVERRIDE: Simulator = codeOverride("v0.8");
 export const CODE_OVERRIDE_SIMULATORS: Simulators = Object.freeze({ "v0.7": SIMULATOR_CODE_OVERRIDE, "v0.8": SIMULATOR_V08_CODE_OVERRIDE });
 
 /** An EIP-1167 minimal proxy: delegates every call (with all its gas) to `target`, returning or reverting its data. */
-function delegatingProxyCode(target: Address): Hex {
+export function delegatingProxyCode(target: Address): Hex {
   return `0x363d3d373d3d3d363d73${target.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3`;
 }
 
@@ -135,17 +141,32 @@ interface RawExecution {
 
 type RawOutcome = { ok: true; result: RawExecution } | { ok: false; failure: SimulationFailure };
 
-/** simulateHandleOp(op, target, targetCallData) at the latest block; a zero target skips the target call. */
-async function simulateHandleOp(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, target: Address, targetCallData: Hex): Promise<RawOutcome> {
-  const data = encodeSimulateHandleOp(op, target, targetCallData);
-  if (op.version === "v0.6") {
-    let revert: Hex | undefined;
-    try {
-      await rpc.request("eth_call", [{ to: entryPoint, data }, "latest"]);
-    } catch (error) {
-      if (!(error instanceof NodeError)) throw error;
-      revert = error.revertData;
-    }
+/** What an eth_call answered: its returned data, or its revert (the data, and the node's message). */
+export type CallAnswer = { ok: true; data: Hex } | { ok: false; revert: Hex | undefined; message: string };
+
+/** One simulation as an eth_call to the EntryPoint's address: its calldata and the code it needs set per address. */
+export interface SimulationCall {
+  data: Hex;
+  /** v0.6: none (its EntryPoint simulates itself). */
+  override: Record<string, { code: unknown }>;
+}
+
+/** `call` to the EntryPoint at the latest block; a JSON-RPC error from the node is an answer too (a revert). */
+async function ask(rpc: ChainRpc, entryPoint: Address, call: SimulationCall): Promise<CallAnswer> {
+  const params: unknown[] = [{ to: entryPoint, data: call.data }, "latest"];
+  if (Object.keys(call.override).length > 0) params.push(call.override);
+  try {
+    return { ok: true, data: await rpc.request<Hex>("eth_call", params) };
+  } catch (error) {
+    if (!(error instanceof NodeError)) throw error;
+    return { ok: false, revert: error.revertData, message: error.message };
+  }
+}
+
+/** simulateHandleOp's ExecutionResult in `answer`: v0.6 reverts with it, the v0.7 / v0.8 simulators return it. */
+function rawExecution(version: EntryPointVersion, answer: CallAnswer): RawOutcome {
+  if (version === "v0.6") {
+    const revert = answer.ok ? undefined : answer.revert;
     if (!revert) throw new RpcError("CHAIN_UNAVAILABLE", "simulateHandleOp gave no result");
     const failure = decodeFailure(entryPointV06Abi, revert);
     if (failure) return { ok: false, failure };
@@ -154,46 +175,35 @@ async function simulateHandleOp(rpc: ChainRpc, simulators: Simulators, entryPoin
     const [preOpGas, paid, , , targetSuccess, targetResult] = decoded.args as [bigint, bigint, number, number, boolean, Hex];
     return { ok: true, result: { preOpGas, paid, paymasterValidationData: 0n, targetSuccess, targetResult } };
   }
-  const abi = simulatorAbi(op.version);
-  try {
-    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", stateOverride(simulators, entryPoint, op)]);
-    const result = decodeFunctionResult({ abi, functionName: "simulateHandleOp", data: output }) as RawExecution;
-    return { ok: true, result };
-  } catch (error) {
-    if (!(error instanceof NodeError)) throw error;
-    return { ok: false, failure: simulatorFailure(abi, error) };
-  }
+  const abi = simulatorAbi(version);
+  if (!answer.ok) return { ok: false, failure: simulatorFailure(abi, answer) };
+  return { ok: true, result: decodeFunctionResult({ abi, functionName: "simulateHandleOp", data: answer.data }) as RawExecution };
+}
+
+/** A refused simulation: the EntryPoint's FailedOp / FailedOpWithRevert, else the revert, or what the node said. */
+export function entryPointFailure(version: EntryPointVersion, answer: CallAnswer): SimulationFailure {
+  if (answer.ok) return failureOf("unexpected result", null);
+  return version === "v0.6" ? (decodeFailure(entryPointV06Abi, answer.revert ?? "0x") ?? failureOf("unexpected revert", answer.revert ?? null)) : simulatorFailure(simulatorAbi(version), answer);
 }
 
 /** A reverted v0.7/v0.8 simulation: FailedOp / FailedOpWithRevert, else whatever the node said. */
-function simulatorFailure(abi: Abi, error: NodeError): SimulationFailure {
-  const revert = error.revertData;
+function simulatorFailure(abi: Abi, answer: { revert: Hex | undefined; message: string }): SimulationFailure {
+  const { revert } = answer;
   const failure = revert ? decodeFailure(abi, revert) : undefined;
-  return failure ?? failureOf(`simulation reverted${revert ? "" : ": " + error.message.slice(0, 200)}`, revert ?? null);
+  return failure ?? failureOf(`simulation reverted${revert ? "" : ": " + answer.message.slice(0, 200)}`, revert ?? null);
 }
 
 /**
- * The simulator at the EntryPoint's address and, for a v0.8 op carrying an EIP-7702 authorization, the
- * sender's code as the authorization will set it (0xef0100 ‖ delegate), as bundlers simulate such ops.
+ * The code a simulation of `op` needs set: v0.7 / v0.8, the simulator at the EntryPoint's address and, for a
+ * v0.8 op carrying an EIP-7702 authorization, the sender's code as the authorization will set it
+ * (0xef0100 ‖ delegate), as bundlers simulate such ops; v0.6, nothing.
  */
-function stateOverride(simulators: Simulators, entryPoint: Address, op: Exclude<SimulatedOp, { version: "v0.6" }>): Record<string, { code: unknown }> {
+export function simulationOverride(simulators: Simulators, entryPoint: Address, op: SimulatedOp): Record<string, { code: unknown }> {
+  if (op.version === "v0.6") return {};
   const override: Record<string, { code: unknown }> = { [entryPoint]: { code: simulators[op.version].code } };
   const auth = op.version === "v0.8" ? op.userOp.eip7702Auth : undefined;
   if (auth !== undefined) override[op.userOp.sender] = { code: eip7702DelegationCode(auth.address) };
   return override;
-}
-
-/** The 32-byte word `index` of ABI-encoded `hex` (0x-prefixed), from byte `base`. */
-function word(hex: Hex, index: number, base = 0): bigint {
-  const start = 2 + (base + index * 32) * 2;
-  return BigInt(`0x${hex.slice(start, start + 64)}`);
-}
-
-/** The dynamic `bytes` whose offset (relative to `base`) is in word `index`. */
-function bytesAt(hex: Hex, index: number, base = 0): { start: number; value: Hex } {
-  const start = base + Number(word(hex, index, base));
-  const length = Number(word(hex, 0, start));
-  return { start: start + 32, value: `0x${hex.slice(2 + (start + 32) * 2, 2 + (start + 32 + length) * 2)}` };
 }
 
 /** opOutcome(0, "") calldata per simulator: the same for every op without a read, so encoded once. */
@@ -201,6 +211,14 @@ const OUTCOME_WITHOUT_READ = {
   "v0.7": encodeFunctionData({ abi: simulatorAbi("v0.7"), functionName: "opOutcome", args: [ZERO, "0x"] }),
   "v0.8": encodeFunctionData({ abi: simulatorAbi("v0.8"), functionName: "opOutcome", args: [ZERO, "0x"] }),
 } as const;
+
+/** The simulators' opOutcome(address, bytes) selector (the same in v0.7's and v0.8's). */
+const OP_OUTCOME_SELECTOR = selectorOf(simulatorAbi("v0.7"), "opOutcome");
+
+/** opOutcome(target, data) calldata, written out (encodeFunctionData walks the ABI on every call). */
+function opOutcomeCall(target: Address, data: Hex): Hex {
+  return `0x${OP_OUTCOME_SELECTOR}${encodeParts([addressWord(target, "target"), bytesPart(data, "data")])}`;
+}
 
 /**
  * ExecutionResult and the opOutcome it carries, read straight off the fixed ABI layout (viem's generic
@@ -216,6 +234,7 @@ function decodeLanding(output: Hex): ExecutionResult {
   return {
     preOpGas: word(output, 0, base),
     paid: word(output, 1, base),
+    accountValidationData: word(output, 2, base),
     paymasterSigFailed: sigFailed(word(output, 3, base)),
     opSucceeded: word(inner, 0) === 1n,
     targetSuccess: word(inner, 1) === 1n,
@@ -224,34 +243,52 @@ function decodeLanding(output: Hex): ExecutionResult {
 }
 
 /**
+ * simulateOp as an eth_call: validation, execution and postOp, then (optionally) `read` called right after
+ * the op (v0.7 / v0.8 through the simulator's opOutcome, which also records whether the execution succeeded).
+ */
+export function simulateOpCall(simulators: Simulators, entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): SimulationCall {
+  const override = simulationOverride(simulators, entryPoint, op);
+  if (op.version === "v0.6") return { data: encodeSimulateHandleOp(op, read?.to ?? ZERO, read?.data ?? "0x"), override };
+  // The EntryPoint calls itself after the op: the simulator's opOutcome(read.to, read.data).
+  const outcomeCall = read ? opOutcomeCall(read.to, read.data) : OUTCOME_WITHOUT_READ[op.version];
+  return { data: encodeSimulateHandleOp(op, entryPoint, outcomeCall), override };
+}
+
+/** What a simulateOpCall answered. */
+export function simulateOpOutcome(version: EntryPointVersion, answer: CallAnswer): SimulationOutcome {
+  if (version === "v0.6") {
+    const raw = rawExecution(version, answer);
+    if (!raw.ok) return raw;
+    return { ok: true, result: { ...raw.result, accountValidationData: undefined, opSucceeded: undefined, paymasterSigFailed: false } };
+  }
+  if (!answer.ok) return { ok: false, failure: simulatorFailure(simulatorAbi(version), answer) };
+  return { ok: true, result: decodeLanding(answer.data) };
+}
+
+/**
  * The op as it would land: validation, execution and postOp, then (optionally) `read` called right after the
  * op, e.g. the treasury's token balance. v0.7 and v0.8 also tell whether the execution and postOp succeeded.
  */
 export async function simulateOp(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): Promise<SimulationOutcome> {
-  if (op.version === "v0.6") {
-    const raw = await simulateHandleOp(rpc, simulators, entryPoint, op, read?.to ?? ZERO, read?.data ?? "0x");
-    if (!raw.ok) return raw;
-    return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
-  }
-  // The EntryPoint calls itself after the op: the simulator's opOutcome(read.to, read.data).
-  const abi = simulatorAbi(op.version);
-  const outcomeCall = read ? encodeFunctionData({ abi, functionName: "opOutcome", args: [read.to, read.data] }) : OUTCOME_WITHOUT_READ[op.version];
-  const data = encodeSimulateHandleOp(op, entryPoint, outcomeCall);
-  try {
-    const output = await rpc.request<Hex>("eth_call", [{ to: entryPoint, data }, "latest", stateOverride(simulators, entryPoint, op)]);
-    return { ok: true, result: decodeLanding(output) };
-  } catch (error) {
-    if (!(error instanceof NodeError)) throw error;
-    return { ok: false, failure: simulatorFailure(abi, error) };
-  }
+  return simulateOpOutcome(op.version, await ask(rpc, entryPoint, simulateOpCall(simulators, entryPoint, op, read)));
 }
 
 /**
- * The op's calls alone, with their revert data: `op` must carry empty callData; the EntryPoint then calls
- * `sender` with `callData` right after validation (as the op's execution would).
+ * simulateCalls as an eth_call: `op` must carry empty callData; the EntryPoint then calls `sender` with
+ * `callData` right after validation (as the op's execution would).
  */
-export async function simulateCalls(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): Promise<SimulationOutcome> {
-  const raw = await simulateHandleOp(rpc, simulators, entryPoint, op, sender, callData);
+export function simulateCallsCall(simulators: Simulators, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): SimulationCall {
+  return { data: encodeSimulateHandleOp(op, sender, callData), override: simulationOverride(simulators, entryPoint, op) };
+}
+
+/** What a simulateCallsCall answered. */
+export function simulateCallsOutcome(version: EntryPointVersion, answer: CallAnswer): SimulationOutcome {
+  const raw = rawExecution(version, answer);
   if (!raw.ok) return raw;
-  return { ok: true, result: { ...raw.result, opSucceeded: undefined, paymasterSigFailed: false } };
+  return { ok: true, result: { ...raw.result, accountValidationData: undefined, opSucceeded: undefined, paymasterSigFailed: false } };
+}
+
+/** The op's calls alone, with their revert data (see simulateCallsCall). */
+export async function simulateCalls(rpc: ChainRpc, simulators: Simulators, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): Promise<SimulationOutcome> {
+  return simulateCallsOutcome(op.version, await ask(rpc, entryPoint, simulateCallsCall(simulators, entryPoint, op, sender, callData)));
 }

@@ -106,7 +106,8 @@ export function encodeUserOpParameter(op: EncodableOp): Hex {
   return `0x${encodeParts([{ dynamic: tuple }])}`;
 }
 
-function selectorOf(abi: Abi, name: string): string {
+/** The 4-byte selector (no 0x) of function `name` in `abi`. */
+export function selectorOf(abi: Abi, name: string): string {
   const item = abi.find((entry): entry is AbiFunction => entry.type === "function" && entry.name === name);
   if (!item) throw new Error(`${name} is not in the ABI`);
   return toFunctionSelector(item).slice(2);
@@ -118,6 +119,17 @@ const SIMULATE_HANDLE_OP = {
   // v0.8 keeps v0.7's PackedUserOperation, so its simulateHandleOp and handleOps have v0.7's selectors.
   "v0.8": selectorOf(EntryPointSimulatorV08Artifact.abi as Abi, "simulateHandleOp"),
 } as const;
+
+const SIMULATE_VALIDATION = {
+  "v0.6": selectorOf(EntryPointV06Artifact.abi as Abi, "simulateValidation"),
+  "v0.7": selectorOf(EntryPointSimulationsV07Artifact.abi as Abi, "simulateValidation"),
+  "v0.8": selectorOf(EntryPointSimulatorV08Artifact.abi as Abi, "simulateValidation"),
+} as const;
+
+/** Calldata of simulateValidation(op) on the op's EntryPoint (v0.7 / v0.8: the simulations'). */
+export function encodeSimulateValidation(op: EncodableOp): Hex {
+  return `0x${SIMULATE_VALIDATION[op.version]}${encodeParts([{ dynamic: tupleOf(op) }])}`;
+}
 
 /** Calldata of simulateHandleOp(op, target, targetCallData) on the op's EntryPoint (v0.7: EntryPointSimulations). */
 export function encodeSimulateHandleOp(op: EncodableOp, target: Address, targetCallData: Hex): Hex {

@@ -66,6 +66,18 @@ export class ServiceMetrics {
     labelNames: ["network", "mode", "version"] as const,
     registers: [this.registry],
   });
+  readonly oneCallSponsorships = new Counter({
+    name: "paymaster_one_call_sponsorships_total",
+    help: "Sponsorships whose gas the service estimated and signed on the estimate's one simulation, with no simulation of the signed op (docs/pipeline.md, One round trip), by network, mode and EntryPoint version",
+    labelNames: ["network", "mode", "version"] as const,
+    registers: [this.registry],
+  });
+  readonly oneCallFallbacks = new Counter({
+    name: "paymaster_one_call_fallbacks_total",
+    help: "Sponsorships whose gas the service estimated but whose signed op it simulated too before signing it out (the fallback), by network, mode, EntryPoint version and reason",
+    labelNames: ["network", "mode", "version", "reason"] as const,
+    registers: [this.registry],
+  });
   readonly sponsorshipsSettled = new Counter({
     name: "paymaster_sponsorships_settled_total",
     help: "Sponsorships settled from the chain by this process's watcher",

@@ -14,8 +14,8 @@
  *
  * Near its limit the deposit is read fresh: when what the op would leave of the kept deposit is below
  * FRESH_READ_MARGIN_BPS of it, a withdrawal or a charge the snapshot has not seen yet (it lags the chain by up
- * to a poll interval) could turn the verdict, so the verdict is made on a read made now (it runs beside the
- * final simulation, so it costs no round trip of its own).
+ * to a poll interval) could turn the verdict, so the verdict is made on a read made now (one round trip, before
+ * the reservation; rare, since it takes an op that would leave less than a tenth of the deposit).
  */
 import { decodeFunctionResult, encodeFunctionData, erc20Abi, type Abi } from "viem";
 import type { Address, Hex } from "@paymaster/shared";

@@ -106,10 +106,14 @@ export interface MeasuredLimits {
  * - verification: everything validation used (account creation, account and paymaster validation) + 25% + 15k;
  *   v0.6 also runs postOp under this limit, so it is at least `minPostOpGasLimit` (the ERC-20 paymaster's
  *   worst-case postOp, which its validation requires; 0 for the verifying paymaster).
- * - call: what execution used (v0.7: solved out of the 10% penalty on the unused part) less postOp's share,
- *   + 20% + 10k for the 63/64 rule of nested calls.
+ * - call: what execution and postOp used together (v0.7: solved out of the 10% penalty on the unused part),
+ *   + 20% + 10k for the 63/64 rule of nested calls. postOp's share is not taken off: the run does not tell it
+ *   apart, and the paymaster's postOpGas (what its usual postOp costs) is no bound on it — a pre-charge that
+ *   refunds nothing, as an estimate's tiny one may, costs postOp half as much — so taking it off could leave
+ *   the signed op's calls short of gas. In ERC-20 mode that costs the sender the 10% penalty on postOp's share
+ *   (v0.7, v0.8: a few thousand gas); the other modes have no postOp.
  */
-export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, postOpGas: bigint, minPostOpGasLimit: bigint): MeasuredLimits {
+export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, minPostOpGasLimit: bigint): MeasuredLimits {
   const { preVerificationGas: pvg, callGasLimit } = op.userOp;
   const validation = result.preOpGas - pvg;
   let executionAndPostOp = result.paid - result.preOpGas;
@@ -120,7 +124,7 @@ export function limitsFromSimulation(op: SimulatedOp, result: ExecutionResult, p
     const solved = ((executionAndPostOp - limit / 10n) * 10n) / 9n;
     if (solved < limit) executionAndPostOp = solved;
   }
-  const execution = executionAndPostOp > postOpGas ? executionAndPostOp - postOpGas : 0n;
+  const execution = executionAndPostOp > 0n ? executionAndPostOp : 0n;
   let verificationGasLimit = (validation * 125n) / 100n + 15_000n;
   if (op.version === "v0.6" && verificationGasLimit < minPostOpGasLimit) verificationGasLimit = minPostOpGasLimit;
   return { verificationGasLimit, callGasLimit: (execution * 120n) / 100n + 10_000n };

@@ -7,10 +7,11 @@
  *   dry run   pm_checkPolicy, pm_getTokenQuotes: every policy verdict collected instead of refusing on the first,
  *             the caps' current totals; no final simulation, nothing reserved or signed.
  *   estimate  pm_estimateUserOperationGas: as sponsoring, then the final simulation of the op with stub data.
- *   sponsor   pm_sponsorUserOperation, pm_getPaymasterData: approval, sign, then the final simulation (ONE run of
- *             the op as it will land) beside the reservation of its maximum cost; the signature leaves only
- *             after both passed. The signature is made before the final simulation so that the simulation runs
- *             our real paymaster data.
+ *   sponsor   pm_sponsorUserOperation, pm_getPaymasterData: approval, sign, then (unless the estimate's one
+ *             simulation decided: src/sponsor/oneCall.ts) the final simulation (ONE run of the op as it will land,
+ *             our real paymaster data), then the reservation of its maximum cost; the signature leaves only
+ *             after both passed. ERC-20 mode with the client's gas: the op signed for both charge modes, one
+ *             probe reads the holdings and simulates the one they select (steps/chargeLanding.ts).
  * No step waits on a read that does not depend on the op (fees, deposits, token allowlists, prices: kept in
  * memory, docs/pipeline.md "Reads kept in memory"); the reads that do overlap the chain work beside them.
  */
@@ -26,7 +27,10 @@ import { correctedDelegate, delegateToSign, detectDelegate, judgesDelegates, typ
 import { tokenPrice, type TokenPrice } from "./steps/tokenPrice.ts";
 import { clientGas } from "./steps/clientGas.ts";
 import { checkCaps } from "./steps/caps.ts";
-import { estimateGas } from "./steps/estimate.ts";
+import { estimateGas, needsSimulation } from "./steps/estimate.ts";
+import { estimateChargeMode, probeUsable, type EstimateRun, type ProbeFindings } from "./probe.ts";
+
+import { oneCallVerdict } from "./oneCall.ts";
 import { quoteToken, type TokenQuote } from "./steps/tokenQuote.ts";
 import { chargeToken } from "./steps/tokenCharge.ts";
 import { maxCost, type MaxCost } from "./steps/maxCost.ts";
@@ -36,7 +40,10 @@ import { checkLanding } from "./steps/landing.ts";
 import { requireApproval } from "./steps/approval.ts";
 import { signLanding } from "./steps/sign.ts";
 import { commitSponsorship, type Committed } from "./steps/commit.ts";
-import { traced, type TraceSpan } from "../telemetry/trace.ts";
+import { chargeLanding, type ChargeLanded } from "./steps/chargeLanding.ts";
+import { ProbeRefused } from "../chain/probe.ts";
+import { readHoldings, type SenderHoldings } from "./simulation.ts";
+import { NO_SPAN, traced, type TraceSpan } from "../telemetry/trace.ts";
 
 export type { GasValues } from "./op.ts";
 export type { TokenQuote } from "./steps/tokenQuote.ts";
@@ -69,8 +76,9 @@ export async function stubPipeline(request: SponsorRequest, call: CallContext): 
   const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: false });
   const { gas, complete } = clientGas(target);
   checkCaps({ target, gas });
-  const paymasterData = stubPaymasterData(target, price, price?.estimateChargeMode);
-  const token = price && quoteToken({ target, gas, price, chargeMode: price.estimateChargeMode, paymasterData });
+  const chargeMode = estimateChargeMode(price?.holdings);
+  const paymasterData = stubPaymasterData(target, price, chargeMode);
+  const token = price && quoteToken({ target, gas, price, chargeMode, paymasterData });
   const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData, nativeUsd: price?.nativeUsd });
   // The gas rules judge the client's own gas only: the stub estimates none.
   if (complete) verdicts.push(...gasPolicy({ target, gas, cost, failing: "refuse" }));
@@ -95,27 +103,72 @@ export async function estimatePipeline(request: SponsorRequest, call: CallContex
 export async function sponsorPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
   const quoted = await quote(request, call, "refuse", true);
   await traced(call.trace, "step.requireApproval", requireApproval, quoted);
-  const committed = await signAndCommit(quoted);
+  const { committed, token } = quoted.deferredCharge ? await chargeAndCommit(quoted, quoted.deferredCharge) : { committed: await signAndCommit(quoted), token: quoted.token };
   const { target } = quoted;
   call.service.metrics?.sponsorshipsSigned.inc({ network: call.network.config.name, mode: target.mode.mode, version: request.version });
-  return pipelineResult(quoted, committed);
+  return pipelineResult({ ...quoted, token }, committed);
 }
 
 /**
- * Sign, then the final simulation beside the reservation. When the signed delegate was the one last read for
- * the sender (not waited for) and the simulation refuses the signature for another one the read names, once
- * more for that one.
+ * ERC-20 mode with the client's gas: the charge decided, signed and simulated on one probe (chargeLanding). A
+ * signature for a guessed delegate the simulation refuses is made again for the one the code read names, as in
+ * signAndCommit; a node without state overrides gets the holdings read, then the usual signature and final
+ * simulation.
+ */
+async function chargeAndCommit(quoted: Quoted, price: TokenPrice): Promise<ChargeLanded> {
+  const trace = quoted.target.call.trace;
+  const land = (q: Quoted) => traced(trace, "step.chargeLanding", chargeLanding, { ...q, price, paymasterData: stubPaymasterData(q.target, price, ChargeMode.PreCharge) });
+  try {
+    return await land(quoted);
+  } catch (refusal) {
+    if (refusal instanceof ProbeRefused) {
+      const holdings = await readHoldings(quoted.target, NO_SPAN);
+      const token = await traced(trace, "step.chargeToken", chargeToken, { ...quoted, price, holdings, paymasterData: stubPaymasterData(quoted.target, price, ChargeMode.PreCharge) });
+      return { committed: await signAndCommit({ ...quoted, token }), token };
+    }
+    const target = await correctedDelegate(quoted.delegate, refusal);
+    if (target === undefined) throw refusal;
+    return land({ ...quoted, target });
+  }
+}
+
+/**
+ * Sign, then (when the estimate's one simulation did not decide: src/sponsor/oneCall.ts) the final simulation,
+ * then the reservation. Without the final simulation nothing would check a delegate guessed for the sender, so
+ * the code read is waited for (it ran beside the estimate). When the signed delegate was the one last read for
+ * the sender (not waited for) and the final simulation refuses the signature for another one the read names,
+ * once more for that one.
  */
 async function signAndCommit(quoted: Quoted): Promise<Committed> {
   const trace = quoted.target.call.trace;
+  const commit = async (q: Quoted, simulate: boolean) =>
+    traced(trace, "step.commitSponsorship", commitSponsorship, { ...q, simulate, landing: await traced(trace, "step.signLanding", signLanding, q) });
+  if (!needsFinalSimulation(quoted)) return commit({ ...quoted, target: quoted.delegate.read ? await quoted.delegate.read : quoted.target }, false);
   try {
-    return await traced(trace, "step.commitSponsorship", commitSponsorship, { ...quoted, landing: await traced(trace, "step.signLanding", signLanding, quoted) });
+    return await commit(quoted, true);
   } catch (refusal) {
     const target = await correctedDelegate(quoted.delegate, refusal);
     if (target === undefined) throw refusal;
-    const corrected = { ...quoted, target };
-    return traced(trace, "step.commitSponsorship", commitSponsorship, { ...corrected, landing: await traced(trace, "step.signLanding", signLanding, corrected) });
+    return commit({ ...quoted, target }, true);
   }
+}
+
+/**
+ * Whether the signed op is simulated before its signature leaves: never with skipFinalSimulation; always for
+ * the client's gas (that simulation is the request's one chain call); after an estimate, unless its one
+ * simulation decided (oneCallVerdict), counted either way.
+ */
+function needsFinalSimulation({ target, token, findings, estimated }: Quoted): boolean {
+  const network = target.call.network.config;
+  if (network.skipFinalSimulation === true) return false;
+  if (!estimated) return true;
+  const { request, entry, window, mode } = target;
+  const verdict = oneCallVerdict({ version: request.version, entryPoint: entry.entryPoint, window, findings, token });
+  const labels = { network: network.name, mode: mode.mode, version: request.version };
+  const metrics = target.call.service.metrics;
+  if (verdict.oneCall) metrics?.oneCallSponsorships.inc(labels);
+  else metrics?.oneCallFallbacks.inc({ ...labels, reason: verdict.reason });
+  return !verdict.oneCall;
 }
 
 /** What every method but the stub decides before its own last steps. */
@@ -127,6 +180,11 @@ interface Quoted {
   verdicts: RuleVerdict[];
   /** The delegate `target` signs for, and the code read still in flight when that one is a guess. */
   delegate: DelegateToSign;
+  /** The estimate simulated (the client left a limit out), and what its probe found when it ran through one. */
+  estimated: boolean;
+  findings: ProbeFindings | undefined;
+  /** ERC-20 mode with the client's gas, signing: the charge is decided on the probe's holdings (chargeLanding), at this price. */
+  deferredCharge?: TokenPrice;
 }
 
 /**
@@ -143,17 +201,34 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   delegated.catch(() => undefined); // a failed read is raised where it is awaited, never unhandled meanwhile
   let target = judgesDelegates(resolved) ? await delegated : resolved;
   const verdicts = cheapPolicy({ target, failing });
-  const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: true });
   const client = clientGas(target);
+  // The estimate's probe reads the sender's token holdings in its one call, and so does the final simulation's
+  // (chargeLanding) when an ERC-20 sponsorship with the client's gas is signed; otherwise the price step reads them.
+  const probing = needsSimulation(client.gas) && probeUsable(target);
+  const deferCharge = signs && !needsSimulation(client.gas) && target.mode.mode === "erc20" && call.network.config.skipFinalSimulation !== true && probeUsable(target);
+  const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: !probing && !deferCharge });
   checkCaps({ target, gas: client.gas }); // the client's own values first: an over-cap limit must never reach the simulation
-  const estimateData = stubPaymasterData(target, price, price?.estimateChargeMode);
-  const gas = await traced(trace, "step.estimateGas", estimateGas, { target, gas: client.gas, paymasterData: estimateData });
+  const estimateData = stubPaymasterData(target, price, ChargeMode.PreCharge);
+  const known = price?.holdings && { chargeMode: estimateChargeMode(price.holdings) };
+  const estimate = await traced(trace, "step.estimateGas", estimateGas, { target, gas: client.gas, paymasterData: estimateData, ...known });
+  const { gas, run } = estimate;
   checkCaps({ target, gas });
-  const token = price && (await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, paymasterData: estimateData }));
+  const token =
+    price &&
+    (deferCharge
+      ? quoteToken({ target, gas, price, chargeMode: ChargeMode.PreCharge, paymasterData: estimateData })
+      : await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, holdings: holdingsOf(price, run), paymasterData: estimateData }));
   const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
   const delegate = signs ? await delegateToSign(target, delegated) : { target: await delegated };
-  return { target: delegate.target, gas, token, cost, verdicts, delegate };
+  return { target: delegate.target, gas, token, cost, verdicts, delegate, estimated: run !== undefined, findings: run?.findings, ...(deferCharge && price ? { deferredCharge: price } : {}) };
+}
+
+/** ERC-20 mode: the sender's holdings, read by the price step, else by the estimate's simulation (one of them always does). */
+function holdingsOf(price: TokenPrice, run: EstimateRun | undefined): SenderHoldings {
+  const holdings = price.holdings ?? run?.holdings;
+  if (holdings === undefined) throw new TypeError("ERC-20 mode: neither the price step nor the estimate read the sender's holdings");
+  return holdings;
 }
 
 /**
@@ -183,7 +258,7 @@ function stubPaymasterData(target: Target, price: TokenPrice | null, chargeMode:
 }
 
 /** The answer: the signed op's fields once committed, else the op's stub paymasterAndData. */
-function pipelineResult({ target, gas, cost, token, verdicts }: Omit<Quoted, "delegate">, committed?: Committed): PipelineResult {
+function pipelineResult({ target, gas, cost, token, verdicts }: Pick<Quoted, "target" | "gas" | "cost" | "token" | "verdicts">, committed?: Committed): PipelineResult {
   return {
     version: target.request.version,
     entryPoint: target.entry.entryPoint,

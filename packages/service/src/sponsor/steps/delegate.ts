@@ -15,7 +15,8 @@
  * delegate, the op is signed for the delegate last read for this sender (none, if never read:
  * src/sponsor/senderDelegates.ts) while the read goes on beside the simulation; should the simulation refuse
  * the signature and the read name another delegate, the op is signed and simulated again for that one
- * (`correctedDelegate`). Without the final simulation (skipFinalSimulation) the read is awaited before signing.
+ * (`correctedDelegate`). Without the final simulation (skipFinalSimulation, or when the estimate's one
+ * simulation decided: src/sponsor/oneCall.ts) the read is awaited before signing; it ran beside the estimate.
  */
 import { eip7702DelegateOfCode, type Address, type Hex } from "@paymaster/shared";
 import { RpcError } from "../../rpc/errors.ts";

@@ -9,7 +9,7 @@
  * (AA31), EXECUTION_REVERTED and TOKEN_ALLOWANCE_INSUFFICIENT (ERC-20: the paymaster could not charge).
  */
 import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
-import { simulateOp, type ExecutionResult, type SimulatedOp } from "../../chain/entryPoint.ts";
+import { simulateOp, type ExecutionResult, type SimulatedOp, type SimulationOutcome } from "../../chain/entryPoint.ts";
 import { RpcError } from "../../rpc/errors.ts";
 import { chainWait } from "../../timing.ts";
 import { tracedChain } from "../../chain/traced.ts";
@@ -32,12 +32,11 @@ export async function checkLanding({ target, op, token, signed }: LandingInput, 
   const { call, request, mode } = target;
   const chain = tracedChain(target.chain, span);
   const entryPoint = target.entry.entryPoint;
-  const timing = call.timing;
   const gas = gasOf(op);
   const { paymaster, paymasterData } = paymasterOf(op);
   // Only ERC-20 mode reads the paymaster's balance: viem's generic encoder is not worth running for the others.
   const read = mode.mode === "erc20" ? { to: mode.token.address, data: encodeFunctionData({ abi: erc20Abi as Abi, functionName: "balanceOf", args: [paymaster] }) } : undefined;
-  const [landing, callsFirst, heldBefore] = await chainWait(timing, () =>
+  const [landing, callsFirst, heldBefore] = await chainWait(call.timing, () =>
     Promise.all([
       simulateOp(chain.rpc, chain.simulator, entryPoint, op, read),
       // v0.6: the calls' own run alongside; its refusal is raised after the EntryPoint's (as one simulation would).
@@ -50,8 +49,31 @@ export async function checkLanding({ target, op, token, signed }: LandingInput, 
       mode.mode === "erc20" ? tokenRead(chain, mode.token.address, "balanceOf", [paymaster]) : Promise.resolve(0n),
     ]),
   );
+  const charged = (result: ExecutionResult) => {
+    const after = result.targetSuccess ? (decodeFunctionResult({ abi: erc20Abi as Abi, functionName: "balanceOf", data: result.targetResult }) as bigint) : 0n;
+    return after > heldBefore;
+  };
+  await judgeLanding({ target, op, token, signed, landing, callsRefusal: callsFirst, charged }, span);
+}
+
+export interface LandingJudgement {
+  target: Target;
+  op: SimulatedOp;
+  token: TokenQuote | null;
+  signed: boolean;
+  /** The op's simulation. */
+  landing: SimulationOutcome;
+  /** v0.6: the refusal its calls alone met (undefined: they passed). */
+  callsRefusal: unknown;
+  /** ERC-20 mode: whether the paymaster's token balance grew over the op. */
+  charged: (result: ExecutionResult) => boolean;
+}
+
+/** The verdict on a simulation of the op as it will land, in the order one simulation would refuse in (see above). */
+export async function judgeLanding({ target, op, token, signed, landing, callsRefusal, charged }: LandingJudgement, span: TraceSpan = NO_SPAN): Promise<void> {
+  const { call, request, mode } = target;
   if (!landing.ok) throw simulationError(landing.failure);
-  if (callsFirst !== undefined) throw callsFirst;
+  if (callsRefusal !== undefined) throw callsRefusal;
   const result: ExecutionResult = landing.result;
   if (signed && result.paymasterSigFailed) {
     throw new RpcError("SIMULATION_FAILED", "The EntryPoint would reject this user operation: AA34 signature error (the paymaster does not accept this service's signer)", {
@@ -59,18 +81,16 @@ export async function checkLanding({ target, op, token, signed }: LandingInput, 
       entryPointReason: "AA34 signature error",
     });
   }
+  const { paymaster, paymasterData } = paymasterOf(op);
   if (result.opSucceeded === false) {
-    await refuseRevertingCalls(timing, chain, entryPoint, request, gas, paymaster, paymasterData);
+    await refuseRevertingCalls(call.timing, tracedChain(target.chain, span), target.entry.entryPoint, request, gasOf(op), paymaster, paymasterData);
     if (mode.mode !== "erc20") throw new RpcError("EXECUTION_REVERTED", "The user operation's execution would fail", {});
   }
-  if (mode.mode === "erc20") {
-    const after = result.targetSuccess ? (decodeFunctionResult({ abi: erc20Abi as Abi, functionName: "balanceOf", data: result.targetResult }) as bigint) : 0n;
-    if (after <= heldBefore) {
-      throw new RpcError("TOKEN_ALLOWANCE_INSUFFICIENT", "The paymaster could not charge the token: approve the paymaster first, or in this op's own calls", {
-        token: mode.token.symbol,
-        paymaster,
-        required: token!.maxTokenCost.toString(),
-      });
-    }
+  if (mode.mode === "erc20" && !charged(result)) {
+    throw new RpcError("TOKEN_ALLOWANCE_INSUFFICIENT", "The paymaster could not charge the token: approve the paymaster first, or in this op's own calls", {
+      token: mode.token.symbol,
+      paymaster,
+      required: token!.maxTokenCost.toString(),
+    });
   }
 }

@@ -9,6 +9,7 @@ import { RpcError } from "../../rpc/errors.ts";
 import type { GasValues } from "../op.ts";
 import type { Target } from "./target.ts";
 import type { TokenPrice } from "./tokenPrice.ts";
+import type { SenderHoldings } from "../simulation.ts";
 import { quoteToken, type TokenQuote } from "./tokenQuote.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { serviceStore } from "../../store/traced.ts";
@@ -18,23 +19,25 @@ export interface TokenChargeInput {
   /** The final gas values. */
   gas: GasValues;
   price: TokenPrice;
+  /** The sender's balance and allowance to the paymaster (read by the price step or the estimate's probe). */
+  holdings: SenderHoldings;
   /** Stub paymaster data of the final length. */
   paymasterData: Hex;
 }
 
-export async function chargeToken({ target, gas, price, paymasterData }: TokenChargeInput, span: TraceSpan = NO_SPAN): Promise<TokenQuote> {
+export async function chargeToken({ target, gas, price, holdings, paymasterData }: TokenChargeInput, span: TraceSpan = NO_SPAN): Promise<TokenQuote> {
   if (target.mode.mode !== "erc20") throw new TypeError("chargeToken outside ERC-20 mode");
   const token = target.mode.token;
-  const quote = quoteToken({ target, gas, price, chargeMode: price.estimateChargeMode, paymasterData });
-  if (price.balance < quote.maxTokenCost) {
+  const quote = quoteToken({ target, gas, price, chargeMode: ChargeMode.PreCharge, paymasterData });
+  if (holdings.balance < quote.maxTokenCost) {
     throw new RpcError("TOKEN_BALANCE_INSUFFICIENT", undefined, {
       token: token.symbol,
       required: quote.maxTokenCost.toString(),
-      balance: price.balance.toString(),
+      balance: holdings.balance.toString(),
     });
   }
   const { maxTokenCost } = quote;
-  const chargeMode = price.allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
+  const chargeMode = holdings.allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
   // Charging in postOp trusts the op's own calls to leave the allowance in place, which a sender can defeat
   // for free (THREAT_MODEL.md, item 3): one whose postOp charge went unpaid gets pre-charge only.
   const { call, request } = target;

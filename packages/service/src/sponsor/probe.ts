@@ -1,0 +1,192 @@
+/**
+ * The estimate's simulation, made through the sponsorship probe (src/chain/probe.ts) when the node takes it:
+ * one eth_call that also reads what ERC-20 mode needs (the sender's holdings: they select the charge mode the
+ * op is simulated in) and what decides whether the signed op needs a simulation of its own
+ * (src/sponsor/oneCall.ts). Without the probe (a node that refused it), the same simulation as a plain
+ * eth_call, after the sender's holdings are read in ERC-20 mode.
+ *
+ * The probe's op is the estimate's: generous limits at a 1-wei price, the paymaster's final gas limits, stub
+ * paymaster data of the final length. In ERC-20 mode its exchange rate and charge cap are chosen so that the
+ * paymaster takes the signed op's path with amounts of a unit or two: a pre-charge of 2 units of which 1 is
+ * refunded (the signed op's pre-charge always leaves a refund, whose transfer its postOp pays for), a postOp
+ * charge of 1 unit; so the sender's holdings read after it tell what the op itself did with the token
+ * (docs/pipeline.md, "One round trip").
+ */
+import { ChargeMode, STUB_SIGNATURE, preChargeGasCostV06, preChargeGasCostV07, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { simulateOp, type SimulatedOp, type SimulationOutcome } from "../chain/entryPoint.ts";
+import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
+import { tracedChain } from "../chain/traced.ts";
+import { chainWait } from "../timing.ts";
+import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
+import type { NetworkChain } from "../context.ts";
+import { buildOp, paymasterDataFor, type GasValues } from "./op.ts";
+import { callsRefusal, readHoldings, type SenderHoldings } from "./simulation.ts";
+import type { Target } from "./steps/target.ts";
+
+/** The paymaster signature of the probe's variant: STUB_SIGNATURE with one bit of s flipped (it recovers too). */
+const VARIANT_SIGNATURE: Hex = `${STUB_SIGNATURE.slice(0, 128)}${(parseInt(STUB_SIGNATURE.slice(128, 130), 16) ^ 1).toString(16).padStart(2, "0")}${STUB_SIGNATURE.slice(130)}` as Hex;
+
+/**
+ * How much more gas our paymasters' validation may use with a signature they accept than with the stub: the
+ * branch that leaves the failure bit unset (PaymasterBase._validationData) costs 9 gas more, measured in every
+ * version (test/oneCall.test.ts). The estimate runs the paymaster under its final verification limit less this, so
+ * that the signed op's paymaster validation fits whenever the estimate's did.
+ */
+export const ACCEPTED_SIGNATURE_GAS = 100n;
+
+/** The charge cap of the probe's paymaster data: it pre-charges 2 units (and refunds 1), or charges 1 in postOp. */
+export const PROBE_MAX_TOKEN_CHARGE = 2n;
+
+/** What the estimate's simulation found. */
+export interface EstimateRun {
+  outcome: SimulationOutcome;
+  /** The paymaster data it ran (ERC-20: of the charge mode the sender's allowance selected). */
+  paymasterData: Hex;
+  /** ERC-20 mode: the sender's balance and allowance to the paymaster before the op. */
+  holdings?: SenderHoldings;
+  /** Set when it ran through the probe: what oneCall.ts decides on. */
+  findings?: ProbeFindings;
+}
+
+/** What the probe tells beyond the estimate (src/sponsor/oneCall.ts reads it). */
+export interface ProbeFindings {
+  signerAccepted: boolean;
+  /** A variant of the op (other gas values, fees and paymaster signature bytes) was validated at the same cost, with the same answer from the account. */
+  accountAgnostic: boolean;
+  /** v0.7 / v0.8: the execution and postOp succeeded; v0.6: the op's calls alone did. */
+  executionSucceeded: boolean;
+  /** ERC-20 mode: the op ran charged up front (else in postOp). */
+  preCharge: boolean;
+  /** ERC-20 mode: the sender's holdings before the op and right after it (undefined when it failed). */
+  holdings?: { before: Holdings; after: Holdings | undefined };
+}
+
+export interface EstimateSimulationInput {
+  target: Target;
+  /** The estimate's generous gas values at a 1-wei price. */
+  gas: GasValues;
+  /** ERC-20 mode: the charge mode to simulate when the sender's holdings were read already (else they select it). */
+  chargeMode?: ChargeMode;
+}
+
+/** The estimate's simulation: through the probe when the node takes it, else a plain eth_call. */
+export async function simulateEstimate({ target, gas, chargeMode }: EstimateSimulationInput, span: TraceSpan = NO_SPAN): Promise<EstimateRun> {
+  if (probeUsable(target)) {
+    try {
+      return await probeEstimate(target, gas, span);
+    } catch (error) {
+      if (!(error instanceof ProbeRefused)) throw error;
+      refuseProbe(target, error);
+    }
+  }
+  return plainEstimate(target, gas, chargeMode, span);
+}
+
+async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): Promise<EstimateRun> {
+  const { request, entry, paymaster, mode, chain, call } = target;
+  const rate = probeRate(target, gas);
+  const runFor = (chargeMode: ChargeMode) => probeRun(target, gas, chargeMode, rate);
+  const run = runFor(ChargeMode.InPostOp);
+  const erc20 = mode.mode === "erc20" ? { token: mode.token.address, preChargeFrom: 1n, preCharge: runFor(ChargeMode.PreCharge) } : undefined;
+  const input = { entryPoint: entry.entryPoint, paymaster, signer: chain.signer.address, sender: request.userOp.sender, callData: request.userOp.callData, run, ...(erc20 ? { erc20 } : {}) };
+  const result = await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input));
+  const made = result.preCharge && erc20 ? erc20.preCharge : run;
+  return {
+    outcome: result.simulation,
+    paymasterData: paymasterDataOf(made.op),
+    ...(result.holdings ? { holdings: result.holdings.before } : {}),
+    findings: findingsOf(result),
+  };
+}
+
+/** One charge mode's run: the op, the account check (its variant), and (v0.6) the op without its calls. */
+function probeRun(target: Target, gas: GasValues, chargeMode: ChargeMode, rate: bigint): ProbeRun {
+  const { request } = target;
+  const data = paymasterDataFor(target, rate, chargeMode, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
+  const variantGas = { ...gas, verificationGasLimit: gas.verificationGasLimit + 1n, callGasLimit: gas.callGasLimit + 1n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n };
+  // The variant's rate is the op's: at twice the price its pre-charge reaches the same cap of 2 units.
+  const variantData = paymasterDataFor(target, rate, chargeMode, VARIANT_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
+  const run: ProbeRun = { op: buildOp(request, gas, target.paymaster, data), variant: buildOp(request, variantGas, target.paymaster, variantData) };
+  if (request.version === "v0.6") run.withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, target.paymaster, data);
+  return run;
+}
+
+/**
+ * The estimate's exchange rate for `gas` (a 1-wei price; ERC-20 mode, else 0): the rate at which the most the op
+ * may be charged (its pre-charge's wei at this price) is just over one token unit, so that the pre-charge,
+ * capped at PROBE_MAX_TOKEN_CHARGE, is 2 units and what the op really costs is 1 (a refund of 1, as the signed
+ * op's pre-charge leaves one); a charge in postOp is 1 unit.
+ */
+function probeRate(target: Target, gas: GasValues): bigint {
+  if (target.mode.mode !== "erc20") return 0n;
+  const op = buildOp(target.request, gas, target.paymaster, paymasterDataFor(target, 1n, ChargeMode.PreCharge, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE));
+  const preChargeWei = op.version === "v0.6" ? preChargeGasCostV06(op.userOp, target.postOpGas) : preChargeGasCostV07(op.userOp);
+  return EXCHANGE_RATE_SCALE / preChargeWei + 1n;
+}
+
+/** tokenCost's scale: an exchange rate is token units per 1e18 wei. */
+const EXCHANGE_RATE_SCALE = 10n ** 18n;
+
+function findingsOf(result: ProbeResult): ProbeFindings {
+  const { simulation, variant, calls } = result;
+  const executed = simulation.ok ? simulation.result : undefined;
+  const accountAgnostic = executed !== undefined && variant?.ok === true && sameValidation(variant, executed);
+  const executionSucceeded = executed !== undefined && (calls !== undefined ? callsRefusal(calls) === undefined : executed.opSucceeded === true);
+  return { signerAccepted: result.signerAccepted, accountAgnostic, executionSucceeded, preCharge: result.preCharge, ...(result.holdings ? { holdings: result.holdings } : {}) };
+}
+
+/**
+ * How far apart the same validation's gas may be in simulateValidation and simulateHandleOp: the two enter
+ * validation with different amounts of memory in use, and memory costs quadratically, so identical code costs
+ * a few gas more or less in one than in the other (0-2 gas measured with SimpleAccount, v0.6 to v0.8).
+ */
+export const VALIDATION_GAS_TOLERANCE = 100n;
+
+/** The variant's validation cost what the op's did (within the tolerance) and the account answered the same. */
+function sameValidation(variant: { preOpGas: bigint; accountValidationData: bigint | undefined }, executed: { preOpGas: bigint; accountValidationData: bigint | undefined }): boolean {
+  const apart = variant.preOpGas - executed.preOpGas;
+  return apart <= VALIDATION_GAS_TOLERANCE && -apart <= VALIDATION_GAS_TOLERANCE && variant.accountValidationData === executed.accountValidationData;
+}
+
+/** The estimate's simulation without the probe: ERC-20 mode reads the holdings first when not read yet. */
+async function plainEstimate(target: Target, gas: GasValues, known: ChargeMode | undefined, span: TraceSpan): Promise<EstimateRun> {
+  const { request, entry, paymaster, chain, call } = target;
+  const holdings = target.mode.mode === "erc20" && known === undefined ? await readHoldings(target, span) : undefined;
+  const chargeMode = known ?? estimateChargeMode(holdings);
+  const paymasterData = paymasterDataFor(target, probeRate(target, gas), chargeMode, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
+  const op = buildOp(request, gas, paymaster, paymasterData);
+  const traced = tracedChain(chain, span);
+  const outcome = await chainWait(call.timing, () => simulateOp(traced.rpc, chain.simulator, entry.entryPoint, op));
+  return { outcome, paymasterData, ...(holdings ? { holdings } : {}) };
+}
+
+/** The charge mode an estimate runs in: at a 1-wei price any allowance covers a pre-charge. */
+export function estimateChargeMode(holdings: SenderHoldings | undefined): ChargeMode {
+  return holdings === undefined || holdings.allowance === 0n ? ChargeMode.InPostOp : ChargeMode.PreCharge;
+}
+
+function paymasterDataOf(op: SimulatedOp): Hex {
+  return op.version === "v0.6" ? (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex) : op.userOp.paymasterData!;
+}
+
+// ---- the node's refusal, remembered: a node without state overrides refuses every probe.
+/** How long a refusal keeps the probe off for the network's version before it is tried again. */
+export const PROBE_RETRY_MS = 10 * 60_000;
+const refusedUntil = new WeakMap<NetworkChain, Map<EntryPointVersion, number>>();
+
+/** Whether the probe may be tried for the target's network and version. */
+export function probeUsable(target: Target): boolean {
+  const until = refusedUntil.get(target.chain)?.get(target.request.version);
+  return until === undefined || Date.now() >= until;
+}
+
+/** Remembers that the node refused the probe for the target's network and version (one warning per 10 minutes). */
+export function refuseProbe(target: Target, error: ProbeRefused): void {
+  const versions = refusedUntil.get(target.chain) ?? new Map<EntryPointVersion, number>();
+  versions.set(target.request.version, Date.now() + PROBE_RETRY_MS);
+  refusedUntil.set(target.chain, versions);
+  target.call.service.logger.warn(
+    { network: target.call.network.config.name, version: target.request.version, err: error.message },
+    "the node refused the sponsorship probe (state overrides?): sponsorships estimate and simulate apart for the next 10 minutes",
+  );
+}

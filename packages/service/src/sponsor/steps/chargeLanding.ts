@@ -1,0 +1,85 @@
+/**
+ * Step (signing methods, ERC-20 mode with the client's gas): the charge decision, the final simulation and the
+ * reservation, on ONE chain call. The charge mode depends on the sender's allowance, which nothing else reads for
+ * this request, and the signature covers the mode: so the op is signed for both modes, and the sponsorship probe
+ * (src/chain/probe.ts) reads the sender's holdings and simulates, as the final simulation would, the op signed
+ * for the mode that allowance selects (pre-charge when it covers the maximum token cost: the charge step's rule),
+ * the paymaster's token balance read around it. The charge step then decides on those holdings (the same mode),
+ * the simulation is judged as the final one is (landing.ts: AAxx, our signature, the calls, the charge showing),
+ * and the op is reserved. Raises the charge step's, the landing's and the reserve step's errors; ProbeRefused
+ * when the node took no state overrides (the pipeline then reads the holdings and simulates apart).
+ */
+import { ChargeMode, type Hex } from "@paymaster/shared";
+import { probeSponsorship, ProbeRefused, type ProbeRun } from "../../chain/probe.ts";
+import type { SimulatedOp } from "../../chain/entryPoint.ts";
+import { tracedChain } from "../../chain/traced.ts";
+import { chainWait } from "../../timing.ts";
+import { NO_SPAN, traced, type TraceSpan } from "../../telemetry/trace.ts";
+import { buildOp, gasOf, paymasterOf, type GasValues } from "../op.ts";
+import { refuseProbe } from "../probe.ts";
+import { callsRefusal } from "../simulation.ts";
+import { chargeToken } from "./tokenCharge.ts";
+import { commitSponsorship, type Committed } from "./commit.ts";
+import { judgeLanding } from "./landing.ts";
+import type { MaxCost } from "./maxCost.ts";
+import { signLanding } from "./sign.ts";
+import type { Target } from "./target.ts";
+import type { TokenPrice } from "./tokenPrice.ts";
+import { quoteToken, type TokenQuote } from "./tokenQuote.ts";
+
+export interface ChargeLandingInput {
+  target: Target;
+  /** The client's gas values, caps-checked. */
+  gas: GasValues;
+  cost: MaxCost;
+  price: TokenPrice;
+  /** Stub paymaster data of the final length (prices the maximum token cost). */
+  paymasterData: Hex;
+}
+
+export interface ChargeLanded {
+  committed: Committed;
+  /** The charge as decided and signed. */
+  token: TokenQuote;
+}
+
+export async function chargeLanding({ target, gas, cost, price, paymasterData }: ChargeLandingInput, span: TraceSpan = NO_SPAN): Promise<ChargeLanded> {
+  if (target.mode.mode !== "erc20") throw new TypeError("chargeLanding outside ERC-20 mode");
+  const { request, entry, chain, call } = target;
+  const quoteFor = (chargeMode: ChargeMode) => quoteToken({ target, gas, price, chargeMode, paymasterData });
+  const maxTokenCost = quoteFor(ChargeMode.PreCharge).maxTokenCost;
+  const [preCharged, chargedInPostOp] = await Promise.all([
+    signLanding({ target, gas, cost, token: quoteFor(ChargeMode.PreCharge) }),
+    signLanding({ target, gas, cost, token: quoteFor(ChargeMode.InPostOp) }),
+  ]);
+  const input = {
+    entryPoint: entry.entryPoint,
+    paymaster: target.paymaster,
+    signer: chain.signer.address,
+    sender: request.userOp.sender,
+    callData: request.userOp.callData,
+    run: signedRun(target, chargedInPostOp),
+    erc20: { token: target.mode.token.address, preChargeFrom: maxTokenCost, preCharge: signedRun(target, preCharged) },
+  };
+  const result = await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input)).catch((error: unknown) => {
+    if (error instanceof ProbeRefused) refuseProbe(target, error);
+    throw error;
+  });
+  const { before, after } = result.holdings!;
+  const token = await traced(span, "step.chargeToken", chargeToken, { target, gas, price, holdings: before, paymasterData });
+  // The charge step's rule is the probe's (the allowance against the maximum token cost): the mode simulated is the one decided.
+  const landing = token.chargeMode === ChargeMode.PreCharge ? preCharged : chargedInPostOp;
+  if (result.preCharge !== (token.chargeMode === ChargeMode.PreCharge)) throw new Error("chargeLanding: the probe simulated another charge mode than the charge step decided");
+  const charged = () => after !== undefined && after.paymasterBalance > before.paymasterBalance;
+  await judgeLanding({ target, op: landing, token, signed: true, landing: result.simulation, callsRefusal: result.calls && callsRefusal(result.calls), charged }, span);
+  const committed = await traced(span, "step.commitSponsorship", commitSponsorship, { target, landing, cost, token, simulate: false });
+  return { committed, token };
+}
+
+/** The probe's run for a signed op: simulated as it will land; v0.6 with its calls alone beside. */
+function signedRun(target: Target, op: SimulatedOp): ProbeRun {
+  if (op.version !== "v0.6") return { op };
+  const { paymaster, paymasterData } = paymasterOf(op);
+  const request = target.request;
+  return { op, withoutCalls: buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gasOf(op), paymaster, paymasterData) };
+}
