@@ -3,7 +3,7 @@
  * mock-paymaster on the same local chain (everything on 127.0.0.1).
  *
  *   pnpm --filter @paymaster/service bench -- [--peer] [--alto] [--rounds 2] [--ops 120] [--sequential 40]
- *       [--concurrency 8] [--land-every 10] [--warmup 300] [--skip-final] [--cpu-prof DIR] [--rpc-delay-ms 25]
+ *       [--concurrency 8] [--land-every 10] [--warmup 300] [--skip-final] [--cpu-prof DIR] [--rpc-delay-ms 25] [--dev-clock]
  *       [--modes sponsor,erc20,user]
  *       [--url URL --context JSON --chain NODE_URL --manifest deployment.json [--chain-pid PID]]
  *
@@ -34,6 +34,8 @@
  *   bench/criticalPath.ts), in every mode, and the run ends with issue 45's goals (one round trip + 5 ms for
  *   stub + data and for pm_sponsorUserOperation in each mode, one chain call on each one's critical path; with
  *   the peer, throughput ratios).
+ * - `--dev-clock`: our service keeps `chainClock: "auto"` on the local chain (each signing request reads the
+ *   development chain's fresh clocks beside its chain call); by default "wall", the clock a public chain keeps.
  * Bounded: at most 2000 ops per phase and 300 s in all, then it stops by itself.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -74,6 +76,7 @@ const { values } = parseArgs({
     "land-every": { type: "string", default: "10" },
     warmup: { type: "string", default: "300" },
     "skip-final": { type: "boolean", default: false },
+    "dev-clock": { type: "boolean", default: false },
     "cpu-prof": { type: "string" },
     "rpc-delay-ms": { type: "string" },
     modes: { type: "string", default: "sponsor,erc20,user" },
@@ -162,6 +165,7 @@ if (values.url) {
     BENCH_SIGNER_KEY: chain.signerKey ?? devKey(1),
     BENCH_DATA_DIR: dataDir,
     ...(values["skip-final"] ? { BENCH_SKIP_FINAL: "1" } : {}),
+    BENCH_CHAIN_CLOCK: values["dev-clock"] ? "auto" : "wall",
   });
   const strategyCode = (ours.context as { strategy_code: string }).strategy_code;
   systems.push({
@@ -614,7 +618,7 @@ try {
     ...(modes.includes("user") ? [{ name: SPONSOR_PATH.user, work: (s: System) => sponsorOp(s, "user"), applies: isOurs, fund: creditTanks }] : []),
   ];
   if (distance) console.log(`the systems reach the chain through a forwarder adding ${distance.delayMs} ms to each call's round trip (half each way)`);
-  console.log(`bench: chain ${chain.url}; systems: ${systems.map((s) => `${s.name} ${s.url.replace(/apiKey=.*/, "apiKey=…")}`).join("; ")}`);
+  console.log(`bench: chain ${chain.url}; systems: ${systems.map((s) => `${s.name} ${s.url.replace(/apiKey=.*/, "apiKey=…")}`).join("; ")}; our chain clock ${values["dev-clock"] ? "auto (a development chain's fresh clocks read per request)" : "wall (as on a public chain)"}`);
   // Warm-up, every system alike and unmeasured: connections, caches and the JIT's optimized code, so the rounds
   // measure the steady state a long-running service is in rather than its first few hundred requests.
   for (const system of systems) {

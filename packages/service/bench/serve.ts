@@ -6,6 +6,9 @@
  *   BENCH_SYSTEM_CHAIN_URL (optional: the chain URL the system itself uses, e.g. the bench's delaying forwarder,
  *   bench/forwarder.ts; set-up calls go to BENCH_CHAIN_URL)
  *   BENCH_ALTO_URL (peer)  BENCH_DATA_DIR (ours)  BENCH_DATABASE_URL (ours, optional: PostgreSQL)
+ *   BENCH_DEMO (ours, optional: {apiKey, strategyCode} of the demo another replica on the same database seeded)
+ *   BENCH_CHAIN_CLOCK=auto|wall (ours, default wall: the clock a public chain keeps, so the bench measures what a
+ *   hosted network costs; auto reads a development chain's fresh clocks in every signing request, chainClock.ts)
  *   BENCH_SIGNER=pkcs11 (ours, optional: the signer's key created in a throwaway SoftHSM2 token and accepted on
  *   chain by the owner, dev account #0; else the key in memory)
  * Prints one line `READY {json}` (url: the standard dialect, context; ours also v1Url, metricsUrl, signer and
@@ -41,7 +44,8 @@ const stops: (() => Promise<unknown>)[] = [];
 
 if (env("BENCH_SYSTEM") === "ours") {
   const manifest = await readManifest(env("BENCH_MANIFEST"));
-  const memoryNetwork = localNetworkConfig({ manifest, rpcUrl: systemChainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex });
+  const chainClock = process.env.BENCH_CHAIN_CLOCK === "auto" ? "auto" : "wall";
+  const memoryNetwork = { ...localNetworkConfig({ manifest, rpcUrl: systemChainUrl, signerKey: env("BENCH_SIGNER_KEY") as Hex }), chainClock } as const;
   const network = process.env.BENCH_SIGNER === "pkcs11" ? await tokenSignedNetwork(memoryNetwork, manifest) : memoryNetwork;
   const embedded = embeddedConfig(process.env.BENCH_SKIP_FINAL === "1" ? { ...network, skipFinalSimulation: true } : network, env("BENCH_DATA_DIR"), 0, "silent");
   // BENCH_DATABASE_URL: the store on PostgreSQL instead of the SQLite file.
@@ -60,7 +64,10 @@ if (env("BENCH_SYSTEM") === "ours") {
   stops.push(() => running.close());
   await running.initialised;
   const accounts = (await request("eth_accounts", [])) as Address[];
-  const demo = await seedDemo(running.service.store, request, manifest, accounts[0]!, accounts[3]!);
+  // BENCH_DEMO: a second replica on the first one's database serves the demo project it seeded.
+  const demo = process.env.BENCH_DEMO
+    ? (JSON.parse(process.env.BENCH_DEMO) as { apiKey: string; strategyCode: string })
+    : await seedDemo(running.service.store, request, manifest, accounts[0]!, accounts[3]!);
   // The floor the bench compares against: the same eth_call through a bare forwarder in this process (to the
   // chain as the service reaches it).
   const forwarder = await startForwarder(systemChainUrl);

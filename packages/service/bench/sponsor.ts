@@ -3,7 +3,7 @@
  *
  *   pnpm --filter @paymaster/service bench:own -- [--concurrency 8] [--requests 400] [--method sponsor|data|stub]
  *       [--mode sponsor|erc20|user] [--version v0.6|v0.7] [--signer memory|pkcs11] [--billing] [--postgres URL] [--cpu-prof DIR]
- *       [--rpc-delay-ms 25] [--traces] [--traces-ratio 0.1]
+ *       [--rpc-delay-ms 25] [--traces] [--traces-ratio 0.1] [--db-delay-ms 2.5] [--replicas 2] [--caps] [--dev-clock]
  *
  * Three processes: the local chain (the contracts package's start-local), our service (bench/serve.ts: the
  * embedded configuration, its metrics listener on) and this client, so each one's CPU is read apart from /proc
@@ -29,8 +29,16 @@
  * traces on in the service, every request sampled (OTEL_TRACES_SAMPLER=always_on), exported over OTLP/HTTP to a
  * receiver in this process (test/helpers/otlpReceiver.ts); the spans received per request are printed.
  * `--traces-ratio R` (with --traces): a share R of the calls sampled instead (traceidratio), the rest traced
- * but not recorded, as a production deployment would sample. Bounded: at most 5000 requests per phase and
- * 120 s in all, then it stops by itself.
+ * but not recorded, as a production deployment would sample. `--db-delay-ms MS` (with --postgres): the service
+ * reaches PostgreSQL through a forwarder process adding MS to every round trip (a managed database's distance,
+ * bench/dbDistance.ts), which counts them: the phases print the round trips to the database per request (all of the
+ * service's database work, the settlement watcher's included). `--replicas 2`: a second service process on the
+ * same database (with --postgres) serving the same demo project; requests alternate between them. `--caps`: the
+ * demo strategy gets caps (global, daily and per sender, never reached), so every reservation checks them.
+ * `--dev-clock`: the local chain's network keeps `chainClock: "auto"` (every signing request reads the development
+ * chain's fresh clocks beside its chain call, src/sponsor/chainClock.ts); by default the bench sets "wall", the clock
+ * a public chain keeps, so its figures are what a hosted network costs.
+ * Bounded: at most 5000 requests per phase and 120 s in all, then it stops by itself.
  */
 import { mkdtempSync } from "node:fs";
 import { Agent, request as httpRequest } from "node:http";
@@ -48,6 +56,7 @@ import { cpuSecondsOf, startChainProcess } from "./chainProcess.ts";
 import { startSystemProcess } from "./systemProcess.ts";
 import { throwawayDatabase } from "./postgres.ts";
 import { startRpcDistance } from "./forwarder.ts";
+import { startDbDistance } from "./dbDistance.ts";
 import { criticalPath, describeAddedDelay, describePaths, type PathCount } from "./criticalPath.ts";
 import { startOtlpReceiver } from "../test/helpers/otlpReceiver.ts";
 
@@ -66,8 +75,14 @@ const { values } = parseArgs({
     "rpc-delay-ms": { type: "string" },
     traces: { type: "boolean", default: false },
     "traces-ratio": { type: "string" },
+    "db-delay-ms": { type: "string" },
+    replicas: { type: "string", default: "1" },
+    caps: { type: "boolean", default: false },
+    "dev-clock": { type: "boolean", default: false },
   },
 });
+const replicaCount = Math.max(1, Math.min(2, Number(values.replicas)));
+if ((values["db-delay-ms"] !== undefined || replicaCount > 1) && values.postgres === undefined) throw new Error("--db-delay-ms and --replicas need --postgres");
 const concurrency = Math.max(1, Math.min(64, Number(values.concurrency)));
 const requests = Math.max(10, Math.min(5000, Number(values.requests)));
 const method = values.method as "sponsor" | "data" | "stub";
@@ -94,13 +109,26 @@ const tracingEnv: Record<string, string> = receiver
       ...(values["traces-ratio"] === undefined ? { OTEL_TRACES_SAMPLER: "always_on" } : { OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: values["traces-ratio"] }),
     }
   : { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "", OTEL_TRACES_EXPORTER: "none" };
-const service = await startSystemProcess("ours", {
-  chainUrl: chainProcess.url,
-  ...(distance ? { systemChainUrl: distance.url } : {}),
-  manifestPath,
-  env: { BENCH_SIGNER_KEY: chainProcess.signerKey, BENCH_DATA_DIR: dataDir, BENCH_SIGNER: values.signer, ...(postgres ? { BENCH_DATABASE_URL: postgres.url } : {}), ...tracingEnv },
-  ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
-});
+const wire = postgres && values["db-delay-ms"] !== undefined ? await startDbDistance(postgres.url, Number(values["db-delay-ms"])) : undefined;
+const startReplica = (demo?: { apiKey: string; strategyCode: string }) =>
+  startSystemProcess("ours", {
+    chainUrl: chainProcess.url,
+    ...(distance ? { systemChainUrl: distance.url } : {}),
+    manifestPath,
+    env: {
+      BENCH_SIGNER_KEY: chainProcess.signerKey,
+      BENCH_DATA_DIR: dataDir,
+      BENCH_SIGNER: values.signer,
+      BENCH_CHAIN_CLOCK: values["dev-clock"] ? "auto" : "wall",
+      ...(postgres ? { BENCH_DATABASE_URL: wire?.url ?? postgres.url } : {}),
+      ...(demo ? { BENCH_DEMO: JSON.stringify(demo) } : {}),
+      ...tracingEnv,
+    },
+    ...(values["cpu-prof"] ? { cpuProfDir: values["cpu-prof"] } : {}),
+  });
+const service = await startReplica();
+const demo = { apiKey: new URL(service.url).searchParams.get("apiKey")!, strategyCode: (service.context as { strategy_code: string }).strategy_code };
+const replicas = [service, ...(replicaCount > 1 ? [await startReplica(demo)] : [])];
 const rpc = createChainRpc(chainProcess.url, { timeoutMs: 60_000 });
 const request = (name: string, params: unknown[]) => rpc.request<unknown>(name, params);
 const manifest = await readManifest(manifestPath);
@@ -115,13 +143,17 @@ await request("eth_sendTransaction", [{ from: owner, to: entry.simpleAccountFact
 const senderWord = (await request("eth_call", [{ to: entry.simpleAccountFactory, data: encodeFunctionData({ abi: factoryAbi, functionName: "getAddress", args: [owner, 0n] }) }, "latest"])) as Hex;
 const sender = `0x${senderWord.slice(-40)}` as Address;
 const callData: Hex = executeCallData(owner);
-if (mode === "user" || values.billing) {
+if (mode === "user" || values.billing || values.caps) {
   // The service's store (several processes may share it): the sender's gas tank; the projects' billing.
   const store = await openStore({ databasePath: path.join(dataDir, "paymaster.sqlite"), ...(postgres ? { databaseUrl: postgres.url } : {}) });
   if (mode === "user") {
     await store.creditGasTank("local", sender, 10n ** 21n, "bench");
     // The tank's owner lets the bench key's project draw from it (User Sponsor mode refuses a project it has not allowed).
     for (const project of await store.listProjects()) await store.setGasTankConsent({ network: "local", sender, projectId: project.id, allowed: true, changedBy: "bench" });
+  }
+  if (values.caps) {
+    const strategy = (await store.getStrategyByCode(strategyCode))!;
+    await store.setStrategyRules(strategy.id, { ...strategy.rules, caps: { global: { maxOps: 10_000_000 }, daily: { maxUsd: "100000000" }, perSender: { maxOps: 10_000_000 } } });
   }
   if (values.billing) {
     for (const project of await store.listProjects()) {
@@ -152,8 +184,9 @@ if (mode === "sponsor") extra.strategy_code = strategyCode;
 if (mode === "erc20") extra.token = "USDC";
 
 let nonceKey = 1n;
-/** The next request: [url, body]. */
+/** The next request: [url, body], alternating between the replicas. */
 function next(): [string, string] {
+  const service = replicas[Number(nonceKey % BigInt(replicas.length))]!;
   const nonce = `0x${(nonceKey++ << 64n).toString(16)}`;
   const op = { sender, nonce, ...(version === "v0.6" ? { initCode: "0x" } : {}), callData, signature: STUB_SIGNATURE };
   if (method === "sponsor") {
@@ -211,7 +244,7 @@ const FAILOVERS = " failovers";
  * another upstream (paymaster_rpc_failovers_total): what retries and failover cost, off the happy path.
  */
 async function chainCalls(): Promise<Map<string, number>> {
-  const text = await (await fetch(service.metricsUrl!)).text();
+  const text = (await Promise.all(replicas.map(async (r) => (await fetch(r.metricsUrl!)).text()))).join("\n");
   const calls = new Map<string, number>([[FAILED, 0], [FAILOVERS, 0]]);
   const add = (key: string, n: number) => calls.set(key, (calls.get(key) ?? 0) + n);
   for (const match of text.matchAll(/^paymaster_rpc_requests_total\{([^}]*)\} (\d+)/gm)) {
@@ -239,6 +272,8 @@ interface Phase {
   /** With --rpc-delay-ms: each request's critical path (read it when one request ran at a time), and what the forwarder added per call. */
   paths: PathCount[] | undefined;
   added: string | undefined;
+  /** With --db-delay-ms: round trips to the database per request, counted on the wire. */
+  dbRoundTrips: number | undefined;
 }
 
 async function run(count: number, parallel: number): Promise<Phase> {
@@ -246,7 +281,8 @@ async function run(count: number, parallel: number): Promise<Phase> {
   let issued = 0;
   const callsBefore = await chainCalls();
   if (distance) distance.calls.length = 0; // each phase's windows are read against its own calls
-  const serviceCpu = cpuSecondsOf(service.pid);
+  const serviceCpu = replicas.reduce((sum, r) => sum + cpuSecondsOf(r.pid), 0);
+  await wire?.roundTrips(true);
   const chainCpu = cpuSecondsOf(chainProcess.pid);
   const clientCpu = process.cpuUsage();
   const started = performance.now();
@@ -260,7 +296,8 @@ async function run(count: number, parallel: number): Promise<Phase> {
   );
   const seconds = (performance.now() - started) / 1000;
   const client = process.cpuUsage(clientCpu);
-  const serviceCpuMs = ((cpuSecondsOf(service.pid) - serviceCpu) * 1000) / samples.length;
+  const serviceCpuMs = ((replicas.reduce((sum, r) => sum + cpuSecondsOf(r.pid), 0) - serviceCpu) * 1000) / samples.length;
+  const dbRoundTrips = wire ? (await wire.roundTrips()) / samples.length : undefined;
   const chainCpuMs = ((cpuSecondsOf(chainProcess.pid) - chainCpu) * 1000) / samples.length;
   const callsAfter = await chainCalls();
   // The poller's eth_blockNumber runs on a timer whatever the load: counted too, it is part of the cost.
@@ -270,7 +307,7 @@ async function run(count: number, parallel: number): Promise<Phase> {
   const paths = distance ? samples.map((s) => criticalPath(distance.calls, s.window)) : undefined;
   const added = distance ? describeAddedDelay(distance.calls) : undefined;
   const forwarded = distance ? distance.calls.length / samples.length : undefined;
-  return { samples, seconds, serviceCpuMs, chainCpuMs, clientCpuMs: (client.user + client.system) / 1000 / samples.length, calls, setBacks, forwarded, paths, added };
+  return { samples, seconds, serviceCpuMs, chainCpuMs, clientCpuMs: (client.user + client.system) / 1000 / samples.length, calls, setBacks, forwarded, paths, added, dbRoundTrips };
 }
 
 function percentile(values: number[], p: number): number {
@@ -295,13 +332,17 @@ function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: nu
   const attempts = phase.calls.reduce((sum, [, n]) => sum + n, 0) + phase.setBacks.failed;
   const seen = phase.forwarded === undefined ? "" : `; the forwarder passed ${phase.forwarded.toFixed(2)} calls per request against the service's ${attempts.toFixed(2)} attempts`;
   console.log(`  retries and failover per request: attempts without an answer ${phase.setBacks.failed.toFixed(2)}, failovers ${phase.setBacks.failovers.toFixed(2)}${seen}`);
+  if (phase.dbRoundTrips !== undefined) console.log(`  round trips to the database per request (all the service's database work, counted on the wire): ${phase.dbRoundTrips.toFixed(2)}`);
   return { ownP50: percentile(col((s) => s.ownMs), 50), serviceCpuMs: phase.serviceCpuMs };
 }
 
 try {
   const methodName = { sponsor: "pm_sponsorUserOperation (the service estimates gas)", data: "pm_getPaymasterData (client gas)", stub: "pm_getPaymasterStubData" }[method];
-  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}, billing ${values.billing ? "on" : "off"}, traces ${receiver ? `on (${values["traces-ratio"] === undefined ? "every request" : `a share ${values["traces-ratio"]} of the requests`} sampled, OTLP/HTTP to a receiver in this process)` : "off"}; service, chain and client in processes of their own`);
+  console.log(`bench:own: ${methodName}, mode ${mode}, EntryPoint ${version}, signer ${service.signer}, store ${postgres ? "PostgreSQL" : "SQLite"}, chain clock ${values["dev-clock"] ? "auto (fresh clocks read per request)" : "wall"}, billing ${values.billing ? "on" : "off"}, traces ${receiver ? `on (${values["traces-ratio"] === undefined ? "every request" : `a share ${values["traces-ratio"]} of the requests`} sampled, OTLP/HTTP to a receiver in this process)` : "off"}; service, chain and client in processes of their own`);
   if (distance) console.log(`the service reaches the chain through a forwarder adding ${distance.delayMs} ms to each call's round trip (half each way)`);
+  if (wire) console.log(`the service reaches PostgreSQL through a forwarder adding ${wire.delayMs} ms to each round trip (select 1: ${(await wire.selectOneMs()).toFixed(2)} ms)`);
+  if (replicas.length > 1) console.log(`${replicas.length} service replicas on one database; requests alternate between them`);
+  if (values.caps) console.log("the strategy has caps (global, daily, per sender; never reached)");
   await run(60, 4); // warm-up: JIT, connections, caches
   report("concurrency 1 (no queueing)", await run(Math.min(400, requests), 1));
   const loaded = report(`concurrency ${concurrency}`, await run(requests, concurrency));
@@ -313,7 +354,8 @@ try {
   }
   console.log(`\nissue 13 goals at concurrency ${concurrency}: service own time p50 ${loaded.ownP50.toFixed(3)} ms (goal < 0.5 ms); service CPU per request ${loaded.serviceCpuMs.toFixed(3)} ms (goal < 1.5 ms per sponsorship)`);
 } finally {
-  service.stop();
+  for (const r of replicas) r.stop();
+  wire?.close();
   chainProcess.stop();
   await distance?.close();
   await receiver?.close();

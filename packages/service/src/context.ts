@@ -5,9 +5,11 @@
 import type { Logger } from "pino";
 import type { EntryPointVersion } from "@paymaster/shared";
 import type { EntryPointConfig, NetworkConfig, ServiceConfig } from "./config/types.ts";
-import type { Store } from "./store/types.ts";
-import type { RateLimiter } from "./rpc/rateLimit.ts";
-import type { RpcError } from "./rpc/errors.ts";
+import type { ApiKey, Store } from "./store/types.ts";
+import type { RateLimiter } from "./rateLimit.ts";
+import { RpcError } from "./errors.ts";
+import type { Timing } from "./timing.ts";
+import type { TraceSpan } from "./telemetry/trace.ts";
 import type { ChainRpc } from "./chain/rpc.ts";
 import type { Market } from "./chain/market.ts";
 import type { BlockReads } from "./chain/blockReads.ts";
@@ -16,7 +18,7 @@ import type { PaymasterSigner } from "./signer/signer.ts";
 import type { DepositGuard } from "./sponsor/deposit.ts";
 import type { ServiceMetrics } from "./metrics/metrics.ts";
 import type { Simulator, Simulators } from "./chain/entryPoint.ts";
-import type { ConfigCache } from "./store/configCache.ts";
+import type { ConfigCache, ConfigLookups } from "./store/configCache.ts";
 
 /** What sponsoring on a network needs from its chain, read or built once at start-up. */
 export interface NetworkChain {
@@ -86,4 +88,29 @@ export interface ServiceContext {
   readonly configCache?: ConfigCache;
   /** Where webhooks may be sent (webhooks/destination.ts; absent: public addresses only). */
   readonly webhookDestinations?: import("./webhooks/destination.ts").DestinationPolicy;
+}
+
+/** What a method's handler gets for one call: the service, the network asked for, the caller and the call's own instruments. */
+export interface CallContext {
+  readonly service: ServiceContext;
+  readonly network: NetworkRuntime;
+  /** The authenticated caller (active key). */
+  readonly apiKey: ApiKey;
+  /** The requester's address, as keys' IP allowlists judge it (absent outside HTTP). */
+  readonly clientIp?: string | undefined;
+  /** The request's Timing (absent outside HTTP): chain waits are counted there. */
+  readonly timing?: Timing | undefined;
+  /** The request's key, strategy and approval lookups, under one config version (absent: read from the store). */
+  readonly lookups?: ConfigLookups | undefined;
+  /** The call's root span (absent or NO_SPAN with tracing off): the pipeline's steps are its children. */
+  readonly trace?: TraceSpan | undefined;
+}
+
+/**
+ * The network's chain access; while its pre-flight has not passed yet (not ready): SIGNER_UNAVAILABLE when its
+ * signer could not be opened (a token refusing the PIN), else CHAIN_UNAVAILABLE (its RPC has not answered yet).
+ */
+export function readyChain(network: NetworkRuntime): NetworkChain {
+  if (network.chain) return network.chain;
+  throw network.signerUnavailable ?? new RpcError("CHAIN_UNAVAILABLE", `Network ${network.config.name} is not ready: its RPC has not answered yet`, { network: network.config.name });
 }

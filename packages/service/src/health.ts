@@ -10,7 +10,7 @@
 import type { Logger } from "pino";
 import type { ReadinessReport, ServiceContext } from "./context.ts";
 import type { ServiceMetrics } from "./metrics/metrics.ts";
-import { knownClientError } from "./rpc/errors.ts";
+import { knownClientError } from "./dependencies/failure.ts";
 import { describeStoreState, type StoreHealth } from "./store/health.ts";
 
 /** How long /ready waits for the store. */

@@ -30,7 +30,7 @@ import { webhookUrlFor } from "../src/admin/webhooks.ts";
 import { openAdmin } from "../src/cli/context.ts";
 import { ConfigError } from "../src/config/errors.ts";
 import { createLogger } from "../src/log.ts";
-import { sha256Hex } from "../src/store/common.ts";
+import { sha256Hex } from "../src/store/apiKeys.ts";
 import type { Store } from "../src/store/types.ts";
 import { consoleSession, FIXTURE_SENDER, pathVariants, rawRequest, seedAdminFixture, snapshotSqlite, startAdminListener, type AdminFixture, type AdminListener, type Answer } from "./helpers/adminHttp.ts";
 import { startTestStack, type Embedded } from "./helpers/stack.ts";

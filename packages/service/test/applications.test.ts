@@ -7,7 +7,7 @@ import { expect } from "chai";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { sha256Hex } from "../src/store/common.ts";
+import { sha256Hex } from "../src/store/apiKeys.ts";
 import { openPostgresStore } from "../src/store/postgres.ts";
 import { createTestDatabase, runCliInProcess } from "./helpers/cli.ts";
 import { startTestService, type TestService } from "./helpers/rpcService.ts";

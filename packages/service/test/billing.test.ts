@@ -172,6 +172,40 @@ describe("project billing through the service (embedded chain; admin API, CLI)",
     expect(body).to.include(`paymaster_project_balance_alert_usd{project="${projectId}"} 5`);
   });
 
+  it("a browser key's unsigned ops from one client hold at most its share of the balance (10 %): then 429, and the project's server key is not bounded (third review, finding 2)", async () => {
+    const project = await store.createProject("browser dapp");
+    const browser = await store.createApiKey(project.id, "public");
+    await store.setApiKeyAccess(browser.apiKey.id, { allowedOrigins: ["https://dapp.example"], allowedIps: null });
+    const server = await store.createApiKey(project.id, "backend");
+    await store.createStrategy({ projectId: project.id, code: "BROWSER", name: "browser" });
+    await store.setBillingPlan(project.id, { enabled: true, markupBps: 0, feeUsdMicros: 0n });
+    await store.addBillingEntry({ projectId: project.id, kind: "credit", amountUsdMicros: 10n ** 12n, reference: "browser-credit", actor: "cli:test" });
+    const op = async (key: string, origin?: string) => {
+      const wallet = await newWallet(embedded, "v0.7");
+      const response = await fetch(`${embedded.running.url}/api/v1/paymaster/local?apiKey=${key}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(origin ? { origin } : {}) },
+        body: JSON.stringify({ id: 1, jsonrpc: "2.0", method: "pm_sponsorUserOperation", params: [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: "BROWSER", version: "v0.7" }] }),
+      });
+      return { status: response.status, body: (await response.json()) as { data: Record<string, unknown> } };
+    };
+    const first = await op(browser.plaintext, "https://dapp.example");
+    expect(first.status, JSON.stringify(first.body)).to.equal(200);
+    const hold = (await store.getBillingAccount(project.id)).heldUsdMicros;
+    // The balance made 25 holds: this client's share (10 %) is 2.5 of them.
+    const balance = (await store.getBillingAccount(project.id)).balanceUsdMicros;
+    await store.addBillingEntry({ projectId: project.id, kind: "adjustment", amountUsdMicros: 25n * hold - balance, reference: "browser-trim", actor: "cli:test" });
+    expect((await op(browser.plaintext, "https://dapp.example")).status).to.equal(200);
+    // Two holds now (each op's own gas and price: not exactly twice the first).
+    const heldByTwo = (await store.getBillingAccount(project.id)).heldUsdMicros;
+    expect(Number(heldByTwo - 2n * hold)).to.be.within(-Number(hold) / 10, Number(hold) / 10);
+    const refused = await op(browser.plaintext, "https://dapp.example");
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(429);
+    expect(refused.body.data).to.include({ reason: "TOO_MANY_OUTSTANDING", scope: "clientIp", shareOfBalance: "10%" });
+    expect((await store.getBillingAccount(project.id)).heldUsdMicros, "the refused op holds nothing").to.equal(heldByTwo);
+    expect((await op(server.plaintext)).status, "the server-side key is not bounded by the share").to.equal(200);
+  });
+
   describe("100 requests at once against a balance that covers K holds -> exactly the ops whose holds fit", () => {
     /**
      * Every accepted op's hold fits in the balance together, and every refused one asked for more than what was

@@ -8,7 +8,7 @@ import { createPublicClient, defineChain, http, type Chain, type PublicClient } 
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createBundlerClient, toSimple7702SmartAccount, type SmartAccount } from "viem/account-abstraction";
 import { toSimpleSmartAccount } from "permissionless/accounts";
-import { SPONSOR_VERSIONS } from "../src/rpc/schemas.ts";
+import { SPONSOR_VERSIONS } from "../src/wire/schemas.ts";
 import { freeLoopbackPort, startAlto, stopAlto } from "./helpers/alto.ts";
 import { startTcpProxy, type TcpProxy } from "./helpers/tcpProxy.ts";
 import { startTestStack, type Embedded } from "./helpers/stack.ts";

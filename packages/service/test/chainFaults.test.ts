@@ -414,7 +414,7 @@ describe("chain faults through a TCP proxy (refusing, hanging, restored)", funct
 
     // Issue 46: a provider limiting every other call, no fallback, answered in 3.18 s (HTTP 429) and 1.94 s (-32005)
     // where the bound is 2 s: each of a sponsorship's chain calls waited for a cool-down in turn. The waits of one
-    // client's call now share its deadline (src/chain/callDeadline.ts).
+    // client's call now share its deadline (src/network/callDeadline.ts).
     /** rpcDeadlineMs' default, which bounds the cool-down waits of one client's call, and the margin for the call's own work. */
     const DEADLINE_MS = 1_500;
     const MARGIN_MS = 500;

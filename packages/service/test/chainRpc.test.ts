@@ -8,10 +8,10 @@ import { createChainRpc, NodeError, upstreamLabels, type FailureCause, type Json
 import { providerLimitOf, retryAfterMs } from "../src/chain/providerLimit.ts";
 import { createBundlerRpc, forwardToBundler } from "../src/bundler/client.ts";
 import { BundlerRejection } from "../src/bundler/rejection.ts";
-import type { CallContext } from "../src/rpc/method.ts";
+import type { CallContext } from "../src/context.ts";
 import type { NetworkConfig } from "../src/config/types.ts";
 import { createLogger } from "../src/log.ts";
-import { RpcError } from "../src/rpc/errors.ts";
+import { RpcError } from "../src/errors.ts";
 
 type Handler = (body: string, req: IncomingMessage, res: ServerResponse) => void;
 

@@ -328,6 +328,11 @@ describe("configuration", () => {
       expectIssue(issuesOf(twice), "networks[1].name", /already configured by networks\[0\]/);
     });
 
+    it('chainClock: "auto" or "wall", anything else named', () => {
+      expectIssue(issuesOf(mutate((d) => (d.networks[0].chainClock = "chain"))), "networks[0].chainClock", /"auto" or "wall"/);
+      expect(buildConfig(mutate((d) => (d.networks[0].chainClock = "wall")), KEYS_ENV).networks[0]!.chainClock).to.equal("wall");
+    });
+
     describe("custom networks (a chain the registry does not list)", () => {
       const AMOY = { name: "polygon-amoy", chainId: 80002, gasKind: "l1" };
       const AMOY_ENV = { ...KEYS_ENV, PAYMASTER_NETWORK_POLYGON_AMOY_SIGNER_KEYS: KEY2 };

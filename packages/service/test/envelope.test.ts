@@ -13,7 +13,7 @@ import { createApp, isLoopbackHost, listen } from "../src/app.ts";
 import { createLogger } from "../src/log.ts";
 import { METHODS } from "../src/methods/index.ts";
 import { pm_paymasterAccount } from "../src/methods/pm_paymasterAccount.ts";
-import { REASONS, RpcError, type Reason } from "../src/rpc/errors.ts";
+import { REASONS, RpcError, type Reason } from "../src/errors.ts";
 import { stringifyJson } from "../src/rpc/json.ts";
 import { defineMethod } from "../src/rpc/method.ts";
 import { formatCost } from "../src/rpc/v1.ts";

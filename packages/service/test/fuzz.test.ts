@@ -8,7 +8,7 @@
 import { expect } from "chai";
 import { ENTRY_POINT_V06_ADDRESS, ENTRY_POINT_V07_ADDRESS } from "@paymaster/shared";
 import { METHODS } from "../src/methods/index.ts";
-import { REASONS } from "../src/rpc/errors.ts";
+import { REASONS } from "../src/errors.ts";
 import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 import { COST_RE, ECHO_SPONSOR_PARAMS, echoSponsorMethod, startTestService, validUserOpV06, validUserOpV07, type TestService } from "./helpers/rpcService.ts";
 import { prng } from "./helpers/prng.ts";

@@ -6,7 +6,7 @@
 // recorded for the fuzzed senders; afterwards a fresh wallet is still sponsored and its op succeeds on chain.
 // The same on PostgreSQL (a NUL in a string param once answered 500 there, where SQLite answered 4xx).
 import { expect } from "chai";
-import { REASONS } from "../src/rpc/errors.ts";
+import { REASONS } from "../src/errors.ts";
 import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import {
   call,

@@ -19,7 +19,7 @@ import { simulateOp, type SimulatedOp } from "../src/chain/entryPoint.ts";
 import { PROBE_CODE_OVERRIDE, probeSponsorship } from "../src/chain/probe.ts";
 import { oneCallVerdict, type OneCallInput } from "../src/sponsor/oneCall.ts";
 import { ACCEPTED_SIGNATURE_GAS } from "../src/sponsor/probe.ts";
-import type { SponsorMode } from "../src/store/types.ts";
+import type { SponsorMode } from "../src/policy/types.ts";
 import { prng } from "./helpers/prng.ts";
 import { openSponsorshipReader } from "./helpers/sponsorships.ts";
 import {
@@ -32,6 +32,7 @@ import {
   new7702Wallet,
   newWallet,
   opFromResponse,
+  projectEndpoints,
   signAsOwner,
   startTestStack,
   wireOp,
@@ -396,11 +397,7 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
       const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-noverride-")), "data");
       const running = await startService(embeddedConfig(network, dataDir, 0, "info"), { logger, pollMs: 100, watch: false });
       try {
-        const store = running.service.store;
-        const project = await store.createProject("no overrides");
-        const { plaintext } = await store.createApiKey(project.id);
-        await store.createStrategy({ projectId: project.id, code: "NOOVERRIDE", name: "no overrides" });
-        const endpoint = `${running.url}/api/v1/paymaster/local?apiKey=${plaintext}`;
+        const { v1: endpoint } = await projectEndpoints(running.service.store, running.url, "no overrides", "NOOVERRIDE");
         // First an ERC-20 op with the client's gas (its probe refused: the holdings read, then the final
         // simulation), then ops whose gas the service estimates (the probe is not asked again).
         for (const [mode, clientGas] of [["erc20", true], ["sponsor", false], ["erc20", false]] as const) {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { keccak256, recoverMessageAddress, toHex, type Hex } from "viem";
-import { RpcError } from "../src/rpc/errors.ts";
+import { RpcError } from "../src/errors.ts";
 import { openPkcs11Signer, type Pkcs11Signer } from "../src/signer/pkcs11Signer.ts";
 import { findKey, generateKey, importKey, library, withTokenSession } from "../src/signer/pkcs11Token.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";

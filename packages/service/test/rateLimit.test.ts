@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "chai";
 import { Counter, Gauge, Registry } from "prom-client";
-import { createRateLimiter, memoryBuckets, redisBuckets } from "../src/rpc/rateLimit.ts";
+import { createRateLimiter, memoryBuckets, redisBuckets } from "../src/rateLimit.ts";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";

@@ -16,7 +16,7 @@ import { createMarket } from "../src/chain/market.ts";
 import { createChainRpc, type ChainRpc, type RpcObserver } from "../src/chain/rpc.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
-import { RpcError } from "../src/rpc/errors.ts";
+import { RpcError } from "../src/errors.ts";
 import { startService } from "../src/server.ts";
 import { createDepositGuard } from "../src/sponsor/deposit.ts";
 import { createPriceOracle } from "../src/sponsor/price.ts";

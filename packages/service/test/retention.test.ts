@@ -9,7 +9,7 @@ import type { AdminContext } from "../src/admin/context.ts";
 import { pruneSponsorships } from "../src/admin/retention.ts";
 import { strategyUsage, strategyUsageHistory } from "../src/admin/strategies.ts";
 import { createLogger } from "../src/log.ts";
-import { startRetention } from "../src/lifecycle/retention.ts";
+import { startRetention } from "../src/retention.ts";
 import { ServiceMetrics } from "../src/metrics/metrics.ts";
 import { capChecks } from "../src/policy/rules.ts";
 import type { StrategyRules } from "../src/policy/types.ts";

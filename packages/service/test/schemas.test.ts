@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import type { z } from "zod";
-import { RpcError } from "../src/rpc/errors.ts";
+import { RpcError } from "../src/errors.ts";
 import {
   address,
   hexBytes,
@@ -14,7 +14,7 @@ import {
   userOpV06Schema,
   userOpV07Schema,
   USER_OP_LIMITS,
-} from "../src/rpc/schemas.ts";
+} from "../src/wire/schemas.ts";
 import { validUserOpV06, validUserOpV07 } from "./helpers/rpcService.ts";
 
 /** The parsed value, or fails with the issues. */

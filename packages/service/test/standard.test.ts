@@ -1,8 +1,8 @@
 // The standard JSON-RPC 2.0 dialect (POST /rpc/v1/<network>?apiKey=KEY) over real HTTP: the envelope, ids,
 // batches, notifications, error codes from the catalogue with HTTP 200, and that the v1 dialect is unchanged.
 import { expect } from "chai";
-import { REASONS } from "../src/rpc/errors.ts";
-import { SPONSOR_VERSIONS } from "../src/rpc/schemas.ts";
+import { REASONS } from "../src/errors.ts";
+import { SPONSOR_VERSIONS } from "../src/wire/schemas.ts";
 import { STANDARD_BATCH_MAX } from "../src/rpc/standard.ts";
 import { call, startTestStack, type Embedded } from "./helpers/stack.ts";
 

@@ -6,7 +6,7 @@
 //   neutralised even when whitespace comes before its = + - @ (or their full-width forms).
 import { expect } from "chai";
 import { buildStatement, monthPeriod, statementCsv } from "../src/billing/statement.ts";
-import type { BilledOperation, BillingEntry } from "../src/store/types.ts";
+import type { BilledOperation, BillingEntry } from "../src/billing/ledger.ts";
 
 const PROJECT = { id: "p1", name: "Billed" };
 const JANUARY = monthPeriod("2026-01")!;

@@ -350,7 +350,7 @@ for (const backend of BACKENDS) {
             await backend.count(
               `SELECT COUNT(*) AS n FROM pg_tables WHERE schemaname = 'public' AND tablename IN
                  ('projects', 'api_keys', 'strategies', 'tokens', 'gas_tanks', 'gas_tank_credits', 'sponsorships',
-                  'strategy_usage', 'sponsorship_usage', 'cursors', 'gas_tank_debits', 'audit_log')`,
+                  'strategy_usage', 'holds', 'cursors', 'gas_tank_debits', 'audit_log')`,
             ),
           ).to.equal(12);
           // amounts are NUMERIC(78,0): every uint256 fits
@@ -359,7 +359,7 @@ for (const backend of BACKENDS) {
               `SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = 'public'
                  AND data_type = 'numeric' AND numeric_precision = 78 AND numeric_scale = 0`,
             ),
-          ).to.equal(32); // 16 of migrations 1-2, gas_tank_debits.amount_wei of migration 3, sponsorship_rollup's 4 (migration 12), billing's 11 (migration 15)
+          ).to.equal(33); // 16 of migrations 1-2, gas_tank_debits.amount_wei of migration 3, sponsorship_rollup's 4 (migration 12), billing's 11 (migration 15), holds.usd_micros (migration 16)
         });
 
         it("openStore opens PostgreSQL when databaseUrl is given (databasePath unused)", async () => {

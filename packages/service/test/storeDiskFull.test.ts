@@ -13,7 +13,7 @@ import { localNetworkConfig } from "../src/config/local.ts";
 import { embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { createLogger } from "../src/log.ts";
 import { startService, type RunningService } from "../src/server.ts";
-import { newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
+import { newWallet, projectEndpoints, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 
 /** Fills the file system under `file` until a write fails (ENOSPC): big chunks first, then pages. */
 function fill(file: string): number {
@@ -79,12 +79,7 @@ describe("store faults: the SQLite store's disk fills up (a small tmpfs)", funct
     const config = { ...embeddedConfig(network, path.join(mountPoint!, "data"), 0, "info" as const), metrics: { host: "127.0.0.1", port: 0 } };
     running = await startService(config, { logger, pollMs: 100, watch: false });
     await running.initialised;
-    const store = running.service.store;
-    const project = await store.createProject("disk full");
-    const { plaintext } = await store.createApiKey(project.id);
-    await store.createStrategy({ projectId: project.id, code: "DISK", name: "disk" });
-    const v1 = `${running.url}/api/v1/paymaster/local?apiKey=${plaintext}`;
-    const standard = `${running.url}/rpc/v1/local?apiKey=${plaintext}`;
+    const { v1, standard } = await projectEndpoints(running.service.store, running.url, "disk full", "DISK");
     const post = async (url: string, body: unknown) => {
       const started = performance.now();
       const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });

@@ -10,6 +10,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
+import { DATABASE_DEFAULTS } from "../src/store/settings.ts";
 import type { Address, Hex } from "@paymaster/shared";
 import { adminApiOptionsFromEnv } from "../src/adminApi/options.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
@@ -173,6 +174,9 @@ describe("store faults: PostgreSQL behind a TCP proxy that refuses, black-holes 
       const mark = logs.length;
 
       await proxy.setMode(fault);
+      // Keys and strategies are served from memory for configMaxAgeMs after the last version read (configCache.ts):
+      // past it, a door needs the database again, signing ones at once (their reservation is a write).
+      await new Promise((resolve) => setTimeout(resolve, DATABASE_DEFAULTS.configMaxAgeMs));
       expectUnavailable(await everyDoor(), causes);
       expectUnavailable(await everyDoor(), causes); // and again: now it is known to be down
 
@@ -213,12 +217,14 @@ describe("store faults: PostgreSQL behind a TCP proxy that refuses, black-holes 
   }
 
   {
-    it("the reservation's COMMIT reaches the database and its answer never comes: no signature; the retry is reserved once", async () => {
+    it("the reservation's batch reaches the database and its answer never comes: no signature; the retry is reserved once", async () => {
       await waitReady();
       const usageBefore = await store.getUsage(strategyId, "global", "");
       const wallet = await newWallet(embedded, "v0.7");
-      // The signing call's one transaction: the reservation, recorded signed at once; nothing else writes now.
-      const fired = proxy.hangAfter("COMMIT", 1);
+      // The signing call's one transaction: the reservation, recorded signed at once, one batch (one write to the
+      // socket, committed at its Sync): the first bytes that carry the op's sender. The server runs and commits
+      // it; its answer never comes back.
+      const fired = proxy.hangAfter(wallet.sender, 1);
       let firedAt = 0;
       void fired.then(() => (firedAt = performance.now()));
       const started = performance.now();

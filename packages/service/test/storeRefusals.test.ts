@@ -9,6 +9,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
+import { DATABASE_DEFAULTS } from "../src/store/settings.ts";
 import pg from "pg";
 import { adminApiOptionsFromEnv } from "../src/adminApi/options.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
@@ -183,6 +184,9 @@ describe("store refusals: PostgreSQL refuses the session (55000, 42501, 3D000) o
       const mark = logs.length;
       await fault.apply();
       try {
+        // Keys and strategies are served from memory for configMaxAgeMs after the last version read (configCache.ts):
+        // past it, a door needs the database again.
+        await new Promise((resolve) => setTimeout(resolve, DATABASE_DEFAULTS.configMaxAgeMs));
         // The first calls may still meet a connection the fault's own step ended (its cause "connection");
         // from then on each new connection meets the fault itself.
         expectUnavailable(await everyDoor(), [fault.cause, "connection"]);

@@ -10,7 +10,7 @@ import { expect } from "chai";
 import { approveCallData, executeCallData } from "../src/local/embedded.ts";
 import { fundTank, mint, newWallet, startTestStack, wireOp, type Embedded } from "./helpers/stack.ts";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "./helpers/otlpReceiver.ts";
-import { startRetention } from "../src/lifecycle/retention.ts";
+import { startRetention } from "../src/retention.ts";
 import { createLogger } from "../src/log.ts";
 import { createEventWebhook } from "../src/webhooks/admin.ts";
 import { destinationPolicy } from "../src/webhooks/destination.ts";

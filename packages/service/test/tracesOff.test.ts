@@ -14,7 +14,7 @@ import { generatePrivateKey } from "viem/accounts";
 import type { DeploymentManifest } from "@paymaster/contracts/manifest";
 import { ENTRY_POINT_VERSIONS } from "@paymaster/shared";
 import { freeLoopbackPort } from "../src/local/ports.ts";
-import { REASONS } from "../src/rpc/errors.ts";
+import { REASONS } from "../src/errors.ts";
 import { startTracing, tracingConfigured, tracingOn } from "../src/telemetry/trace.ts";
 import { ConfigError } from "../src/config/errors.ts";
 import { spawnService, writeLocalConfig, type ServiceProcess } from "./helpers/serviceProcess.ts";

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { DEFAULT_APPLICATION_EXPIRY_DAYS } from "../config/schema.ts";
-import { sha256Hex } from "../store/common.ts";
+import { sha256Hex } from "../store/apiKeys.ts";
 import type { KeyApplication, KeyApplicationStatus } from "../store/types.ts";
 import { AdminError, audit, guarded, invalid, notFound, type AdminContext, mutation, read } from "./context.ts";
 import { PUBLIC_PRINCIPAL } from "./roles.ts";

@@ -9,7 +9,7 @@
 import { formatUsdMicros } from "../policy/rules.ts";
 import { MAX_MARKUP_BPS } from "../billing/charge.ts";
 import { buildStatement, currentMonth, monthPeriod, rangePeriod, type Statement, type StatementPeriod } from "../billing/statement.ts";
-import type { BillingAccount, BillingPlan, BillingPlanChange } from "../store/types.ts";
+import type { BillingAccount, BillingPlan, BillingPlanChange } from "../billing/ledger.ts";
 import { audit, guarded, invalid, mutation, notFound, read, type AdminContext } from "./context.ts";
 import { parseTime } from "./sponsorships.ts";
 

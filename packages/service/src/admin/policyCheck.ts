@@ -8,7 +8,7 @@
 import { DEPENDENCY_REASONS } from "../dependencies/failure.ts";
 import { pm_checkPolicy } from "../methods/pm_checkPolicy.ts";
 import { parseParams, resolveNetwork } from "../rpc/dispatch.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { RpcError } from "../errors.ts";
 import type { ApiKey } from "../store/types.ts";
 import { AdminError, invalid, notFound, read, runningService, type AdminContext } from "./context.ts";
 

@@ -14,7 +14,7 @@ import type { ServiceContext } from "../context.ts";
 import { clientBucket, requestClientAddress } from "../access/clientAddress.ts";
 import { dependencyFailure } from "../dependencies/failure.ts";
 import { readBody } from "../rpc/body.ts";
-import { memoryBuckets } from "../rpc/rateLimit.ts";
+import { memoryBuckets } from "../rateLimit.ts";
 import { AdminError, requireSafeText, type AdminContext } from "./context.ts";
 import { PUBLIC_PRINCIPAL } from "./roles.ts";
 import { claimApplication, submitApplication } from "./applications.ts";

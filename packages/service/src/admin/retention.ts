@@ -1,8 +1,8 @@
 /**
- * `paymaster sponsorship prune`: the retention pass on demand (src/lifecycle/retention.ts), with the
+ * `paymaster sponsorship prune`: the retention pass on demand (src/retention.ts), with the
  * configuration's retention unless the operator gives other days; `dryRun` only counts what would go.
  */
-import { DEFAULT_RETENTION, prunePass, retentionCutoffs } from "../lifecycle/retention.ts";
+import { DEFAULT_RETENTION, prunePass, retentionCutoffs } from "../retention.ts";
 import { RETENTION_RANGES } from "../config/schema.ts";
 import { audit, guarded, invalid, operation, type AdminContext, mutation } from "./context.ts";
 

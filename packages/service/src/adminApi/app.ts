@@ -18,8 +18,8 @@
  * strict. The routes call src/admin — the CLI's functions — whose mutations commit with their audit row (actor
  * and role) as one transaction.
  */
-import Koa, { type Context } from "koa";
-import { Router } from "@koa/router";
+import Koa, { type Context, type Next } from "koa";
+import { Router, type RouterContext } from "@koa/router";
 import type { Logger } from "pino";
 import { AdminError, RoleRefused, requireActor, type FieldIssue } from "../admin/context.ts";
 import { declaresRole, requiredRoleOf, roleIncludes, ROLES, type Role } from "../admin/roles.ts";
@@ -28,13 +28,13 @@ import { sendSiteFile } from "../console/static.ts";
 import { dependencyFailure } from "../dependencies/failure.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "../rpc/body.ts";
-import { RpcError } from "../rpc/errors.ts";
-import { memoryBuckets } from "../rpc/rateLimit.ts";
+import { RpcError } from "../errors.ts";
+import { memoryBuckets, type BucketStore } from "../rateLimit.ts";
 import type { Store } from "../store/types.ts";
 import { browserOrigin, GateError, matchAdminToken, overHttps, requestShape, requirePrincipal, requireRouteRole, ROUTER_OPTIONS } from "./gate.ts";
 import { ADMIN_API_PREFIX, OPENAPI_PATH, SESSION_PATHS, openApiDocument } from "./openapi.ts";
 import { tokenRole, type AdminApiOptions } from "./options.ts";
-import { ADMIN_ROUTES, FileAnswer } from "./routes.ts";
+import { ADMIN_ROUTES, FileAnswer, type AdminRoute } from "./routes.ts";
 import { crossSiteProblem, issueSession, sessionCookieHeader, type Session } from "./session.ts";
 import { clientBucket } from "../access/clientAddress.ts";
 
@@ -103,95 +103,146 @@ export interface RouteRole {
  */
 export type AdminApp = Koa & { readonly routers: { readonly public: Router; readonly protected: Router }; readonly routeRoles: readonly RouteRole[] };
 
+/** What the admin application's steps share. */
+interface AdminAppState {
+  deps: AdminApiDeps;
+  options: AdminApiOptions;
+  /** Unix seconds (sessions' expiry). */
+  now: () => number;
+  /** Sign-in attempts per client address (SIGN_IN_RATE). */
+  signIns: BucketStore;
+  /** What each role may call, as "METHOD /admin/v1/path" (filled once the admin router is made). */
+  permitted: Map<Role, string[]>;
+}
+
+/**
+ * The middleware chain, in order: answer errors, the request's shape, the public router, the principal, the
+ * route's role, the admin router.
+ */
 export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): AdminApp {
   const app = new Koa();
   app.silent = true;
   app.on("error", (error: unknown) => deps.logger.error({ err: error }, "admin API: unhandled error"));
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
-  const signIns = memoryBuckets();
+  const state: AdminAppState = { deps, options, now, signIns: memoryBuckets(), permitted: new Map() };
 
-  app.use(async (ctx, next) => {
+  app.use(answerErrors(deps.logger));
+  app.use(requestShape(options));
+  // The public list: every other request needs a principal (gate.ts).
+  const publicRouter = createPublicRouter(state);
+  app.use(publicRoutesOnly(publicRouter));
+  app.use(requirePrincipal(options.tokens, now));
+  // Everything below has a principal (ctx.state.actor, ctx.state.role), and the role its route needs.
+  const { router, roles } = createProtectedRouter(state);
+  app.use(requireRouteRole(router, roles));
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+
+  const routeRoles = routeRolesOf(router, roles);
+  for (const role of ROLES) state.permitted.set(role, routeRoles.filter((r) => roleIncludes(role, r.role)).map((r) => `${r.method} ${r.path}`));
+  return Object.assign(app, { routers: { public: publicRouter, protected: router }, routeRoles });
+}
+
+/**
+ * The first middleware: no caching and no sniffing on every answer, a 404 naming the request no route took,
+ * and every error answered as `{ error: { code, message, … } }` with its status.
+ */
+function answerErrors(logger: Logger) {
+  return async (ctx: Context, next: Next) => {
     ctx.set("Cache-Control", "no-store");
     ctx.set("X-Content-Type-Options", "nosniff");
     try {
       await next();
       if (ctx.body === undefined && ctx.status === 404) throw new HttpError("NOT_FOUND", `no admin route ${ctx.method} ${ctx.path.slice(0, 200)} (see ${OPENAPI_PATH})`);
     } catch (err) {
-      let code: Code;
-      let message: string;
-      let issues: readonly FieldIssue[] | undefined;
-      // A dependency that failed (the database, a chain RPC): 503 with its name and cause, to every role alike.
-      // The driver's words (its host, database, user) go to the log only: a token is no licence to the network's layout.
-      const failure = dependencyFailure(err);
-      if (err instanceof AdminError) [code, message, issues] = [err.code, err.message, err.issues];
-      else if (err instanceof HttpError || err instanceof GateError) [code, message] = [err.code, err.message];
-      else if (err instanceof RpcError && err.reason === "BODY_TOO_LARGE") [code, message] = ["BODY_TOO_LARGE", err.message];
-      else if (failure) {
-        [code, message] = ["UNAVAILABLE", failure.message];
-        deps.logger.warn({ path: ctx.path, actor: ctx.state.actor, reason: failure.reason, cause: failure.cause, detail: failure.detail }, "admin API: a dependency is unavailable");
-      } else {
-        deps.logger.error({ err, path: ctx.path }, "admin API: internal error");
-        [code, message] = ["INTERNAL", "internal error (see the service log)"];
-      }
-      ctx.status = STATUS[code];
-      if (code === "UNAUTHORIZED") ctx.set("WWW-Authenticate", 'Bearer realm="paymaster-admin"');
-      const dependency = failure && code === "UNAVAILABLE" ? { reason: failure.reason, cause: failure.cause } : {};
-      ctx.body = { error: { code, message, ...dependency, ...(issues ? { issues } : {}), ...(err instanceof RoleRefused ? { requiredRole: err.requiredRole } : {}) } };
+      const error = errorAnswer(err, ctx, logger);
+      ctx.status = STATUS[error.code];
+      if (error.code === "UNAUTHORIZED") ctx.set("WWW-Authenticate", 'Bearer realm="paymaster-admin"');
+      ctx.body = { error };
     }
-  });
-  app.use(requestShape(options));
+  };
+}
 
-  // The public list: every other request needs a principal (gate.ts).
-  const publicRouter = new Router(ROUTER_OPTIONS);
+/** An error as the answer's `error` member: its code and message (issues, required role, failed dependency when it has them). */
+function errorAnswer(err: unknown, ctx: Context, logger: Logger): { code: Code; message: string } {
+  let code: Code;
+  let message: string;
+  let issues: readonly FieldIssue[] | undefined;
+  // A dependency that failed (the database, a chain RPC): 503 with its name and cause, to every role alike.
+  // The driver's words (its host, database, user) go to the log only: a token is no licence to the network's layout.
+  const failure = dependencyFailure(err);
+  if (err instanceof AdminError) [code, message, issues] = [err.code, err.message, err.issues];
+  else if (err instanceof HttpError || err instanceof GateError) [code, message] = [err.code, err.message];
+  else if (err instanceof RpcError && err.reason === "BODY_TOO_LARGE") [code, message] = ["BODY_TOO_LARGE", err.message];
+  else if (failure) {
+    [code, message] = ["UNAVAILABLE", failure.message];
+    logger.warn({ path: ctx.path, actor: ctx.state.actor, reason: failure.reason, cause: failure.cause, detail: failure.detail }, "admin API: a dependency is unavailable");
+  } else {
+    logger.error({ err, path: ctx.path }, "admin API: internal error");
+    [code, message] = ["INTERNAL", "internal error (see the service log)"];
+  }
+  const dependency = failure && code === "UNAVAILABLE" ? { reason: failure.reason, cause: failure.cause } : {};
+  return { code, message, ...dependency, ...(issues ? { issues } : {}), ...(err instanceof RoleRefused ? { requiredRole: err.requiredRole } : {}) };
+}
+
+/** The routes open to anyone: the OpenAPI document, the console's files (a page without data until the operator signs in), sign-in. */
+function createPublicRouter(state: AdminAppState): Router {
+  const router = new Router(ROUTER_OPTIONS);
   const document = openApiDocument();
-  publicRouter.get(OPENAPI_PATH, (ctx) => {
+  router.get(OPENAPI_PATH, (ctx) => {
     ctx.body = document;
   });
-  // The console's files: a page without data until the operator signs in.
-  publicRouter.get("/", (ctx) => ctx.redirect("/console/"));
-  publicRouter.get("/console", (ctx) => ctx.redirect("/console/"));
-  publicRouter.get("/console/", (ctx) => sendSiteFile(ctx, "console", ""));
-  publicRouter.get("/console/*file", (ctx) => sendSiteFile(ctx, "console", (ctx.params as { file?: string }).file ?? ""));
+  router.get("/", (ctx) => ctx.redirect("/console/"));
+  router.get("/console", (ctx) => ctx.redirect("/console/"));
+  router.get("/console/", (ctx) => sendSiteFile(ctx, "console", ""));
+  router.get("/console/*file", (ctx) => sendSiteFile(ctx, "console", (ctx.params as { file?: string }).file ?? ""));
+  router.post(SESSION_PATHS.signIn, (ctx) => signIn(ctx, state));
+  return router;
+}
 
-  const audit = (actor: string, role: Role, action: string) => deps.store.appendAudit({ actor, role, action, target: null, before: null, after: null });
-  // What each role may call, as "METHOD /admin/v1/path" (filled once the admin router is made, below).
-  const permitted = new Map<Role, string[]>();
-  const sessionAnswer = (s: Pick<Session, "name" | "role"> & { expiresAt: number | null; csrf: string | null }) => ({
-    name: s.name,
-    role: s.role,
-    expiresAt: s.expiresAt,
-    csrf: s.csrf,
-    permitted: permitted.get(s.role) ?? [],
-  });
-
-  publicRouter.post(SESSION_PATHS.signIn, async (ctx) => {
-    const problem = crossSiteProblem(browserOrigin(ctx));
-    if (problem) throw new HttpError("FORBIDDEN", problem);
-    // Per client, an IPv6 one's /64 as one (access/clientAddress.ts).
-    const wait = await signIns.take(clientBucket(ctx.ip, deps.service?.config.ipv6ClientPrefix), SIGN_IN_RATE);
-    if (wait > 0) {
-      ctx.set("Retry-After", String(Math.ceil(wait)));
-      throw new HttpError("RATE_LIMITED", `too many sign-in attempts; retry in ${Math.ceil(wait)} s`);
-    }
-    const body = await jsonBody(ctx);
-    const presented = (body as { token?: unknown } | undefined)?.token;
-    if (typeof presented !== "string" || presented === "") throw new HttpError("INVALID_INPUT", "token: required (an admin token from PAYMASTER_ADMIN_TOKENS)");
-    const token = presented.length > 512 ? undefined : matchAdminToken(options.tokens, presented);
-    if (!token) {
-      deps.logger.warn({ ip: ctx.ip }, "console sign-in refused: invalid admin token");
-      throw new HttpError("UNAUTHORIZED", "invalid admin token");
-    }
-    const session = issueSession(token, now());
-    ctx.set("Set-Cookie", sessionCookieHeader(session.cookie, session.expiresAt - now(), overHttps(ctx)));
-    await audit(`console:${token.name}`, tokenRole(token), "session.start");
-    ctx.body = sessionAnswer(session);
-  });
-
+/** The public router takes a request only when one of its routes matches it exactly; the rest go on to the gate. */
+function publicRoutesOnly(publicRouter: Router) {
   const publicRoutes = publicRouter.routes();
-  app.use((ctx, next) => (publicRouter.match(ctx.path, ctx.method).route ? publicRoutes(ctx as Parameters<typeof publicRoutes>[0], next) : next()));
-  app.use(requirePrincipal(options.tokens, now));
+  return (ctx: Context, next: Next) => (publicRouter.match(ctx.path, ctx.method).route ? publicRoutes(ctx as Parameters<typeof publicRoutes>[0], next) : next());
+}
 
-  // Everything below has a principal (ctx.state.actor, ctx.state.role), and the role its route needs.
+/** Sign-in: a same-site request, within the client's attempts, with an admin token, gets a session cookie (audited). */
+async function signIn(ctx: Context, state: AdminAppState): Promise<void> {
+  const { deps, options, now } = state;
+  const problem = crossSiteProblem(browserOrigin(ctx));
+  if (problem) throw new HttpError("FORBIDDEN", problem);
+  // Per client, an IPv6 one's /64 as one (access/clientAddress.ts).
+  const wait = await state.signIns.take(clientBucket(ctx.ip, deps.service?.config.ipv6ClientPrefix), SIGN_IN_RATE);
+  if (wait > 0) {
+    ctx.set("Retry-After", String(Math.ceil(wait)));
+    throw new HttpError("RATE_LIMITED", `too many sign-in attempts; retry in ${Math.ceil(wait)} s`);
+  }
+  const body = await jsonBody(ctx);
+  const presented = (body as { token?: unknown } | undefined)?.token;
+  if (typeof presented !== "string" || presented === "") throw new HttpError("INVALID_INPUT", "token: required (an admin token from PAYMASTER_ADMIN_TOKENS)");
+  const token = presented.length > 512 ? undefined : matchAdminToken(options.tokens, presented);
+  if (!token) {
+    deps.logger.warn({ ip: ctx.ip }, "console sign-in refused: invalid admin token");
+    throw new HttpError("UNAUTHORIZED", "invalid admin token");
+  }
+  const session = issueSession(token, now());
+  ctx.set("Set-Cookie", sessionCookieHeader(session.cookie, session.expiresAt - now(), overHttps(ctx)));
+  await auditSession(deps.store, `console:${token.name}`, tokenRole(token), "session.start");
+  ctx.body = sessionAnswer(session, state.permitted);
+}
+
+/** The session routes' audit row (sign-in, sign-out). */
+function auditSession(store: Store, actor: string, role: Role, action: string) {
+  return store.appendAudit({ actor, role, action, target: null, before: null, after: null });
+}
+
+/** Who is signed in, with which role, what it may call and the CSRF value mutations must carry. */
+function sessionAnswer(s: Pick<Session, "name" | "role"> & { expiresAt: number | null; csrf: string | null }, permitted: ReadonlyMap<Role, string[]>) {
+  return { name: s.name, role: s.role, expiresAt: s.expiresAt, csrf: s.csrf, permitted: permitted.get(s.role) ?? [] };
+}
+
+/** The routes that need a principal, and the role each needs (absent from `roles`: it declares none, so it needs admin). */
+function createProtectedRouter(state: AdminAppState): { router: Router; roles: Map<unknown, Role> } {
   const router = new Router(ROUTER_OPTIONS);
   const roles = new Map<unknown, Role>();
   /** Registers a route of the admin router with the role it needs (undefined: it declares none, so it needs admin). */
@@ -199,48 +250,53 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ad
     router[method](path, handler);
     if (role !== undefined) roles.set(router.stack.at(-1)!, role);
   };
-  app.use(requireRouteRole(router, roles));
-
   // Any principal: who it is, and signing out.
-  register("get", SESSION_PATHS.current, "viewer", (ctx) => {
-    const session = ctx.state.session as Session | undefined;
-    const actor = ctx.state.actor as string;
-    // A bearer caller has no session: it is told who it is.
-    ctx.body = sessionAnswer(session ?? { name: actor.slice(actor.indexOf(":") + 1), role: ctx.state.role as Role, expiresAt: null, csrf: null });
-  });
-  register("post", SESSION_PATHS.signOut, "viewer", async (ctx) => {
-    ctx.set("Set-Cookie", sessionCookieHeader("", 0, overHttps(ctx)));
-    if (ctx.state.session) await audit(ctx.state.actor as string, ctx.state.role as Role, "session.end");
-    ctx.body = { signedOut: true };
-  });
-
+  register("get", SESSION_PATHS.current, "viewer", (ctx) => currentSession(ctx, state.permitted));
+  register("post", SESSION_PATHS.signOut, "viewer", (ctx) => signOut(ctx, state.deps.store));
   for (const route of ADMIN_ROUTES) {
-    register(route.method, ADMIN_API_PREFIX + route.path, declaresRole(route.operation) ? requiredRoleOf(route.operation) : undefined, async (ctx) => {
-      const actor = requireActor(ctx.state.actor);
-      const body = route.method === "get" ? undefined : await jsonBody(ctx);
-      const query: Record<string, string | undefined> = {};
-      for (const [k, v] of Object.entries(ctx.query)) {
-        if (typeof v !== "string") throw new HttpError("INVALID_INPUT", `query parameter ${k} is given more than once`);
-        query[k] = v;
-      }
-      const admin = { store: deps.store, networks: deps.networks, actor, role: ctx.state.role as Role, ...(deps.service ? { service: deps.service } : {}) };
-      const result = await route.handler(admin, { params: ctx.params as Record<string, string>, query, body });
-      ctx.status = route.status ?? 200;
-      if (result instanceof FileAnswer) {
-        ctx.attachment(result.name, { type: "attachment" });
-        ctx.type = result.contentType;
-      }
-      ctx.body = result instanceof FileAnswer ? result.body : result;
-    });
+    register(route.method, ADMIN_API_PREFIX + route.path, declaresRole(route.operation) ? requiredRoleOf(route.operation) : undefined, (ctx) => serveRoute(ctx, route, state.deps));
   }
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  return { router, roles };
+}
 
-  const routeRoles: RouteRole[] = router.stack.flatMap((layer) =>
+/** GET session: the console's session, or a bearer caller (no session) told who it is. */
+function currentSession(ctx: Context, permitted: ReadonlyMap<Role, string[]>): void {
+  const session = ctx.state.session as Session | undefined;
+  const actor = ctx.state.actor as string;
+  ctx.body = sessionAnswer(session ?? { name: actor.slice(actor.indexOf(":") + 1), role: ctx.state.role as Role, expiresAt: null, csrf: null }, permitted);
+}
+
+/** Sign-out: clears the cookie (audited when there was a session). */
+async function signOut(ctx: Context, store: Store): Promise<void> {
+  ctx.set("Set-Cookie", sessionCookieHeader("", 0, overHttps(ctx)));
+  if (ctx.state.session) await auditSession(store, ctx.state.actor as string, ctx.state.role as Role, "session.end");
+  ctx.body = { signedOut: true };
+}
+
+/** One route of routes.ts: its params, query (each parameter once) and JSON body to its handler; its answer, JSON or a file. */
+async function serveRoute(ctx: RouterContext, route: AdminRoute, deps: AdminApiDeps): Promise<void> {
+  const actor = requireActor(ctx.state.actor);
+  const body = route.method === "get" ? undefined : await jsonBody(ctx);
+  const query: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(ctx.query)) {
+    if (typeof v !== "string") throw new HttpError("INVALID_INPUT", `query parameter ${k} is given more than once`);
+    query[k] = v;
+  }
+  const admin = { store: deps.store, networks: deps.networks, actor, role: ctx.state.role as Role, ...(deps.service ? { service: deps.service } : {}) };
+  const result = await route.handler(admin, { params: ctx.params, query, body });
+  ctx.status = route.status ?? 200;
+  if (result instanceof FileAnswer) {
+    ctx.attachment(result.name, { type: "attachment" });
+    ctx.type = result.contentType;
+  }
+  ctx.body = result instanceof FileAnswer ? result.body : result;
+}
+
+/** Each method and path of the admin router with the role it needs (HEAD goes with GET). */
+function routeRolesOf(router: Router, roles: ReadonlyMap<unknown, Role>): RouteRole[] {
+  return router.stack.flatMap((layer) =>
     layer.methods.filter((m) => m !== "HEAD").map((method) => ({ method, path: String(layer.path), role: roles.get(layer) ?? "admin", declared: roles.has(layer) })),
   );
-  for (const role of ROLES) permitted.set(role, routeRoles.filter((r) => roleIncludes(role, r.role)).map((r) => `${r.method} ${r.path}`));
-  return Object.assign(app, { routers: { public: publicRouter, protected: router }, routeRoles });
 }
 
 /** Serves the admin API and the console on their own loopback listener. */

@@ -14,7 +14,7 @@
  * token's own markup is the operator's margin), unless the token charge went unpaid (charged in postOp, and the
  * op's own calls left too little): then the operator paid the gas and the project is billed as in Sponsor mode.
  */
-import type { SponsorMode } from "../store/types.ts";
+import type { SponsorMode } from "../policy/types.ts";
 import type { BillingBasis, BillingTerms } from "./terms.ts";
 
 export type { BillingBasis, BillingTerms } from "./terms.ts";

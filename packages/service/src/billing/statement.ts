@@ -5,7 +5,7 @@
  * period that has ended (`closed`) reads the same forever.
  */
 import { formatUsdMicros } from "../policy/rules.ts";
-import type { BillingEntry, BillingLedgerSlice } from "../store/types.ts";
+import type { BillingEntry, BillingLedgerSlice } from "./ledger.ts";
 
 /** A statement's period: [since, until) in unix seconds, and its name. */
 export interface StatementPeriod {

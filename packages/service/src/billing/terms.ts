@@ -2,7 +2,7 @@
  * The terms a sponsorship is billed by (docs/policies.md, "Project billing"), frozen on it when reserved. Types
  * only, so the store's types can name them without importing the billing arithmetic (billing/charge.ts).
  */
-import type { UsdPrice } from "../sponsor/usdPrice.ts";
+import type { UsdPrice } from "./usdPrice.ts";
 
 /** Which part of an operation's cost a project pays (billing/charge.ts's comment says why). */
 export type BillingBasis = "gas" | "fee" | "gasIfUnpaid";

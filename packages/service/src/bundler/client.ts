@@ -9,10 +9,10 @@
  */
 import type { Logger } from "pino";
 import type { NetworkConfig } from "../config/types.ts";
-import type { CallContext } from "../rpc/method.ts";
+import type { CallContext } from "../context.ts";
 import type { ServiceMetrics } from "../metrics/metrics.ts";
 import { createChainRpc, NodeError, type ChainRpc, type RpcObserver } from "../chain/rpc.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { RpcError } from "../errors.ts";
 import { chainWait } from "../timing.ts";
 import { BundlerRejection } from "./rejection.ts";
 import { loggedText } from "../text/loggedText.ts";

@@ -18,7 +18,7 @@
  */
 import { redactSecrets } from "../text/loggedText.ts";
 import { NodeError } from "../chain/rpc.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { RpcError } from "../errors.ts";
 
 /** Longest message passed on to the client. */
 export const MESSAGE_MAX_CHARS = 300;

@@ -16,7 +16,7 @@ import {
 } from "@paymaster/contracts/artifacts";
 import { eip7702DelegationCode, type Address, type EntryPointVersion, type Hex, type PackedUserOperation, type UserOperationV06, type UserOperationV07, type UserOperationV08 } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { RpcError } from "../errors.ts";
 import { addressWord, bytesPart, encodeParts, encodeSimulateHandleOp, selectorOf } from "./userOpAbi.ts";
 import { bytesAt, word } from "./abiRead.ts";
 

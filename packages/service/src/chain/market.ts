@@ -8,16 +8,18 @@
  * `onBlock` listeners hear of each new block as soon as the poller sees its number (before the snapshot's own
  * reads come back), so the per-block reads kept in memory (src/chain/blockReads.ts) are refreshed beside it.
  *
- * The chain's clocks for a signature's validity window (`clocks`): on a chain whose clock is the wall clock (every
- * public network: blocks every few seconds, timestamps within seconds of ours), the snapshot's timestamp, at most a
- * poll and a block old, which a 5-minute signature does not notice: no round trip on the critical path. A
- * development chain's clock moves at will — evm_increaseTime, evm_setNextBlockTimestamp, blocks mined faster than
- * one a second, a snapshot reverted — so a snapshot taken before the move would sign ops already expired (AA32), or
- * not due yet, at the block they land in. There both clocks are read when the request asks: the latest block's
- * timestamp (what simulations run at) and the pending block's (what the op's block will carry, a time increase not
- * mined yet included), in parallel: one round trip to a local node (~0.1 ms) per signing call, on those chains
- * only. A chain's clock moves when its chain id is one development nodes use (DEV_CHAIN_IDS), or once a block was
- * seen CLOCK_AHEAD_SECONDS ahead of ours (a public node refuses blocks 15 s in its future).
+ * The chain's clocks for a signature's validity window: on a chain whose clock is the wall clock (every public
+ * network: blocks every few seconds, timestamps within seconds of ours), the snapshot's timestamp, at most a poll
+ * and a block old, which a 5-minute signature does not notice. A development chain's clock moves at will —
+ * evm_increaseTime, evm_setNextBlockTimestamp, blocks mined faster than one a second, a snapshot reverted — so a
+ * snapshot taken before the move could sign ops already expired (AA32), or not due yet, at the block they land in.
+ * There `freshClocks` reads both clocks: the latest block's timestamp (what simulations run at) and the pending
+ * block's (what the op's block will carry, a time increase not mined yet included). The pipeline reads them beside
+ * its chain call and signs on the snapshot's window only when they fall inside it; otherwise it runs again on
+ * them (src/sponsor/chainClock.ts): no round trip on the critical path unless the clock moved. A chain's clock
+ * moves when its chain id is one development nodes use (DEV_CHAIN_IDS), or once a block was seen
+ * CLOCK_AHEAD_SECONDS ahead of ours (a public node refuses blocks 15 s in its future), unless the operator set
+ * `chainClock: "wall"` (the network's setting: the snapshot's clock, never a fresh read).
  */
 import { NodeError } from "./nodeError.ts";
 import type { ChainRpc } from "./rpc.ts";
@@ -43,8 +45,8 @@ export interface MarketSnapshot {
 export interface Market {
   /** The latest snapshot, refreshed first if it is older than maxAgeMs. */
   current(): Promise<MarketSnapshot>;
-  /** The chain's clocks for a signature's validity window, given the request's snapshot (see the file's comment). */
-  clocks(snapshot: MarketSnapshot): Promise<ChainClocks>;
+  /** The chain's clocks read now, on a chain whose clock moves at will; undefined on one whose clock is ours (see the file's comment). */
+  freshClocks(): Promise<ChainClocks> | undefined;
   /** Drops the snapshot (a test that wants the next request to read the chain's fees again). */
   invalidate(): void;
   /** Calls `listener` with each new block number seen (never twice for one block, never a lower one). */
@@ -74,10 +76,16 @@ async function readClocks(rpc: ChainRpc): Promise<ChainClocks> {
   return { chainNow, nextBlockAt: pending ? Number(BigInt(pending.timestamp)) : chainNow };
 }
 
-/** `clockMoves`: the chain is a development chain whose clock moves at will (see the file's comment). */
-export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000, clockMoves = false } = {}): Market {
+/**
+ * Whose clock the chain keeps: "moves" (a development chain whose clock moves at will, see the file's comment),
+ * "detect" (the wall clock until a block is seen CLOCK_AHEAD_SECONDS ahead of ours), "wall" (the operator's word
+ * that it keeps the wall clock: never read fresh).
+ */
+export type ChainClockKind = "moves" | "detect" | "wall";
+
+export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000, clock = "detect" as ChainClockKind } = {}): Market {
   let snapshot: MarketSnapshot | undefined;
-  let ownClock = clockMoves;
+  let ownClock = clock === "moves";
   let inflight: Promise<MarketSnapshot> | undefined;
   const listeners: ((block: bigint) => void)[] = [];
   let lastBlock = -1n;
@@ -109,7 +117,7 @@ export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000, cl
     inflight ??= fetchSnapshot()
       .then((fresh) => {
         seen(fresh.blockNumber);
-        if (fresh.timestamp > fresh.fetchedAt / 1000 + CLOCK_AHEAD_SECONDS) ownClock = true;
+        if (clock === "detect" && fresh.timestamp > fresh.fetchedAt / 1000 + CLOCK_AHEAD_SECONDS) ownClock = true;
         return (snapshot = fresh);
       })
       .finally(() => (inflight = undefined));
@@ -136,8 +144,8 @@ export function createMarket(rpc: ChainRpc, { pollMs = 1000, maxAgeMs = 2000, cl
       if (snapshot && Date.now() - snapshot.fetchedAt <= maxAgeMs) return snapshot;
       return refresh();
     },
-    clocks(current) {
-      return ownClock ? readClocks(rpc) : Promise.resolve({ chainNow: current.timestamp });
+    freshClocks() {
+      return ownClock ? readClocks(rpc) : undefined;
     },
     invalidate() {
       snapshot = undefined;

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { privateKeyToAddress } from "viem/accounts";
-import { findNetwork, knownNetworkNames, type Address } from "@paymaster/shared";
+import { findNetwork, knownNetworkNames, type Address, type NetworkDefinition } from "@paymaster/shared";
 
 import { ConfigError } from "./errors.ts";
 import { redactUrl } from "../text/redactUrl.ts";
@@ -123,139 +123,15 @@ export function buildConfig(
   { purpose = "service" }: { purpose?: ConfigPurpose } = {},
 ): ServiceConfig {
   if (!isRecord(json)) throw new ConfigError(["(config): must be a JSON object"], source);
-  const issues: ConfigIssue[] = [];
-  /** Formatted field path -> where its value came from, for the messages. */
-  const origins = new Map<string, string>();
-  /** Formatted field path -> what to do when it is missing. */
-  const hints = new Map<string, string>();
-  const raw: Record<string, unknown> = structuredClone(json);
-
-  for (const [field, variable] of Object.entries(ENV_OVERRIDES)) {
-    const value = envValue(env, variable);
-    if (value === undefined) continue;
-    raw[field] = NUMERIC_OVERRIDES.has(field) && /^\d+$/.test(value) ? Number(value) : value;
-    origins.set(field, variable);
-  }
-
-  if (Object.hasOwn(raw, "databaseUrl")) {
-    issues.push({
-      path: ["databaseUrl"],
-      message: `the database URL is a secret (it carries the password) and is not accepted in the configuration file: set ${DATABASE_URL_ENV}`,
-      origin: "",
-    });
-    delete raw.databaseUrl;
-  }
-  const databaseUrl = envValue(env, DATABASE_URL_ENV);
-  if (databaseUrl !== undefined) {
-    raw.databaseUrl = databaseUrl;
-    origins.set("databaseUrl", DATABASE_URL_ENV);
-  }
-
+  const draft: Draft = { raw: structuredClone(json), env, purpose, issues: [], origins: new Map(), hints: new Map() };
+  applyTopLevelEnv(draft);
+  applyDatabaseUrl(draft);
   // The networks this document can name: the registry's and the custom ones it declares (well formed).
-  const { declared } = declaredNetworks(raw);
-  if (Array.isArray(raw.networks)) {
-    raw.networks.forEach((network: unknown, i) => {
-      if (!isRecord(network)) return;
-      const where = `networks[${i}]`;
-      const name = typeof network.name === "string" ? network.name : undefined;
-      if (Object.hasOwn(network, "signerKeys")) {
-        const hint =
-          name === undefined
-            ? `PAYMASTER_NETWORK_<NAME>_SIGNER_KEYS or PAYMASTER_NETWORK_<NAME>_SIGNER_KEY_FILE`
-            : `${networkEnvVar(name, "SIGNER_KEYS")} (comma-separated) or ${networkEnvVar(name, "SIGNER_KEY_FILE")} (one key per line)`;
-        issues.push({
-          path: ["networks", i, "signerKeys"],
-          message: `signer keys are secrets and are not accepted in the configuration file: set ${hint}`,
-          origin: "", // the file itself: no "(from …)"
-        });
-        delete network.signerKeys;
-      }
-      if (name === undefined || findNetwork(name, declared) === undefined) {
-        network.signerKeys = []; // the name is reported; keys cannot be looked up without it
-        return;
-      }
-
-      const rpcVar = networkEnvVar(name, "RPC_URL");
-      hints.set(`${where}.rpcUrl`, `set it in the file or in ${rpcVar}`);
-      const rpcUrl = envValue(env, rpcVar);
-      if (rpcUrl !== undefined) {
-        network.rpcUrl = rpcUrl;
-        origins.set(`${where}.rpcUrl`, rpcVar);
-      }
-
-      // A hosted bundler's URL carries its key, like an RPC URL: the environment may hold it instead of the file.
-      const bundlerVar = networkEnvVar(name, "BUNDLER_URL");
-      const bundlerUrl = envValue(env, bundlerVar);
-      if (bundlerUrl !== undefined) {
-        network.bundlerUrl = bundlerUrl;
-        origins.set(`${where}.bundlerUrl`, bundlerVar);
-      }
-
-      const fallbackVar = networkEnvVar(name, "FALLBACK_RPC_URLS");
-      const fallbacks = envValue(env, fallbackVar);
-      if (fallbacks !== undefined) {
-        network.fallbackRpcUrls = fallbacks.split(",").map((u) => u.trim()).filter((u) => u !== "");
-        origins.set(`${where}.fallbackRpcUrls`, fallbackVar);
-      }
-
-      const keysVar = networkEnvVar(name, "SIGNER_KEYS");
-      const fileVar = networkEnvVar(name, "SIGNER_KEY_FILE");
-      const keys = envValue(env, keysVar);
-      const keyFile = envValue(env, fileVar);
-      let signerKeys: string[] = [];
-      if (keys !== undefined && keyFile !== undefined) {
-        issues.push({ path: ["networks", i, "signerKeys"], message: `set ${keysVar} or ${fileVar}, not both` });
-      } else if (keys !== undefined) {
-        signerKeys = keys.split(",").map((k) => k.trim()).filter((k) => k !== "");
-        origins.set(`${where}.signerKeys`, keysVar);
-      } else if (keyFile !== undefined) {
-        const file = path.resolve(keyFile);
-        origins.set(`${where}.signerKeys`, `${fileVar} (${file})`);
-        try {
-          signerKeys = readFileSync(file, "utf8")
-            .split(/\r?\n/)
-            .map((line) => line.trim())
-            .filter((line) => line !== "" && !line.startsWith("#"));
-        } catch (err) {
-          issues.push({
-            path: ["networks", i, "signerKeys"],
-            message: `cannot read the key file: ${(err as Error).message}`,
-          });
-        }
-      }
-      const pkcs11 = isRecord(network.pkcs11) ? network.pkcs11 : undefined;
-      if (pkcs11 !== undefined) {
-        resolvePkcs11Pin(pkcs11, name, env, purpose, ["networks", i, "pkcs11"], issues, origins);
-        if (signerKeys.length > 0) {
-          issues.push({ path: ["networks", i, "signerKeys"], message: `the network signs with its PKCS#11 key (pkcs11): unset ${keysVar} / ${fileVar}` });
-        }
-      }
-      if (signerKeys.length === 0 && pkcs11 === undefined && purpose === "service" && !issues.some((x) => formatPath(x.path) === `${where}.signerKeys`)) {
-        issues.push({
-          path: ["networks", i, "signerKeys"],
-          message: `no signer key: set ${keysVar} (comma-separated 0x keys) or ${fileVar} (one key per line)`,
-        });
-      }
-      network.signerKeys = signerKeys;
-    });
-  }
-
-  // A PAYMASTER_NETWORK_… variable that names no known network (or no known setting) is a typo: say so.
-  // Variables for known networks that this file does not configure are ignored.
-  const known = new Map(knownNetworkNames(declared).map((n): [string, string] => [networkEnvName(n), n]));
-  for (const variable of Object.keys(env)) {
-    if (!variable.startsWith(NETWORK_ENV_PREFIX)) continue;
-    const rest = variable.slice(NETWORK_ENV_PREFIX.length);
-    const setting = NETWORK_ENV_SETTINGS.find((s) => rest.endsWith(`_${s}`));
-    const name = setting === undefined ? undefined : rest.slice(0, -(setting.length + 1));
-    if (setting === undefined || name === undefined) {
-      issues.push({ path: [variable], message: `is not a known setting (…_${NETWORK_ENV_SETTINGS.join(", …_")})` });
-    } else if (!known.has(name)) {
-      issues.push({ path: [variable], message: `names no known network (known: ${[...known.keys()].join(", ")})` });
-    }
-  }
-
-  const parsed = parseServiceConfig(raw, purpose);
+  const { declared } = declaredNetworks(draft.raw);
+  if (Array.isArray(draft.raw.networks)) draft.raw.networks.forEach((network: unknown, i) => applyNetworkEnv(draft, network, i, declared));
+  checkNetworkVariables(draft, declared);
+  const { issues, origins, hints } = draft;
+  const parsed = parseServiceConfig(draft.raw, purpose);
   if (!parsed.ok) issues.push(...parsed.issues);
   if (issues.length > 0 || !parsed.ok) {
     throw new ConfigError(
@@ -269,19 +145,173 @@ export function buildConfig(
   return deepFreeze({ ...config, databasePath });
 }
 
+/** What buildConfig gathers as it merges the environment into the document, section by section. */
+interface Draft {
+  /** A copy of the document, the environment's values written in. */
+  readonly raw: Record<string, unknown>;
+  readonly env: NodeJS.ProcessEnv;
+  readonly purpose: ConfigPurpose;
+  readonly issues: ConfigIssue[];
+  /** Formatted field path -> where its value came from, for the messages. */
+  readonly origins: Map<string, string>;
+  /** Formatted field path -> what to do when it is missing. */
+  readonly hints: Map<string, string>;
+}
+
+/** `target[field]` from the environment variable `variable` when it is set, as `read` makes it; `at`: the field's path in the messages. */
+function fromEnv(draft: Draft, target: Record<string, unknown>, field: string, at: string, variable: string, read: (value: string) => unknown = (value) => value): void {
+  const value = envValue(draft.env, variable);
+  if (value === undefined) return;
+  target[field] = read(value);
+  draft.origins.set(at, variable);
+}
+
+/** The top-level settings the environment overrides (ENV_OVERRIDES); numbers read as numbers. */
+function applyTopLevelEnv(draft: Draft): void {
+  for (const [field, variable] of Object.entries(ENV_OVERRIDES)) {
+    fromEnv(draft, draft.raw, field, field, variable, (value) => (NUMERIC_OVERRIDES.has(field) && /^\d+$/.test(value) ? Number(value) : value));
+  }
+}
+
+/** The PostgreSQL URL: from DATABASE_URL only (refused in the file: it carries the password). */
+function applyDatabaseUrl(draft: Draft): void {
+  if (Object.hasOwn(draft.raw, "databaseUrl")) {
+    draft.issues.push({
+      path: ["databaseUrl"],
+      message: `the database URL is a secret (it carries the password) and is not accepted in the configuration file: set ${DATABASE_URL_ENV}`,
+      origin: "",
+    });
+    delete draft.raw.databaseUrl;
+  }
+  fromEnv(draft, draft.raw, "databaseUrl", "databaseUrl", DATABASE_URL_ENV);
+}
+
+/**
+ * One entry of `networks`: signer keys written in the file refused; for a network the document can name, its
+ * URLs, signer keys and PKCS#11 PIN from the environment (PAYMASTER_NETWORK_<NAME>_…).
+ */
+function applyNetworkEnv(draft: Draft, network: unknown, i: number, declared: readonly NetworkDefinition[]): void {
+  if (!isRecord(network)) return;
+  const name = typeof network.name === "string" ? network.name : undefined;
+  refuseFileSignerKeys(draft, network, i, name);
+  if (name === undefined || findNetwork(name, declared) === undefined) {
+    network.signerKeys = []; // the name is reported; keys cannot be looked up without it
+    return;
+  }
+  applyNetworkUrls(draft, network, i, name);
+  const signerKeys = signerKeysFromEnv(draft, i, name);
+  checkSigner(draft, network, i, name, signerKeys);
+  network.signerKeys = signerKeys;
+}
+
+/** Signer keys are secrets: written in the file, they are refused, naming the variables that carry them. */
+function refuseFileSignerKeys(draft: Draft, network: Record<string, unknown>, i: number, name: string | undefined): void {
+  if (!Object.hasOwn(network, "signerKeys")) return;
+  const hint =
+    name === undefined
+      ? `PAYMASTER_NETWORK_<NAME>_SIGNER_KEYS or PAYMASTER_NETWORK_<NAME>_SIGNER_KEY_FILE`
+      : `${networkEnvVar(name, "SIGNER_KEYS")} (comma-separated) or ${networkEnvVar(name, "SIGNER_KEY_FILE")} (one key per line)`;
+  draft.issues.push({
+    path: ["networks", i, "signerKeys"],
+    message: `signer keys are secrets and are not accepted in the configuration file: set ${hint}`,
+    origin: "", // the file itself: no "(from …)"
+  });
+  delete network.signerKeys;
+}
+
+/** The network's RPC, fallback and bundler URLs from the environment, where set there. */
+function applyNetworkUrls(draft: Draft, network: Record<string, unknown>, i: number, name: string): void {
+  const where = `networks[${i}]`;
+  const rpcVar = networkEnvVar(name, "RPC_URL");
+  draft.hints.set(`${where}.rpcUrl`, `set it in the file or in ${rpcVar}`);
+  fromEnv(draft, network, "rpcUrl", `${where}.rpcUrl`, rpcVar);
+  // A hosted bundler's URL carries its key, like an RPC URL: the environment may hold it instead of the file.
+  fromEnv(draft, network, "bundlerUrl", `${where}.bundlerUrl`, networkEnvVar(name, "BUNDLER_URL"));
+  fromEnv(draft, network, "fallbackRpcUrls", `${where}.fallbackRpcUrls`, networkEnvVar(name, "FALLBACK_RPC_URLS"), (value) => value.split(",").map((u) => u.trim()).filter((u) => u !== ""));
+}
+
+/** The network's signer keys: from …_SIGNER_KEYS (comma-separated) or …_SIGNER_KEY_FILE, not both; none when neither is set. */
+function signerKeysFromEnv(draft: Draft, i: number, name: string): string[] {
+  const keysVar = networkEnvVar(name, "SIGNER_KEYS");
+  const fileVar = networkEnvVar(name, "SIGNER_KEY_FILE");
+  const keys = envValue(draft.env, keysVar);
+  const keyFile = envValue(draft.env, fileVar);
+  if (keys !== undefined && keyFile !== undefined) {
+    draft.issues.push({ path: ["networks", i, "signerKeys"], message: `set ${keysVar} or ${fileVar}, not both` });
+    return [];
+  }
+  if (keys !== undefined) {
+    draft.origins.set(`networks[${i}].signerKeys`, keysVar);
+    return keys.split(",").map((k) => k.trim()).filter((k) => k !== "");
+  }
+  return keyFile === undefined ? [] : readKeyFile(draft, i, fileVar, keyFile);
+}
+
+/** The keys in a key file (one per line; blank lines and # comments skipped); an issue when it cannot be read. */
+function readKeyFile(draft: Draft, i: number, fileVar: string, keyFile: string): string[] {
+  const file = path.resolve(keyFile);
+  draft.origins.set(`networks[${i}].signerKeys`, `${fileVar} (${file})`);
+  try {
+    return readFileSync(file, "utf8")
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== "" && !line.startsWith("#"));
+  } catch (err) {
+    draft.issues.push({
+      path: ["networks", i, "signerKeys"],
+      message: `cannot read the key file: ${(err as Error).message}`,
+    });
+    return [];
+  }
+}
+
+/**
+ * How the network signs: with its PKCS#11 key (its PIN from the environment, no signer keys beside it), or with
+ * signer keys, which the service (not the operator CLI) must have.
+ */
+function checkSigner(draft: Draft, network: Record<string, unknown>, i: number, name: string, signerKeys: readonly string[]): void {
+  const keysVar = networkEnvVar(name, "SIGNER_KEYS");
+  const fileVar = networkEnvVar(name, "SIGNER_KEY_FILE");
+  const pkcs11 = isRecord(network.pkcs11) ? network.pkcs11 : undefined;
+  if (pkcs11 !== undefined) {
+    resolvePkcs11Pin(draft, pkcs11, name, ["networks", i, "pkcs11"]);
+    if (signerKeys.length > 0) {
+      draft.issues.push({ path: ["networks", i, "signerKeys"], message: `the network signs with its PKCS#11 key (pkcs11): unset ${keysVar} / ${fileVar}` });
+    }
+  }
+  if (signerKeys.length === 0 && pkcs11 === undefined && draft.purpose === "service" && !draft.issues.some((x) => formatPath(x.path) === `networks[${i}].signerKeys`)) {
+    draft.issues.push({
+      path: ["networks", i, "signerKeys"],
+      message: `no signer key: set ${keysVar} (comma-separated 0x keys) or ${fileVar} (one key per line)`,
+    });
+  }
+}
+
+/**
+ * A PAYMASTER_NETWORK_… variable that names no known network (or no known setting) is a typo: say so.
+ * Variables for known networks that this file does not configure are ignored.
+ */
+function checkNetworkVariables(draft: Draft, declared: readonly NetworkDefinition[]): void {
+  const known = new Map(knownNetworkNames(declared).map((n): [string, string] => [networkEnvName(n), n]));
+  for (const variable of Object.keys(draft.env)) {
+    if (!variable.startsWith(NETWORK_ENV_PREFIX)) continue;
+    const rest = variable.slice(NETWORK_ENV_PREFIX.length);
+    const setting = NETWORK_ENV_SETTINGS.find((s) => rest.endsWith(`_${s}`));
+    const name = setting === undefined ? undefined : rest.slice(0, -(setting.length + 1));
+    if (setting === undefined || name === undefined) {
+      draft.issues.push({ path: [variable], message: `is not a known setting (…_${NETWORK_ENV_SETTINGS.join(", …_")})` });
+    } else if (!known.has(name)) {
+      draft.issues.push({ path: [variable], message: `names no known network (known: ${[...known.keys()].join(", ")})` });
+    }
+  }
+}
+
 /**
  * The PKCS#11 PIN of network `name` into `pkcs11.pin`: from PAYMASTER_NETWORK_<NAME>_PKCS11_PIN (its value) or
  * _PKCS11_PIN_FILE (the path: the signer reads it at each login); never from the file, where it is refused.
  */
-function resolvePkcs11Pin(
-  pkcs11: Record<string, unknown>,
-  name: string,
-  env: NodeJS.ProcessEnv,
-  purpose: ConfigPurpose,
-  at: (string | number)[],
-  issues: ConfigIssue[],
-  origins: Map<string, string>,
-): void {
+function resolvePkcs11Pin(draft: Draft, pkcs11: Record<string, unknown>, name: string, at: (string | number)[]): void {
+  const { env, purpose, issues, origins } = draft;
   const pinVar = networkEnvVar(name, "PKCS11_PIN");
   const fileVar = networkEnvVar(name, "PKCS11_PIN_FILE");
   if (Object.hasOwn(pkcs11, "pin")) {

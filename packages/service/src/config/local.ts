@@ -10,7 +10,7 @@ import { privateKeyToAddress } from "viem/accounts";
 import { ConfigError } from "./errors.ts";
 import { deepFreeze, formatPath, parseNetworkConfig } from "./schema.ts";
 import { DEFAULT_GAS_CAPS, type NetworkConfig } from "./types.ts";
-import { SPONSOR_VERSIONS } from "../rpc/schemas.ts";
+import { SPONSOR_VERSIONS } from "../wire/schemas.ts";
 
 /** USD prices of the local test tokens; a test token not listed here is priced as a dollar stablecoin. */
 export const LOCAL_TOKEN_USD_PRICES: Readonly<Record<string, string>> = Object.freeze({ USDC: "1.00", DAI: "1.00" });

@@ -51,7 +51,7 @@ export const TOKEN_DECIMALS_MAX = 36;
 export const MARKUP_BPS_MAX = 10_000;
 /** A fee multiplier below 1x would refuse every op priced at the market. */
 export const FEE_MULTIPLIER_BPS_RANGE = { min: 10_000, max: 1_000_000 } as const;
-/** Settlement watcher settings (defaults in src/settlement/watcher.ts WATCHER_DEFAULTS). */
+/** Settlement watcher settings (defaults in src/settlement/options.ts WATCHER_DEFAULTS). */
 export const CONFIRMATIONS_RANGE = { min: 0, max: 1_000 } as const;
 export const REORG_DEPTH_RANGE = { min: 1, max: 10_000 } as const;
 export const EXPIRY_GRACE_SECONDS_RANGE = { min: 0, max: 86_400 } as const;
@@ -75,7 +75,7 @@ export const WEBHOOK_RANGES = {
   perEndpointConcurrency: { min: 1, max: 100 },
   retentionDays: { min: 0, max: 3650 },
 } as const;
-/** Sponsorship retention (src/lifecycle/retention.ts; docs/operations.md "Sizing and retention"). */
+/** Sponsorship retention (src/retention.ts; docs/operations.md "Sizing and retention"). */
 export const RETENTION_RANGES = {
   releasedDays: { min: 0, max: 3650 },
   settledDays: { min: 0, max: 36_500 },
@@ -346,6 +346,7 @@ export const networkSchema = z
     pollMs: integer("milliseconds", WATCHER_POLL_MS_RANGE.min, WATCHER_POLL_MS_RANGE.max).optional(),
     logBlockRange: integer("a number of blocks", LOG_BLOCK_RANGE_RANGE.min, LOG_BLOCK_RANGE_RANGE.max).optional(),
     skipFinalSimulation: z.boolean({ error: expected("true or false") }).optional(),
+    chainClock: z.enum(["auto", "wall"], { error: expected('"auto" or "wall"') }).optional(),
   })
   .transform(
     (n): NetworkInput => ({
@@ -366,6 +367,7 @@ export const networkSchema = z
       nativeUsdPrice: n.nativeUsdPrice,
       caps: n.caps,
       ...(n.skipFinalSimulation === true ? { skipFinalSimulation: true } : {}),
+      ...(n.chainClock === undefined ? {} : { chainClock: n.chainClock }),
       // Settlement watcher settings: present only when given (the watcher applies its defaults).
       ...(n.confirmations === undefined ? {} : { confirmations: n.confirmations }),
       ...(n.reorgDepth === undefined ? {} : { reorgDepth: n.reorgDepth }),
@@ -456,8 +458,9 @@ export const serviceConfigSchema = z
             connectTimeoutMs: integer("milliseconds", DATABASE_RANGES.connectTimeoutMs.min, DATABASE_RANGES.connectTimeoutMs.max).optional(),
             queryTimeoutMs: integer("milliseconds", DATABASE_RANGES.queryTimeoutMs.min, DATABASE_RANGES.queryTimeoutMs.max).optional(),
             statementTimeoutMs: integer("milliseconds", DATABASE_RANGES.statementTimeoutMs.min, DATABASE_RANGES.statementTimeoutMs.max).optional(),
+            configMaxAgeMs: integer("milliseconds", DATABASE_RANGES.configMaxAgeMs.min, DATABASE_RANGES.configMaxAgeMs.max).optional(),
           },
-          { error: "must be {connectTimeoutMs?, queryTimeoutMs?, statementTimeoutMs?}" },
+          { error: "must be {connectTimeoutMs?, queryTimeoutMs?, statementTimeoutMs?, configMaxAgeMs?}" },
         )
         .optional(),
       bodyLimitBytes: integer("a number of bytes", BODY_LIMIT_RANGE.min, BODY_LIMIT_RANGE.max).default(
@@ -536,8 +539,10 @@ export const serviceConfigSchema = z
           {
             maxOutstandingPerSender: integer("a number of sponsorships", 1, 1000).optional(),
             maxOutstandingPerClientIp: integer("a number of sponsorships", 1, 100_000).optional(),
+            maxBalanceShareBpsPerClient: integer("basis points of the balance", 1, 10_000).optional(),
+            maxBalanceShareBpsPerKey: integer("basis points of the balance", 1, 10_000).optional(),
           },
-          { error: "must be {maxOutstandingPerSender?, maxOutstandingPerClientIp?}" },
+          { error: "must be {maxOutstandingPerSender?, maxOutstandingPerClientIp?, maxBalanceShareBpsPerClient?, maxBalanceShareBpsPerKey?}" },
         )
         .optional(),
       /** ERC-20 postOp-charge mode: the USD at risk per project and per API key (src/sponsor/postOpRisk.ts). */

@@ -71,6 +71,14 @@ export interface NetworkConfig {
    * check that the op lands as signed (see "Simulation" in the README for the risk).
    */
   skipFinalSimulation?: boolean;
+  /**
+   * Whose clock the chain keeps (default "auto"): "auto" takes a development chain id (31337, 1337) to keep one of
+   * its own (time moved with evm_increaseTime), so each signing request reads the chain's fresh clocks beside its
+   * chain call (src/sponsor/chainClock.ts), as it does once a block is seen 15 s ahead of ours on any chain;
+   * "wall" is the operator's word that the chain follows the wall clock, as public chains do: the poller's snapshot
+   * (at most a poll and a block old) dates every signature, and the fresh clocks are never read (src/chain/market.ts).
+   */
+  chainClock?: "auto" | "wall";
   // ---- settlement watcher (src/settlement/watcher.ts); absent = the watcher's defaults (WATCHER_DEFAULTS)
   /** Blocks an event must be buried under before it settles or credits (default 2). */
   confirmations?: number;
@@ -106,7 +114,7 @@ export interface ServiceConfig {
   database?: Partial<DatabaseSettings>;
   /** Request bodies above this many bytes get BODY_TOO_LARGE. */
   bodyLimitBytes: number;
-  /** Rate limits per API key and per project (src/rpc/rateLimit.ts, docs/operations.md). */
+  /** Rate limits per API key and per project (src/rateLimit.ts, docs/operations.md). */
   rateLimit?: RateLimitConfig;
   /** Reverse proxies whose X-Forwarded-For is believed, as CIDR ranges (src/access/clientAddress.ts); absent: none. */
   trustedProxies?: readonly string[];
@@ -144,10 +152,10 @@ export interface ServiceConfig {
     allowedDestinations?: readonly string[];
   };
   /** Open reservations per sender and per browser key's client address (defaults: src/sponsor/outstanding.ts). */
-  reservations?: { maxOutstandingPerSender?: number; maxOutstandingPerClientIp?: number };
+  reservations?: { maxOutstandingPerSender?: number; maxOutstandingPerClientIp?: number; maxBalanceShareBpsPerClient?: number; maxBalanceShareBpsPerKey?: number };
   /** ERC-20 postOp-charge mode's USD at risk per project and per key (defaults: src/sponsor/postOpRisk.ts). */
   postOpChargeRisk?: { maxUsdPerProject?: string; maxUsdPerKey?: string; windowSeconds?: number };
-  /** Sponsorship retention (src/lifecycle/retention.ts): every field optional, defaults there. */
+  /** Sponsorship retention (src/retention.ts): every field optional, defaults there. */
   retention?: { releasedDays?: number; settledDays?: number; intervalMinutes?: number; batchSize?: number };
   /** Lifetime of a paymaster signature (the spec: 5 minutes). */
   signatureTtlSeconds: number;

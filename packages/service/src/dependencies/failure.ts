@@ -8,14 +8,14 @@
  * changes (the store's health, the RPC client, the signer, each background loop), once, never as a stack per
  * request.
  *
- *   JSON-RPC dialects   rpc/errors.ts knownClientError (the catalogue's reason, status and code)
+ *   JSON-RPC dialects   knownClientError below (the catalogue's reason, status and code)
  *   admin API, CLI      dependencyFailure below (503 UNAVAILABLE with reason and cause, the detail logged / one
  *                       line with the detail, exit 1)
  *   background loops    describeFailure below: a problem text that is the same for the same reason and cause,
  *                       so "log when it changes" logs once per outage
  */
-import { knownClientError, type Reason } from "../rpc/errors.ts";
-import { isStoreUnavailable } from "../store/unavailable.ts";
+import { RpcError, type Reason } from "../errors.ts";
+import { isStoreUnavailable, StoreUnavailableError } from "../store/unavailable.ts";
 
 export type DependencyReason = Extract<Reason, "CHAIN_UNAVAILABLE" | "STORE_UNAVAILABLE" | "SIGNER_UNAVAILABLE" | "BUNDLER_UNAVAILABLE">;
 
@@ -29,6 +29,21 @@ export interface DependencyFailure {
   readonly message: string;
   /** The driver's own words (the log and the CLI only), when there are any. */
   readonly detail?: string;
+}
+
+/**
+ * What a client may see of a thrown value that is a deliberate answer: RpcErrors as they are, a failure of the
+ * database as STORE_UNAVAILABLE with its cause (never the driver's text); undefined for anything unexpected.
+ */
+export function knownClientError(error: unknown): RpcError | undefined {
+  if (error instanceof RpcError) return error;
+  if (error instanceof StoreUnavailableError) return new RpcError("STORE_UNAVAILABLE", error.message, { cause: error.cause });
+  return undefined;
+}
+
+/** What a client may see of any thrown value: known answers as they are (knownClientError), everything else INTERNAL_ERROR. */
+export function toClientError(error: unknown): RpcError {
+  return knownClientError(error) ?? new RpcError("INTERNAL_ERROR");
 }
 
 /** The dependency failure a thrown value is, else undefined (a refusal of the request, or a bug). */

@@ -14,7 +14,7 @@ import type { NetworkConfig, ServiceConfig } from "../config/types.ts";
 import type { Store } from "../store/types.ts";
 import { DEFAULT_BODY_LIMIT_BYTES } from "../config/schema.ts";
 import { startService, type RunningService } from "../server.ts";
-import { SPONSOR_VERSIONS } from "../rpc/schemas.ts";
+import { SPONSOR_VERSIONS } from "../wire/schemas.ts";
 import type { AdminApiOptions } from "../adminApi/options.ts";
 import { startLocalBundler, type LocalBundler } from "./bundler.ts";
 import { freeLoopbackPort } from "./ports.ts";

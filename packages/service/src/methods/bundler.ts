@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { numberToHex } from "viem";
 import { defineMethod, type MethodDefinition } from "../rpc/method.ts";
-import { address, hexBytes, jsonTypeOf, noParamsSchema } from "../rpc/schemas.ts";
+import { address, hexBytes, jsonTypeOf, noParamsSchema } from "../wire/schemas.ts";
 import { forwardToBundler } from "../bundler/client.ts";
 
 const userOpObject = z.unknown().refine((v) => typeof v === "object" && v !== null && !Array.isArray(v), {

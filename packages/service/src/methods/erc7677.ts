@@ -13,10 +13,10 @@
 import { z } from "zod";
 import { numberToHex } from "viem";
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
-import type { CallContext } from "../rpc/method.ts";
-import { RpcError } from "../rpc/errors.ts";
+import type { CallContext } from "../context.ts";
+import { RpcError } from "../errors.ts";
 import { formatParamsPath, toParamsIssues } from "../rpc/dispatch.ts";
-import { address, extraText, hexQuantity, jsonTypeOf, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
+import { address, extraText, hexQuantity, jsonTypeOf, sponsorParamsSchema, type SponsorRequest } from "../wire/schemas.ts";
 import type { PipelineResult } from "../sponsor/pipeline.ts";
 
 export interface Erc7677Params {

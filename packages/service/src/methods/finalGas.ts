@@ -4,9 +4,9 @@
  * final call therefore needs every gas value final (the client estimates after pm_getPaymasterStubData); a
  * missing or zero one is refused with INVALID_PARAMS naming each, before anything is reserved or signed.
  */
-import { RpcError } from "../rpc/errors.ts";
+import { RpcError } from "../errors.ts";
 import { formatParamsPath } from "../rpc/dispatch.ts";
-import type { SponsorRequest } from "../rpc/schemas.ts";
+import type { SponsorRequest } from "../wire/schemas.ts";
 
 export const FINAL_GAS_FIELDS = ["callGasLimit", "verificationGasLimit", "preVerificationGas", "maxFeePerGas", "maxPriorityFeePerGas"] as const;
 /** A zero priority fee is a final value (chains without priority fees, e.g. Arbitrum, estimate 0): only its absence is refused. */

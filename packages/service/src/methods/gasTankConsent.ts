@@ -18,13 +18,13 @@ import { z } from "zod";
 import { createPublicClient, custom, numberToHex, type Hex } from "viem";
 import { verifyTypedData } from "viem/actions";
 import { gasTankConsentTypedData, type Address } from "@paymaster/shared";
-import { defineMethod, readyChain, type CallContext, type MethodDefinition } from "../rpc/method.ts";
-import { address, hexBytes, objectParams } from "../rpc/schemas.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { defineMethod, type MethodDefinition } from "../rpc/method.ts";
+import { readyChain, type CallContext, type NetworkRuntime } from "../context.ts";
+import { address, hexBytes, objectParams } from "../wire/schemas.ts";
+import { RpcError } from "../errors.ts";
 import { chainWait } from "../timing.ts";
 import { consentDateRefusal } from "../store/tankConsentClock.ts";
 import { NodeError, RPC_DEFAULTS } from "../chain/rpc.ts";
-import type { NetworkRuntime } from "../context.ts";
 import type { GasTankConsentRecord } from "../store/types.ts";
 
 /** Room for an ERC-6492 wrapper (factory calldata) around the account's own signature; checked before any call. */

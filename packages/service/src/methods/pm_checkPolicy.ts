@@ -7,7 +7,7 @@
  * capVerdicts) and, in User Sponsor mode, in the gas tank.
  */
 import { defineMethod } from "../rpc/method.ts";
-import { sponsorParamsSchema } from "../rpc/schemas.ts";
+import { sponsorParamsSchema } from "../wire/schemas.ts";
 import { dryRunPipeline } from "../sponsor/pipeline.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import { formatUsdMicros } from "../policy/rules.ts";

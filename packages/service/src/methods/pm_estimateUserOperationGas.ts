@@ -4,7 +4,7 @@
  * stub paymaster data of the final length (its signature is not usable).
  */
 import { defineMethod } from "../rpc/method.ts";
-import { sponsorParamsSchema } from "../rpc/schemas.ts";
+import { sponsorParamsSchema } from "../wire/schemas.ts";
 import { estimatePipeline } from "../sponsor/pipeline.ts";
 import { sponsorResult } from "../sponsor/response.ts";
 

@@ -15,10 +15,11 @@
  */
 import { z } from "zod";
 import type { EntryPointVersion } from "@paymaster/shared";
-import { defineMethod, readyChain, type CallContext } from "../rpc/method.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { defineMethod } from "../rpc/method.ts";
+import { readyChain, type CallContext } from "../context.ts";
+import { RpcError } from "../errors.ts";
 import { formatParamsPath, toParamsIssues } from "../rpc/dispatch.ts";
-import { extraText, jsonTypeOf, objectParams, sponsorParamsSchema, type SponsorRequest } from "../rpc/schemas.ts";
+import { extraText, jsonTypeOf, objectParams, sponsorParamsSchema, type SponsorRequest } from "../wire/schemas.ts";
 import { dryRunPipeline } from "../sponsor/pipeline.ts";
 import { exchangeRate } from "../sponsor/price.ts";
 import { chainWait } from "../timing.ts";

@@ -3,7 +3,7 @@
  * (v0.6 first) the verifying paymaster, then the ERC-20 paymaster; each address once.
  */
 import { defineMethod } from "../rpc/method.ts";
-import { noParamsSchema } from "../rpc/schemas.ts";
+import { noParamsSchema } from "../wire/schemas.ts";
 import { uniqueChecksummed } from "./addresses.ts";
 
 export const pm_paymasterAccount = defineMethod({

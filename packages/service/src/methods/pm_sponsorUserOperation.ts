@@ -3,7 +3,7 @@
  * paymasterAndData signed for 5 minutes with the gas values the signature covers.
  */
 import { defineMethod } from "../rpc/method.ts";
-import { sponsorParamsSchema } from "../rpc/schemas.ts";
+import { sponsorParamsSchema } from "../wire/schemas.ts";
 import { sponsorPipeline } from "../sponsor/pipeline.ts";
 import { sponsorResult } from "../sponsor/response.ts";
 

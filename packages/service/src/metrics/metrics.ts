@@ -9,7 +9,8 @@
  * scrape (shared by the gauges), so every replica reports the same shared totals: aggregate them with max().
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { BillingAccount, BillingPlan, Store, WebhookBacklog } from "../store/types.ts";
+import type { Store, WebhookBacklog } from "../store/types.ts";
+import type { BillingAccount, BillingPlan } from "../billing/ledger.ts";
 import type { DeliveryObserver } from "../webhooks/worker.ts";
 import type { RpcObserver } from "../chain/rpc.ts";
 import { capLines, type CapLine } from "./caps.ts";
@@ -305,7 +306,7 @@ export class ServiceMetrics {
     registers: [this.registry],
   });
 
-  // The sponsorship retention pass (src/lifecycle/retention.ts), in whichever replica ran it.
+  // The sponsorship retention pass (src/retention.ts), in whichever replica ran it.
   readonly sponsorshipsPruned = new Counter({
     name: "paymaster_sponsorships_pruned_total",
     help: "Sponsorships deleted by the retention pass of this replica, by status (released, settled)",
@@ -428,7 +429,7 @@ export class ServiceMetrics {
     };
   }
 
-  /** A retention pass ended (src/lifecycle/retention.ts). */
+  /** A retention pass ended (src/retention.ts). */
   retentionPass(pass: { released: number; settled: number; seconds: number }): void {
     this.sponsorshipsPruned.inc({ status: "released" }, pass.released);
     this.sponsorshipsPruned.inc({ status: "settled" }, pass.settled);

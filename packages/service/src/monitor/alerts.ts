@@ -9,8 +9,8 @@
 import type { Logger } from "pino";
 import type { ServiceMetrics } from "../metrics/metrics.ts";
 import { capFill, capLines } from "../metrics/caps.ts";
-import type { StartedNetwork } from "../network.ts";
-import { isSignerAccepted } from "../network.ts";
+import type { StartedNetwork } from "../network/start.ts";
+import { isSignerAccepted } from "../network/start.ts";
 import type { Store } from "../store/types.ts";
 import { emitDepositLow } from "../webhooks/systemEvents.ts";
 import { describeFailure } from "../dependencies/failure.ts";

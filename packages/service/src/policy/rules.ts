@@ -49,117 +49,159 @@ export const RULE_ORDER = Object.freeze([
 
 export type EvaluatedRule = (typeof RULE_ORDER)[number];
 
+/** The operation as the checks see it: the input, and its sender as shown in verdicts and as compared. */
+interface RuleSubject {
+  input: RuleInput;
+  /** Checksummed when it is an address (displayAddress). */
+  sender: string;
+  senderKey: string;
+}
+
+/** One rule's check: its verdict, or undefined when the strategy does not configure the rule. */
+type RuleCheck = (rules: StrategyRules, subject: RuleSubject) => RuleVerdict | undefined;
+
 /** Verdicts for every configured rule that needs no stored totals, in RULE_ORDER. */
 export function evaluateRules(rules: StrategyRules, input: RuleInput): RuleVerdict[] {
+  const subject: RuleSubject = { input, sender: displayAddress(input.sender), senderKey: input.sender.toLowerCase() };
   const verdicts: RuleVerdict[] = [];
-  const sender = displayAddress(input.sender);
-  const senderKey = input.sender.toLowerCase();
-
-  if (rules.senderDenylist !== undefined) {
-    const listed = rules.senderDenylist.some((a) => a.toLowerCase() === senderKey);
-    verdicts.push({
-      rule: "senderDenylist",
-      pass: !listed,
-      limit: { size: rules.senderDenylist.length },
-      value: sender,
-      message: listed ? `Sender ${sender} is on this strategy's denylist` : `Sender ${sender} is not on this strategy's denylist`,
-    });
+  for (const rule of RULE_ORDER) {
+    const verdict = RULE_CHECKS[rule](rules, subject);
+    if (verdict) verdicts.push(verdict);
   }
-
-  if (rules.senderAllowlist !== undefined) {
-    const listed = rules.senderAllowlist.some((a) => a.toLowerCase() === senderKey);
-    verdicts.push({
-      rule: "senderAllowlist",
-      pass: listed,
-      limit: { size: rules.senderAllowlist.length },
-      value: sender,
-      message: listed ? `Sender ${sender} is on this strategy's allowlist` : `Sender ${sender} is not on this strategy's allowlist`,
-    });
-  }
-
-  if (rules.eip7702 !== undefined && input.eip7702Delegate !== undefined) {
-    const delegate = displayAddress(input.eip7702Delegate);
-    verdicts.push({
-      rule: "eip7702.allow",
-      pass: rules.eip7702.allow,
-      limit: rules.eip7702.allow,
-      value: delegate,
-      message: rules.eip7702.allow ? "This strategy sponsors EIP-7702 senders" : "This strategy does not sponsor EIP-7702 senders",
-    });
-    const delegates = rules.eip7702.delegates;
-    if (delegates !== undefined) {
-      const listed = delegates.some((a) => a.toLowerCase() === delegate.toLowerCase());
-      verdicts.push({
-        rule: "eip7702.delegates",
-        pass: listed,
-        limit: delegates.map(displayAddress),
-        value: delegate,
-        message: `The EIP-7702 delegate ${delegate} is ${listed ? "" : "not "}on this strategy's delegate allowlist`,
-      });
-    }
-  }
-
-  if (rules.targets !== undefined) verdicts.push(targetsVerdict(rules.targets, input));
-
-  const perOp = rules.caps?.perOp;
-  if (perOp?.maxWei !== undefined) {
-    const pass = input.maxCostWei <= perOp.maxWei;
-    verdicts.push({
-      rule: "caps.perOp.maxWei",
-      pass,
-      limit: perOp.maxWei.toString(),
-      value: input.maxCostWei.toString(),
-      message: `The operation's maximum cost of ${input.maxCostWei} wei ${pass ? "is within" : "exceeds"} this strategy's per-operation cap of ${perOp.maxWei} wei`,
-    });
-  }
-  if (perOp?.maxUsd !== undefined) {
-    const limitMicros = usdToMicros(perOp.maxUsd);
-    const pass = input.maxCostUsdMicros <= limitMicros;
-    const value = formatUsdMicros(input.maxCostUsdMicros);
-    verdicts.push({
-      rule: "caps.perOp.maxUsd",
-      pass,
-      limit: perOp.maxUsd,
-      value,
-      message: `The operation's maximum cost of $${value} ${pass ? "is within" : "exceeds"} this strategy's per-operation cap of $${perOp.maxUsd}`,
-    });
-  }
-
-  const gasLimits = rules.gasLimits;
-  const gasRule = (rule: EvaluatedRule, field: string, limit: bigint | undefined, value: bigint) => {
-    if (limit === undefined) return;
-    const pass = value <= limit;
-    verdicts.push({
-      rule,
-      pass,
-      limit: limit.toString(),
-      value: value.toString(),
-      message: `${field} ${value} ${pass ? "is within" : "exceeds"} this strategy's ceiling of ${limit}`,
-    });
-  };
-  gasRule("gasLimits.maxVerificationGasLimit", "verificationGasLimit", gasLimits?.maxVerificationGasLimit, input.gas.verificationGasLimit);
-  gasRule("gasLimits.maxCallGasLimit", "callGasLimit", gasLimits?.maxCallGasLimit, input.gas.callGasLimit);
-  gasRule("gasLimits.maxPreVerificationGas", "preVerificationGas", gasLimits?.maxPreVerificationGas, input.gas.preVerificationGas);
-
-  if (rules.maxFeeMultiplierBps !== undefined) {
-    const bps = BigInt(rules.maxFeeMultiplierBps);
-    const ceiling = (input.marketMaxFeePerGas * bps) / 10_000n;
-    // Exact: maxFeePerGas <= floor(market x bps / 10000)  <=>  maxFeePerGas x 10000 <= market x bps.
-    const pass = input.gas.maxFeePerGas * 10_000n <= input.marketMaxFeePerGas * bps;
-    const multiple = formatBps(rules.maxFeeMultiplierBps);
-    verdicts.push({
-      rule: "maxFeeMultiplierBps",
-      pass,
-      limit: ceiling.toString(),
-      value: input.gas.maxFeePerGas.toString(),
-      message:
-        `maxFeePerGas ${input.gas.maxFeePerGas} wei ${pass ? "is within" : "exceeds"} ${multiple}x the market's ` +
-        `${input.marketMaxFeePerGas} wei (at most ${ceiling} wei)`,
-    });
-  }
-
   return verdicts;
 }
+
+/** The denylist: a listed sender fails. */
+function senderDenylistVerdict(rules: StrategyRules, { sender, senderKey }: RuleSubject): RuleVerdict | undefined {
+  if (rules.senderDenylist === undefined) return undefined;
+  const listed = rules.senderDenylist.some((a) => a.toLowerCase() === senderKey);
+  return {
+    rule: "senderDenylist",
+    pass: !listed,
+    limit: { size: rules.senderDenylist.length },
+    value: sender,
+    message: listed ? `Sender ${sender} is on this strategy's denylist` : `Sender ${sender} is not on this strategy's denylist`,
+  };
+}
+
+/** The allowlist: only a listed sender passes. */
+function senderAllowlistVerdict(rules: StrategyRules, { sender, senderKey }: RuleSubject): RuleVerdict | undefined {
+  if (rules.senderAllowlist === undefined) return undefined;
+  const listed = rules.senderAllowlist.some((a) => a.toLowerCase() === senderKey);
+  return {
+    rule: "senderAllowlist",
+    pass: listed,
+    limit: { size: rules.senderAllowlist.length },
+    value: sender,
+    message: listed ? `Sender ${sender} is on this strategy's allowlist` : `Sender ${sender} is not on this strategy's allowlist`,
+  };
+}
+
+/** EIP-7702 senders at all (judged only for an op that carries an authorization). */
+function eip7702AllowVerdict(rules: StrategyRules, { input }: RuleSubject): RuleVerdict | undefined {
+  if (rules.eip7702 === undefined || input.eip7702Delegate === undefined) return undefined;
+  return {
+    rule: "eip7702.allow",
+    pass: rules.eip7702.allow,
+    limit: rules.eip7702.allow,
+    value: displayAddress(input.eip7702Delegate),
+    message: rules.eip7702.allow ? "This strategy sponsors EIP-7702 senders" : "This strategy does not sponsor EIP-7702 senders",
+  };
+}
+
+/** The EIP-7702 delegate allowlist (judged only for an op that carries an authorization). */
+function eip7702DelegatesVerdict(rules: StrategyRules, { input }: RuleSubject): RuleVerdict | undefined {
+  const delegates = rules.eip7702?.delegates;
+  if (delegates === undefined || input.eip7702Delegate === undefined) return undefined;
+  const delegate = displayAddress(input.eip7702Delegate);
+  const listed = delegates.some((a) => a.toLowerCase() === delegate.toLowerCase());
+  return {
+    rule: "eip7702.delegates",
+    pass: listed,
+    limit: delegates.map(displayAddress),
+    value: delegate,
+    message: `The EIP-7702 delegate ${delegate} is ${listed ? "" : "not "}on this strategy's delegate allowlist`,
+  };
+}
+
+/** The per-operation cap in wei: the op's maximum cost within it. */
+function perOpMaxWeiVerdict(rules: StrategyRules, { input }: RuleSubject): RuleVerdict | undefined {
+  const maxWei = rules.caps?.perOp?.maxWei;
+  if (maxWei === undefined) return undefined;
+  const pass = input.maxCostWei <= maxWei;
+  return {
+    rule: "caps.perOp.maxWei",
+    pass,
+    limit: maxWei.toString(),
+    value: input.maxCostWei.toString(),
+    message: `The operation's maximum cost of ${input.maxCostWei} wei ${pass ? "is within" : "exceeds"} this strategy's per-operation cap of ${maxWei} wei`,
+  };
+}
+
+/** The per-operation cap in USD: the op's maximum cost, in micro-USD, within it. */
+function perOpMaxUsdVerdict(rules: StrategyRules, { input }: RuleSubject): RuleVerdict | undefined {
+  const maxUsd = rules.caps?.perOp?.maxUsd;
+  if (maxUsd === undefined) return undefined;
+  const pass = input.maxCostUsdMicros <= usdToMicros(maxUsd);
+  const value = formatUsdMicros(input.maxCostUsdMicros);
+  return {
+    rule: "caps.perOp.maxUsd",
+    pass,
+    limit: maxUsd,
+    value,
+    message: `The operation's maximum cost of $${value} ${pass ? "is within" : "exceeds"} this strategy's per-operation cap of $${maxUsd}`,
+  };
+}
+
+/** One gas-limit ceiling: `field` of the op at most `limit`. */
+function gasCeilingVerdict(rule: EvaluatedRule, field: string, limit: bigint | undefined, value: bigint): RuleVerdict | undefined {
+  if (limit === undefined) return undefined;
+  const pass = value <= limit;
+  return {
+    rule,
+    pass,
+    limit: limit.toString(),
+    value: value.toString(),
+    message: `${field} ${value} ${pass ? "is within" : "exceeds"} this strategy's ceiling of ${limit}`,
+  };
+}
+
+/** maxFeePerGas at most the strategy's multiple of the market's. */
+function maxFeeMultiplierVerdict(rules: StrategyRules, { input }: RuleSubject): RuleVerdict | undefined {
+  if (rules.maxFeeMultiplierBps === undefined) return undefined;
+  const bps = BigInt(rules.maxFeeMultiplierBps);
+  const ceiling = (input.marketMaxFeePerGas * bps) / 10_000n;
+  // Exact: maxFeePerGas <= floor(market x bps / 10000)  <=>  maxFeePerGas x 10000 <= market x bps.
+  const pass = input.gas.maxFeePerGas * 10_000n <= input.marketMaxFeePerGas * bps;
+  const multiple = formatBps(rules.maxFeeMultiplierBps);
+  return {
+    rule: "maxFeeMultiplierBps",
+    pass,
+    limit: ceiling.toString(),
+    value: input.gas.maxFeePerGas.toString(),
+    message:
+      `maxFeePerGas ${input.gas.maxFeePerGas} wei ${pass ? "is within" : "exceeds"} ${multiple}x the market's ` +
+      `${input.marketMaxFeePerGas} wei (at most ${ceiling} wei)`,
+  };
+}
+
+/** The check of each rule `evaluateRules` judges (it walks them in RULE_ORDER). */
+const RULE_CHECKS: Readonly<Record<EvaluatedRule, RuleCheck>> = {
+  senderDenylist: senderDenylistVerdict,
+  senderAllowlist: senderAllowlistVerdict,
+  "eip7702.allow": eip7702AllowVerdict,
+  "eip7702.delegates": eip7702DelegatesVerdict,
+  targets: (rules, { input }) => (rules.targets === undefined ? undefined : targetsVerdict(rules.targets, input)),
+  "caps.perOp.maxWei": perOpMaxWeiVerdict,
+  "caps.perOp.maxUsd": perOpMaxUsdVerdict,
+  "gasLimits.maxVerificationGasLimit": (rules, { input }) =>
+    gasCeilingVerdict("gasLimits.maxVerificationGasLimit", "verificationGasLimit", rules.gasLimits?.maxVerificationGasLimit, input.gas.verificationGasLimit),
+  "gasLimits.maxCallGasLimit": (rules, { input }) =>
+    gasCeilingVerdict("gasLimits.maxCallGasLimit", "callGasLimit", rules.gasLimits?.maxCallGasLimit, input.gas.callGasLimit),
+  "gasLimits.maxPreVerificationGas": (rules, { input }) =>
+    gasCeilingVerdict("gasLimits.maxPreVerificationGas", "preVerificationGas", rules.gasLimits?.maxPreVerificationGas, input.gas.preVerificationGas),
+  maxFeeMultiplierBps: maxFeeMultiplierVerdict,
+};
 
 /** The targets rule: every decoded call to a listed target, with an allowed selector when selectors are listed. */
 function targetsVerdict(targets: NonNullable<StrategyRules["targets"]>, input: RuleInput): RuleVerdict {
@@ -174,52 +216,9 @@ function targetsVerdict(targets: NonNullable<StrategyRules["targets"]>, input: R
       message: `The callData cannot be decoded (${decoded.reason}), so its calls cannot be checked against this strategy's allowed targets`,
     };
   }
-  const allowed = new Map<string, { address: Address; selectors?: Set<string> }>();
-  for (const t of targets) {
-    const key = t.address.toLowerCase();
-    const entry = allowed.get(key);
-    const selectors = t.selectors === undefined ? undefined : new Set(t.selectors.map((s) => s.toLowerCase()));
-    if (!entry) allowed.set(key, { address: t.address, selectors });
-    // The same target listed twice: any entry without selectors allows everything, else the union.
-    else if (entry.selectors !== undefined) entry.selectors = selectors === undefined ? undefined : new Set([...entry.selectors, ...selectors]);
-  }
-
+  const allowed = allowedTargets(targets);
   const { calls } = decoded;
-  const failures: { index: number; call: AccountCall; why: string; selector: Hex | null }[] = [];
-  calls.forEach((call, index) => {
-    const entry = allowed.get(call.target.toLowerCase());
-    const where = `calls[${index}] (of ${calls.length})`;
-    const selector = call.data.length >= 10 ? (call.data.slice(0, 10).toLowerCase() as Hex) : null;
-    if (!entry) {
-      failures.push({ index, call, selector, why: `${where} goes to ${call.target}, which is not an allowed target` });
-      return;
-    }
-    if (entry.selectors === undefined) return;
-    const list = entry.selectors.size === 0 ? "none" : [...entry.selectors].join(", ");
-    if (call.data === "0x") {
-      failures.push({
-        index,
-        call,
-        selector,
-        why: `${where} sends a call with empty data to ${call.target}, but that target only allows the selectors ${list}`,
-      });
-    } else if (selector === null) {
-      failures.push({
-        index,
-        call,
-        selector,
-        why: `${where} sends ${(call.data.length - 2) / 2} byte(s) of data to ${call.target}, shorter than a selector, but that target only allows the selectors ${list}`,
-      });
-    } else if (!entry.selectors.has(selector)) {
-      failures.push({
-        index,
-        call,
-        selector,
-        why: `${where} calls selector ${selector} on ${call.target}, which is not among that target's allowed selectors (${list})`,
-      });
-    }
-  });
-
+  const failures = calls.flatMap((call, index) => callFailure(call, index, calls.length, allowed) ?? []);
   const first = failures[0];
   if (first) {
     const more = failures.length > 1 ? ` (${failures.length - 1} more call(s) are not allowed either)` : "";
@@ -241,6 +240,56 @@ function targetsVerdict(targets: NonNullable<StrategyRules["targets"]>, input: R
         ? "The operation makes no calls"
         : `All ${calls.length} call(s) go to allowed targets with allowed selectors`,
   };
+}
+
+/** An allowed target by lowercase address; `selectors` undefined: any call to it. */
+type AllowedTargets = Map<string, { address: Address; selectors?: Set<string> }>;
+
+/** One decoded call the targets rule refuses, and why. */
+interface CallFailure {
+  index: number;
+  call: AccountCall;
+  why: string;
+  selector: Hex | null;
+}
+
+/** The strategy's targets merged by address (selectors lowercased). */
+function allowedTargets(targets: NonNullable<StrategyRules["targets"]>): AllowedTargets {
+  const allowed: AllowedTargets = new Map();
+  for (const t of targets) {
+    const key = t.address.toLowerCase();
+    const entry = allowed.get(key);
+    const selectors = t.selectors === undefined ? undefined : new Set(t.selectors.map((s) => s.toLowerCase()));
+    if (!entry) allowed.set(key, { address: t.address, selectors });
+    // The same target listed twice: any entry without selectors allows everything, else the union.
+    else if (entry.selectors !== undefined) entry.selectors = selectors === undefined ? undefined : new Set([...entry.selectors, ...selectors]);
+  }
+  return allowed;
+}
+
+/** Why the call at `index` (of `count`) is not allowed, or undefined when it is. */
+function callFailure(call: AccountCall, index: number, count: number, allowed: AllowedTargets): CallFailure | undefined {
+  const entry = allowed.get(call.target.toLowerCase());
+  const where = `calls[${index}] (of ${count})`;
+  const selector = call.data.length >= 10 ? (call.data.slice(0, 10).toLowerCase() as Hex) : null;
+  if (!entry) return { index, call, selector, why: `${where} goes to ${call.target}, which is not an allowed target` };
+  if (entry.selectors === undefined) return undefined;
+  const list = entry.selectors.size === 0 ? "none" : [...entry.selectors].join(", ");
+  if (call.data === "0x") {
+    return { index, call, selector, why: `${where} sends a call with empty data to ${call.target}, but that target only allows the selectors ${list}` };
+  }
+  if (selector === null) {
+    return {
+      index,
+      call,
+      selector,
+      why: `${where} sends ${(call.data.length - 2) / 2} byte(s) of data to ${call.target}, shorter than a selector, but that target only allows the selectors ${list}`,
+    };
+  }
+  if (!entry.selectors.has(selector)) {
+    return { index, call, selector, why: `${where} calls selector ${selector} on ${call.target}, which is not among that target's allowed selectors (${list})` };
+  }
+  return undefined;
 }
 
 /**

@@ -4,6 +4,9 @@
  */
 import type { Address, Hex } from "@paymaster/shared";
 
+/** How a sponsorship is paid: by the paymaster (sponsor), by the sender in an ERC-20 token (erc20), or from the sender's own gas tank (user). */
+export type SponsorMode = "sponsor" | "erc20" | "user";
+
 /** One spending cap: any of a wei total, a USD total and an operation count. */
 export interface Cap {
   maxWei?: bigint;

@@ -9,7 +9,7 @@
  * refusal, the connection is cut.
  */
 import type { IncomingMessage } from "node:http";
-import { RpcError } from "./errors.ts";
+import { RpcError } from "../errors.ts";
 
 export interface ReadBodyOptions {
   /** Largest accepted body, in bytes. */

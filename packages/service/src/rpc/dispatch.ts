@@ -9,17 +9,18 @@ import type { z } from "zod";
 import { findNetwork } from "@paymaster/shared";
 import type { NetworkRuntime, ServiceContext } from "../context.ts";
 import type { ApiKey } from "../store/types.ts";
-import { directLookups, type ConfigLookups } from "../store/configCache.ts";
+import { ConfigChanged, directLookups, type ConfigLookups } from "../store/configCache.ts";
 import { accessRefusal } from "../access/keyAccess.ts";
-import { RpcError, toClientError } from "./errors.ts";
+import { RpcError } from "../errors.ts";
+import { toClientError } from "../dependencies/failure.ts";
 import type { Timing } from "../timing.ts";
-import { networkForCall } from "../chain/callDeadline.ts";
+import { networkForCall } from "../network/callDeadline.ts";
 import { RPC_DEFAULTS } from "../chain/rpc.ts";
 import { NO_SPAN, rootSpan, tracingOn, type CallerTrace, type TraceSpan } from "../telemetry/trace.ts";
 import { fromTrustedProxy } from "../access/clientAddress.ts";
 import type { MethodDefinition } from "./method.ts";
-import { truncate } from "./schemas.ts";
-import { SIGNING_METHODS } from "./rateLimit.ts";
+import { truncate } from "../wire/schemas.ts";
+import { SIGNING_METHODS } from "../rateLimit.ts";
 
 /** Methods by wire name. */
 export type MethodRegistry = ReadonlyMap<string, MethodDefinition<any>>;
@@ -132,27 +133,54 @@ export async function dispatch(service: ServiceContext, methods: MethodRegistry,
   }
 }
 
-/** Runs one call: resolves the network, the method and its params, authenticates, calls the handler. */
+/**
+ * Runs one call: resolves the network, the method and its params, authenticates, calls the handler. A
+ * reservation that found the configuration changed since the call looked it up (ConfigChanged: nothing was
+ * written, no signature left) runs the call once more on fresh lookups: the key, the strategy and the plan as
+ * they are now decide.
+ */
 async function dispatchCall(service: ServiceContext, methods: MethodRegistry, request: DispatchRequest): Promise<unknown> {
   const network = resolveNetwork(service, request.network);
   const method = findMethod(methods, request.method);
   const params = parseParams(method, request.params);
   const lookups = service.configCache ? await service.configCache.current() : directLookups(service.store);
-  const apiKey = await authenticate(lookups, request.apiKey);
+  try {
+    return await authorizedCall(service, method, params, request, network, lookups, true);
+  } catch (error) {
+    if (!(error instanceof ConfigChanged)) throw error;
+    return authorizedCall(service, method, params, request, network, await lookups.fresh(), false);
+  }
+}
+
+/** Authenticates, checks the key's access and the rate limits (`count`: not again on a re-run), calls the handler. */
+async function authorizedCall<P>(
+  service: ServiceContext,
+  method: MethodDefinition<P>,
+  params: P,
+  request: DispatchRequest,
+  network: NetworkRuntime,
+  given: ConfigLookups,
+  count: boolean,
+): Promise<unknown> {
+  const { apiKey, lookups } = await authenticate(given, request.apiKey);
   const refusal = accessRefusal(apiKey, request);
   if (refusal) throw new RpcError(refusal.reason, refusal.message);
-  const retryAfterSeconds = (await service.rateLimiter?.takeRequest(apiKey)) ?? 0;
-  if (retryAfterSeconds > 0) throw new RpcError("RATE_LIMITED", undefined, { retryAfterSeconds });
-  if (SIGNING_METHODS.has(method.name)) {
-    const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
-    if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
-  }
-  // One deadline for the waits of every chain call this call makes (src/chain/callDeadline.ts).
+  if (count) await takeRateLimits(service, method, apiKey);
+  // One deadline for the waits of every chain call this call makes (src/network/callDeadline.ts).
   const forCall = networkForCall(network, network.config.rpcDeadlineMs ?? RPC_DEFAULTS.deadlineMs);
   try {
     return await method.handler(params, { service, network: forCall.network, apiKey, clientIp: request.clientIp, timing: request.timing, lookups, trace: request.trace });
   } finally {
     forCall.end();
+  }
+}
+
+async function takeRateLimits(service: ServiceContext, method: MethodDefinition<unknown>, apiKey: ApiKey): Promise<void> {
+  const retryAfterSeconds = (await service.rateLimiter?.takeRequest(apiKey)) ?? 0;
+  if (retryAfterSeconds > 0) throw new RpcError("RATE_LIMITED", undefined, { retryAfterSeconds });
+  if (SIGNING_METHODS.has(method.name)) {
+    const wait = (await service.rateLimiter?.takeSponsorship(apiKey)) ?? 0;
+    if (wait > 0) throw new RpcError("RATE_LIMITED", "Too many sponsorships for this API key or project", { retryAfterSeconds: wait, limit: "sponsorshipsPerMinute" });
   }
 }
 
@@ -223,13 +251,16 @@ export function parseParams<P>(method: MethodDefinition<P>, params: unknown): P 
  * (src/store/configCache.ts): a key revoked by any replica or by the operator's CLI is refused on its next
  * request everywhere.
  */
-export async function authenticate(lookups: ConfigLookups, apiKey: string | readonly string[] | undefined): Promise<ApiKey> {
+export async function authenticate(given: ConfigLookups, apiKey: string | readonly string[] | undefined): Promise<{ apiKey: ApiKey; lookups: ConfigLookups }> {
   if (apiKey === undefined || apiKey === "") throw new RpcError("API_KEY_MISSING");
   if (typeof apiKey !== "string") throw new RpcError("API_KEY_INVALID", "Give the apiKey query parameter once");
   if (apiKey.length > API_KEY_MAX_CHARS) throw new RpcError("API_KEY_INVALID");
-  const found = await lookups.apiKey(apiKey);
+  let lookups = given;
+  let found = await lookups.apiKey(apiKey);
+  // Unknown under lookups that may be a moment old: a key just created anywhere is known under the version as it is now.
+  if (found === undefined) found = await (lookups = await given.fresh()).apiKey(apiKey);
   if (found === undefined) throw new RpcError("API_KEY_INVALID");
   if (found.apiKey.status !== "active") throw new RpcError("API_KEY_REVOKED");
   if (found.projectStatus !== "active") throw new RpcError("API_KEY_REVOKED", "This API key's project is disabled");
-  return found.apiKey;
+  return { apiKey: found.apiKey, lookups };
 }

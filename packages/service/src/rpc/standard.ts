@@ -15,9 +15,10 @@ import { requestClientAddress } from "../access/clientAddress.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
 import { callTrace, dispatch, type MethodRegistry } from "./dispatch.ts";
-import { knownClientError, RpcError } from "./errors.ts";
+import { RpcError } from "../errors.ts";
+import { knownClientError } from "../dependencies/failure.ts";
 import { stringifyJson } from "./json.ts";
-import { jsonTypeOf, truncate } from "./schemas.ts";
+import { jsonTypeOf, truncate } from "../wire/schemas.ts";
 import { parseJsonBody } from "./v1.ts";
 import type { RpcExchange } from "./exchange.ts";
 

@@ -10,9 +10,9 @@ import { requestClientAddress } from "../access/clientAddress.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "./body.ts";
 import { callTrace, dispatch, type MethodRegistry } from "./dispatch.ts";
-import { RpcError } from "./errors.ts";
+import { RpcError } from "../errors.ts";
 import { stringifyJson } from "./json.ts";
-import { jsonTypeOf, listNames, truncate } from "./schemas.ts";
+import { jsonTypeOf, listNames, truncate } from "../wire/schemas.ts";
 import type { RpcExchange } from "./exchange.ts";
 
 /** The response envelope. */

@@ -9,7 +9,7 @@
 import type { Logger } from "pino";
 import { failureFields } from "../dependencies/failure.ts";
 import type { ServiceMetrics } from "../metrics/metrics.ts";
-import type { StartedNetwork } from "../network.ts";
+import type { StartedNetwork } from "../network/start.ts";
 import type { Leadership, Store } from "../store/types.ts";
 import { startWatcher, type Watcher, type WatcherOptions } from "./watcher.ts";
 

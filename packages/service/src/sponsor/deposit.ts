@@ -21,8 +21,9 @@ import { decodeFunctionResult, encodeFunctionData, erc20Abi, type Abi } from "vi
 import type { Address, Hex } from "@paymaster/shared";
 import type { ChainRpc } from "../chain/rpc.ts";
 import type { BlockReads } from "../chain/blockReads.ts";
-import { RpcError } from "../rpc/errors.ts";
-import type { SponsorMode, Store } from "../store/types.ts";
+import { RpcError } from "../errors.ts";
+import type { Store } from "../store/types.ts";
+import type { SponsorMode } from "../policy/types.ts";
 
 /** EntryPoint.balanceOf(account): the deposit (same selector as ERC-20's balanceOf, in v0.6 and v0.7). */
 export async function readDeposit(rpc: ChainRpc, entryPoint: Address, paymaster: Address, block: bigint | "latest" = "latest"): Promise<bigint> {

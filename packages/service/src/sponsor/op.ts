@@ -21,7 +21,7 @@ import {
   type UserOperationV08,
 } from "@paymaster/shared";
 import type { SimulatedOp } from "../chain/entryPoint.ts";
-import type { SponsorRequest } from "../rpc/schemas.ts";
+import type { SponsorRequest } from "../wire/schemas.ts";
 import type { Target } from "./steps/target.ts";
 
 export interface GasValues {

@@ -7,14 +7,19 @@
  *   browsers, one wallet each; a server-side key is one trusted backend for many users and is not bounded
  *   here): at most `maxOutstandingPerClientIp` (default 8). A client is its clientBucket: an IPv6 client's
  *   whole /64 (`ipv6ClientPrefix`) counts as one, else its addresses would each be a fresh client.
- * The store counts them inside the reservation's transaction (TOO_MANY_OUTSTANDING).
+ * - of a billed project's balance, per (browser key, client address) and per browser key: at most
+ *   `maxBalanceShareBpsPerClient` (default 10 %) and `maxBalanceShareBpsPerKey` (default 50 %) held by their open
+ *   sponsorships, so that ops nobody signs, from one address or with the public key, never hold the whole balance
+ *   (service review 3, finding 2).
+ * The store keeps them as running holds and checks them in the reservation's batch (TOO_MANY_OUTSTANDING,
+ * HOLD_SHARE_EXCEEDED).
  */
 import type { ServiceConfig } from "../config/types.ts";
 import { clientBucket } from "../access/clientAddress.ts";
 import type { ApiKey } from "../store/types.ts";
 import type { StrategyRules } from "../policy/types.ts";
 
-export const DEFAULT_RESERVATION_BOUNDS = Object.freeze({ maxOutstandingPerSender: 4, maxOutstandingPerClientIp: 8 });
+export const DEFAULT_RESERVATION_BOUNDS = Object.freeze({ maxOutstandingPerSender: 4, maxOutstandingPerClientIp: 8, maxBalanceShareBpsPerClient: 1_000, maxBalanceShareBpsPerKey: 5_000 });
 
 /** A key used from browsers: it names the origins it serves. */
 export function browserKey(key: Pick<ApiKey, "allowedOrigins">): boolean {
@@ -42,5 +47,8 @@ export function outstandingBounds(config: Pick<ServiceConfig, "reservations" | "
       maxPerSender: c.maxOutstandingPerSender,
       ...(browserKey(key) && clientIp !== undefined ? { maxPerClientIp: perClientBound(c.maxOutstandingPerClientIp, rules) } : {}),
     },
+    ...(browserKey(key)
+      ? { billingShares: { ...(clientIp === undefined ? {} : { perClientBps: c.maxBalanceShareBpsPerClient }), perKeyBps: c.maxBalanceShareBpsPerKey } }
+      : {}),
   };
 }

@@ -16,8 +16,8 @@
  * memory, docs/pipeline.md "Reads kept in memory"); the reads that do overlap the chain work beside them.
  */
 import { ChargeMode, STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
-import type { CallContext } from "../rpc/method.ts";
-import type { SponsorRequest } from "../rpc/schemas.ts";
+import type { CallContext } from "../context.ts";
+import type { SponsorRequest } from "../wire/schemas.ts";
 import type { RuleVerdict } from "../policy/types.ts";
 import type { FailingVerdicts, ResolvedMode } from "./policy.ts";
 import { paymasterAndDataOf, paymasterDataFor, type GasValues } from "./op.ts";
@@ -44,6 +44,8 @@ import { chargeLanding, type ChargeLanded } from "./steps/chargeLanding.ts";
 import { ProbeRefused } from "../chain/probe.ts";
 import { readHoldings, type SenderHoldings } from "./simulation.ts";
 import { NO_SPAN, traced, type TraceSpan } from "../telemetry/trace.ts";
+import type { ChainClocks } from "../chain/market.ts";
+import { onTheChainsClock, type WindowCheck } from "./chainClock.ts";
 
 export type { GasValues } from "./op.ts";
 export type { TokenQuote } from "./steps/tokenQuote.ts";
@@ -92,16 +94,29 @@ export async function dryRunPipeline(request: SponsorRequest, call: CallContext)
   return pipelineResult(quoted);
 }
 
-/** pm_estimateUserOperationGas: the op's gas and cost, checked by the final simulation (unsigned). */
-export async function estimatePipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
-  const quoted = await quote(request, call, "refuse", false);
-  if (call.network.config.skipFinalSimulation !== true) await traced(call.trace, "step.checkLanding", checkLanding, { ...quoted, op: quoted.cost.op, signed: false });
-  return pipelineResult(quoted);
+/**
+ * pm_estimateUserOperationGas: the op's gas and cost, checked by the final simulation (unsigned). On a chain whose
+ * clock moves, once more on fresh clocks when its simulation met them outside the window (src/sponsor/chainClock.ts).
+ */
+export function estimatePipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
+  return onTheChainsClock(call, async (clocks) => {
+    const quoted = await quote(request, call, "refuse", false, clocks);
+    if (call.network.config.skipFinalSimulation !== true) await traced(call.trace, "step.checkLanding", checkLanding, { ...quoted, op: quoted.cost.op, signed: false });
+    return pipelineResult(quoted);
+  });
 }
 
-/** pm_sponsorUserOperation and pm_getPaymasterData: reserve the maximum cost and sign. */
-export async function sponsorPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
-  const quoted = await quote(request, call, "refuse", true);
+/**
+ * pm_sponsorUserOperation and pm_getPaymasterData: reserve the maximum cost and sign. Nothing is reserved, and no
+ * signature leaves, before the window is known to hold the chain's clocks (src/sponsor/chainClock.ts: a chain whose
+ * clock moves at will; the check waits right before the reservation, so its read overlaps the request's chain call).
+ */
+export function sponsorPipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
+  return onTheChainsClock(call, (clocks, check) => sponsorOnce(request, call, clocks, check));
+}
+
+async function sponsorOnce(request: SponsorRequest, call: CallContext, clocks: ChainClocks | undefined, check: WindowCheck): Promise<PipelineResult> {
+  const quoted = await quote(request, call, "refuse", true, clocks, check);
   await traced(call.trace, "step.requireApproval", requireApproval, quoted);
   const { committed, token } = quoted.deferredCharge ? await chargeAndCommit(quoted, quoted.deferredCharge) : { committed: await signAndCommit(quoted), token: quoted.token };
   const { target } = quoted;
@@ -191,9 +206,9 @@ interface Quoted {
  * The steps up to the maximum cost and the gas rules, shared by the dry run, the estimate and sponsoring
  * (`signs`: the paymaster hash will be signed, so the sender's EIP-7702 delegate is needed).
  */
-async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts, signs: boolean): Promise<Quoted> {
+async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts, signs: boolean, clocks?: ChainClocks, clockCheck?: WindowCheck): Promise<Quoted> {
   const trace = call.trace;
-  const resolved = await resolve(request, call);
+  const resolved = await resolve(request, call, clocks, clockCheck);
   // The sender's code read starts now; only rules on 7702 delegates wait for it here. Otherwise the hash is the
   // first to need it, so the read overlaps the price and estimate steps' chain calls, and when the final
   // simulation checks the signature, that simulation too (delegateToSign).
@@ -235,8 +250,8 @@ function holdingsOf(price: TokenPrice, run: EstimateRun | undefined): SenderHold
  * The first step, resolveTarget, whose answer names what the call's root span carries: the EntryPoint
  * version and the mode (sponsor, erc20, user-sponsor).
  */
-async function resolve(request: SponsorRequest, call: CallContext): Promise<Target> {
-  const target = await traced(call.trace, "step.resolveTarget", resolveTarget, { request, call });
+async function resolve(request: SponsorRequest, call: CallContext, clocks?: ChainClocks, clockCheck?: WindowCheck): Promise<Target> {
+  const target = await traced(call.trace, "step.resolveTarget", resolveTarget, { request, call, clocks, clockCheck });
   call.trace?.set("paymaster.entry_point_version", request.version);
   call.trace?.set("paymaster.mode", target.mode.mode);
   return target;

@@ -2,10 +2,11 @@
  * Mode and policy: which paymaster pays and whether the caller may use it. Each refusal names the rule, the
  * limit and the value that broke it.
  */
-import type { CallContext } from "../rpc/method.ts";
-import type { SponsorRequest } from "../rpc/schemas.ts";
-import { RpcError } from "../rpc/errors.ts";
-import type { SponsorMode, Store, Strategy, Token } from "../store/types.ts";
+import type { CallContext } from "../context.ts";
+import type { SponsorRequest } from "../wire/schemas.ts";
+import { RpcError } from "../errors.ts";
+import type { Store, Strategy, Token } from "../store/types.ts";
+import type { SponsorMode } from "../policy/types.ts";
 import type { CapCheck, RuleVerdict, StrategyRules } from "../policy/types.ts";
 import { formatUsdMicros } from "../policy/rules.ts";
 import type { Address } from "@paymaster/shared";
@@ -135,7 +136,9 @@ export async function resolveMode(
 ): Promise<ResolvedMode> {
   const store = call.service.store;
   if (request.strategyCode !== undefined) {
-    const strategy = await lookupsOf(call).strategyByCode(request.strategyCode);
+    const lookups = lookupsOf(call);
+    // Unknown under lookups that may be a moment old: a strategy just created anywhere is known under the version as it is now.
+    const strategy = (await lookups.strategyByCode(request.strategyCode)) ?? (await (await lookups.fresh()).strategyByCode(request.strategyCode));
     // Another project's strategy is reported as unknown: its existence is not the caller's business.
     if (!strategy || strategy.projectId !== call.apiKey.projectId) {
       throw new RpcError("STRATEGY_NOT_FOUND", `Unknown strategy ${JSON.stringify(request.strategyCode)} for this API key's project`);

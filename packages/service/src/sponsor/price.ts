@@ -6,10 +6,10 @@
 import { decodeAbiParameters, type Hex } from "viem";
 import type { ChainRpc } from "../chain/rpc.ts";
 import type { PriceSource } from "../store/types.ts";
-import { RpcError } from "../rpc/errors.ts";
-import { parseUsd, type UsdPrice } from "./usdPrice.ts";
+import { RpcError } from "../errors.ts";
+import { parseUsd, type UsdPrice } from "../billing/usdPrice.ts";
 
-export { parseUsd, type UsdPrice } from "./usdPrice.ts";
+export { parseUsd, type UsdPrice } from "../billing/usdPrice.ts";
 
 /**
  * ceil(nativeUsd / tokenUsd x 10^decimals x (10000 + markupBps) / 10000): token base units per 1e18 wei.

@@ -15,10 +15,10 @@
 import { ChargeMode, STUB_SIGNATURE, preChargeGasCostV06, preChargeGasCostV07, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { simulateOp, type SimulatedOp, type SimulationOutcome } from "../chain/entryPoint.ts";
 import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
-import { tracedChain } from "../chain/traced.ts";
+import { tracedChain } from "../network/tracedChain.ts";
 import { chainWait } from "../timing.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
-import type { NetworkChain } from "../context.ts";
+import type { NetworkConfig } from "../config/types.ts";
 import { buildOp, paymasterDataFor, type GasValues } from "./op.ts";
 import { callsRefusal, readHoldings, type SenderHoldings } from "./simulation.ts";
 import type { Target } from "./steps/target.ts";
@@ -172,19 +172,20 @@ function paymasterDataOf(op: SimulatedOp): Hex {
 // ---- the node's refusal, remembered: a node without state overrides refuses every probe.
 /** How long a refusal keeps the probe off for the network's version before it is tried again. */
 export const PROBE_RETRY_MS = 10 * 60_000;
-const refusedUntil = new WeakMap<NetworkChain, Map<EntryPointVersion, number>>();
+// By the network's configuration: a call sees its network's chain through a view of its own (src/network/callDeadline.ts).
+const refusedUntil = new WeakMap<NetworkConfig, Map<EntryPointVersion, number>>();
 
 /** Whether the probe may be tried for the target's network and version. */
 export function probeUsable(target: Target): boolean {
-  const until = refusedUntil.get(target.chain)?.get(target.request.version);
+  const until = refusedUntil.get(target.call.network.config)?.get(target.request.version);
   return until === undefined || Date.now() >= until;
 }
 
 /** Remembers that the node refused the probe for the target's network and version (one warning per 10 minutes). */
 export function refuseProbe(target: Target, error: ProbeRefused): void {
-  const versions = refusedUntil.get(target.chain) ?? new Map<EntryPointVersion, number>();
+  const versions = refusedUntil.get(target.call.network.config) ?? new Map<EntryPointVersion, number>();
   versions.set(target.request.version, Date.now() + PROBE_RETRY_MS);
-  refusedUntil.set(target.chain, versions);
+  refusedUntil.set(target.call.network.config, versions);
   target.call.service.logger.warn(
     { network: target.call.network.config.name, version: target.request.version, err: error.message },
     "the node refused the sponsorship probe (state overrides?): sponsorships estimate and simulate apart for the next 10 minutes",

@@ -5,7 +5,7 @@
  */
 import { packUint128Pair } from "@paymaster/shared";
 import type { PipelineResult } from "./pipeline.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { RpcError } from "../errors.ts";
 
 /** A JSON number for a gas or fee value; such values stay far below 2^53 under the network's caps. */
 function decimal(value: bigint): number {

@@ -5,12 +5,12 @@
 import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
 import type { Address, Hex } from "@paymaster/shared";
 import type { NetworkChain } from "../context.ts";
-import type { SponsorRequest } from "../rpc/schemas.ts";
-import { RpcError } from "../rpc/errors.ts";
+import type { SponsorRequest } from "../wire/schemas.ts";
+import { RpcError } from "../errors.ts";
 import { simulateCalls, type SimulationFailure, type SimulationOutcome } from "../chain/entryPoint.ts";
 import { chainWait, type Timing } from "../timing.ts";
 import { buildOp, type GasValues } from "./op.ts";
-import { tracedChain } from "../chain/traced.ts";
+import { tracedChain } from "../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
 import type { Target } from "./steps/target.ts";
 

@@ -10,8 +10,8 @@ import { ERC20PaymasterV06Artifact } from "@paymaster/contracts/artifacts";
 import type { Address } from "@paymaster/shared";
 import type { TokenConfig } from "../config/types.ts";
 import type { NetworkChain } from "../context.ts";
-import { view } from "../network.ts";
-import { RpcError } from "../rpc/errors.ts";
+import { view } from "../network/start.ts";
+import { RpcError } from "../errors.ts";
 
 const erc20PaymasterAbi = ERC20PaymasterV06Artifact.abi as Abi;
 

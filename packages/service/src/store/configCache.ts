@@ -1,33 +1,58 @@
 /**
  * What a request looks up about its caller — the API key with its project's status, the strategy it names,
- * the project's approval endpoint and billing plan — kept per config version (Store.configVersion: a counter that
+ * the project's approval endpoint, billing plan and events endpoints — kept per config version (Store.configVersion: a counter that
  * database triggers bump in the transaction of every change to projects, API keys, strategies, webhook endpoints
  * and billing plans).
  *
- * Each request reads the version once (one small query, where the three lookups were three queries) and uses
- * what was looked up under that same version; a different version drops everything. So a key revoked, a
- * project disabled or a strategy paused by any replica, the CLI or the admin API is seen on the next request
- * by every replica, as when every lookup read the database. Unknown keys and codes are kept too (creating one
- * bumps the version). Cached values are frozen: no request can change what another one reads.
+ * The lookups of one version are read once and kept (frozen: no request can change what another one reads); a
+ * different version drops them all. When the version is read again:
+ * - at most `maxAgeMs` after it was last read (the service's `database.configMaxAgeMs`: 1 s with PostgreSQL, where
+ *   a read is a round trip; 0 with SQLite, where it is a function call), and at once after this process changed
+ *   the configuration itself (Store.configWrites);
+ * - before a key or a strategy is answered as unknown (`fresh`): a key created anywhere works on its first use;
+ * - by the reservation itself: a sponsorship is reserved under the version its request decided with, and refused
+ *   (ConfigChanged) if the version moved since — the request then runs again with fresh lookups. So whatever
+ *   signs and holds money is decided on the configuration as it is (a key revoked, a strategy paused anywhere
+ *   is refused at once), while methods that sign nothing see a change within `maxAgeMs`.
+ * Unknown keys and codes are kept too (creating one bumps the version), so a flood of made-up keys costs one
+ * version read each, never a lookup.
  */
-import { apiKeyLookupHash } from "./common.ts";
-import type { ApiKey, BillingPlan, ProjectStatus, Store, Strategy, WebhookEndpoint } from "./types.ts";
+import { apiKeyLookupHash } from "./apiKeys.ts";
+import type { ApiKey, ProjectStatus, Store, Strategy, WebhookEndpoint } from "./types.ts";
+import type { BillingPlan } from "../billing/ledger.ts";
 
 export type KeyWithProject = { apiKey: ApiKey; projectStatus: ProjectStatus };
 export type ApprovalEndpoint = WebhookEndpoint & { secret: string };
 
 /** The lookups of one request, all under one config version. */
 export interface ConfigLookups {
+  /** The config version they were looked up under (undefined: straight from the store, no version). */
+  readonly version: number | undefined;
   apiKey(plaintext: string): Promise<KeyWithProject | undefined>;
   strategyByCode(code: string): Promise<Strategy | undefined>;
   approvalEndpoint(projectId: string): Promise<ApprovalEndpoint | undefined>;
   /** The project's billing plan, if it has one (billed only when enabled). */
   billingPlan(projectId: string): Promise<BillingPlan | undefined>;
+  /** The project's events endpoints (what a sponsorship's webhook events go to). */
+  eventEndpoints(projectId: string): Promise<readonly WebhookEndpoint[]>;
+  /** The lookups under the version as it is now (one read of it): what "unknown" is answered from. */
+  fresh(): Promise<ConfigLookups>;
 }
 
 export interface ConfigCache {
-  /** Reads the config version and answers the lookups valid under it. */
+  /** The lookups under the version last read, reading it again when it is older than the cache's max age. */
   current(): Promise<ConfigLookups>;
+}
+
+/**
+ * A reservation refused because the configuration changed since its request looked it up: the request runs again
+ * on fresh lookups (rpc/dispatch.ts). Never reaches a client.
+ */
+export class ConfigChanged extends Error {
+  override name = "ConfigChanged";
+  constructor() {
+    super("the configuration changed while the request ran");
+  }
 }
 
 /** Most entries kept per kind; past it that kind starts over (a flood of made-up keys cannot grow memory). */
@@ -40,27 +65,40 @@ export function lookupsOf(call: { readonly service: { readonly store: Store }; r
 
 /** The lookups straight from the store, every time (no cache: tests and tools that build a CallContext by hand). */
 export function directLookups(store: Store): ConfigLookups {
-  return {
+  const lookups: ConfigLookups = {
+    version: undefined,
     apiKey: (plaintext) => store.findApiKeyWithProject(plaintext),
     strategyByCode: (code) => store.getStrategyByCode(code),
     approvalEndpoint: (projectId) => store.getApprovalEndpoint(projectId),
     billingPlan: (projectId) => store.getBillingPlan(projectId),
+    eventEndpoints: async (projectId) => (await store.listWebhookEndpoints(projectId)).filter((e) => e.kind === "events"),
+    fresh: async () => lookups,
   };
+  return lookups;
 }
 
-export function createConfigCache(store: Store, maxEntries = MAX_ENTRIES): ConfigCache {
-  let cached: { version: number; lookups: ConfigLookups } | undefined;
+export function createConfigCache(store: Store, options: { maxAgeMs?: number; maxEntries?: number } = {}): ConfigCache {
+  const maxAgeMs = options.maxAgeMs ?? 0;
+  let cached: { version: number; lookups: ConfigLookups; readAt: number; writes: number } | undefined;
+  const read = async (): Promise<ConfigLookups> => {
+    const writes = store.configWrites();
+    const version = await store.configVersion();
+    if (cached?.version !== version) cached = { version, lookups: memoized(store, version, options.maxEntries ?? MAX_ENTRIES, read), readAt: 0, writes };
+    cached.readAt = performance.now();
+    cached.writes = writes;
+    return cached.lookups;
+  };
   return {
-    async current() {
-      const version = await store.configVersion();
-      if (cached?.version !== version) cached = { version, lookups: memoized(directLookups(store), maxEntries) };
-      return cached.lookups;
+    current() {
+      if (cached && performance.now() - cached.readAt < maxAgeMs && store.configWrites() === cached.writes) return Promise.resolve(cached.lookups);
+      return read();
     },
   };
 }
 
-/** `lookups` remembered by argument (a failed lookup is not remembered). */
-function memoized(lookups: ConfigLookups, maxEntries: number): ConfigLookups {
+/** The store's lookups remembered by argument under `version` (a failed lookup is not remembered). */
+function memoized(store: Store, version: number, maxEntries: number, fresh: () => Promise<ConfigLookups>): ConfigLookups {
+  const lookups = directLookups(store);
   const remember = <T>(load: (key: string) => Promise<T>) => {
     const entries = new Map<string, Promise<T>>();
     return (key: string, storeKey: string = key): Promise<T> => {
@@ -78,7 +116,9 @@ function memoized(lookups: ConfigLookups, maxEntries: number): ConfigLookups {
   const strategyByCode = remember(lookups.strategyByCode);
   const approvalEndpoint = remember(lookups.approvalEndpoint);
   const billingPlan = remember(lookups.billingPlan);
+  const eventEndpoints = remember(lookups.eventEndpoints);
   return {
+    version,
     // By the key's lookup hash, so no plaintext key is kept in memory.
     apiKey: (plaintext) => {
       const hash = apiKeyLookupHash(plaintext);
@@ -87,6 +127,8 @@ function memoized(lookups: ConfigLookups, maxEntries: number): ConfigLookups {
     strategyByCode: (code) => strategyByCode(code),
     approvalEndpoint: (projectId) => approvalEndpoint(projectId),
     billingPlan: (projectId) => billingPlan(projectId),
+    eventEndpoints: (projectId) => eventEndpoints(projectId),
+    fresh,
   };
 }
 

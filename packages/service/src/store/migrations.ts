@@ -727,7 +727,76 @@ export function sharedMigrations(d: Dialect): Migration[] {
         CREATE INDEX audit_log_at ON audit_log(at, seq);
       `,
     },
+    {
+      version: 17,
+      name: "one round trip per sponsorship: running holds, change marks, pm_refuse",
+      // A reservation is one batch of statements that move counters and check them (store/sql/reservations.ts), in
+      // one round trip and without a lock held across round trips (docs/scale.md). What it counted before by
+      // reading rows under a lock becomes running sums, kept by every transition that opens or closes a
+      // sponsorship (store/accounting.ts, "holds"): open sponsorships per parallel sender, per (key, client),
+      // per key, postOp-charge ones per sender, and what they hold in USD. Filled here from the open
+      // sponsorships there are; the two partial indexes that served the counting go.
+      // holds: the hold rows it counts in while open (store/accounting.ts holdsText), fixed when it is reserved.
+      // usage_links: the strategy usage rows it counts in (its strategy's; accounting.ts linksText), which the
+      // table sponsorship_usage held: one column written with the row, no insert of its own, read with the row.
+      // change_id: the store call that last changed the row, so that a batch can tell its own change from a
+      // concurrent one (its guards: store/sql/statements.ts).
+      sql: `
+        ALTER TABLE sponsorships ADD COLUMN holds TEXT;
+        ALTER TABLE sponsorships ADD COLUMN usage_links TEXT;
+        UPDATE sponsorships SET usage_links = (SELECT ${d.name === "sqlite" ? "group_concat(l.scope || '=' || l.key, ';')" : "string_agg(l.scope || '=' || l.key, ';')"}
+          FROM sponsorship_usage l WHERE l.sponsorship_id = sponsorships.id);
+        DROP TABLE sponsorship_usage;
+        ALTER TABLE sponsorships ADD COLUMN change_id TEXT;
+        ALTER TABLE gas_tank_credits ADD COLUMN change_id TEXT;
+        CREATE TABLE holds (
+          scope       TEXT NOT NULL,
+          key         TEXT NOT NULL,
+          open        ${t.int} NOT NULL CHECK (open >= 0),
+          usd_micros  ${t.amount} NOT NULL,
+          updated_at  ${t.time} NOT NULL,
+          PRIMARY KEY (scope, key)
+        )${d.tableSuffix};
+        ${initialHolds(d)}
+        DROP INDEX sponsorships_open_sender;
+        DROP INDEX sponsorships_open_client;
+        ${
+          d.name === "postgres"
+            ? `CREATE FUNCTION pm_refuse(reason TEXT, value TEXT) RETURNS BOOLEAN LANGUAGE plpgsql VOLATILE AS $$
+          BEGIN RAISE EXCEPTION USING ERRCODE = 'PM001', MESSAGE = reason, DETAIL = COALESCE(value, ''); END $$;`
+            : ""
+        }
+      `,
+    },
   ];
+}
+
+/**
+ * The hold rows of the sponsorships open when migration 17 runs (what the counting it replaces counted; new
+ * sponsorships get theirs from store/accounting.ts holdRows): which open sponsorships count in a scope, the key
+ * they count under, and the USD they hold there.
+ */
+const POSTOP_AT_16 = "EXISTS (SELECT 1 FROM token_charge_flags f WHERE f.sponsorship_id = s.id AND f.postop_charge = TRUE)";
+const HOLD_SCOPES_AT_16: readonly { scope: string; key: string; usd: string; where: string }[] = [
+  { scope: "sender", key: "s.network || ':' || s.entry_point || ':' || s.sender", usd: "", where: "s.parallel_nonce = TRUE" },
+  { scope: "client", key: "s.api_key_id || ':' || s.client_ip", usd: "s.billing_hold_usd_micros", where: "s.client_ip IS NOT NULL" },
+  { scope: "key", key: "s.api_key_id", usd: "s.billing_hold_usd_micros", where: "s.billing_hold_usd_micros IS NOT NULL" },
+  { scope: "postop-sender", key: "s.network || ':' || s.sender", usd: "", where: POSTOP_AT_16 },
+  { scope: "postop-project", key: "s.project_id", usd: "s.max_cost_usd_micros", where: POSTOP_AT_16 },
+  { scope: "postop-key", key: "s.api_key_id", usd: "s.max_cost_usd_micros", where: POSTOP_AT_16 },
+];
+
+/** Migration 17: the open sponsorships' hold rows (sponsorships.holds) and the running holds they add up to. */
+function initialHolds(d: Dialect): string {
+  const truth = (sql: string) => (d.name === "sqlite" ? sql.replaceAll("TRUE", "1") : sql);
+  const open = "s.status IN ('reserved', 'signed')";
+  const text = HOLD_SCOPES_AT_16.map((h) => `CASE WHEN ${truth(h.where)} THEN '${h.scope}=' || ${h.key} || ';' ELSE '' END`).join(" || ");
+  const rows = HOLD_SCOPES_AT_16.map(
+    (h) => `INSERT INTO holds (scope, key, open, usd_micros, updated_at)
+          SELECT '${h.scope}', ${h.key}, COUNT(*), ${h.usd === "" ? "'0'" : d.sumAmount(`COALESCE(${h.usd}, '0')`)}, 0 FROM sponsorships s
+          WHERE ${open} AND ${truth(h.where)} GROUP BY ${h.key};`,
+  );
+  return [`UPDATE sponsorships AS s SET holds = rtrim(${text}, ';') WHERE ${open};`, ...rows].join("\n        ");
 }
 
 /** The tables whose every change bumps config_version (what the service caches per version), as of migration 10. */

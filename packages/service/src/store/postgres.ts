@@ -3,7 +3,7 @@
  * implementation (sqlStore.ts: the row locks and their order) over the PostgreSQL driver of the dialect layer
  * (db/postgres.ts: pool, type parsing, bounded retries, migrations under an advisory lock).
  */
-import * as common from "./common.ts";
+import * as validation from "./validation.ts";
 import { openPostgresDb, POSTGRES_DIALECT } from "./db/postgres.ts";
 import { migrationsFor } from "./migrations.ts";
 import type { DatabaseSettings } from "./settings.ts";
@@ -18,5 +18,5 @@ export { POSTGRES_MIGRATIONS } from "./migrations.ts";
  * migration; `settings`: how long it waits on the database (the configuration's `database`, ./settings.ts).
  */
 export async function openPostgresStore(url: string, settings: Partial<DatabaseSettings> = {}): Promise<Store> {
-  return sqlStore(await openPostgresDb(url, migrationsFor(POSTGRES_DIALECT), common.nowSeconds(), { settings, writeProbe: WRITE_PROBE }));
+  return sqlStore(await openPostgresDb(url, migrationsFor(POSTGRES_DIALECT), validation.nowSeconds(), { settings, writeProbe: WRITE_PROBE }));
 }

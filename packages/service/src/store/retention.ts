@@ -113,7 +113,6 @@ export async function pruneBatch(tx: Queryer, q: RetentionQueries, cutoffs: Prun
   for (const values of rollUp(rows)) await tx.run(q.insertRollup, values);
   for (const values of countUp(rows)) await tx.run(q.upsertPrunedCount, values);
   const ids = rows.map((r) => r.id);
-  await tx.run(deleteIn("sponsorship_usage", "sponsorship_id", ids), ids);
   await tx.run(deleteIn("token_charge_flags", "sponsorship_id", ids), ids);
   await tx.run(deleteIn("sponsorships", "id", ids), ids);
   const released = rows.filter((r) => r.status === "released").length;

@@ -14,16 +14,23 @@ export interface DatabaseSettings {
   queryTimeoutMs: number;
   /** PostgreSQL's statement_timeout for the service's sessions, the longest any query waits for its answer, and for a free pooled connection. */
   statementTimeoutMs: number;
+  /**
+   * How long a replica serves keys, strategies and plans from memory before it reads the config version again
+   * (store/configCache.ts: what signs is checked against the version as it is, whatever this says).
+   */
+  configMaxAgeMs: number;
 }
 
 export const DATABASE_DEFAULTS: Readonly<DatabaseSettings> = Object.freeze({
   connectTimeoutMs: 1_000,
   queryTimeoutMs: 500,
   statementTimeoutMs: 30_000,
+  configMaxAgeMs: 1_000,
 });
 
 export const DATABASE_RANGES = Object.freeze({
   connectTimeoutMs: { min: 100, max: 60_000 },
   queryTimeoutMs: { min: 50, max: 60_000 },
   statementTimeoutMs: { min: 1_000, max: 3_600_000 },
+  configMaxAgeMs: { min: 0, max: 60_000 },
 });

@@ -1,41 +1,26 @@
 /**
  * The store: one implementation of `Store` for both databases, over the dialect layer (db/types.ts), composed
  * of one part per concern (sql/): keys and projects (keys.ts), strategies and usage (strategies.ts), tokens
- * (tokens.ts), gas tanks (tanks.ts), reserving a sponsorship (reservations.ts), its transitions and reads
- * (sponsorships.ts), project billing (billing.ts), webhooks (webhooks.ts), the audit log (audit.ts), the watcher's
- * cursors and leadership (cursors.ts) and the console's reads (console.ts); what they share — the shared statements, the locking reads
- * of tanks and usage rows, a sponsorship's webhook event — is sql/shared.ts. SQL is written once, with `?`
- * placeholders and the dialect's few words; validation, row conversion and the accounting (what each
- * transition does to usage rows and tanks, the cap checks) are common.ts. No amount is computed in SQL (SQLite
- * keeps them as TEXT).
+ * (tokens.ts), gas tanks (tanks.ts), reserving a sponsorship (reservations.ts), its status changes
+ * (transitions.ts) and reads (sponsorships.ts), project billing (billing.ts), webhooks (webhooks.ts), the audit
+ * log (audit.ts), the watcher's cursors and leadership (cursors.ts) and the console's reads (console.ts); what
+ * they share is sql/shared.ts, the statements batches are made of sql/statements.ts. SQL is written once, with
+ * `?` placeholders and the dialect's few words; input checks are validation.ts, row conversion rows.ts, the
+ * accounting (which counters a sponsorship counts in, by how much, in each standing) accounting.ts.
  *
- * ## Locking: what makes reservations exact
+ * ## What makes caps, tanks and balances exact without a lock across round trips
  *
- * SQLite: every transaction holds the database's one write lock from its first statement (BEGIN IMMEDIATE), so
- * read-decide-write sequences never interleave, across processes too; `forUpdate` is empty there.
- *
- * PostgreSQL: transactions run at READ COMMITTED with explicit row locks rather than SERIALIZABLE. Serializable
- * would be correct too, but every conflicting pair of reservations on one tank or one cap would abort one of
- * them (a retry storm exactly when a cap is busy); row locks make them queue instead, and the outcome is the
- * same. Every transaction that takes several of these locks takes them in one order:
- *
- *   1. the gas tank row (network, sender) — User Sponsor mode;
- *   2. the strategy usage rows, in `lockOrder` (common.ts: sorted by strategy_id, scope, key);
- *   3. the billing accounts of billed projects (billing_accounts), sorted by project id;
- *   4. sponsorship rows: the op's active sponsorship (reserve), or the sponsorship being released, settled or
- *      un-settled and then (unsettle only) the op's active one;
- *   5. (reserving an ERC-20 op charged in postOp only) the key lock of the sender's token charges, which nothing
- *      else takes.
- *
- * (A credit row is locked before its tank: creditGasTank, revertGasTankCredit. A billing entry by hand takes the
- * key lock of its reference, which nothing else takes, before its account: addBillingEntry.) So two transactions can wait on
- * each other only in one direction: no deadlock. What must be locked is learned from unlocked reads of what
- * never changes once written (a sponsorship's mode, network, sender and the usage rows it is linked to); where
- * that can go stale — the op's active sponsorship replaced between the look and the lock — the attempt is
- * abandoned and run again (`LockOrderRetry`). Also retried, a bounded number of times: two first reservations
- * of one op racing on the partial unique index (the loser retries and replaces the winner), and serialization
- * failures or deadlocks reported by the server (db/postgres.ts). Under SQLite's write lock none of these races
- * can happen, and the same code takes the same steps.
+ * Every change of money is a batch (Db.batch: one transaction, one round trip; docs/scale.md): counters move by
+ * relative amounts in one statement each, which checks the row there and then and refuses the whole batch
+ * (pm_refuse) when a cap, tank, bound or balance would be exceeded. A row is locked from its statement to the
+ * batch's COMMIT, which the server reaches without waiting on the network, so concurrent reservations of one
+ * strategy queue for microseconds, not round trips; what they decide can never interleave, as each checks the
+ * row as its own statement left it. Rows are moved in one order in every batch (a transition's own sponsorship
+ * rows first, then tanks, strategy usage rows, holds and billing accounts, each sorted by key: accounting.ts
+ * movesOf), so two batches never wait on each other in a cycle. A transition first reads the rows it changes
+ * (no lock), then marks them with its change id in the batch and checks the marks (shared.ts guardStatements):
+ * a concurrent change in between refuses the batch, which reads again. SQLite runs the same batches in process
+ * under its one write lock (BEGIN IMMEDIATE), across processes too.
  */
 import type { Db } from "./db/types.ts";
 import type { Store } from "./types.ts";
@@ -46,6 +31,7 @@ import { tokenStore } from "./sql/tokens.ts";
 import { tankStore } from "./sql/tanks.ts";
 import { reservationStore } from "./sql/reservations.ts";
 import { sponsorshipStore } from "./sql/sponsorships.ts";
+import { transitionStore } from "./sql/transitions.ts";
 import { webhookStore } from "./sql/webhooks.ts";
 import { auditStore } from "./sql/audit.ts";
 import { cursorStore } from "./sql/cursors.ts";
@@ -53,16 +39,56 @@ import { consoleStore } from "./sql/console.ts";
 import { retentionStore } from "./sql/retention.ts";
 import { billingStore } from "./sql/billing.ts";
 
+/**
+ * The store's methods that change what the config version covers (the tables whose triggers bump it: migrations
+ * 10 and 15). Each call counts in Store.configWrites, so this process's config cache reads the version again at
+ * once after its own changes (store/configCache.ts).
+ */
+const CONFIG_WRITES = [
+  "createProject",
+  "setProjectStatus",
+  "createApiKey",
+  "revokeApiKey",
+  "setApiKeyAccess",
+  "approveKeyApplication",
+  "claimKeyApplication",
+  "createStrategy",
+  "setStrategyStatus",
+  "setStrategyRules",
+  "updateStrategy",
+  "createWebhookEndpoint",
+  "deleteWebhookEndpoint",
+  "setBillingPlan",
+] as const satisfies readonly (keyof Store)[];
+
+/** `store` with its config-changing methods counted (after they end, whatever their outcome). */
+function countingConfigWrites(store: Omit<Store, "configWrites">): Store {
+  let writes = 0;
+  const counted = { ...store, configWrites: () => writes } as Store;
+  for (const name of CONFIG_WRITES) {
+    const method = store[name] as (...args: unknown[]) => Promise<unknown>;
+    (counted as unknown as Record<string, unknown>)[name] = async (...args: unknown[]) => {
+      try {
+        return await method(...args);
+      } finally {
+        writes++;
+      }
+    };
+  }
+  return counted;
+}
+
 /** The store over `db`: every part's methods, and closing the database. */
 export function sqlStore(db: Db): Store {
   const shared = sqlShared(db);
-  return {
+  return countingConfigWrites({
     ...keyStore(shared),
     ...strategyStore(shared),
     ...tokenStore(shared),
     ...tankStore(shared),
     ...reservationStore(shared),
     ...sponsorshipStore(shared),
+    ...transitionStore(shared),
     ...webhookStore(shared),
     ...auditStore(shared),
     ...cursorStore(shared),
@@ -73,5 +99,5 @@ export function sqlStore(db: Db): Store {
     async close(): Promise<void> {
       await db.close();
     },
-  };
+  });
 }

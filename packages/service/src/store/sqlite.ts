@@ -2,7 +2,7 @@
  * The embedded store: one SQLite file (node:sqlite), through the one store implementation (sqlStore.ts) and the
  * SQLite driver of the dialect layer (db/sqlite.ts: BEGIN IMMEDIATE transactions, pragmas, migrations).
  */
-import * as common from "./common.ts";
+import * as validation from "./validation.ts";
 import { openSqliteDb, SQLITE_DIALECT } from "./db/sqlite.ts";
 import { migrationsFor } from "./migrations.ts";
 import { WRITE_PROBE } from "./sql/cursors.ts";
@@ -11,5 +11,5 @@ import type { Store } from "./types.ts";
 
 /** Opens (creating and migrating as needed) the SQLite store at `file`; ":memory:" keeps everything in memory. */
 export function openSqliteStore(file: string): Store {
-  return sqlStore(openSqliteDb(file, migrationsFor(SQLITE_DIALECT), common.nowSeconds(), WRITE_PROBE));
+  return sqlStore(openSqliteDb(file, migrationsFor(SQLITE_DIALECT), validation.nowSeconds(), WRITE_PROBE));
 }

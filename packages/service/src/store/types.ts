@@ -4,7 +4,8 @@
  * unix seconds. API keys are stored hashed: the plaintext exists only in createApiKey's answer.
  */
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
-import type { CapCheck, StrategyRules } from "../policy/types.ts";
+import type { CapCheck, SponsorMode, StrategyRules } from "../policy/types.ts";
+import type { BillingAccount, BillingEntry, BillingEntryKind, BillingLedgerSlice, BillingPlan, BillingPlanChange, BilledOperation, NewBillingEntry } from "../billing/ledger.ts";
 import type { BillingTerms } from "../billing/terms.ts";
 import type { StoreHealth } from "./health.ts";
 
@@ -123,7 +124,6 @@ export interface GasTankConsentChange {
   issuedAt?: number;
 }
 
-export type SponsorMode = "sponsor" | "erc20" | "user";
 /**
  * "reserved" (held, not yet signed) is written by no current code path: reserveSponsorship records the op signed.
  * Rows of earlier versions (which reserved, then signed in a second step) may still hold it, and every
@@ -174,6 +174,26 @@ export interface Settlement {
   logIndex: number;
 }
 
+/** One op the chain charged, as the settlement watcher saw it (Store.settleSponsorships). */
+export interface SettleItem {
+  userOpHash: Hex;
+  /** Where the event was: a sponsorship of another network or EntryPoint with the same hash is not this op's. */
+  network: string;
+  entryPoint: Address;
+  settlement: Settlement;
+  /** ERC-20 mode: its token charge went unpaid (recorded whether or not it settles now). */
+  tokenUnpaid?: boolean;
+}
+
+/**
+ * What settling one item did: "settled" now; "alreadySettled" (a rescan, or another watcher); "notSettleable"
+ * (its sponsorship can not settle: reserved but never signed, released before signing); "unmatched" (no
+ * sponsorship has its userOpHash).
+ */
+export type SettleOutcome =
+  | { outcome: "settled" | "alreadySettled" | "notSettleable"; record: SponsorshipRecord }
+  | { outcome: "unmatched" };
+
 /**
  * A sponsorship as the pipeline records it: already signed (reserve and sign are one step, so no reservation
  * ever waits for its signature), with the op's userOpHash and the paymasterAndData handed out.
@@ -203,11 +223,21 @@ export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paym
    */
   outstanding?: { maxPerSender: number; maxPerClientIp?: number };
   /**
-   * Recorded as "reserved" (the cost held, the signature kept) rather than "signed": the signature is handed out
-   * only once confirmSponsorship makes it "signed" (the pipeline reserves while the final simulation runs, and
-   * releases the reservation when the simulation refuses the op).
+   * With `billing`: the most of the project's balance (basis points of it) that open sponsorships may hold per
+   * (API key, client address) — `perClientBps`, browser keys — and per API key — `perKeyBps`, this op counted
+   * (docs/policies.md "Project billing": nobody holds a project's whole balance with ops nobody signs).
    */
-  pending?: boolean;
+  billingShares?: { perClientBps?: number; perKeyBps?: number };
+  /**
+   * The config version the request decided under (store/configCache.ts): the reservation is refused
+   * (CONFIG_CHANGED) when the version is another by then, and nothing is written.
+   */
+  configVersion?: number;
+  /**
+   * The project's events endpoints as the request looked them up (under `configVersion`): the reservation's
+   * webhook event is written for them only, without the database looking for subscribers. Absent: it looks.
+   */
+  webhookEndpoints?: readonly { id: string; projectId: string; events: readonly string[] }[];
   /**
    * The project is billed (its plan is enabled): the terms this op is priced at. Its hold (billing/charge.ts
    * holdFor) must fit in the project's balance minus what its other open sponsorships hold, else nothing is
@@ -230,6 +260,10 @@ export type ReserveResult =
   | { ok: false; reason: "POSTOP_CHARGE_AT_RISK"; scope: "project" | "apiKey"; limit: string; value: string }
   /** input.outstanding would be exceeded: by the sender's or by the (key, client address)'s open sponsorships. */
   | { ok: false; reason: "TOO_MANY_OUTSTANDING"; scope: "sender" | "clientIp"; limit: number }
+  /** input.billingShares would be exceeded: what the (key, client address)'s or the key's open sponsorships would hold (USD micros). */
+  /** input.configVersion is not the version any more: the request decided on a configuration that changed. */
+  | { ok: false; reason: "CONFIG_CHANGED" }
+  | { ok: false; reason: "HOLD_SHARE_EXCEEDED"; scope: "clientIp" | "apiKey"; shareBps: number; heldUsdMicros: bigint }
   /** input.billing: the project's available balance (balance - held, USD micros) is below this op's hold. */
   | { ok: false; reason: "BALANCE_EXHAUSTED"; availableUsdMicros: bigint; requiredUsdMicros: bigint };
 
@@ -392,82 +426,7 @@ export interface SponsorshipTimeline {
   settledAt: number | null;
 }
 
-// ---- project billing (src/billing, store/sql/billing.ts; docs/policies.md "Project billing")
-
-/** The operator's terms for one project; a project without one (or not enabled) is not billed. */
-export interface BillingPlan {
-  projectId: string;
-  enabled: boolean;
-  /** On the gas billed, in basis points (100 = 1 %). */
-  markupBps: number;
-  /** Per settled operation, USD micro-units. */
-  feeUsdMicros: bigint;
-  /** The balance.low webhook and the metric's alert fire below this (USD micros); null: no alert. */
-  alertBelowUsdMicros: bigint | null;
-  updatedAt: number;
-}
-
-export type BillingPlanChange = Partial<Pick<BillingPlan, "enabled" | "markupBps" | "feeUsdMicros" | "alertBelowUsdMicros">>;
-
-/** A project's prepaid balance (may be negative: a debt) and what its open sponsorships hold of it (USD micros). */
-export interface BillingAccount {
-  projectId: string;
-  balanceUsdMicros: bigint;
-  heldUsdMicros: bigint;
-  /** When it last changed; null when the project has no account yet. */
-  updatedAt: number | null;
-}
-
-export type BillingEntryKind = "credit" | "debit" | "adjustment";
-
-/** The operation an entry bills (debits) or un-bills (adjustments of a reorganisation), as the statement shows it. */
-export interface BilledOperation {
-  sponsorshipId: string;
-  network: string;
-  mode: SponsorMode;
-  userOpHash: Hex | null;
-  txHash: Hex | null;
-  blockNumber: number | null;
-  gasCostWei: bigint;
-  gasUsdMicros: bigint;
-  markupUsdMicros: bigint;
-  feeUsdMicros: bigint;
-}
-
-/** One entry of a project's ledger (append-only). */
-export interface BillingEntry {
-  projectId: string;
-  /** 1, 2, … per project: the order of the entries. */
-  seq: number;
-  at: number;
-  kind: BillingEntryKind;
-  /** The operator's reference (by hand), or the sponsorship id (operations). */
-  reference: string;
-  /** Signed: what the entry adds to the balance (debits are negative). */
-  amountUsdMicros: bigint;
-  /** The balance after it. */
-  balanceUsdMicros: bigint;
-  /** Who made an entry by hand; null for operations. */
-  actor: string | null;
-  op: BilledOperation | null;
-  /** An adjustment undoing an earlier entry: that entry's seq. */
-  reversesSeq: number | null;
-}
-
-/** An entry the operator makes by hand: a credit (positive) or a correction (signed adjustment). */
-export interface NewBillingEntry {
-  projectId: string;
-  kind: "credit" | "adjustment";
-  amountUsdMicros: bigint;
-  reference: string;
-  actor: string;
-}
-
-/** A project's entries with at in [since, until), and the balance before the first of them. */
-export interface BillingLedgerSlice {
-  openingUsdMicros: bigint;
-  entries: BillingEntry[];
-}
+// ---- project billing: its types are src/billing/ledger.ts's
 
 // ---- webhooks (src/webhooks, docs/webhooks.md)
 
@@ -604,6 +563,8 @@ export interface Store {
    * its own transaction (database triggers, whoever writes). Equal versions mean none of those rows changed.
    */
   configVersion(): Promise<number>;
+  /** How many calls of this store instance changed what the config version covers (in this process: no read). */
+  configWrites(): number;
 
   // ---- strategies
   createStrategy(input: NewStrategy): Promise<Strategy>;
@@ -658,18 +619,6 @@ export interface Store {
    * view of it (PostgreSQL, after its bounded retries): asking again is safe.
    */
   reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult>;
-  /**
-   * A pending reservation (input.pending) becomes "signed", with its sponsorship.signed event, in one
-   * transaction. False when it is no longer "reserved" (a concurrent request for the same op replaced it, or it
-   * was released): its signature must not be handed out.
-   */
-  confirmSponsorship(id: string): Promise<boolean>;
-  /**
-   * Undoes a pending reservation whose op the final simulation refused: it is deleted and what it held is freed,
-   * in one transaction, so a refused op leaves no record (nothing was signed for anyone). False when it is no
-   * longer "reserved" (then nothing changes).
-   */
-  withdrawSponsorship(id: string): Promise<boolean>;
   /** Frees a reservation (signing failed, or it expired unused). */
   releaseSponsorship(id: string): Promise<void>;
   /**
@@ -682,6 +631,11 @@ export interface Store {
   settleSponsorship(id: string, settlement: Settlement): Promise<boolean>;
   /** Undoes a settlement (its event was reorganised away): back to signed, the reservation held again. */
   unsettleSponsorship(id: string): Promise<boolean>;
+  /**
+   * Settles the sponsorships signed with each item's userOpHash, all in two round trips (the settlement watcher
+   * settles a block's ops at once); records each unpaid token charge. Answers per item what happened.
+   */
+  settleSponsorships(items: readonly SettleItem[]): Promise<SettleOutcome[]>;
   /** Settled sponsorships of `network` settled in blocks >= fromBlock (the watcher re-checks them for reorgs). */
   listSettledSince(network: string, fromBlock: bigint): Promise<SponsorshipRecord[]>;
   /**

@@ -3,7 +3,7 @@
  * request: StoreError): it refused or dropped the connection, answered nothing in time, ran out of disk, is read
  * only. Each driver (db/postgres.ts, db/sqlite.ts) turns its own errors into a StoreUnavailableError with one
  * `cause` of a bounded set (a metric label, and what the client is told), keeping the driver's text in `detail`
- * for the log only. The doors answer it as STORE_UNAVAILABLE (src/rpc/errors.ts, src/dependencies/failure.ts).
+ * for the log only. The doors answer it as STORE_UNAVAILABLE (src/errors.ts, src/dependencies/failure.ts).
  */
 
 /** Why the database could not be used. */

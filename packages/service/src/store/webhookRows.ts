@@ -3,8 +3,8 @@
  * outbox rows the store writes in the same transaction as the change that causes each event.
  */
 import { checkEventTypes } from "../webhooks/admin.ts";
-import { eventBody, newEventId, subscribes } from "../webhooks/events.ts";
-import type { Queryer } from "./db/types.ts";
+import { eventBody, eventBodyParts, newEventId, subscribes } from "../webhooks/events.ts";
+import type { Dialect, Queryer, Statement } from "./db/types.ts";
 import { StoreError } from "./errors.ts";
 import {
   type ClaimShare,
@@ -160,51 +160,85 @@ export function validEndpoint(input: NewWebhookEndpoint): { events: string | nul
   return { events: JSON.stringify(checkEventTypes(input.events ?? [])), timeoutMs: null, defaultDecision: null };
 }
 
+/** An event to write to the outbox (store/types.ts WebhookEventType). */
+export interface OutboxEvent {
+  /** Its project's subscribers, or every project's when null. */
+  projectId: string | null;
+  type: WebhookEventType;
+  data: Record<string, unknown>;
+  /** A sponsorship's events are numbered per endpoint (`seq`), in the order its transitions happen. */
+  sponsorshipId?: string;
+  /** At most one row per (endpoint, dedupe key). */
+  dedupeKey?: string;
+}
+
+function eventSql(d: Dialect): string {
+  // The event id is made once per endpoint row (MATERIALIZED: never re-evaluated) and written twice: as the row's
+  // id and inside the payload.
+  return `WITH x AS MATERIALIZED (
+      SELECT e.id AS endpoint_id, e.project_id, ${d.newEventId} AS event_id FROM webhook_endpoints e
+      WHERE e.kind = 'events' AND (CAST(? AS TEXT) IS NULL OR e.project_id = ?) AND CAST(e.events AS TEXT) LIKE ?
+    )
+    INSERT INTO webhook_events (id, endpoint_id, project_id, type, sponsorship_id, seq, dedupe_key, payload, status, attempts,
+      next_attempt_ms, created_ms)
+    SELECT x.event_id, x.endpoint_id, x.project_id, ?, CAST(? AS TEXT),
+      CASE WHEN CAST(? AS TEXT) IS NULL THEN 0
+        ELSE COALESCE((SELECT MAX(w.seq) FROM webhook_events w WHERE w.endpoint_id = x.endpoint_id AND w.sponsorship_id = ?), 0) + 1 END,
+      CAST(? AS TEXT), ? || x.event_id || ? || x.project_id || ?, 'pending', 0, ?, ?
+    FROM x WHERE 1 = 1
+    ON CONFLICT (endpoint_id, dedupe_key) DO NOTHING
+    RETURNING id`;
+}
+
+const eventSqls = new Map<string, string>();
+
 /**
- * Writes one outbox row per endpoint subscribed to `type` (of `projectId`, or of every project when null), inside
- * the caller's transaction. A sponsorship's events get the next `seq` for each endpoint (the caller holds the
- * sponsorship's row lock, or SQLite's write lock, so two transitions of one sponsorship never number alike).
+ * The statement that writes one outbox row per endpoint subscribed to the event's type (of its project, or of
+ * every project), answering a row per outbox row written. Run inside the transaction (or batch) that makes the
+ * change the event tells of: a sponsorship's transitions hold its row, so two never number alike.
  */
-export async function writeEvents(
-  tx: Queryer,
-  event: {
-    projectId: string | null;
-    type: WebhookEventType;
-    /** The payload's data, or how to read it (only when some endpoint subscribes: most events have none). */
-    data: Record<string, unknown> | (() => Promise<Record<string, unknown>>);
-    sponsorshipId?: string;
-    dedupeKey?: string;
-  },
-  nowMs: number,
-): Promise<number> {
-  const endpoints = await tx.all<{ id: string; project_id: string; events: string | null }>(WEBHOOK_QUERIES.selectSubscribers, [
-    event.projectId,
-    event.projectId,
-  ]);
-  let written = 0;
-  let data: Record<string, unknown> | undefined;
-  for (const endpoint of endpoints) {
-    if (!subscribes(JSON.parse(endpoint.events ?? "[]") as string[], event.type)) continue;
-    data ??= typeof event.data === "function" ? await event.data() : event.data;
-    let seq = 0;
-    if (event.sponsorshipId !== undefined) {
-      const last = await tx.one<{ seq: number | null }>(WEBHOOK_QUERIES.lastSeq, [endpoint.id, event.sponsorshipId]);
-      seq = Number(last?.seq ?? 0) + 1;
-    }
-    const id = newEventId();
-    const payload = eventBody(id, event.type, endpoint.project_id, Math.floor(nowMs / 1000), data);
-    written += await tx.run(WEBHOOK_QUERIES.insertEvent, [
-      id,
-      endpoint.id,
-      endpoint.project_id,
-      event.type,
-      event.sponsorshipId ?? null,
-      seq,
-      event.dedupeKey ?? null,
-      payload,
-      nowMs,
-      nowMs,
-    ]);
-  }
-  return written;
+export function eventStatement(d: Dialect, event: OutboxEvent, nowMs: number): Statement {
+  let sql = eventSqls.get(d.name);
+  if (sql === undefined) eventSqls.set(d.name, (sql = eventSql(d)));
+  const [head, middle, tail] = eventBodyParts(event.type, Math.floor(nowMs / 1000), event.data);
+  const sponsorship = event.sponsorshipId ?? null;
+  return {
+    sql,
+    params: [event.projectId, event.projectId, `%${JSON.stringify(event.type)}%`, event.type, sponsorship, sponsorship, sponsorship, event.dedupeKey ?? null, head, middle, tail, nowMs, nowMs],
+  };
+}
+
+/** A project's events endpoint as the caller knows it (under a config version the batch checks). */
+export interface KnownEndpoint {
+  id: string;
+  projectId: string;
+  events: readonly string[];
+}
+
+const KNOWN_ENDPOINT_EVENT = `INSERT INTO webhook_events (id, endpoint_id, project_id, type, sponsorship_id, seq, dedupe_key, payload, status,
+    attempts, next_attempt_ms, created_ms)
+  VALUES (?, ?, ?, ?, CAST(? AS TEXT), CASE WHEN CAST(? AS TEXT) IS NULL THEN 0
+    ELSE COALESCE((SELECT MAX(w.seq) FROM webhook_events w WHERE w.endpoint_id = ? AND w.sponsorship_id = ?), 0) + 1 END,
+    CAST(? AS TEXT), ?, 'pending', 0, ?, ?)
+  ON CONFLICT (endpoint_id, dedupe_key) DO NOTHING`;
+
+/**
+ * The outbox rows of an event for endpoints the caller already knows (the reservation's, under its config
+ * version): one plain insert per subscribed endpoint, none when nobody subscribes — what most projects cost then.
+ */
+export function knownEndpointEvents(event: OutboxEvent, endpoints: readonly KnownEndpoint[], nowMs: number): Statement[] {
+  const sponsorship = event.sponsorshipId ?? null;
+  return endpoints
+    .filter((e) => (event.projectId === null || e.projectId === event.projectId) && subscribes(e.events, event.type))
+    .map((e) => {
+      const id = newEventId();
+      const payload = eventBody(id, event.type, e.projectId, Math.floor(nowMs / 1000), event.data);
+      return { sql: KNOWN_ENDPOINT_EVENT, params: [id, e.id, e.projectId, event.type, sponsorship, sponsorship, e.id, sponsorship, event.dedupeKey ?? null, payload, nowMs, nowMs] };
+    });
+}
+
+/** Writes an event's outbox rows inside the caller's transaction; answers how many were written (0: none subscribed, or already told). */
+export async function writeEvents(tx: Queryer, d: Dialect, event: OutboxEvent, nowMs: number): Promise<number> {
+  const st = eventStatement(d, event, nowMs);
+  return (await tx.all(st.sql, st.params)).length;
 }

@@ -13,7 +13,17 @@ export function newEventId(): string {
 
 /** The body of one event: the same envelope for every type. */
 export function eventBody(id: string, type: WebhookEventType, projectId: string, createdAt: number, data: Record<string, unknown>): string {
-  return JSON.stringify({ id, type, createdAt, projectId, data });
+  const [head, middle, tail] = eventBodyParts(type, createdAt, data);
+  return `${head}${id}${middle}${projectId}${tail}`;
+}
+
+/**
+ * The envelope around the two strings the database fills in when it writes the outbox rows (store/webhookRows.ts):
+ * head + id + middle + projectId + tail is the body (`{"id", "type", "createdAt", "projectId", "data"}`). Both are
+ * plain tokens (an event id, a project id: no character JSON would escape).
+ */
+export function eventBodyParts(type: WebhookEventType, createdAt: number, data: Record<string, unknown>): [head: string, middle: string, tail: string] {
+  return ['{"id":"', `","type":${JSON.stringify(type)},"createdAt":${createdAt},"projectId":"`, `","data":${JSON.stringify(data)}}`];
 }
 
 /** What every sponsorship event says about its sponsorship. */

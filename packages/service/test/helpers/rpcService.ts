@@ -1,4 +1,4 @@
-import type { RateLimiter } from "../../src/rpc/rateLimit.ts";
+import type { RateLimiter } from "../../src/rateLimit.ts";
 /**
  * A real service for RPC tests: two literal networks ("local" with v0.6 and v0.7, "base-sepolia" with v0.7
  * only), a SQLite store in a temp dir with a project, an active key and a revoked key, the Koa app on
@@ -15,7 +15,7 @@ import type { NetworkRuntime, ServiceContext } from "../../src/context.ts";
 import { createLogger } from "../../src/log.ts";
 import { METHODS } from "../../src/methods/index.ts";
 import { defineMethod, type MethodDefinition } from "../../src/rpc/method.ts";
-import { sponsorParamsSchema } from "../../src/rpc/schemas.ts";
+import { sponsorParamsSchema } from "../../src/wire/schemas.ts";
 import { openStore } from "../../src/store/index.ts";
 import type { Store } from "../../src/store/types.ts";
 

@@ -31,7 +31,8 @@ import { localNetworkConfig } from "../../src/config/local.ts";
 import { startService, type RunningService } from "../../src/server.ts";
 import { createTestDatabase } from "./postgres.ts";
 import type { AdminApiOptions } from "../../src/adminApi/options.ts";
-import type { SponsorMode, SponsorshipRecord, Store } from "../../src/store/types.ts";
+import type { SponsorshipRecord, Store } from "../../src/store/types.ts";
+import type { SponsorMode } from "../../src/policy/types.ts";
 
 export type { Embedded };
 
@@ -364,4 +365,21 @@ export async function startPostgresReplicas(embedded: Embedded, count: number, l
     throw error;
   }
   return { services, close };
+}
+
+/** A project with an API key and a strategy on a running service, and the key's two endpoints on the local network. */
+export interface ProjectEndpoints {
+  /** The v1 dialect (POST /api/v1/paymaster/local?apiKey=…). */
+  v1: string;
+  /** The standard JSON-RPC dialect (POST /rpc/v1/local?apiKey=…): ERC-7677's methods. */
+  standard: string;
+  strategyCode: string;
+}
+
+/** Creates a project named `name`, an API key and a strategy `strategyCode` in `store`; the key's endpoints on `serviceUrl`. */
+export async function projectEndpoints(store: Store, serviceUrl: string, name: string, strategyCode: string): Promise<ProjectEndpoints> {
+  const project = await store.createProject(name);
+  const { plaintext } = await store.createApiKey(project.id);
+  await store.createStrategy({ projectId: project.id, code: strategyCode, name });
+  return { v1: `${serviceUrl}/api/v1/paymaster/local?apiKey=${plaintext}`, standard: `${serviceUrl}/rpc/v1/local?apiKey=${plaintext}`, strategyCode };
 }

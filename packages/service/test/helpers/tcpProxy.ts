@@ -7,6 +7,9 @@
 // chunk is held that long each way (a node farther away: each round trip grows by twice that). `hangAfter` arms a
 // fault at an exact moment: once the client has sent some bytes (a PostgreSQL COMMIT, say) they are forwarded and
 // then nothing more goes through either way — the server acted on them, and the client never hears.
+// `roundTrips()` counts, over every connection, the client's turns: a chunk from the client after the server
+// answered (or the first on a connection) starts one; chunks the client sends before any answer (a pipeline) do
+// not. What the benches print as round trips to the database, counted on the wire.
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 export type ProxyMode = "pass" | "hang" | "refuse";
@@ -18,6 +21,8 @@ export interface TcpProxy {
   setMode(mode: ProxyMode): Promise<void>;
   /** Holds each chunk `ms` before passing it on, each way (0: none). */
   setDelay(ms: number): void;
+  /** Round trips so far (see above); `reset` starts the count again. */
+  roundTrips(reset?: boolean): number;
   /** Switches to "hang" right after forwarding the `count`-th client chunk containing `pattern`; resolves then. */
   hangAfter(pattern: string, count?: number): Promise<void>;
   close(): Promise<void>;
@@ -26,6 +31,7 @@ export interface TcpProxy {
 export async function startTcpProxy(target: { host: string; port: number }, initial: ProxyMode = "pass"): Promise<TcpProxy> {
   let mode: ProxyMode = initial;
   let delayMs = 0;
+  let turns = 0;
   let trigger: { pattern: Buffer; left: number; fired: () => void } | undefined;
   const sockets = new Set<Socket>();
   let server: Server | undefined;
@@ -38,7 +44,10 @@ export async function startTcpProxy(target: { host: string; port: number }, init
   };
   const onConnection = (client: Socket) => {
     track(client);
-    const upstream = connect({ host: target.host, port: target.port });
+    const upstream = connect({ host: target.host, port: target.port, noDelay: true });
+    // As the two ends do (pg, PostgreSQL and HTTP servers set TCP_NODELAY): held-back small writes would add the
+    // peer's delayed-ACK wait (40 ms) to exchanges that no real network between them has.
+    client.setNoDelay(true);
     track(upstream);
     // Data moves only in "pass": in "hang" it is swallowed, so an exchange never completes. Equal holds keep
     // the chunks in order (timers of one delay fire in the order they were set).
@@ -47,7 +56,10 @@ export async function startTcpProxy(target: { host: string; port: number }, init
       if (delayMs === 0) to.write(chunk);
       else setTimeout(() => mode === "pass" && !to.destroyed && to.write(chunk), delayMs);
     };
+    let answered = true; // the server has spoken since the client's last chunk (a connection starts with a turn)
     client.on("data", (chunk: Buffer) => {
+      if (answered) turns++;
+      answered = false;
       if (mode === "pass" && trigger && chunk.includes(trigger.pattern) && --trigger.left === 0) {
         // The armed chunk goes through at once (whatever the delay), and then nothing more.
         upstream.write(chunk);
@@ -58,7 +70,10 @@ export async function startTcpProxy(target: { host: string; port: number }, init
       }
       pass(upstream, chunk);
     });
-    upstream.on("data", (chunk: Buffer) => pass(client, chunk));
+    upstream.on("data", (chunk: Buffer) => {
+      answered = true;
+      pass(client, chunk);
+    });
     client.on("close", () => upstream.destroy());
     upstream.on("close", () => client.destroy());
   };
@@ -85,6 +100,11 @@ export async function startTcpProxy(target: { host: string; port: number }, init
     mode: () => mode,
     setDelay(ms) {
       delayMs = ms;
+    },
+    roundTrips(reset = false) {
+      const n = turns;
+      if (reset) turns = 0;
+      return n;
     },
     async setMode(next) {
       if (next === "refuse" && server) await unlisten();

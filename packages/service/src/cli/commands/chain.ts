@@ -10,7 +10,7 @@ import { parseEther } from "ethers";
 import { ENTRY_POINT_VERSIONS, isEntryPointVersion, type EntryPointVersion } from "@paymaster/shared";
 import { AdminError } from "../../admin/context.ts";
 import { addressOption, chainTarget, DEFAULT_DEPLOYMENTS_DIR, deployerWallet, ownerWallet, type ChainTarget } from "../../admin/chainTarget.ts";
-import { deployPaymasters } from "../../admin/deploy.ts";
+import { deployPaymasters, type DeployOptions, type DeployResult } from "../../admin/deploy.ts";
 import { tokenSignerAddress } from "../../admin/tokenSigner.ts";
 import { addStake, listSigner, paymasterStatus, setSigner, topUpDeposits, unstake, withdrawDeposit, type PaymasterStatus } from "../../admin/paymasters.ts";
 import { record, table } from "../output.ts";
@@ -74,7 +74,24 @@ function statusText(rows: PaymasterStatus[]): string {
 
 const sentText = (rows: object[]) => table(rows);
 
+/** The on-chain commands: deploy, status, deposit, withdraw, stake, unstake, signer list|add|remove. */
 export function registerChain(program: Command, runChain: RunChain): void {
+  registerDeploy(program, runChain);
+  registerStatus(program, runChain);
+  registerDeposit(program, runChain);
+  registerWithdraw(program, runChain);
+  registerStake(program, runChain);
+  registerUnstake(program, runChain);
+  const signer = program.command("signer").description("the paymasters' accepted signers (rotation: docs/operator-guide.md)");
+  registerSignerList(signer, runChain);
+  registerSignerAdd(signer, runChain);
+  registerSignerRemove(signer, runChain);
+}
+
+type DeployOpts = NetworkOpts & { treasury: string; stake: string; deposit: string; owner?: string; signer?: string[]; versions?: string; unstakeDelay: string; dryRun?: boolean };
+
+/** paymaster deploy: the paymasters and the gas-tank deposit contract (or, --dry-run, the plan). */
+function registerDeploy(program: Command, runChain: RunChain): void {
   withNetwork(program.command("deploy"))
     .description("deploy the paymasters and the gas-tank deposit contract (same address on every chain; resumable); --dry-run prints the plan")
     .addHelpText(
@@ -90,49 +107,63 @@ export function registerChain(program: Command, runChain: RunChain): void {
     .option("--versions <list>", `EntryPoint versions, comma-separated (default: the configured ones, else ${ENTRY_POINT_VERSIONS.join(",")})`)
     .option("--unstake-delay <seconds>", "unstake delay, at least 86400", "86400")
     .option("--dry-run", "print every transaction with gas and cost; send nothing")
-    .action((o: NetworkOpts & { treasury: string; stake: string; deposit: string; owner?: string; signer?: string[]; versions?: string; unstakeDelay: string; dryRun?: boolean }) =>
+    .action((o: DeployOpts) =>
       runChain(o, async (target, env, out, log) => {
-        const result = await deployPaymasters(target, deployerWallet(target, env), {
-          treasury: addressOption(o.treasury, "--treasury"),
-          stakeWei: parseAmount(o.stake, "--stake"),
-          depositWei: parseAmount(o.deposit, "--deposit"),
-          unstakeDelaySec: parseSeconds(o.unstakeDelay, "--unstake-delay"),
-          ...(o.owner ? { owner: addressOption(o.owner, "--owner") } : {}),
-          ...(o.signer ? { signers: o.signer.map((s) => addressOption(s, "--signer")) } : {}),
-          ...(o.versions ? { versions: parseVersions(o.versions) } : {}),
-          dryRun: o.dryRun === true,
-          outDir: o.deployments ?? DEFAULT_DEPLOYMENTS_DIR,
-          log,
-        });
-        const { plan } = result;
-        const summary = {
-          network: plan.network,
-          chainId: plan.chainId,
-          deployer: plan.deployer,
-          dryRun: o.dryRun === true,
-          paymasters: plan.paymasters.map((p) => ({ label: p.label, address: p.address, state: p.state })),
-          gasTankDeposit: { label: plan.gasTankDeposit.label, address: plan.gasTankDeposit.address, state: plan.gasTankDeposit.state },
-          transactions: plan.txs.map((tx) => ({ step: tx.step, label: tx.label, to: tx.to, valueWei: tx.value.toString(), gas: tx.gas.toString(), gasIsEstimate: tx.gasIsEstimate, costWei: (tx.gas * plan.feePerGas).toString() })),
-          feePerGas: plan.feePerGas.toString(),
-          totalCostWei: plan.totalCostWei.toString(),
-          sent: result.sent.map((tx) => ({ label: tx.label, hash: tx.hash, blockNumber: tx.blockNumber, gasUsed: tx.gasUsed.toString() })),
-          written: result.written,
-          notes: plan.notes,
-        };
-        out.print(summary, (s) =>
-          [
-            `${s.dryRun ? "Plan (dry run: nothing sent)" : "Deployment"} on ${s.network} (chain ${s.chainId}) by ${s.deployer}`,
-            table([...s.paymasters, s.gasTankDeposit]),
-            s.transactions.length === 0 ? "Nothing to send: everything is deployed and at its targets." : table(s.transactions, ["step", "label", "to", "valueWei", "gas", "costWei"]),
-            `Total: ${s.totalCostWei} wei at ${s.feePerGas} wei/gas (gas marked approximate where a step waits for an earlier one)`,
-            ...(s.sent.length ? [table(s.sent)] : []),
-            ...s.written.map((f) => `wrote ${f}`),
-            ...s.notes.map((n) => `NOTE ${n}`),
-          ].join("\n"),
-        );
+        const result = await deployPaymasters(target, deployerWallet(target, env), deployOptions(o, log));
+        out.print(deploySummary(result, o.dryRun === true), deployText);
       }),
     );
+}
 
+/** The deploy flags as deployPaymasters takes them (a bad one is an INVALID_INPUT naming it). */
+function deployOptions(o: DeployOpts, log: (line: string) => void): DeployOptions {
+  return {
+    treasury: addressOption(o.treasury, "--treasury"),
+    stakeWei: parseAmount(o.stake, "--stake"),
+    depositWei: parseAmount(o.deposit, "--deposit"),
+    unstakeDelaySec: parseSeconds(o.unstakeDelay, "--unstake-delay"),
+    ...(o.owner ? { owner: addressOption(o.owner, "--owner") } : {}),
+    ...(o.signer ? { signers: o.signer.map((s) => addressOption(s, "--signer")) } : {}),
+    ...(o.versions ? { versions: parseVersions(o.versions) } : {}),
+    dryRun: o.dryRun === true,
+    outDir: o.deployments ?? DEFAULT_DEPLOYMENTS_DIR,
+    log,
+  };
+}
+
+/** What deploy prints (--json as is): the plan, its transactions with their cost, what was sent and written. */
+function deploySummary({ plan, sent, written }: DeployResult, dryRun: boolean) {
+  return {
+    network: plan.network,
+    chainId: plan.chainId,
+    deployer: plan.deployer,
+    dryRun,
+    paymasters: plan.paymasters.map((p) => ({ label: p.label, address: p.address, state: p.state })),
+    gasTankDeposit: { label: plan.gasTankDeposit.label, address: plan.gasTankDeposit.address, state: plan.gasTankDeposit.state },
+    transactions: plan.txs.map((tx) => ({ step: tx.step, label: tx.label, to: tx.to, valueWei: tx.value.toString(), gas: tx.gas.toString(), gasIsEstimate: tx.gasIsEstimate, costWei: (tx.gas * plan.feePerGas).toString() })),
+    feePerGas: plan.feePerGas.toString(),
+    totalCostWei: plan.totalCostWei.toString(),
+    sent: sent.map((tx) => ({ label: tx.label, hash: tx.hash, blockNumber: tx.blockNumber, gasUsed: tx.gasUsed.toString() })),
+    written,
+    notes: plan.notes,
+  };
+}
+
+/** The deploy summary as text. */
+function deployText(s: ReturnType<typeof deploySummary>): string {
+  return [
+    `${s.dryRun ? "Plan (dry run: nothing sent)" : "Deployment"} on ${s.network} (chain ${s.chainId}) by ${s.deployer}`,
+    table([...s.paymasters, s.gasTankDeposit]),
+    s.transactions.length === 0 ? "Nothing to send: everything is deployed and at its targets." : table(s.transactions, ["step", "label", "to", "valueWei", "gas", "costWei"]),
+    `Total: ${s.totalCostWei} wei at ${s.feePerGas} wei/gas (gas marked approximate where a step waits for an earlier one)`,
+    ...(s.sent.length ? [table(s.sent)] : []),
+    ...s.written.map((f) => `wrote ${f}`),
+    ...s.notes.map((n) => `NOTE ${n}`),
+  ].join("\n");
+}
+
+/** paymaster status: each paymaster's deposit, stake, owner, signers and token settings, with warnings. */
+function registerStatus(program: Command, runChain: RunChain): void {
   withPaymaster(withNetwork(program.command("status")))
     .description("each paymaster's EntryPoint deposit, stake, owner, signers and token settings, with warnings")
     .addHelpText(
@@ -147,7 +178,10 @@ export function registerChain(program: Command, runChain: RunChain): void {
         out.print(rows, statusText);
       }),
     );
+}
 
+/** paymaster deposit: top the EntryPoint deposits up (deploying key). */
+function registerDeposit(program: Command, runChain: RunChain): void {
   withPaymaster(withNetwork(program.command("deposit")))
     .description("top each paymaster's EntryPoint deposit up to an amount (sent with the deploying key)")
     .requiredOption("--to <amount>", "the deposit to reach, wei or e.g. 1eth")
@@ -157,7 +191,10 @@ export function registerChain(program: Command, runChain: RunChain): void {
         out.print(sent, sentText);
       }),
     );
+}
 
+/** paymaster withdraw: from one paymaster's deposit (owner key, confirmed). */
+function registerWithdraw(program: Command, runChain: RunChain): void {
   withNetwork(program.command("withdraw"))
     .description("withdraw from one paymaster's EntryPoint deposit (owner key; asks for confirmation)")
     .requiredOption("--paymaster <label|address>", "the paymaster")
@@ -172,7 +209,10 @@ export function registerChain(program: Command, runChain: RunChain): void {
         out.print(await withdrawDeposit(target, ownerWallet(target, env), { paymaster: o.paymaster, to, amountWei }), record);
       }),
     );
+}
 
+/** paymaster stake: bring stakes and unstake delays up (owner key). */
+function registerStake(program: Command, runChain: RunChain): void {
   withPaymaster(withNetwork(program.command("stake")))
     .description("bring each paymaster's stake and unstake delay up to these (owner key)")
     .requiredOption("--amount <amount>", "the stake to hold, wei or e.g. 0.1eth")
@@ -185,7 +225,10 @@ export function registerChain(program: Command, runChain: RunChain): void {
         out.print(sent, sentText);
       }),
     );
+}
 
+/** paymaster unstake: unlock the stake, or --withdraw-to take it after the delay (owner key, confirmed). */
+function registerUnstake(program: Command, runChain: RunChain): void {
   withPaymaster(withNetwork(program.command("unstake")))
     .description("unlock the stake (bundlers then treat the paymaster as unstaked), or with --withdraw-to take it after the delay (owner key; asks for confirmation)")
     .option("--withdraw-to <address>", "withdraw an unlocked stake whose delay has passed")
@@ -201,8 +244,10 @@ export function registerChain(program: Command, runChain: RunChain): void {
         out.print(await unstake(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), ...(withdrawTo ? { withdrawTo } : {}) }), sentText);
       }),
     );
+}
 
-  const signer = program.command("signer").description("the paymasters' accepted signers (rotation: docs/operator-guide.md)");
+/** paymaster signer list: whether each paymaster accepts the service's signer keys (or --address). */
+function registerSignerList(signer: Command, runChain: RunChain): void {
   withPaymaster(withNetwork(signer.command("list")))
     .description("whether each paymaster accepts the service's signer keys (or --address)")
     .option("--address <address>", "check this address instead")
@@ -214,28 +259,39 @@ export function registerChain(program: Command, runChain: RunChain): void {
         out.print(rows, (r) => table(r));
       }),
     );
+}
+
+type SignerAddOpts = NetworkOpts & { address?: string; pkcs11?: boolean; create?: boolean; importKeyFile?: string };
+
+/** paymaster signer add: accept --address, or the network's PKCS#11 key (created or imported first), on each paymaster. */
+function registerSignerAdd(signer: Command, runChain: RunChain): void {
   withPaymaster(withNetwork(signer.command("add")))
     .description("accept a signer on each paymaster (owner key); add the new key before the service signs with it")
     .option("--address <address>", "the signer's address")
     .option("--pkcs11", "the network's PKCS#11 key (its pkcs11 block; PIN from PAYMASTER_NETWORK_<NAME>_PKCS11_PIN or _PKCS11_PIN_FILE): prints its address")
     .option("--create", "with --pkcs11: create the key in the token first (secp256k1, never extractable)")
     .option("--import-key-file <file>", "with --pkcs11: import the private key in <file> into the token first (keeps its address; never extractable)")
-    .action((o: NetworkOpts & { address?: string; pkcs11?: boolean; create?: boolean; importKeyFile?: string }) =>
+    .action((o: SignerAddOpts) =>
       runChain(o, async (target, env, out, log) => {
-        if ((o.address === undefined) === (o.pkcs11 !== true)) throw new AdminError("INVALID_INPUT", "give --address or --pkcs11 (exactly one)");
-        if ((o.create || o.importKeyFile !== undefined) && !o.pkcs11) throw new AdminError("INVALID_INPUT", "--create and --import-key-file go with --pkcs11");
-        if (o.create && o.importKeyFile !== undefined) throw new AdminError("INVALID_INPUT", "give --create or --import-key-file, not both");
-        let address: string;
-        if (o.pkcs11) {
-          const key = tokenSignerAddress(target, { create: o.create === true, ...(o.importKeyFile === undefined ? {} : { importFrom: o.importKeyFile }) });
-          log(`${key.created ? (o.importKeyFile === undefined ? "created" : "imported") : "found"} the token key ${key.address}`);
-          address = key.address;
-        } else {
-          address = addressOption(o.address!, "--address");
-        }
+        const address = signerToAdd(o, target, log);
         out.print(await setSigner(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), signer: address as `0x${string}`, accept: true }), sentText);
       }),
     );
+}
+
+/** The address signer add accepts: --address, or the token's key (found, created or imported); contradictory flags are refused. */
+function signerToAdd(o: SignerAddOpts, target: ChainTarget, log: (line: string) => void): string {
+  if ((o.address === undefined) === (o.pkcs11 !== true)) throw new AdminError("INVALID_INPUT", "give --address or --pkcs11 (exactly one)");
+  if ((o.create || o.importKeyFile !== undefined) && !o.pkcs11) throw new AdminError("INVALID_INPUT", "--create and --import-key-file go with --pkcs11");
+  if (o.create && o.importKeyFile !== undefined) throw new AdminError("INVALID_INPUT", "give --create or --import-key-file, not both");
+  if (!o.pkcs11) return addressOption(o.address!, "--address");
+  const key = tokenSignerAddress(target, { create: o.create === true, ...(o.importKeyFile === undefined ? {} : { importFrom: o.importKeyFile }) });
+  log(`${key.created ? (o.importKeyFile === undefined ? "created" : "imported") : "found"} the token key ${key.address}`);
+  return key.address;
+}
+
+/** paymaster signer remove: stop accepting a signer (owner key); never the key the service signs with. */
+function registerSignerRemove(signer: Command, runChain: RunChain): void {
   withPaymaster(withNetwork(signer.command("remove")))
     .description("stop accepting a signer (owner key); only after its last signature expired (the service's signatureTtlSeconds)")
     .requiredOption("--address <address>", "the signer's address")

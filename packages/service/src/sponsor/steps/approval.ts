@@ -3,7 +3,7 @@
  * src/webhooks/approval.ts). Decides nothing itself: the project's endpoint does.
  * Raises APPROVAL_DENIED when it refuses (or does not answer under default-deny).
  */
-import { RpcError } from "../../rpc/errors.ts";
+import { RpcError } from "../../errors.ts";
 import { lookupsOf } from "../../store/configCache.ts";
 import { askApproval } from "../../webhooks/approval.ts";
 import type { MaxCost } from "./maxCost.ts";

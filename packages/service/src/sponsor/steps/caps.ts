@@ -4,7 +4,7 @@
  * GAS_LIMIT_TOO_HIGH (a limit above the network's cap), FEE_TOO_HIGH (maxFeePerGas above the market's x the
  * configured multiplier), INVALID_PARAMS (maxPriorityFeePerGas above maxFeePerGas).
  */
-import { RpcError } from "../../rpc/errors.ts";
+import { RpcError } from "../../errors.ts";
 import type { GasValues } from "../op.ts";
 import type { Target } from "./target.ts";
 

@@ -12,7 +12,7 @@
 import { ChargeMode, type Hex } from "@paymaster/shared";
 import { probeSponsorship, ProbeRefused, type ProbeRun } from "../../chain/probe.ts";
 import type { SimulatedOp } from "../../chain/entryPoint.ts";
-import { tracedChain } from "../../chain/traced.ts";
+import { tracedChain } from "../../network/tracedChain.ts";
 import { chainWait } from "../../timing.ts";
 import { NO_SPAN, traced, type TraceSpan } from "../../telemetry/trace.ts";
 import { buildOp, gasOf, paymasterOf, type GasValues } from "../op.ts";

@@ -19,9 +19,9 @@
  * simulation decided: src/sponsor/oneCall.ts) the read is awaited before signing; it ran beside the estimate.
  */
 import { eip7702DelegateOfCode, type Address, type Hex } from "@paymaster/shared";
-import { RpcError } from "../../rpc/errors.ts";
+import { RpcError } from "../../errors.ts";
 import { chainWait } from "../../timing.ts";
-import { tracedRpc } from "../../chain/traced.ts";
+import { tracedRpc } from "../../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { lastDelegate, rememberDelegate } from "../senderDelegates.ts";
 import type { Target } from "./target.ts";

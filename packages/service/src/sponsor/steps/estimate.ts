@@ -13,7 +13,7 @@
 import type { ChargeMode, Hex } from "@paymaster/shared";
 import { l1DataGas, l2GasPrice, placeholderUpTo } from "../../chain/l1Fee.ts";
 import { chainWait } from "../../timing.ts";
-import { tracedChain } from "../../chain/traced.ts";
+import { tracedChain } from "../../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { limitsFromSimulation, preVerificationGas } from "../gas.ts";
 import { buildOp, type GasValues } from "../op.ts";

@@ -10,9 +10,9 @@
  */
 import { encodeFunctionData, decodeFunctionResult, erc20Abi, type Abi } from "viem";
 import { simulateOp, type ExecutionResult, type SimulatedOp, type SimulationOutcome } from "../../chain/entryPoint.ts";
-import { RpcError } from "../../rpc/errors.ts";
+import { RpcError } from "../../errors.ts";
 import { chainWait } from "../../timing.ts";
-import { tracedChain } from "../../chain/traced.ts";
+import { tracedChain } from "../../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { gasOf, paymasterOf } from "../op.ts";
 import { refuseRevertingCalls, simulationError, tokenRead } from "../simulation.ts";

@@ -1,16 +1,17 @@
 /**
  * Step (signing methods only): reserve the maximum cost and record the signed sponsorship. Decides whether the
  * money is there: the paymaster's deposit covers this op on top of every outstanding one
- * (src/sponsor/deposit.ts), then, in ONE store transaction, the strategy's running caps (Sponsor mode), the
- * sender's gas tank (User Sponsor mode) or its one outstanding postOp charge (ERC-20 mode) hold with this op
- * counted, and so does the project's prepaid balance when the operator bills it (its plan, billing/charge.ts),
- * and the record is written (`pending` while the final simulation runs: its signature is not handed
- * out until confirmed). Returns the store's answer; `reservationRefusal` turns a refusal into the error.
- * Raises the deposit check's PAYMASTER_DEPOSIT_LOW and SPONSORSHIP_CONFLICT (PostgreSQL: concurrent requests
+ * (src/sponsor/deposit.ts), then, in ONE store batch (one round trip to the database: docs/scale.md), the
+ * strategy's running caps (Sponsor mode), the sender's gas tank (User Sponsor mode) or its one outstanding postOp
+ * charge (ERC-20 mode) hold with this op counted, and so does the project's prepaid balance when the operator
+ * bills it (its plan, billing/charge.ts), and the record is written, signed. Decided under the config version the
+ * request looked its key and strategy up under: when it changed since, nothing is written and ConfigChanged is
+ * thrown (the call runs again on fresh lookups). Returns the store's answer; `reservationRefusal` turns a refusal
+ * into the error. Raises the deposit check's PAYMASTER_DEPOSIT_LOW and SPONSORSHIP_CONFLICT (concurrent requests
  * for the same op kept replacing each other).
  */
 import { ChargeMode, type Hex } from "@paymaster/shared";
-import { RpcError } from "../../rpc/errors.ts";
+import { RpcError } from "../../errors.ts";
 import { formatUsdMicros } from "../../policy/rules.ts";
 import { usageChecks } from "../../policy/totals.ts";
 import { chainWait } from "../../timing.ts";
@@ -22,7 +23,7 @@ import type { TokenQuote } from "./tokenQuote.ts";
 import { postOpChargeRisk } from "../postOpRisk.ts";
 import { outstandingBounds } from "../outstanding.ts";
 import { billingBasis, type BillingTerms } from "../../billing/charge.ts";
-import { lookupsOf } from "../../store/configCache.ts";
+import { ConfigChanged, lookupsOf } from "../../store/configCache.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { serviceStore } from "../../store/traced.ts";
 
@@ -33,11 +34,12 @@ export interface ReserveInput {
   /** The landing op's fields, as recorded and later answered. */
   userOpHash: Hex;
   paymasterAndData: Hex;
-  /** Recorded as pending until the final simulation passed (confirmSponsorship). */
-  pending: boolean;
 }
 
-export async function reserve({ target, cost, token, userOpHash, paymasterAndData, pending }: ReserveInput, span: TraceSpan = NO_SPAN): Promise<ReserveResult> {
+/** The store's answer, but for a changed configuration: that one is thrown (ConfigChanged), never answered. */
+export type Reservation = Exclude<ReserveResult, { reason: "CONFIG_CHANGED" }>;
+
+export async function reserve({ target, cost, token, userOpHash, paymasterAndData }: ReserveInput, span: TraceSpan = NO_SPAN): Promise<Reservation> {
   const { call, chain, request, mode, entry } = target;
   const u = request.userOp;
   await chainWait(call.timing, () =>
@@ -46,12 +48,13 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
   const caps = mode.mode === "sponsor" ? usageChecks(mode.strategy.rules, { now: target.now, sender: u.sender }) : [];
   const postOpCharge = token?.chargeMode === ChargeMode.InPostOp;
   // Billing off (no plan, the default): one cached lookup, nothing more.
-  const plan = await lookupsOf(call).billingPlan(call.apiKey.projectId);
+  const lookups = lookupsOf(call);
+  const [plan, webhookEndpoints] = await Promise.all([lookups.billingPlan(call.apiKey.projectId), lookups.eventEndpoints(call.apiKey.projectId)]);
   const billing: BillingTerms | undefined = plan?.enabled
     ? { basis: billingBasis(mode.mode, postOpCharge), nativeUsd: cost.nativeUsd, markupBps: plan.markupBps, feeUsdMicros: plan.feeUsdMicros }
     : undefined;
   try {
-    return await serviceStore(call.service, span).reserveSponsorship(
+    const reservation = await serviceStore(call.service, span).reserveSponsorship(
       {
         network: call.network.config.name,
         entryPoint: entry.entryPoint,
@@ -78,11 +81,14 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
         // Open reservations per sender and per browser key's client address: no one holds others' money with
         // ops nobody signs.
         ...outstandingBounds(call.service.config, call.apiKey, call.clientIp, target.mode.mode === "sponsor" ? target.mode.strategy.rules : undefined),
-        pending,
         ...(billing ? { billing } : {}),
+        // Decided on the configuration as this request looked it up: refused if it changed since (run again).
+        ...(lookups.version === undefined ? {} : { configVersion: lookups.version, webhookEndpoints }),
       },
       caps,
     );
+    if (!reservation.ok && reservation.reason === "CONFIG_CHANGED") throw new ConfigChanged();
+    return reservation;
   } catch (error) {
     // PostgreSQL: concurrent requests for the same op (sender, nonce) kept replacing each other's view of it through
     // every retry. One of them stands; this one's signature is never handed out, and the caps count the op once.
@@ -97,7 +103,7 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
  * POSTOP_CHARGE_AT_RISK (ERC-20: the project's or key's postOp-charge risk budget would be exceeded),
  * GAS_TANK_INSUFFICIENT (User Sponsor mode), PROJECT_BALANCE_EXHAUSTED (the project's prepaid balance, when billed).
  */
-export function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>, target: Target, token: TokenQuote | null): RpcError {
+export function reservationRefusal(refused: Exclude<Reservation, { ok: true }>, target: Target, token: TokenQuote | null): RpcError {
   const { mode } = target;
   if (refused.reason === "CAP_EXCEEDED") {
     // The store counts USD in micro-units; clients read dollars ("25.50"), as the per-op USD cap reports them.
@@ -135,6 +141,14 @@ export function reservationRefusal(refused: Exclude<ReserveResult, { ok: true }>
       "PROJECT_BALANCE_EXHAUSTED",
       `The project's prepaid balance with the paymaster cannot cover this user operation (it holds $${required} until it lands or expires): the project's owner must add credit with the paymaster's operator`,
       { requiredUsd: required },
+    );
+  }
+  if (refused.reason === "HOLD_SHARE_EXCEEDED") {
+    const whose = refused.scope === "clientIp" ? "this API key from this client address" : "this API key";
+    return new RpcError(
+      "TOO_MANY_OUTSTANDING",
+      `${whose} already holds $${formatUsdMicros(refused.heldUsdMicros)} of the project's prepaid balance with open sponsorships (signed, not yet included or expired), more than its share (${refused.shareBps / 100} %): send those ops, or wait until their signatures expire`,
+      { scope: refused.scope, shareOfBalance: `${refused.shareBps / 100}%`, retryAfterSeconds: target.call.service.config.signatureTtlSeconds },
     );
   }
   if (refused.reason === "POSTOP_CHARGE_PENDING") {

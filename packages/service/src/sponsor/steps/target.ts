@@ -6,15 +6,15 @@
  * STRATEGY_NOT_FOUND and TOKEN_NOT_SUPPORTED (src/sponsor/policy.ts resolveMode).
  */
 import type { Address } from "@paymaster/shared";
-import { readyChain, type CallContext } from "../../rpc/method.ts";
-import type { NetworkChain } from "../../context.ts";
-import type { SponsorRequest } from "../../rpc/schemas.ts";
+import { readyChain, type CallContext, type NetworkChain } from "../../context.ts";
+import type { SponsorRequest } from "../../wire/schemas.ts";
 import type { EntryPointConfig } from "../../config/types.ts";
-import type { MarketSnapshot } from "../../chain/market.ts";
-import { RpcError } from "../../rpc/errors.ts";
+import type { ChainClocks, MarketSnapshot } from "../../chain/market.ts";
+import { RpcError } from "../../errors.ts";
 import { chainWait } from "../../timing.ts";
 import { resolveMode, type ResolvedMode } from "../policy.ts";
 import { validityWindow } from "../validityWindow.ts";
+import { NO_CHECK, type WindowCheck } from "../chainClock.ts";
 
 /** What every later step reads: the request, where it goes and under which mode. Never changed after this step. */
 export interface Target {
@@ -36,16 +36,26 @@ export interface Target {
   readonly minPostOpGasLimit: bigint;
   /** The EIP-7702 delegate the sender runs, where known (the delegate step: its authorization, or its code). */
   readonly eip7702Delegate?: Address;
+  /**
+   * Resolves once the chain's fresh clocks are known to fall inside `window`, throws ClockMoved when they do not
+   * (src/sponsor/chainClock.ts). Awaited right before the reservation (steps/commit.ts), so the read overlaps the
+   * request's chain call, whichever step makes it.
+   */
+  readonly clockCheck: WindowCheck;
 }
 
 export interface TargetInput {
   request: SponsorRequest;
   call: CallContext;
+  /** The chain's clocks, read fresh by an earlier run of the request whose window they fell outside (src/sponsor/chainClock.ts). */
+  clocks?: ChainClocks | undefined;
+  /** The check of the window against the chain's fresh clocks (absent: none). */
+  clockCheck?: WindowCheck | undefined;
 }
 
 const NO_POSTOP = { postOpGas: 0n, minPostOpGasLimit: 0n } as const;
 
-export async function resolveTarget({ request, call }: TargetInput): Promise<Target> {
+export async function resolveTarget({ request, call, clocks, clockCheck = NO_CHECK }: TargetInput): Promise<Target> {
   const { service, network } = call;
   const chain = readyChain(network);
   const entry = network.entryPoint(request.version);
@@ -67,9 +77,11 @@ export async function resolveTarget({ request, call }: TargetInput): Promise<Tar
     now,
     mode,
     paymaster: mode.mode === "erc20" ? entry.erc20Paymaster : entry.verifyingPaymaster,
-    window: validityWindow({ wallNow: service.now(), ...(await chainWait(call.timing, () => chain.market.clocks(market))), ttlSeconds: service.config.signatureTtlSeconds }),
+    // On the snapshot's clock, or on fresh clocks a first run read (src/sponsor/chainClock.ts).
+    window: validityWindow({ wallNow: service.now(), ...(clocks ?? { chainNow: market.timestamp }), ttlSeconds: service.config.signatureTtlSeconds }),
     postOpGas: erc20.postOpGas,
     // The ERC-20 paymaster refuses a postOp gas limit below its worst-case postOp (v0.6: verificationGasLimit).
     minPostOpGasLimit: erc20.minPostOpGasLimit,
+    clockCheck,
   };
 }

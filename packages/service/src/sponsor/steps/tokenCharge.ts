@@ -5,7 +5,7 @@
  * token cost) and TOKEN_CHARGE_UNPAID (postOp charging for a sender whose postOp charge went unpaid before).
  */
 import { ChargeMode, type Hex } from "@paymaster/shared";
-import { RpcError } from "../../rpc/errors.ts";
+import { RpcError } from "../../errors.ts";
 import type { GasValues } from "../op.ts";
 import type { Target } from "./target.ts";
 import type { TokenPrice } from "./tokenPrice.ts";

@@ -31,7 +31,8 @@ import { pendingMigrations, type Migration } from "../migrations.ts";
 import { DATABASE_DEFAULTS, type DatabaseSettings } from "../settings.ts";
 import { driverDetail, isStoreUnavailable, StoreUnavailableError, type StoreCause } from "../unavailable.ts";
 import type { Leadership, ProbeStatement } from "./types.ts";
-import { AmbientTx, type Db, type Dialect, type Param, type Tx, type Violation } from "./types.ts";
+import { PgBatch } from "./pgBatch.ts";
+import { AmbientTx, Refusal, type Db, type Dialect, type Param, type Statement, type Tx, type Violation } from "./types.ts";
 
 /** A transaction that hit a transient conflict is tried again, at most this many times in all. */
 const MAX_ATTEMPTS = 10;
@@ -65,7 +66,19 @@ export const POSTGRES_DIALECT: Dialect = Object.freeze({
   keyLock: "SELECT pg_advisory_xact_lock(hashtext(?))",
   // NUMERIC sums exactly: the whole amount is the low part.
   amountParts: (c: string) => [c, "0", "0"] as const,
+  plus: (a: string, b: string) => `(${a} + ${b})`,
+  plusFloor0: (a: string, b: string) => `GREATEST(${a} + ${b}, 0)`,
+  minus: (a: string, b: string) => `(${a} - ${b})`,
+  times: (a: string, b: string) => `(${a} * ${b})`,
+  greater: (a: string, b: string) => `(${a} > ${b})`,
+  sumAmount: (c: string) => `COALESCE(SUM(${c}), 0)`,
+  greatest: (a: string, b: string) => `GREATEST(${a}, ${b})`,
+  jsonTexts: "SELECT jsonb_array_elements_text(CAST(? AS JSONB))",
+  newEventId: "'evt_' || replace(gen_random_uuid()::text, '-', '')",
 });
+
+/** The SQLSTATE `pm_refuse` raises (migration 17): a batch's own refusal, not a failure. */
+const BATCH_REFUSAL = "PM001";
 
 function sqlState(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
@@ -180,7 +193,7 @@ const TYPES: pg.CustomTypesConfig = {
   }) as pg.CustomTypesConfig["getTypeParser"],
 };
 
-const TRANSACTION_CONTROL: ReadonlySet<string> = new Set(["BEGIN", "COMMIT", "ROLLBACK"]);
+const TRANSACTION_CONTROL: ReadonlySet<string> = new Set(["BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT pm_batch", "RELEASE SAVEPOINT pm_batch", "ROLLBACK TO SAVEPOINT pm_batch"]);
 
 /** `?` placeholders numbered for PostgreSQL, and a statement name, once per text. */
 const numbered = new Map<string, { name: string; text: string }>();
@@ -545,6 +558,53 @@ class PostgresDb implements Db {
     }
   }
 
+  async batch(statements: readonly Statement[]): Promise<unknown[][]> {
+    const ambient = this.#ambient.current();
+    if (ambient) return batchInside(ambient, statements);
+    for (let attempt = 1; ; attempt++) {
+      this.#failFast();
+      const client = await this.#connect();
+      try {
+        const rows = await this.#exchange(client, statements);
+        this.#availability.answered(true);
+        return rows;
+      } catch (err) {
+        if (attempt >= MAX_ATTEMPTS || !isTransient(err)) throw err;
+      } finally {
+        client.release(this.#broken.has(client));
+      }
+      await sleep(Math.random() * 2 * attempt);
+    }
+  }
+
+  /** The statements as one exchange on `client` (./pgBatch.ts): one round trip, one transaction. Watched as one query (#silent). */
+  async #exchange(client: PoolClient, statements: readonly Statement[]): Promise<unknown[][]> {
+    const flight: InFlight = { startedAt: performance.now(), client, timer: undefined, killed: false };
+    flight.timer = setTimeout(() => this.#silent(flight), this.#settings.queryTimeoutMs).unref();
+    this.#inflight.add(flight);
+    try {
+      const rows = await new Promise<unknown[][]>((resolve, reject) => {
+        const named = statements.map((st) => ({ ...statement(st.sql), values: st.params as unknown[] }));
+        void client.query(new PgBatch(named, TYPES, (err, rows) => (err ? reject(err) : resolve(rows!))) as unknown as pg.QueryConfig);
+      });
+      this.#lastAnswerAt = performance.now();
+      return rows;
+    } catch (err) {
+      if (sqlState(err) === BATCH_REFUSAL) {
+        this.#lastAnswerAt = performance.now();
+        const { message, detail } = err as pg.DatabaseError;
+        throw new Refusal(message, detail ?? null);
+      }
+      if (transportError(err)) this.#broken.add(client);
+      else this.#lastAnswerAt = performance.now();
+      // The COMMIT left with the rest: a broken connection leaves the outcome unknown.
+      throw this.#failure(err, flight.killed, "running a batch (its outcome is unknown if the connection broke)", flight.expired);
+    } finally {
+      clearTimeout(flight.timer);
+      this.#inflight.delete(flight);
+    }
+  }
+
   violation(err: unknown): Violation | undefined {
     const state = sqlState(err);
     const constraint = (err as { constraint?: unknown } | null)?.constraint;
@@ -571,6 +631,24 @@ class PostgresDb implements Db {
     // A database that answers nothing never acknowledges the goodbye: give it a moment, then cut.
     await Promise.race([this.#pool.end().catch(() => {}), sleep(CLOSE_GRACE_MS)]);
     for (const client of this.#clients) cut(client);
+  }
+}
+
+/**
+ * A batch inside an `atomic` operation's transaction: its statements one after the other on that transaction,
+ * under a savepoint, so that a refusal undoes the batch and leaves the operation's transaction usable.
+ */
+async function batchInside(tx: Tx, statements: readonly Statement[]): Promise<unknown[][]> {
+  await tx.run("SAVEPOINT pm_batch");
+  try {
+    const rows: unknown[][] = [];
+    for (const st of statements) rows.push(await tx.all(st.sql, st.params));
+    await tx.run("RELEASE SAVEPOINT pm_batch");
+    return rows;
+  } catch (err) {
+    await tx.run("ROLLBACK TO SAVEPOINT pm_batch");
+    if (sqlState(err) === BATCH_REFUSAL) throw new Refusal((err as pg.DatabaseError).message, (err as pg.DatabaseError).detail ?? null);
+    throw err;
   }
 }
 

@@ -29,7 +29,7 @@ import { StoreAvailability } from "../health.ts";
 import { pendingMigrations, type Migration } from "../migrations.ts";
 import { driverDetail, StoreUnavailableError, type StoreCause } from "../unavailable.ts";
 import type { Leadership, ProbeStatement } from "./types.ts";
-import { AmbientTx, type Db, type Dialect, type Param, type Queryer, type Tx, type Violation } from "./types.ts";
+import { AmbientTx, joinAmountParts, Refusal, type AmountPart, type Db, type Dialect, type Param, type Queryer, type Statement, type Tx, type Violation } from "./types.ts";
 
 const BUSY_TIMEOUT_MS = 5000;
 /**
@@ -83,7 +83,58 @@ export const SQLITE_DIALECT: Dialect = Object.freeze({
       `CAST(substr(${c}, -18, 9) AS INTEGER)`,
       `CASE WHEN length(${c}) > 18 THEN CAST(substr(${c}, 1, length(${c}) - 18) AS INTEGER) ELSE 0 END`,
     ] as const,
+  plus: (a: string, b: string) => `pm_plus(${a}, ${b})`,
+  plusFloor0: (a: string, b: string) => `pm_plus_floor0(${a}, ${b})`,
+  minus: (a: string, b: string) => `pm_minus(${a}, ${b})`,
+  times: (a: string, b: string) => `pm_times(${a}, ${b})`,
+  greater: (a: string, b: string) => `pm_greater(${a}, ${b})`,
+  // The parts' SUMs are 64-bit exact (SQLITE_DIALECT.amountParts), put back together exactly.
+  sumAmount(c: string) {
+    const [low, mid, high] = this.amountParts(c);
+    return `pm_join_parts(SUM(${low}), SUM(${mid}), SUM(${high}))`;
+  },
+  greatest: (a: string, b: string) => `max(${a}, ${b})`,
+  jsonTexts: "SELECT value FROM json_each(?)",
+  newEventId: "'evt_' || lower(hex(randomblob(16)))",
 });
+
+/** An amount as SQLite hands it to a function (TEXT decimal, or an INTEGER column as bigint), as a bigint; null stays null. */
+function amountArg(value: unknown): bigint | null {
+  if (value === null || value === undefined) return null;
+  return BigInt(value as string | bigint);
+}
+
+/**
+ * The functions the dialect's amount words and the batches' refusals call (the same names PostgreSQL has as SQL:
+ * migration 17): exact bigint arithmetic on decimal TEXT, and `pm_refuse`, which throws the Refusal that ends a batch.
+ */
+function registerFunctions(db: DatabaseSync): void {
+  const exact = { deterministic: true, useBigIntArguments: true } as const;
+  db.function("pm_plus", exact, (a, b) => {
+    const [x, y] = [amountArg(a), amountArg(b)];
+    return x === null || y === null ? null : (x + y).toString();
+  });
+  db.function("pm_plus_floor0", exact, (a, b) => {
+    const [x, y] = [amountArg(a), amountArg(b)];
+    return x === null || y === null ? null : (x + y < 0n ? 0n : x + y).toString();
+  });
+  db.function("pm_minus", exact, (a, b) => {
+    const [x, y] = [amountArg(a), amountArg(b)];
+    return x === null || y === null ? null : (x - y).toString();
+  });
+  db.function("pm_times", exact, (a, b) => {
+    const [x, y] = [amountArg(a), amountArg(b)];
+    return x === null || y === null ? null : (x * y).toString();
+  });
+  db.function("pm_join_parts", exact, (low, mid, high) => joinAmountParts(low as AmountPart, mid as AmountPart, high as AmountPart).toString());
+  db.function("pm_greater", exact, (a, b) => {
+    const [x, y] = [amountArg(a), amountArg(b)];
+    return x === null || y === null ? null : x > y ? 1 : 0;
+  });
+  db.function("pm_refuse", { deterministic: false }, (reason, value) => {
+    throw new Refusal(String(reason), value === null || value === undefined ? null : String(value));
+  });
+}
 
 /** Amounts are bound as decimal text, booleans as 1/0. */
 function bind(params: readonly Param[]): SQLInputValue[] {
@@ -178,7 +229,7 @@ class SqliteDb implements Db {
   }
 
   /** BEGIN IMMEDIATE, COMMIT, ROLLBACK: their failures (a full disk at COMMIT, a lock held elsewhere) are the database's. */
-  #control(sql: "BEGIN IMMEDIATE" | "COMMIT" | "ROLLBACK"): void {
+  #control(sql: "BEGIN IMMEDIATE" | "COMMIT" | "ROLLBACK" | "SAVEPOINT pm_batch" | "RELEASE pm_batch" | "ROLLBACK TO pm_batch"): void {
     try {
       this.#prepare(sql).run();
     } catch (err) {
@@ -242,6 +293,30 @@ class SqliteDb implements Db {
       this.#locked = false;
       release();
     }
+  }
+
+  /**
+   * The statements in order under BEGIN IMMEDIATE (in process: the "round trip" is a function call), or inside an
+   * `atomic` operation under a savepoint. A Refusal thrown by pm_refuse rolls the batch back like any error.
+   */
+  async batch(statements: readonly Statement[]): Promise<unknown[][]> {
+    const run = () => statements.map((st) => this.#all(st.sql, st.params));
+    if (this.#ambient.current()) {
+      this.#control("SAVEPOINT pm_batch");
+      try {
+        const rows = run();
+        this.#control("RELEASE pm_batch");
+        return rows;
+      } catch (err) {
+        this.#control("ROLLBACK TO pm_batch");
+        throw err;
+      }
+    }
+    return this.transaction(async () => {
+      const rows = run();
+      this.#txWrote = true; // its COMMIT proves writes work
+      return rows;
+    });
   }
 
   atomic<T>(body: () => Promise<T>): Promise<T> {
@@ -311,6 +386,7 @@ function handle(db: SqliteDb): Db {
     one: (sql, params) => db.one(sql, params),
     run: (sql, params) => db.run(sql, params),
     transaction: (body) => db.transaction(body),
+    batch: (statements) => db.batch(statements),
     atomic: (body) => db.atomic(body),
     violation: (err) => db.violation(err),
     tryLeadership: (name) => db.tryLeadership(name),
@@ -338,6 +414,7 @@ export function openSqliteDb(file: string, migrations: readonly Migration[], now
              PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS};
              PRAGMA foreign_keys = ON;
              PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES};`);
+    registerFunctions(raw);
     const db = new SqliteDb(raw, writeProbe);
     db.migrate(migrations, now);
     if (key !== undefined) shared.set(key, db);

@@ -35,6 +35,28 @@ export interface Queryer {
   run(sql: string, params?: readonly Param[]): Promise<number>;
 }
 
+/** One statement of a batch (Db.batch). */
+export interface Statement {
+  readonly sql: string;
+  readonly params: readonly Param[];
+}
+
+/**
+ * A batch refused by one of its own statements (the SQL function `pm_refuse(reason, value)`, which both drivers
+ * provide): nothing of the batch was written. `reason` is what the statement was given (the store's description
+ * of the check, JSON), `value` what the database found (e.g. the total a cap would reach), as text.
+ */
+export class Refusal extends Error {
+  override name = "Refusal";
+  readonly reason: string;
+  readonly value: string | null;
+  constructor(reason: string, value: string | null) {
+    super(`refused by the batch: ${reason}`);
+    this.reason = reason;
+    this.value = value;
+  }
+}
+
 /** What a transaction body is given: its queries, and a way to end with ROLLBACK instead of COMMIT. */
 export interface Tx extends Queryer {
   rollbackOnly(): void;
@@ -70,6 +92,26 @@ export interface Dialect {
    * back together in JS. A database whose SUM is exact on the column itself returns it as the low part.
    */
   amountParts(column: string): readonly [low: string, mid: string, high: string];
+  /**
+   * Exact arithmetic on amount columns and parameters (SQLite keeps amounts as decimal TEXT, which its own `+`
+   * would turn into floating point: there, functions the driver registers do it in bigints):
+   * `plus` a + b; `plusFloor0` the same, never below zero (what a counter that only ever goes back to zero uses);
+   * `greater` a > b, NULL when either is NULL (a check whose limit is NULL never fires).
+   */
+  plus(a: string, b: string): string;
+  plusFloor0(a: string, b: string): string;
+  minus(a: string, b: string): string;
+  /** a · b, b a small integer (basis points). */
+  times(a: string, b: string): string;
+  greater(a: string, b: string): string;
+  /** The exact SUM of an amount column (0 over no rows), as an amount. */
+  sumAmount(column: string): string;
+  /** A subquery answering the strings of a JSON array bound as its one parameter (`id IN (${jsonTexts})`). */
+  readonly jsonTexts: string;
+  /** The larger of two integers (counts, unix seconds). */
+  greatest(a: string, b: string): string;
+  /** A fresh webhook event id ("evt_" + 32 hex digits, as webhooks/events.ts newEventId), made by the database. */
+  readonly newEventId: string;
 }
 
 /** A statement the store gives a driver to run as its health probe (a harmless write: see ../health.ts). */
@@ -99,6 +141,15 @@ export interface Db extends Queryer {
    * failures and deadlocks) run the whole body again, a bounded number of times.
    */
   transaction<T>(body: (tx: Tx) => Promise<T>, retryable?: (err: unknown) => boolean): Promise<T>;
+  /**
+   * Runs `statements` as one transaction in one round trip to the database (PostgreSQL: pipelined, BEGIN …
+   * COMMIT sent at once; SQLite: in process, under BEGIN IMMEDIATE), and answers each statement's rows. Any
+   * error, a Refusal among them, rolls the whole batch back and is thrown. A row lock a statement takes is held
+   * only while the server runs the rest of the batch, never across a round trip. Inside `atomic` it joins the
+   * ambient transaction (under a savepoint, so a refusal undoes the batch alone). Transient conflicts
+   * (PostgreSQL: serialization failures, deadlocks) run it again, a bounded number of times.
+   */
+  batch(statements: readonly Statement[]): Promise<unknown[][]>;
   /**
    * Runs `body` as one transaction that every query and `transaction` of this connection made from inside it
    * joins (the async context tells them apart from other requests' work): a whole operation written against

@@ -1,6 +1,7 @@
 /** The store's part for the audit log: every operator change, who made it, and the record before and after (with the change, atomically). */
 import { randomUUID } from "node:crypto";
-import * as common from "../common.ts";
+import * as dbRows from "../rows.ts";
+import * as validation from "../validation.ts";
 import type { Dialect } from "../db/types.ts";
 import type { AuditEntry, Store } from "../types.ts";
 import type { SqlShared } from "./shared.ts";
@@ -25,8 +26,8 @@ export function auditStore(s: SqlShared) {
     },
 
     async appendAudit(entry: Omit<AuditEntry, "id" | "at" | "role"> & { role?: string | null }): Promise<AuditEntry> {
-      const row: AuditEntry = { id: randomUUID(), at: common.nowSeconds(), ...entry, role: entry.role ?? null, target: entry.target ?? null };
-      const json = (v: unknown) => (v === undefined || v === null ? null : common.toJsonText(v));
+      const row: AuditEntry = { id: randomUUID(), at: validation.nowSeconds(), ...entry, role: entry.role ?? null, target: entry.target ?? null };
+      const json = (v: unknown) => (v === undefined || v === null ? null : dbRows.toJsonText(v));
       await db.run(q.insertAudit, [row.id, row.at, row.actor, row.role, row.action, row.target, json(row.before), json(row.after)]);
       return row;
     },
@@ -34,7 +35,7 @@ export function auditStore(s: SqlShared) {
     async listAudit(filter: { action?: string; target?: string; limit?: number } = {}): Promise<AuditEntry[]> {
       const action = filter.action ?? null;
       const target = filter.target ?? null;
-      const limit = common.listLimit(filter.limit);
+      const limit = validation.listLimit(filter.limit);
       const rows = await db.all<{ id: string; at: number; actor: string; role: string | null; action: string; target: string | null; before: string | null; after: string | null }>(
         q.selectAudit,
         [action, action, target, target, limit],

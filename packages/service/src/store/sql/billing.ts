@@ -20,22 +20,14 @@
  */
 import type { Hex } from "@paymaster/shared";
 import { MAX_MARKUP_BPS, settlementCharge, termsFromJson, type BillingCharge } from "../../billing/charge.ts";
-import * as common from "../common.ts";
-import type { Dialect, Param, Tx } from "../db/types.ts";
+import * as validation from "../validation.ts";
+import { Refusal, type Dialect, type Statement, type Tx } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
-import type {
-  BillingAccount,
-  BillingEntry,
-  BillingLedgerSlice,
-  BillingPlan,
-  BillingPlanChange,
-  NewBillingEntry,
-  Settlement,
-  SponsorMode,
-  Store,
-} from "../types.ts";
-import { writeEvents } from "../webhookRows.ts";
-import { nowMs, type SqlShared } from "./shared.ts";
+import type { Settlement, Store } from "../types.ts";
+import type { BillingAccount, BillingEntry, BillingLedgerSlice, BillingPlan, BillingPlanChange, NewBillingEntry } from "../../billing/ledger.ts";
+import type { SponsorMode } from "../../policy/types.ts";
+import { eventBodyParts } from "../../webhooks/events.ts";
+import type { SqlShared } from "./shared.ts";
 
 const ACCOUNT_COLUMNS = "balance_usd_micros, held_usd_micros, last_seq, last_at, low_alerted, updated_at";
 const PLAN_COLUMNS = "project_id, enabled, markup_bps, fee_usd_micros, alert_below_usd_micros, updated_at";
@@ -74,7 +66,8 @@ function billingQueries(d: Dialect) {
       ORDER BY seq LIMIT ?`,
     // Entries are stamped in order (at never decreases with seq): the last one before `since` holds the opening balance.
     selectBalanceBefore: "SELECT balance_usd_micros FROM billing_ledger WHERE project_id = ? AND at < ? ORDER BY at DESC, seq DESC LIMIT 1",
-    keyLock: d.keyLock,
+    refuseUsedReference: `SELECT CASE WHEN EXISTS (SELECT 1 FROM billing_ledger WHERE reference = ? AND sponsorship_id IS NULL)
+      THEN pm_refuse('{"reason":"DUPLICATE"}', NULL) END AS refused`,
   };
 }
 
@@ -173,185 +166,115 @@ function toEntry(row: EntryRow): BillingEntry {
   };
 }
 
-/** A locked account while a transaction moves it; written back by saveAccounts. */
-export interface AccountState {
-  projectId: string;
-  balance: bigint;
-  held: bigint;
-  lastSeq: number;
-  lastAt: number;
-  lowAlerted: boolean;
-  /** Something to write back; `billed`: the balance itself moved (what the low-balance alert looks at). */
-  changed: boolean;
-  billed: boolean;
-}
-
-/** What a sponsorship row carries for billing (its project, and the hold and terms it was reserved with; null: not billed). */
-export interface BilledRow {
+/** What billing reads of a sponsorship row: written when it is reserved and never changed. */
+export interface BillingRow {
   project_id: string;
-  billing_hold_usd_micros: Amount | null;
-}
-
-/**
- * What billing reads of a sponsorship row (BILLING_ROW_COLUMNS): written when it is reserved and never changed, so
- * safe to read before its locks are taken (that read tells which account to lock).
- */
-export interface BillingRow extends BilledRow {
   network: string;
   mode: SponsorMode;
   user_op_hash: string | null;
+  billing_hold_usd_micros: Amount | null;
   billing_terms: string | null;
 }
 
-/** The columns of a BillingRow, for a SELECT from sponsorships. */
-export function billingRowColumns(d: Dialect): string {
-  return `project_id, network, mode, user_op_hash, billing_hold_usd_micros, ${d.json("billing_terms")}`;
+/** One ledger entry to append (its number, time and the balance after it come from the account as it moves). */
+export interface LedgerEntry {
+  projectId: string;
+  kind: BillingEntry["kind"];
+  reference: string;
+  amount: bigint;
+  actor: string | null;
+  op: BillingEntry["op"];
+  reversesSeq: number | null;
 }
 
-/** The projects whose accounts a change of these sponsorship rows moves (billed ones only). */
-export function billedProjects(rows: readonly (BilledRow | undefined)[]): string[] {
-  return rows.filter((r): r is BilledRow => r !== undefined && r.billing_hold_usd_micros !== null).map((r) => r.project_id);
+function ledgerSql(d: Dialect) {
+  return {
+    // The account's balance, entry number and time move first (created when missing), then the entry is written from
+    // the account as it now stands: numbered under the account's row lock, never stamped before the previous one.
+    moveBalance: `INSERT INTO billing_accounts (project_id, balance_usd_micros, held_usd_micros, last_seq, last_at, low_alerted, updated_at)
+        VALUES (?, ?, '0', 1, ?, ?, ?)
+      ON CONFLICT (project_id) DO UPDATE SET balance_usd_micros = ${d.plus("billing_accounts.balance_usd_micros", "?")},
+        last_seq = billing_accounts.last_seq + 1, last_at = ${d.greatest("billing_accounts.last_at", "?")}, updated_at = ?
+      RETURNING balance_usd_micros, held_usd_micros`,
+    insertEntry: `INSERT INTO billing_ledger (${ENTRY_COLUMNS})
+      SELECT project_id, last_seq, last_at, ?, ?, ?, balance_usd_micros, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+      FROM billing_accounts WHERE project_id = ?
+      RETURNING ${ENTRY_COLUMNS}`,
+    // balance.low, once per dip below the plan's threshold (re-armed when the balance is back at or above it): the
+    // outbox rows, then the flag. Only a move of the balance can cross it (holds come and go with every reservation).
+    lowBalance: `WITH x AS MATERIALIZED (
+        SELECT e.id AS endpoint_id, a.project_id, ${d.newEventId} AS event_id, a.balance_usd_micros AS balance,
+          a.held_usd_micros AS held, p.alert_below_usd_micros AS threshold, a.last_seq AS seq
+        FROM billing_accounts a JOIN billing_plans p ON p.project_id = a.project_id
+          JOIN webhook_endpoints e ON e.project_id = a.project_id AND e.kind = 'events' AND CAST(e.events AS TEXT) LIKE '%"balance.low"%'
+        WHERE a.project_id = ? AND a.low_alerted = ? AND ${d.greater("p.alert_below_usd_micros", "a.balance_usd_micros")}
+      )
+      INSERT INTO webhook_events (id, endpoint_id, project_id, type, sponsorship_id, seq, dedupe_key, payload, status, attempts,
+        next_attempt_ms, created_ms)
+      SELECT x.event_id, x.endpoint_id, x.project_id, 'balance.low', NULL, 0, 'balance.low:' || x.project_id || ':' || CAST(x.seq AS TEXT),
+        ? || x.event_id || ? || x.project_id || '","data":{"balanceUsdMicros":"' || CAST(x.balance AS TEXT) || '","heldUsdMicros":"'
+          || CAST(x.held AS TEXT) || '","availableUsdMicros":"' || CAST(${d.minus("x.balance", "x.held")} AS TEXT)
+          || '","thresholdUsdMicros":"' || CAST(x.threshold AS TEXT) || '","seq":' || CAST(x.seq AS TEXT) || '}}',
+        'pending', 0, ?, ?
+      FROM x WHERE 1 = 1
+      ON CONFLICT (endpoint_id, dedupe_key) DO NOTHING`,
+    lowAlerted: `UPDATE billing_accounts SET low_alerted = COALESCE((SELECT ${d.greater("p.alert_below_usd_micros", "billing_accounts.balance_usd_micros")}
+        FROM billing_plans p WHERE p.project_id = billing_accounts.project_id), ?)
+      WHERE project_id = ?`,
+  };
 }
 
-/** A sponsorship status change, as billing sees it: "deleted" is a withdrawn reservation. */
-export type BillingNext = "signed" | "released" | "settled" | "deleted";
-
-const isOpen = (status: string): boolean => status === "reserved" || status === "signed";
-
-export function billingParts(s: SqlShared) {
-  const { db } = s;
-  const q = billingQueries(db.dialect);
-
-  /** Locks (lock order 3: sorted by project id, after tanks and usage rows) and reads the accounts, creating missing ones. */
-  async function lockAccounts(tx: Tx, projectIds: readonly string[]): Promise<Map<string, AccountState>> {
-    const accounts = new Map<string, AccountState>();
-    const now = common.nowSeconds();
-    for (const projectId of [...new Set(projectIds)].sort()) {
-      const row = (await tx.one<AccountRow>(q.upsertLockAccount, [projectId, false, now]))!;
-      accounts.set(projectId, {
-        projectId,
-        balance: BigInt(row.balance_usd_micros),
-        held: BigInt(row.held_usd_micros),
-        lastSeq: Number(row.last_seq),
-        lastAt: Number(row.last_at),
-        lowAlerted: flag(row.low_alerted),
-        changed: false,
-        billed: false,
-      });
-    }
-    return accounts;
-  }
-
-  /** Appends one entry to a locked account: its number, its time (never before the previous one) and the balance after it. */
-  async function append(
-    tx: Tx,
-    account: AccountState,
-    entry: { kind: BillingEntry["kind"]; reference: string; amount: bigint; actor: string | null; op: BillingEntry["op"]; reversesSeq: number | null },
-    now: number,
-  ): Promise<BillingEntry> {
-    account.lastSeq += 1;
-    account.lastAt = Math.max(now, account.lastAt);
-    account.balance += entry.amount;
-    account.changed = true;
-    account.billed = true;
-    const op = entry.op;
-    const values: Param[] = [
-      account.projectId,
-      account.lastSeq,
-      account.lastAt,
-      entry.kind,
-      entry.reference,
-      entry.amount,
-      account.balance,
-      entry.actor,
-      op?.sponsorshipId ?? null,
-      op?.network ?? null,
-      op?.mode ?? null,
-      op?.userOpHash ?? null,
-      op?.txHash ?? null,
-      op?.blockNumber ?? null,
-      op?.gasCostWei ?? null,
-      op?.gasUsdMicros ?? null,
-      op?.markupUsdMicros ?? null,
-      op?.feeUsdMicros ?? null,
-      entry.reversesSeq,
-    ];
-    await tx.run(q.insertEntry, values);
-    return { projectId: account.projectId, seq: account.lastSeq, at: account.lastAt, kind: entry.kind, reference: entry.reference, amountUsdMicros: entry.amount, balanceUsdMicros: account.balance, actor: entry.actor, op, reversesSeq: entry.reversesSeq };
-  }
-
-  /**
-   * Writes back the accounts a transaction moved. A balance that fell below the plan's alert threshold writes the
-   * project's balance.low event (once per dip: re-armed when the balance is back at or above the threshold).
-   */
-  async function saveAccounts(tx: Tx, accounts: ReadonlyMap<string, AccountState>, now: number): Promise<void> {
-    for (const a of accounts.values()) {
-      if (!a.changed) continue;
-      // Only a move of the balance can cross the threshold (holds come and go with every reservation).
-      const plan = a.billed ? await tx.one<{ alert_below_usd_micros: Amount | null }>(q.selectAlertThreshold, [a.projectId]) : undefined;
-      const threshold = plan?.alert_below_usd_micros === null || plan === undefined ? null : BigInt(plan.alert_below_usd_micros);
-      const below = a.billed ? threshold !== null && a.balance < threshold : a.lowAlerted;
-      if (below && !a.lowAlerted && threshold !== null) {
-        await writeEvents(
-          tx,
-          {
-            projectId: a.projectId,
-            type: "balance.low",
-            data: { balanceUsdMicros: a.balance.toString(), heldUsdMicros: a.held.toString(), availableUsdMicros: (a.balance - a.held).toString(), thresholdUsdMicros: threshold.toString(), seq: a.lastSeq },
-            dedupeKey: `balance.low:${a.projectId}:${a.lastSeq}`,
-          },
-          nowMs(),
-        );
-      }
-      a.lowAlerted = below;
-      await tx.run(q.updateAccount, [a.balance, a.held, a.lastSeq, a.lastAt, a.lowAlerted, now, a.projectId]);
-    }
-  }
-
-  /**
-   * The bill of a sponsorship's transition from `row`'s status to `next`, on its locked account: its hold leaves
-   * or comes back, a settlement is debited (billed by the terms it was reserved with), an un-settlement is the
-   * exact reverse of the debit it undoes. Nothing for a sponsorship that was not billed.
-   */
-  async function billTransition(
-    tx: Tx,
-    accounts: ReadonlyMap<string, AccountState>,
-    id: string,
-    row: BillingRow,
-    change: { from: string; next: BillingNext; settlement?: Settlement | undefined },
-    now: number,
-  ): Promise<void> {
-    const { from, next, settlement } = change;
-    if (row.billing_hold_usd_micros === null) return;
-    const account = accounts.get(row.project_id);
-    if (!account) throw new Error(`billing: the account of project ${row.project_id} was not locked`);
-    moveHold(account, BigInt(row.billing_hold_usd_micros), from, next);
-    if (next === "settled" && settlement) {
-      const terms = termsFromJson(row.billing_terms!);
-      const bill = settlementCharge(terms, settlement.actualGasCostWei, (settlement.actualTokenCost ?? 0n) > 0n);
-      await append(tx, account, { kind: "debit", reference: id, amount: -bill.totalUsdMicros, actor: null, op: billedOp(id, row, settlement, bill), reversesSeq: null }, now);
-    } else if (from === "settled" && next !== "settled") {
-      const last = await tx.one<EntryRow>(q.selectLastOfSponsorship, [id]);
-      if (last && last.kind === "debit") {
-        const undone = toEntry(last);
-        await append(tx, account, { kind: "adjustment", reference: id, amount: -undone.amountUsdMicros, actor: null, op: undone.op, reversesSeq: undone.seq }, now);
-      }
-    }
-  }
-
-  /** Moves a hold between the account's held amount and nothing, as the sponsorship opens or closes. */
-  function moveHold(account: AccountState, hold: bigint, from: string, next: BillingNext): void {
-    const delta = (isOpen(next) ? hold : 0n) - (isOpen(from) ? hold : 0n);
-    if (delta === 0n) return;
-    account.held += delta;
-    if (account.held < 0n) account.held = 0n; // never below zero (as usage rows): only drifted rows could get here
-    account.changed = true;
-  }
-
-  return { q, lockAccounts, append, saveAccounts, billTransition, moveHold };
+const ledgerSqls = new Map<string, ReturnType<typeof ledgerSql>>();
+function ledgerSqlFor(d: Dialect): ReturnType<typeof ledgerSql> {
+  let sql = ledgerSqls.get(d.name);
+  if (!sql) ledgerSqls.set(d.name, (sql = ledgerSql(d)));
+  return sql;
 }
 
-export type BillingParts = ReturnType<typeof billingParts>;
+/** The statements that append `entry` to its project's ledger (the second answers the entry as written). */
+export function ledgerStatements(d: Dialect, entry: LedgerEntry, now: number): Statement[] {
+  const sql = ledgerSqlFor(d);
+  const op = entry.op;
+  return [
+    { sql: sql.moveBalance, params: [entry.projectId, entry.amount, now, false, now, entry.amount, now, now] },
+    {
+      sql: sql.insertEntry,
+      params: [
+        entry.kind, entry.reference, entry.amount, entry.actor, op?.sponsorshipId ?? null, op?.network ?? null, op?.mode ?? null,
+        op?.userOpHash ?? null, op?.txHash ?? null, op?.blockNumber ?? null, op?.gasCostWei ?? null, op?.gasUsdMicros ?? null,
+        op?.markupUsdMicros ?? null, op?.feeUsdMicros ?? null, entry.reversesSeq, entry.projectId,
+      ],
+    },
+  ];
+}
+
+/** The balance.low check of a project whose balance the batch moved (after its ledger statements). */
+export function lowBalanceStatements(d: Dialect, projectId: string, nowMs: number): Statement[] {
+  const sql = ledgerSqlFor(d);
+  const [head, middle] = eventBodyParts("balance.low", Math.floor(nowMs / 1000), {});
+  return [
+    { sql: sql.lowBalance, params: [projectId, false, head, middle, nowMs, nowMs] },
+    { sql: sql.lowAlerted, params: [false, projectId] },
+  ];
+}
+
+/**
+ * The ledger entry of a sponsorship's transition, if any: a settlement is debited (billed by the terms it was
+ * reserved with); an un-settlement reverses exactly the debit it undoes (`lastEntry`: the sponsorship's latest
+ * entry, read before). Its hold moves with the other counters (../accounting.ts).
+ */
+export function transitionEntry(id: string, row: BillingRow, change: { from: string; to: string; settlement?: Settlement | undefined }, lastEntry: BillingEntry | undefined): LedgerEntry | undefined {
+  if (row.billing_hold_usd_micros === null) return undefined;
+  if (change.to === "settled" && change.settlement) {
+    const s = change.settlement;
+    const bill = settlementCharge(termsFromJson(row.billing_terms!), s.actualGasCostWei, (s.actualTokenCost ?? 0n) > 0n);
+    return { projectId: row.project_id, kind: "debit", reference: id, amount: -bill.totalUsdMicros, actor: null, op: billedOp(id, row, s, bill), reversesSeq: null };
+  }
+  if (change.from === "settled" && change.to !== "settled" && lastEntry?.kind === "debit") {
+    return { projectId: row.project_id, kind: "adjustment", reference: id, amount: -lastEntry.amountUsdMicros, actor: null, op: lastEntry.op, reversesSeq: lastEntry.seq };
+  }
+  return undefined;
+}
 
 function billedOp(id: string, row: BillingRow, settlement: Settlement, bill: BillingCharge): NonNullable<BillingEntry["op"]> {
   return {
@@ -368,41 +291,54 @@ function billedOp(id: string, row: BillingRow, settlement: Settlement, bill: Bil
   };
 }
 
+/** The latest ledger entry of each of these sponsorships (a debit while it stands settled, the adjustment that undid it after a reorg). */
+export async function lastEntries(s: SqlShared, ids: readonly string[]): Promise<Map<string, BillingEntry>> {
+  const rows = await s.db.all<EntryRow>(LAST_ENTRIES_SQL(s.db.dialect), [JSON.stringify(ids)]);
+  const last = new Map<string, BillingEntry>();
+  for (const row of rows) {
+    const entry = toEntry(row);
+    const known = last.get(row.sponsorship_id!);
+    if (!known || known.seq < entry.seq) last.set(row.sponsorship_id!, entry);
+  }
+  return last;
+}
+
+const LAST_ENTRIES_SQL = (d: Dialect) => `SELECT ${ENTRY_COLUMNS} FROM billing_ledger WHERE sponsorship_id IN (${d.jsonTexts})`;
+
 // ---- the Store methods
 
 function validPlanChange(change: BillingPlanChange): BillingPlanChange {
-  if (typeof change !== "object" || change === null) common.invalid("billing plan changes must be an object");
+  if (typeof change !== "object" || change === null) validation.invalid("billing plan changes must be an object");
   const known = new Set(["enabled", "markupBps", "feeUsdMicros", "alertBelowUsdMicros"]);
   const unknown = Object.keys(change).find((k) => !known.has(k));
-  if (unknown !== undefined) common.invalid(`billing plan field "${unknown}" does not exist`);
-  if (change.enabled !== undefined && typeof change.enabled !== "boolean") common.invalid("enabled must be a boolean");
+  if (unknown !== undefined) validation.invalid(`billing plan field "${unknown}" does not exist`);
+  if (change.enabled !== undefined && typeof change.enabled !== "boolean") validation.invalid("enabled must be a boolean");
   if (change.markupBps !== undefined && (!Number.isSafeInteger(change.markupBps) || change.markupBps < 0 || change.markupBps > MAX_MARKUP_BPS)) {
-    common.invalid(`markupBps must be an integer from 0 to ${MAX_MARKUP_BPS}`);
+    validation.invalid(`markupBps must be an integer from 0 to ${MAX_MARKUP_BPS}`);
   }
-  if (change.feeUsdMicros !== undefined && (typeof change.feeUsdMicros !== "bigint" || change.feeUsdMicros < 0n)) common.invalid("feeUsdMicros must be a non-negative bigint");
+  if (change.feeUsdMicros !== undefined && (typeof change.feeUsdMicros !== "bigint" || change.feeUsdMicros < 0n)) validation.invalid("feeUsdMicros must be a non-negative bigint");
   const alert = change.alertBelowUsdMicros;
-  if (alert !== undefined && alert !== null && (typeof alert !== "bigint" || alert < 0n)) common.invalid("alertBelowUsdMicros must be a non-negative bigint or null");
+  if (alert !== undefined && alert !== null && (typeof alert !== "bigint" || alert < 0n)) validation.invalid("alertBelowUsdMicros must be a non-negative bigint or null");
   return change;
 }
 
 function validEntry(entry: NewBillingEntry): NewBillingEntry {
-  if (typeof entry.projectId !== "string" || entry.projectId === "") common.invalid("projectId must be a non-empty string");
-  if (entry.kind !== "credit" && entry.kind !== "adjustment") common.invalid('kind must be "credit" or "adjustment"');
-  if (typeof entry.amountUsdMicros !== "bigint") common.invalid("amountUsdMicros must be a bigint");
-  if (entry.kind === "credit" && entry.amountUsdMicros <= 0n) common.invalid("a credit must be positive");
-  if (entry.amountUsdMicros === 0n) common.invalid("an adjustment must not be zero");
-  if (common.UINT256_MAX < (entry.amountUsdMicros < 0n ? -entry.amountUsdMicros : entry.amountUsdMicros)) common.invalid("the amount does not fit in 256 bits");
+  if (typeof entry.projectId !== "string" || entry.projectId === "") validation.invalid("projectId must be a non-empty string");
+  if (entry.kind !== "credit" && entry.kind !== "adjustment") validation.invalid('kind must be "credit" or "adjustment"');
+  if (typeof entry.amountUsdMicros !== "bigint") validation.invalid("amountUsdMicros must be a bigint");
+  if (entry.kind === "credit" && entry.amountUsdMicros <= 0n) validation.invalid("a credit must be positive");
+  if (entry.amountUsdMicros === 0n) validation.invalid("an adjustment must not be zero");
+  if (validation.UINT256_MAX < (entry.amountUsdMicros < 0n ? -entry.amountUsdMicros : entry.amountUsdMicros)) validation.invalid("the amount does not fit in 256 bits");
   if (typeof entry.reference !== "string" || entry.reference === "" || entry.reference.length > MAX_REFERENCE_LENGTH) {
-    common.invalid(`reference must be a string of 1 to ${MAX_REFERENCE_LENGTH} characters`);
+    validation.invalid(`reference must be a string of 1 to ${MAX_REFERENCE_LENGTH} characters`);
   }
-  if (typeof entry.actor !== "string" || entry.actor === "") common.invalid("actor must be a non-empty string");
+  if (typeof entry.actor !== "string" || entry.actor === "") validation.invalid("actor must be a non-empty string");
   return entry;
 }
 
 export function billingStore(s: SqlShared) {
   const { db } = s;
-  const parts = billingParts(s);
-  const { q } = parts;
+  const q = billingQueries(db.dialect);
 
   async function requireProject(on: Tx | typeof db, projectId: string): Promise<void> {
     if (typeof projectId !== "string" || (await on.one(q.selectProject, [projectId])) === undefined) {
@@ -430,7 +366,7 @@ export function billingStore(s: SqlShared) {
           markupBps: valid.markupBps ?? previous?.markupBps ?? 0,
           feeUsdMicros: valid.feeUsdMicros ?? previous?.feeUsdMicros ?? 0n,
           alertBelowUsdMicros: valid.alertBelowUsdMicros === undefined ? (previous?.alertBelowUsdMicros ?? null) : valid.alertBelowUsdMicros,
-          updatedAt: common.nowSeconds(),
+          updatedAt: validation.nowSeconds(),
         };
         await tx.run(q.upsertPlan, [projectId, plan.enabled, plan.markupBps, plan.feeUsdMicros, plan.alertBelowUsdMicros, plan.updatedAt]);
         return { plan, previous };
@@ -442,30 +378,32 @@ export function billingStore(s: SqlShared) {
     },
 
     /**
-     * Entries by hand are serialised per reference first (PostgreSQL: an advisory lock that only this takes;
-     * SQLite's write lock already does), so of two with one reference the second finds the first: never a
-     * unique violation inside the caller's transaction. Then the account (lock order 3).
+     * One batch: a guard that the reference is new, the ledger entry (the account moved under its row lock for
+     * the statement's time only) and the low-balance check. Of two concurrent entries with one reference the
+     * partial unique index lets one in; the other, like a repeat, finds the first and answers it (a duplicate) or,
+     * when it differs, CONFLICT.
      */
     async addBillingEntry(input: NewBillingEntry): Promise<{ entry: BillingEntry; account: BillingAccount; duplicate: boolean }> {
       const entry = validEntry(input);
-      return db.transaction(async (tx) => {
-        if (q.keyLock !== undefined) await tx.one(q.keyLock, [`billing-reference:${entry.reference}`]);
-        const prior = await tx.one<EntryRow>(q.selectByReference, [entry.reference]);
-        if (prior) {
-          const same = prior.project_id === entry.projectId && prior.kind === entry.kind && BigInt(prior.amount_usd_micros) === entry.amountUsdMicros;
-          if (!same) {
-            throw new StoreError("CONFLICT", `reference "${entry.reference}" was already used for a ${prior.kind} of ${prior.amount_usd_micros} USD micros to project ${prior.project_id}`);
-          }
-          return { entry: toEntry(prior), account: toAccount(entry.projectId, await tx.one<AccountRow>(q.selectAccount, [entry.projectId])), duplicate: true };
-        }
-        await requireProject(tx, entry.projectId);
-        const now = common.nowSeconds();
-        const accounts = await parts.lockAccounts(tx, [entry.projectId]);
-        const account = accounts.get(entry.projectId)!;
-        const written = await parts.append(tx, account, { kind: entry.kind, reference: entry.reference, amount: entry.amountUsdMicros, actor: entry.actor, op: null, reversesSeq: null }, now);
-        await parts.saveAccounts(tx, accounts, now);
-        return { entry: written, account: { projectId: entry.projectId, balanceUsdMicros: account.balance, heldUsdMicros: account.held, updatedAt: now }, duplicate: false };
-      });
+      const now = validation.nowSeconds();
+      try {
+        const rows = await db.batch([
+          { sql: q.refuseUsedReference, params: [entry.reference] },
+          ...ledgerStatements(db.dialect, { projectId: entry.projectId, kind: entry.kind, reference: entry.reference, amount: entry.amountUsdMicros, actor: entry.actor, op: null, reversesSeq: null }, now),
+          ...lowBalanceStatements(db.dialect, entry.projectId, Date.now()),
+        ]);
+        const account = rows[1]![0] as AccountRow;
+        return { entry: toEntry(rows[2]![0] as EntryRow), account: { projectId: entry.projectId, balanceUsdMicros: BigInt(account.balance_usd_micros), heldUsdMicros: BigInt(account.held_usd_micros), updatedAt: now }, duplicate: false };
+      } catch (err) {
+        if (db.violation(err)?.kind === "foreignKey") throw new StoreError("NOT_FOUND", `project ${JSON.stringify(entry.projectId)} not found`);
+        if (!(err instanceof Refusal) && db.violation(err)?.kind !== "unique") throw err;
+      }
+      const prior = (await db.one<EntryRow>(q.selectByReference, [entry.reference]))!;
+      const same = prior.project_id === entry.projectId && prior.kind === entry.kind && BigInt(prior.amount_usd_micros) === entry.amountUsdMicros;
+      if (!same) {
+        throw new StoreError("CONFLICT", `reference "${entry.reference}" was already used for a ${prior.kind} of ${prior.amount_usd_micros} USD micros to project ${prior.project_id}`);
+      }
+      return { entry: toEntry(prior), account: toAccount(entry.projectId, await db.one<AccountRow>(q.selectAccount, [entry.projectId])), duplicate: true };
     },
 
     async billingLedger(projectId: string, since: number, until: number): Promise<BillingLedgerSlice> {

@@ -1,6 +1,7 @@
 /** The store's part for the operator console's reads: request counts, activity, tanks and their ledger, a sponsorship's timeline. Statements and row conversion: ../consoleRows.ts. */
 import type { Address } from "@paymaster/shared";
-import * as common from "../common.ts";
+import * as dbRows from "../rows.ts";
+import * as validation from "../validation.ts";
 import type { Param } from "../db/types.ts";
 import {
   CONSOLE_QUERIES as C,
@@ -26,7 +27,7 @@ export function consoleStore(s: SqlShared) {
     async addRequestCounts(rows: readonly RequestCount[]): Promise<void> {
       const valid = rows.filter((r) => r.count > 0);
       for (const r of valid) {
-        if (!Number.isSafeInteger(r.minute) || r.minute % 60 !== 0 || !Number.isSafeInteger(r.count)) common.invalid("a request count needs a whole minute and an integer count");
+        if (!Number.isSafeInteger(r.minute) || r.minute % 60 !== 0 || !Number.isSafeInteger(r.count)) validation.invalid("a request count needs a whole minute and an integer count");
       }
       if (valid.length === 0) return;
       await db.transaction(async (tx) => {
@@ -36,7 +37,7 @@ export function consoleStore(s: SqlShared) {
 
     async requestCounts(filter: { since: number; until: number; bucketSeconds: number; network?: string }): Promise<RequestCountBucket[]> {
       const { since, until, bucketSeconds } = filter;
-      if (!Number.isSafeInteger(bucketSeconds) || bucketSeconds < 60 || bucketSeconds % 60 !== 0) common.invalid("bucketSeconds must be a positive multiple of 60");
+      if (!Number.isSafeInteger(bucketSeconds) || bucketSeconds < 60 || bucketSeconds % 60 !== 0) validation.invalid("bucketSeconds must be a positive multiple of 60");
       const network = filter.network ?? null;
       const rows = await db.all<RequestCountRow>(C.selectRequestCounts, [bucketSeconds, bucketSeconds, since, until, network, network]);
       return rows.map(toRequestCountBucket);
@@ -47,7 +48,7 @@ export function consoleStore(s: SqlShared) {
     },
 
     async sponsorshipActivity(filter: ActivityFilter): Promise<{ buckets: SponsorshipActivity[]; truncated: boolean }> {
-      if (!Number.isSafeInteger(filter.bucketSeconds) || filter.bucketSeconds < 1) common.invalid("bucketSeconds must be a positive integer");
+      if (!Number.isSafeInteger(filter.bucketSeconds) || filter.bucketSeconds < 1) validation.invalid("bucketSeconds must be a positive integer");
       const twice = (v: string | undefined): Param[] => [v ?? null, v ?? null];
       const read = async (sql: string, since: number) =>
         (
@@ -70,17 +71,17 @@ export function consoleStore(s: SqlShared) {
 
     async listGasTanks(filter: { network?: string; limit?: number }): Promise<GasTankListing[]> {
       const network = filter.network ?? null;
-      const rows = await db.all<common.TankRow & { network: string; sender: Address; updated_at: number | string }>(C.selectTanks, [
+      const rows = await db.all<dbRows.TankRow & { network: string; sender: Address; updated_at: number | string }>(C.selectTanks, [
         network,
         network,
-        common.listLimit(filter.limit),
+        validation.listLimit(filter.limit),
       ]);
-      return rows.map((r) => ({ network: r.network, sender: r.sender, ...common.toTank(r), updatedAt: Number(r.updated_at) }));
+      return rows.map((r) => ({ network: r.network, sender: r.sender, ...dbRows.toTank(r), updatedAt: Number(r.updated_at) }));
     },
 
     async gasTankLedger(network: string, sender: Address, limit?: number): Promise<TankLedgerEntry[]> {
-      const who = common.address(sender, "sender");
-      const n = common.listLimit(limit);
+      const who = validation.address(sender, "sender");
+      const n = validation.listLimit(limit);
       const [credits, debits, spends] = await Promise.all([
         db.all<LedgerRow>(C.selectCredits, [network, who, n]),
         db.all<LedgerRow>(C.selectDebits, [network, who, n]),

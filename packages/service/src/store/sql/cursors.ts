@@ -1,5 +1,5 @@
 /** The store's part for the settlement watcher's bookkeeping: named block cursors, and the leader lease among replicas. */
-import * as common from "../common.ts";
+import * as validation from "../validation.ts";
 import type { ProbeStatement } from "../db/types.ts";
 import type { Leadership, Store } from "../types.ts";
 import type { SqlShared } from "./shared.ts";
@@ -13,7 +13,7 @@ const CURSOR_QUERIES = {
 /** The store's health probe while writes fail (../health.ts): a cursor of its own, rewritten. */
 export const WRITE_PROBE: ProbeStatement = Object.freeze({
   sql: CURSOR_QUERIES.upsertCursor,
-  params: () => ["store-write-probe", 0n, common.nowSeconds()],
+  params: () => ["store-write-probe", 0n, validation.nowSeconds()],
 });
 
 export function cursorStore(s: SqlShared) {
@@ -21,12 +21,12 @@ export function cursorStore(s: SqlShared) {
   const q = CURSOR_QUERIES;
   return {
     async getCursor(name: string): Promise<bigint | undefined> {
-      const row = await db.one<{ value: string | bigint }>(q.selectCursor, [common.cursorName(name)]);
+      const row = await db.one<{ value: string | bigint }>(q.selectCursor, [validation.cursorName(name)]);
       return row && BigInt(row.value);
     },
 
     async setCursor(name: string, value: bigint): Promise<void> {
-      await db.run(q.upsertCursor, [common.cursorName(name), common.amount(value, "cursor value"), common.nowSeconds()]);
+      await db.run(q.upsertCursor, [validation.cursorName(name), validation.amount(value, "cursor value"), validation.nowSeconds()]);
     },
 
     tryLeadership(name: string): Promise<Leadership | undefined> {

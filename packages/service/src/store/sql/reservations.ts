@@ -1,324 +1,360 @@
 /**
- * The store's part for reserving a sponsorship: one transaction that holds the op's maximum cost against the
- * sender's gas tank (User Sponsor mode), the strategy's caps (Sponsor mode) and the project's billing balance
- * (billed projects), allows one outstanding postOp-charge sponsorship per sender (ERC-20 mode), replaces the op's
- * earlier active sponsorship, and records the new one — under the lock order of ../sqlStore.ts.
+ * The store's part for reserving a sponsorship: ONE batch (db/types.ts Db.batch: one transaction, one round trip
+ * to the database) that records the signed sponsorship and moves every counter it counts in — the strategy's
+ * usage rows (caps), the sender's gas tank (User Sponsor mode), its hold rows (open sponsorships per sender and
+ * client, postOp charges) and the project's billing account — each checked in the statement that moves it
+ * (sql/statements.ts). A refused check ends the batch with nothing written. No row is read first, none is locked
+ * across a round trip, so reservations of one strategy never queue behind each other's network waits
+ * (docs/scale.md has the measurements).
+ *
+ * In the common case the op has no active sponsorship and the batch is the whole reservation. When it has one
+ * (the partial unique index refuses the insert), that one is read and the batch runs again with its replacement
+ * in it: released (reason "replaced"), under a guard that it is still the one read, and what it counted in taken
+ * back in the same moves. A guard refused by a concurrent change, or a lost race between two first reservations
+ * of one op, runs it again, a bounded number of times.
  */
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { CapCheck } from "../../policy/types.ts";
 import { holdFor, termsToJson, validTerms } from "../../billing/charge.ts";
-import * as common from "../common.ts";
-import { joinAmountParts, type Dialect, type Param, type Tx } from "../db/types.ts";
+import { holdRows, holdsText, linksText, movesOf, rowId, type CounterRow, type Facts, type UsageKey } from "../accounting.ts";
+import * as accounting from "../accounting.ts";
+import * as dbRows from "../rows.ts";
+import * as validation from "../validation.ts";
+import { Refusal, type Dialect, type Param, type Statement } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
 import { releasedData, sponsorshipData } from "../../webhooks/events.ts";
-import { writeEvents } from "../webhookRows.ts";
+import { eventStatement, knownEndpointEvents } from "../webhookRows.ts";
 import type { NewSponsorship, ReserveResult, SponsorshipRecord, Store } from "../types.ts";
-import { LockOrderRetry, isActiveOpRace, isForeignKey, usageLinks, lockTank, lockUsage, nowMs, sponsorshipEvent, writeUsage, type SqlShared } from "./shared.ts";
-import { billedProjects, billingParts, type AccountState } from "./billing.ts";
+import { counterMove, growingUsage, usageRowsMove, type RowChecks } from "./statements.ts";
+import { factsOf, guardStatements, nowMs, type SqlShared, type SponsorshipFactsRow } from "./shared.ts";
 
-/** The op's active sponsorship, as reserve reads it. */
-interface ActiveRow {
-  id: string;
-  mode: SponsorshipRecord["mode"];
-  status: "reserved" | "signed";
-  max_cost_wei: string | bigint;
-  max_cost_usd_micros: string | bigint;
-  project_id: string;
-  billing_hold_usd_micros: string | bigint | null;
-}
+/**
+ * Attempts before concurrent reservations of the same op that keep replacing each other give up (CONFLICT): each
+ * round one of them wins, so n at once need up to n rounds (a client racing itself; never the common case).
+ */
+const MAX_ATTEMPTS = 64;
 
-const RESERVATION_QUERIES = {
+const RESERVATION_SQL = {
   insertSponsorship: `INSERT INTO sponsorships (id, network, entry_point, version, sender, nonce, mode, project_id,
       api_key_id, strategy_id, token, exchange_rate, max_token_cost, max_cost_wei, max_cost_usd_micros, valid_until,
       valid_after, user_op_hash, paymaster_and_data, status, created_at, updated_at, client_ip, parallel_nonce,
-      billing_hold_usd_micros, billing_terms)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  insertLink: "INSERT INTO sponsorship_usage (sponsorship_id, strategy_id, scope, key) VALUES (?, ?, ?, ?)",
+      billing_hold_usd_micros, billing_terms, holds, usage_links, change_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
     VALUES (?, ?, ?, ?, ?, ?)`,
-  // The op's own sponsorship being replaced (bound second; '' when none) does not count.
-  // Open sponsorships of the sender (this network and EntryPoint, any nonce) and of a key's client address; the
-  // op's own one being replaced (bound last) does not count. Served by the open-only partial indexes.
-  countOpenOfSender: `SELECT COUNT(*) AS n FROM sponsorships
-    WHERE network = ? AND entry_point = ? AND sender = ? AND status IN ('reserved', 'signed') AND parallel_nonce = ? AND id <> ?`,
-  countOpenOfClient: `SELECT COUNT(*) AS n FROM sponsorships
-    WHERE api_key_id = ? AND client_ip = ? AND status IN ('reserved', 'signed') AND id <> ?`,
-  selectOtherPostOpCharge: `SELECT 1 AS one FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
-    WHERE f.network = ? AND f.sender = ? AND f.postop_charge = ? AND s.status IN ('reserved', 'signed') AND s.id <> ? LIMIT 1`,
+  replace: `UPDATE sponsorships SET status = 'released', release_reason = 'replaced', updated_at = ?, change_id = ?
+    WHERE id = ? AND status IN ('reserved', 'signed')`,
+  // First in the batch: a refusal here costs nothing, no row is touched yet.
+  configGuard: `SELECT CASE WHEN version <> ? THEN pm_refuse('{"reason":"CONFIG_CHANGED"}', NULL) END AS refused FROM config_version WHERE id = 1`,
 } as const;
 
+
 /**
- * What a project's postOp-charge sponsorships put at risk, and its key's part: outstanding ones' maximum cost and
- * those whose charge went unpaid since a time, in USD micros (summed by the database in exact parts). The op's
- * own sponsorship being replaced (bound second) does not count.
+ * The ERC-20 postOp-charge bound (NewSponsorship.postOpChargeRisk), checked after the op's hold rows moved: what
+ * the project's (or key's) open postOp-charge sponsorships hold, plus the charges that went unpaid since a time,
+ * against the limit. Read in its own statement, after the hold row was moved (and is locked): a charge marked
+ * unpaid moves the same row, so the two never interleave.
  */
-function atRiskQuery(d: Dialect): string {
-  const parts = d.amountParts("s.max_cost_usd_micros");
-  const sums = parts.map((part, i) => {
-    const name = ["low", "mid", "high"][i];
-    return `CAST(SUM(${part}) AS TEXT) AS project_${name}, CAST(SUM(CASE WHEN s.api_key_id = ? THEN ${part} ELSE 0 END) AS TEXT) AS key_${name}`;
-  });
-  return `SELECT ${sums.join(", ")} FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
-    WHERE s.project_id = ? AND s.id <> ?
-      AND ((f.postop_charge = ? AND s.status IN ('reserved', 'signed')) OR (f.unpaid = ? AND f.updated_at >= ?))`;
+function atRiskSql(s: SqlShared, column: "project_id" | "api_key_id"): string {
+  const d = s.db.dialect;
+  const unpaid = `(SELECT ${d.sumAmount("s.max_cost_usd_micros")} FROM token_charge_flags f JOIN sponsorships s ON s.id = f.sponsorship_id
+      WHERE s.${column} = ? AND f.unpaid = ? AND f.updated_at >= ?)`;
+  return `SELECT CASE WHEN ${d.greater("t.total", "?")} THEN pm_refuse(?, CAST(t.total AS TEXT)) END AS refused
+    FROM (SELECT ${d.plus("h.usd_micros", unpaid)} AS total FROM holds h WHERE h.scope = ? AND h.key = ?) t`;
 }
 
-/** A nonce whose key (its upper 192 bits) is not 0: a 2-D nonce. */
-const parallelNonce = (nonce: bigint): boolean => nonce >> 64n !== 0n;
+/**
+ * A billed browser key's share of its project's balance (NewSponsorship.billingShares), per client address and per
+ * key: what its open sponsorships hold there may not exceed that share of the balance. After the account moved.
+ */
+function shareSql(s: SqlShared): string {
+  const d = s.db.dialect;
+  return `SELECT CASE WHEN ${d.greater(d.times("h.usd_micros", "10000"), d.times("a.balance_usd_micros", "?"))}
+      THEN pm_refuse(?, CAST(h.usd_micros AS TEXT)) END AS refused
+    FROM holds h JOIN billing_accounts a ON a.project_id = ? WHERE h.scope = ? AND h.key = ?`;
+}
 
-type PartsRow = Record<`${"project" | "key"}_${"low" | "mid" | "high"}`, string | null>;
-const joined = (row: PartsRow | undefined, scope: "project" | "key"): bigint => joinAmountParts(row?.[`${scope}_low`], row?.[`${scope}_mid`], row?.[`${scope}_high`]);
+/** What a reservation writes, decided once (validated input); the batch is built from it per attempt. */
+interface Plan {
+  record: SponsorshipRecord;
+  input: NewSponsorship;
+  checks: CapCheck[];
+  facts: Facts;
+  hold: bigint | null;
+  now: number;
+}
 
-/** cap.reached for a refused reservation; returns how many outbox rows were written (0: already told, or none subscribed). */
-async function capReached(
-  tx: Parameters<typeof writeEvents>[0],
-  record: SponsorshipRecord,
-  checks: readonly CapCheck[],
-  refusal: { rule: string; limit: string; value: string },
-): Promise<number> {
-  const check = checks.find((c) => refusal.rule.startsWith(`${c.rulePrefix}.`));
-  const key = check?.key ?? "";
-  return writeEvents(
-    tx,
-    {
-      projectId: record.projectId,
-      type: "cap.reached",
-      data: {
-        strategyId: record.strategyId,
-        rule: refusal.rule,
-        scope: check?.scope ?? null,
-        key,
-        limit: refusal.limit,
-        attempted: refusal.value,
-        network: record.network,
-        sender: record.sender,
-      },
-      dedupeKey: `cap.reached:${record.strategyId}:${refusal.rule}:${key}:${refusal.limit}`,
-    },
-    nowMs(),
-  );
+/** The op's active sponsorship as a replacement read it, with what it counts in. */
+interface Previous {
+  row: SponsorshipFactsRow;
+  facts: Facts;
+}
+
+/** The reservation's statements, rendered once for the database's dialect. */
+function reservationQueries(s: SqlShared) {
+  return { ...RESERVATION_SQL, atRiskProject: atRiskSql(s, "project_id"), atRiskKey: atRiskSql(s, "api_key_id"), share: shareSql(s) };
+}
+
+/** What every step of a reservation runs on: the store's shared parts and the reservation's own statements. */
+interface ReservationParts {
+  readonly s: SqlShared;
+  readonly q: ReturnType<typeof reservationQueries>;
 }
 
 export function reservationStore(s: SqlShared) {
-  const { db } = s;
-  const q = { ...s.q, ...RESERVATION_QUERIES, selectAtRisk: atRiskQuery(db.dialect) };
-  const activeOpRace = (err: unknown): boolean => isActiveOpRace(s, err);
-  const billing = billingParts(s);
-
-  /**
-   * The project's billing (input.billing): this op's hold must fit in the account's balance minus what its other
-   * open sponsorships hold (the op's own earlier one, replaced here, given back first). Undefined when it fits.
-   */
-  function balanceRefusal(account: AccountState | undefined, hold: bigint | null, previous: ActiveRow | undefined, projectId: string): ReserveResult | undefined {
-    if (!account || hold === null) return undefined;
-    const freed = previous && previous.project_id === projectId && previous.billing_hold_usd_micros !== null ? BigInt(previous.billing_hold_usd_micros) : 0n;
-    const availableUsdMicros = account.balance - (account.held - freed);
-    // A project in debt (available below zero) is refused even an op that holds nothing.
-    return availableUsdMicros < hold ? { ok: false, reason: "BALANCE_EXHAUSTED", availableUsdMicros, requiredUsdMicros: hold } : undefined;
-  }
-
-  /**
-   * The bounds on open sponsorships (input.outstanding), under key locks of the sender and of the (key, client
-   * address) so that, in PostgreSQL, concurrent reservations count one after the other; undefined when they hold.
-   */
-  async function outstandingRefusal(tx: Tx, input: NewSponsorship, record: SponsorshipRecord, replacing: string): Promise<ReserveResult | undefined> {
-    const bounds = input.outstanding;
-    if (!bounds) return undefined;
-    const { network, entryPoint, sender } = record;
-    if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`open-sender:${network}:${entryPoint}:${sender}`]);
-    // The default nonce key (0) holds one valid nonce at a time, which the sender's own request replaces: only
-    // 2-D nonces (any number of fresh keys) are counted and refused.
-    const bySender = parallelNonce(record.nonce) ? await tx.one<{ n: number | string }>(q.countOpenOfSender, [network, entryPoint, sender, true, replacing]) : undefined;
-    if (bySender !== undefined && Number(bySender.n ?? 0) + 1 > bounds.maxPerSender) return { ok: false, reason: "TOO_MANY_OUTSTANDING", scope: "sender", limit: bounds.maxPerSender };
-    if (bounds.maxPerClientIp === undefined || input.clientBucket === undefined) return undefined;
-    if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`open-client:${record.apiKeyId}:${input.clientBucket}`]);
-    const byClient = await tx.one<{ n: number | string }>(q.countOpenOfClient, [record.apiKeyId, input.clientBucket, replacing]);
-    if (Number(byClient?.n ?? 0) + 1 > bounds.maxPerClientIp) return { ok: false, reason: "TOO_MANY_OUTSTANDING", scope: "clientIp", limit: bounds.maxPerClientIp };
-    return undefined;
-  }
+  const parts: ReservationParts = { s, q: reservationQueries(s) };
   return {
-    /**
-     * One transaction with row locks in the lock order (see the module comment):
-     *
-     * - First an unlocked look at the op's active sponsorship (network, entryPoint, sender, nonce) — the one this
-     *   reservation replaces — for what replacing it involves: its tank when it is user-mode, its usage rows, its
-     *   project's billing account when it holds a billing hold.
-     * - 1. The tank: User Sponsor mode locks the sender's tank (a missing tank is inserted ON CONFLICT DO NOTHING
-     *   and then locked, unless nothing could fit in it anyway); other modes lock it only when the active
-     *   sponsorship is user-mode (its reservation is given back). Every transaction that changes a tank holds this
-     *   lock, so the balance and reserved amount read under it stay true until COMMIT: reservations against one
-     *   tank queue here, across connections and processes, and never over-reserve.
-     * - 2. The usage rows of the caps and of the active sponsorship, in common.lockOrder (missing ones created):
-     *   likewise every reservation, release, settlement against one cap row queues on it, so a cap is never exceeded.
-     * - 3. The billing accounts, sorted by project: this op's project when it is billed (input.billing; a missing
-     *   account is created empty), and the active sponsorship's project when that one holds (it is given back).
-     *   Every move of a balance or of its holds queues here, so a balance is never over-held.
-     * - 4. The active sponsorship, locked, so a concurrent release or replacement of it waits for this transaction
-     *   (or this one for it: under READ COMMITTED a row that stopped being active while we waited is simply not
-     *   returned). Should the locked one not be the one looked at (replaced in between) and need a tank, usage
-     *   row or account not locked yet, the attempt is abandoned and run again (LockOrderRetry). Two first
-     *   reservations of one op can both find none; the partial unique index lets only one insert, and the other
-     *   retries and replaces it.
-     * - 5. An ERC-20 op charged in postOp: the key lock of (network, sender)'s token charges (PostgreSQL: an
-     *   advisory lock; SQLite's write lock already serialises), then a look for another outstanding postOp-charge
-     *   sponsorship of the sender. Of two such reservations at once the second looks after the first committed.
-     *
-     * Then common.planTank, common.planCaps, the postOp-charge look and the balance decide; a refusal ends in ROLLBACK: nothing
-     * is written, the earlier sponsorship stays. The row is inserted signed (with its userOpHash and
-     * paymasterAndData): reserving and signing are one transaction, so there is no reserved-but-unsigned window in
-     * which a concurrent request for the same op could replace it.
-     */
-    async reserveSponsorship(input: NewSponsorship, caps?: readonly CapCheck[]): Promise<ReserveResult> {
-      const record = common.newSponsorshipRecord(input, common.nowSeconds());
-      const checks = common.validCapChecks(caps, record.strategyId);
-      const { network, sender } = record;
-      const postOpCharge = input.postOpCharge === true;
-      const opKey: Param[] = [network, record.entryPoint, sender, record.nonce];
-      const capKeys = checks.map((c): common.UsageKey => ({ strategyId: record.strategyId!, scope: c.scope, key: c.key }));
-      const terms = input.billing;
-      if (terms !== undefined) {
-        const problem = validTerms(terms);
-        if (problem !== undefined) common.invalid(problem);
-      }
-      const hold = terms === undefined ? null : holdFor(terms, record.maxCostWei);
-
-      try {
-        return await db.transaction(async (tx): Promise<ReserveResult> => {
-          const peek = await tx.one<ActiveRow>(q.selectActiveOp, opKey);
-          const peekLinks = peek ? await usageLinks(s, tx, peek.id) : [];
-
-          let tank: { balanceWei: bigint; reservedWei: bigint } | undefined;
-          if (record.mode === "user") {
-            const row = await tx.one<common.TankRow>(q.lockTank, [network, sender]);
-            if (!row && record.maxCostWei > 0n) {
-              // No tank: nothing fits (a tank-less sender has no user-mode reservation to give back either).
-              tx.rollbackOnly();
-              return { ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei: 0n, requiredWei: record.maxCostWei };
-            }
-            tank = row ? common.toTank(row) : await lockTank(s, tx, network, sender);
-          } else if (peek?.mode === "user") {
-            tank = await lockTank(s, tx, network, sender);
-          }
-          const totals = await lockUsage(s, tx, [...capKeys, ...peekLinks], true);
-          const accounts = await billing.lockAccounts(tx, [...(terms ? [record.projectId] : []), ...billedProjects([peek])]);
-          // SQLite: BEGIN IMMEDIATE holds the one write lock, so the locking read is the peek again (same SQL).
-          const previous = q.lockActiveOp === q.selectActiveOp ? peek : await tx.one<ActiveRow>(q.lockActiveOp, opKey);
-          const previousLinks = !previous ? [] : previous.id === peek?.id ? peekLinks : await usageLinks(s, tx, previous.id);
-          if (previous?.mode === "user" && !tank) throw new LockOrderRetry();
-          if (previousLinks.some((k) => !totals.has(common.usageId(k)))) throw new LockOrderRetry();
-          if (billedProjects([previous]).some((p) => !accounts.has(p))) throw new LockOrderRetry();
-
-          const freedWei = previous?.mode === "user" ? BigInt(previous.max_cost_wei) : 0n;
-          const tankPlan = common.planTank(record.mode, tank ?? { balanceWei: 0n, reservedWei: 0n }, freedWei, record.maxCostWei);
-          if (!tankPlan.ok) {
-            tx.rollbackOnly(); // nothing written: the earlier sponsorship stays active
-            return tankPlan;
-          }
-          const capPlan = common.planCaps({
-            strategyId: record.strategyId,
-            checks,
-            cost: { wei: record.maxCostWei, usdMicros: record.maxCostUsdMicros },
-            previous: previous ? { links: previousLinks, max: common.rowCost(previous) } : null,
-            totals,
-          });
-          if (!capPlan.ok) {
-            // cap.reached: once per (strategy, cap rule, window key, limit) and endpoint; then only that row commits.
-            if ((await capReached(tx, record, checks, capPlan)) === 0) tx.rollbackOnly();
-            return capPlan;
-          }
-          const crowded = await outstandingRefusal(tx, input, record, previous?.id ?? "");
-          if (crowded) {
-            tx.rollbackOnly();
-            return crowded;
-          }
-          if (postOpCharge) {
-            if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`token-charge:${network}:${sender}`]);
-            if ((await tx.one(q.selectOtherPostOpCharge, [network, sender, true, previous?.id ?? ""])) !== undefined) {
-              tx.rollbackOnly();
-              return { ok: false, reason: "POSTOP_CHARGE_PENDING" };
-            }
-            const risk = input.postOpChargeRisk;
-            if (risk) {
-              // One project's postOp-charge reservations queue here (PostgreSQL), so the total below stays true.
-              if (db.dialect.keyLock !== undefined) await tx.one(db.dialect.keyLock, [`postop-risk:${record.projectId}`]);
-              const row = await tx.one<PartsRow>(q.selectAtRisk, [
-                ...Array(3).fill(record.apiKeyId),
-                record.projectId,
-                previous?.id ?? "",
-                true,
-                true,
-                risk.sinceSeconds,
-              ]);
-              const over = (
-                [
-                  ["project", joined(row, "project"), risk.maxUsdMicrosPerProject],
-                  ["apiKey", joined(row, "key"), risk.maxUsdMicrosPerKey],
-                ] as const
-              ).find(([, total, limit]) => total + record.maxCostUsdMicros > limit);
-              if (over) {
-                tx.rollbackOnly();
-                return { ok: false, reason: "POSTOP_CHARGE_AT_RISK", scope: over[0], limit: over[2].toString(), value: (over[1] + record.maxCostUsdMicros).toString() };
-              }
-            }
-          }
-          const exhausted = balanceRefusal(accounts.get(record.projectId), hold, previous, record.projectId);
-          if (exhausted) {
-            tx.rollbackOnly();
-            return exhausted;
-          }
-
-          const now = record.createdAt;
-          if (previous) {
-            await tx.run(q.releaseActive, ["replaced", now, previous.id]);
-            if (previous.status === "signed") await sponsorshipEvent(s, tx, previous.id, "sponsorship.released", (r) => releasedData(r, "replaced"));
-            if (previous.billing_hold_usd_micros !== null) billing.moveHold(accounts.get(previous.project_id)!, BigInt(previous.billing_hold_usd_micros), previous.status, "released");
-          }
-          if (hold !== null) billing.moveHold(accounts.get(record.projectId)!, hold, "new", "signed");
-          await billing.saveAccounts(tx, accounts, now);
-          if (tank) await tx.run(q.updateTank, [tank.balanceWei, tankPlan.reservedWei, now, network, sender]);
-          await tx.run(q.insertSponsorship, [
-            record.id,
-            network,
-            record.entryPoint,
-            record.version,
-            sender,
-            record.nonce,
-            record.mode,
-            record.projectId,
-            record.apiKeyId,
-            record.strategyId,
-            record.token,
-            record.exchangeRate,
-            record.maxTokenCost,
-            record.maxCostWei,
-            record.maxCostUsdMicros,
-            record.validUntil,
-            record.validAfter,
-            record.userOpHash,
-            record.paymasterAndData,
-            record.status,
-            now,
-            now,
-            input.clientBucket ?? null,
-            parallelNonce(record.nonce),
-            hold,
-            terms === undefined ? null : termsToJson(terms),
-          ]);
-          if (postOpCharge) await tx.run(q.insertPostOpCharge, [record.id, network, sender, true, false, now]);
-          await writeUsage(s, tx, capPlan.writes, now);
-          for (const k of capPlan.links) await tx.run(q.insertLink, [record.id, k.strategyId, k.scope, k.key]);
-          // The row is signed as it is inserted: its sponsorship.signed outbox rows commit with it (a pending one's
-          // with confirmSponsorship).
-          if (record.status === "signed") await sponsorshipEvent(s, tx, record.id, "sponsorship.signed", sponsorshipData, record.projectId);
-          return { ok: true, record, replaced: previous?.id ?? null };
-        }, activeOpRace);
-      } catch (err) {
-        if (isForeignKey(s, err)) {
-          throw new StoreError("NOT_FOUND", "sponsorship refers to an unknown project, API key or strategy");
-        }
-        // Every retry found the op's active sponsorship replaced again by a concurrent reservation of the same op.
-        if (isActiveOpRace(s, err)) throw new StoreError("CONFLICT", "concurrent reservations of the same op kept replacing each other");
-        throw err;
-      }
-    },
+    reserveSponsorship: (input: NewSponsorship, caps?: readonly CapCheck[]) => reserveSponsorship(parts, input, caps),
   } satisfies Partial<Store>;
+}
+
+/**
+ * The reservation: its batch, and again after a read of the op's active sponsorship when the op has one (the
+ * insert's unique violation: replace it) or a guard saw a concurrent change of the one read.
+ */
+async function reserveSponsorship(parts: ReservationParts, input: NewSponsorship, caps: readonly CapCheck[] | undefined): Promise<ReserveResult> {
+  const p = plan(input, caps);
+  const op: Param[] = [p.record.network, p.record.entryPoint, p.record.sender, p.record.nonce];
+  let previous: Previous | undefined;
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const outcome = await attemptReservation(parts, p, previous);
+    if (outcome === "stale") previous = await raced(parts.s, op, attempt);
+    else if (outcome === "taken") previous = await (attempt === 1 ? activeOp(parts.s, op) : raced(parts.s, op, attempt));
+    else return outcome;
+  }
+  throw new StoreError("CONFLICT", "concurrent reservations of the same op kept replacing each other");
+}
+
+/**
+ * One run of the reservation's batch, answered as the reservation's result, "stale" (a guard saw a concurrent
+ * change: read again) or "taken" (the op has an active sponsorship, or a concurrent first reservation of it won:
+ * replace it).
+ */
+async function attemptReservation(parts: ReservationParts, p: Plan, previous: Previous | undefined): Promise<ReserveResult | "stale" | "taken"> {
+  const { db } = parts.s;
+  try {
+    await db.batch(reservationBatch(parts, p, previous));
+    return { ok: true, record: p.record, replaced: previous?.row.id ?? null };
+  } catch (err) {
+    if (err instanceof Refusal) {
+      const refused = refusalOf(err, p);
+      if (refused !== "stale" && refused.reason === "CAP_EXCEEDED") await capReached(parts.s, p, refused);
+      return refused;
+    }
+    const violation = db.violation(err)?.kind;
+    if (violation === "unique") return "taken";
+    if (violation === "foreignKey") throw new StoreError("NOT_FOUND", "sponsorship refers to an unknown project, API key or strategy");
+    throw err;
+  }
+}
+
+/** The reservation's decisions from its input: the record, the cap checks, the billing hold and what it counts in. */
+function plan(input: NewSponsorship, caps: readonly CapCheck[] | undefined): Plan {
+  const now = validation.nowSeconds();
+  const record = validation.newSponsorshipRecord(input, now);
+  const checks = validation.validCapChecks(caps, record.strategyId);
+  if (input.billing !== undefined) {
+    const problem = validTerms(input.billing);
+    if (problem !== undefined) validation.invalid(problem);
+  }
+  const hold = input.billing === undefined ? null : holdFor(input.billing, record.maxCostWei);
+  const links: UsageKey[] = checks.map((c) => ({ strategyId: record.strategyId!, scope: c.scope, key: c.key }));
+  const facts: Facts = { network: record.network, sender: record.sender, mode: record.mode, projectId: record.projectId, maxCost: accounting.maxCostOf(record), billingHold: hold, links, holds: holdsOf(record, input, hold) };
+  return { record, input, checks, facts, hold, now };
+}
+
+/** The hold rows the new op counts in (the bounds its input asks for decide which). */
+function holdsOf(record: SponsorshipRecord, input: NewSponsorship, hold: bigint | null): Facts["holds"] {
+  return holdRows({
+    network: record.network,
+    entryPoint: record.entryPoint,
+    sender: record.sender,
+    apiKeyId: record.apiKeyId,
+    projectId: record.projectId,
+    parallelNonce: validation.parallelNonce(record.nonce),
+    boundedClient: input.outstanding?.maxPerClientIp === undefined && input.billingShares?.perClientBps === undefined ? undefined : input.clientBucket,
+    boundedKey: hold !== null && input.billingShares?.perKeyBps !== undefined,
+    postOpCharge: input.postOpCharge === true,
+  });
+}
+
+/**
+ * The whole batch: the config guard first (a refusal there costs nothing), the replaced one's release, the record,
+ * the counters with their checks, then the postOp flag and the events.
+ */
+function reservationBatch(parts: ReservationParts, p: Plan, previous: Previous | undefined): Statement[] {
+  // A first reservation changes no row it read: its own id marks it. A replacement's guard needs an id of its own.
+  const changeId = previous ? randomUUID() : p.record.id;
+  const version = p.input.configVersion;
+  return [
+    ...(version === undefined ? [] : [{ sql: parts.q.configGuard, params: [version] }]),
+    ...(previous ? replacement(parts, previous.row, changeId, p.now) : []),
+    ...recordStatements(parts, p, changeId),
+    ...counterStatements(parts, p, previous?.facts),
+    ...afterCounters(parts, p),
+  ];
+}
+
+/** The checks of the new op's rows, by row id (each such row is written even when its move nets to nothing). */
+function rowChecks(p: Plan): Map<string, { row: CounterRow; checks: RowChecks }> {
+  const { record, input, facts } = p;
+  const checked = new Map<string, { row: CounterRow; checks: RowChecks }>();
+  const add = (row: CounterRow, checks: RowChecks) => checked.set(rowId(row), { row, checks });
+  p.checks.forEach((caps, i) => add({ kind: "usage", ...facts.links[i]! }, { caps }));
+  if (record.mode === "user") add({ kind: "tank", network: record.network, sender: record.sender }, { covered: { reason: "GAS_TANK_INSUFFICIENT" } });
+  const bounds = input.outstanding;
+  for (const h of facts.holds) {
+    if (h.scope === "sender" && bounds) add({ kind: "hold", ...h }, { maxOpen: { limit: bounds.maxPerSender, refusal: { reason: "TOO_MANY_OUTSTANDING", scope: "sender", limit: bounds.maxPerSender } } });
+    if (h.scope === "client" && bounds?.maxPerClientIp !== undefined) {
+      add({ kind: "hold", ...h }, { maxOpen: { limit: bounds.maxPerClientIp, refusal: { reason: "TOO_MANY_OUTSTANDING", scope: "clientIp", limit: bounds.maxPerClientIp } } });
+    }
+    if (h.scope === "postop-sender") add({ kind: "hold", ...h }, { maxOpen: { limit: 1, refusal: { reason: "POSTOP_CHARGE_PENDING" } } });
+  }
+  if (p.hold !== null) add({ kind: "account", projectId: record.projectId }, { covered: { reason: "BALANCE_EXHAUSTED" } });
+  return checked;
+}
+
+/** The postOp-charge risk checks (atRiskSql), after the hold rows moved. */
+function afterHolds(parts: ReservationParts, p: Plan): Statement[] {
+  const risk = p.input.postOpCharge === true ? p.input.postOpChargeRisk : undefined;
+  if (!risk) return [];
+  const { record } = p;
+  const check = (sql: string, id: string, scope: "project" | "apiKey", holdScope: string, limit: bigint): Statement => ({
+    sql,
+    params: [limit, JSON.stringify({ reason: "POSTOP_CHARGE_AT_RISK", scope, limit: limit.toString() }), id, true, risk.sinceSeconds, holdScope, id],
+  });
+  return [
+    check(parts.q.atRiskProject, record.projectId, "project", "postop-project", risk.maxUsdMicrosPerProject),
+    check(parts.q.atRiskKey, record.apiKeyId, "apiKey", "postop-key", risk.maxUsdMicrosPerKey),
+  ];
+}
+
+/** The billing-share checks (shareSql), after the account moved. */
+function afterAccount(parts: ReservationParts, p: Plan): Statement[] {
+  const shares = p.input.billingShares;
+  if (p.hold === null || !shares) return [];
+  const { record, facts } = p;
+  const check = (scope: "client" | "key", bps: number | undefined): Statement[] => {
+    const hold = facts.holds.find((h) => h.scope === scope);
+    if (bps === undefined || !hold) return [];
+    const refusal = { reason: "TOO_MANY_OUTSTANDING", scope: scope === "client" ? "clientIp" : "apiKey", shareBps: bps };
+    return [{ sql: parts.q.share, params: [bps, JSON.stringify(refusal), record.projectId, hold.scope, hold.key] }];
+  };
+  return [...check("client", shares.perClientBps), ...check("key", shares.perKeyBps)];
+}
+
+/** The counter statements of the reservation (and of the replaced one), with the bound checks in their places. */
+function counterStatements(parts: ReservationParts, p: Plan, previous: Facts | undefined): Statement[] {
+  const d = parts.s.db.dialect;
+  const checked = rowChecks(p);
+  const transitions = [...(previous ? [{ facts: previous, from: "open" as const, to: "closed" as const }] : []), { facts: p.facts, from: "closed" as const, to: "open" as const }];
+  const moves = movesOf(transitions, [...checked.values()].map((c) => c.row));
+  // A first reservation's usage rows only grow: all of them in one statement (rows are sorted: they come together).
+  const usage = moves.filter((m) => m.row.kind === "usage");
+  const together = usage.length > 1 && growingUsage(usage);
+  const statements: Statement[] = [];
+  let risked = false;
+  for (const move of moves) {
+    if (move.row.kind === "account" && !risked) statements.push(...afterHolds(parts, p)), (risked = true);
+    if (together && move === usage[0]) statements.push(usageRowsMove(d, usage, p.now, (row) => checked.get(rowId(row))?.checks.caps));
+    if (!(together && move.row.kind === "usage")) statements.push(counterMove(d, move, p.now, checked.get(move.id)?.checks));
+  }
+  if (!risked) statements.push(...afterHolds(parts, p));
+  return [...statements, ...afterAccount(parts, p)];
+}
+
+/** The sponsorship's row, signed, with what it counts in (its holds and usage links) and the batch's change id. */
+function recordStatements(parts: ReservationParts, p: Plan, changeId: string): Statement[] {
+  const { record, input, facts } = p;
+  const values: Param[] = [
+    record.id, record.network, record.entryPoint, record.version, record.sender, record.nonce, record.mode, record.projectId,
+    record.apiKeyId, record.strategyId, record.token, record.exchangeRate, record.maxTokenCost, record.maxCostWei,
+    record.maxCostUsdMicros, record.validUntil, record.validAfter, record.userOpHash, record.paymasterAndData, record.status,
+    p.now, p.now, input.clientBucket ?? null, validation.parallelNonce(record.nonce), p.hold,
+    input.billing === undefined ? null : termsToJson(input.billing), holdsText(facts.holds), linksText(facts.links), changeId,
+  ];
+  return [{ sql: parts.q.insertSponsorship, params: values }];
+}
+
+/** After the counters: the op's postOp-charge flag and its sponsorship.signed events. */
+function afterCounters(parts: ReservationParts, p: Plan): Statement[] {
+  const { record } = p;
+  return [
+    ...(p.input.postOpCharge === true ? [{ sql: parts.q.insertPostOpCharge, params: [record.id, record.network, record.sender, true, false, p.now] }] : []),
+    // The row is signed as it is inserted: its sponsorship.signed outbox rows commit with it.
+    ...signedEvent(parts.s.db.dialect, p),
+  ];
+}
+
+/** sponsorship.signed: for the endpoints the request knows (none subscribed: no statement), else as the database finds them. */
+function signedEvent(d: Dialect, p: Plan): Statement[] {
+  const { record } = p;
+  const event = { projectId: record.projectId, type: "sponsorship.signed" as const, data: sponsorshipData(record), sponsorshipId: record.id };
+  // Known endpoints are only as current as the config version the batch checks.
+  const known = p.input.configVersion === undefined ? undefined : p.input.webhookEndpoints;
+  return known === undefined ? [eventStatement(d, event, nowMs())] : knownEndpointEvents(event, known, nowMs());
+}
+
+/** The replaced sponsorship's release, under a guard that it is still the one read (and still open). */
+function replacement(parts: ReservationParts, previous: SponsorshipFactsRow, changeId: string, now: number): Statement[] {
+  const released = dbRows.toSponsorship({ ...previous, status: "released", release_reason: "replaced" });
+  return [
+    { sql: parts.q.replace, params: [now, changeId, previous.id] },
+    ...guardStatements(parts.s, [previous.id], changeId),
+    ...(previous.status === "signed"
+      ? [eventStatement(parts.s.db.dialect, { projectId: previous.project_id, type: "sponsorship.released", data: releasedData(released, "replaced"), sponsorshipId: previous.id }, nowMs())]
+      : []),
+  ];
+}
+
+/** cap.reached for a refused reservation, once per (strategy, cap rule, window key, limit) and endpoint. */
+async function capReached(s: SqlShared, p: Plan, refusal: { rule: string; limit: string; value: string }): Promise<void> {
+  const { record } = p;
+  const check = p.checks.find((c) => refusal.rule.startsWith(`${c.rulePrefix}.`));
+  const key = check?.key ?? "";
+  const data = { strategyId: record.strategyId, rule: refusal.rule, scope: check?.scope ?? null, key, limit: refusal.limit, attempted: refusal.value, network: record.network, sender: record.sender };
+  await s.db.batch([eventStatement(s.db.dialect, { projectId: record.projectId, type: "cap.reached", data, dedupeKey: `cap.reached:${record.strategyId}:${refusal.rule}:${key}:${refusal.limit}` }, nowMs())]);
+}
+
+/** After a lost race for the op: a short random pause (the racers spread out), then its active sponsorship again. */
+async function raced(s: SqlShared, op: Param[], attempt: number): Promise<Previous | undefined> {
+  await sleep(Math.random() * Math.min(attempt, 10));
+  return activeOp(s, op);
+}
+
+/** The op's active sponsorship with what it counts in (read without a lock: the batch's guard checks it). */
+async function activeOp(s: SqlShared, op: Param[]): Promise<Previous | undefined> {
+  const row = await s.db.one<SponsorshipFactsRow>(s.q.selectActiveFacts, op);
+  return row && { row, facts: factsOf(row) };
+}
+
+/** A refused batch as the reservation's answer ("stale": a guard saw a concurrent change; run it again). */
+function refusalOf(err: Refusal, p: Plan): Exclude<ReserveResult, { ok: true }> | "stale" {
+  const r = JSON.parse(err.reason) as Record<string, string | number>;
+  const value = err.value ?? "0";
+  switch (r.reason) {
+    case "CAP_EXCEEDED":
+      return { ok: false, reason: "CAP_EXCEEDED", rule: String(r.rule), limit: String(r.limit), value };
+    case "GAS_TANK_INSUFFICIENT": {
+      // value: the tank's balance minus all it would reserve with this op (negative).
+      const available = BigInt(value) + p.record.maxCostWei;
+      return { ok: false, reason: "GAS_TANK_INSUFFICIENT", availableWei: available < 0n ? 0n : available, requiredWei: p.record.maxCostWei };
+    }
+    case "BALANCE_EXHAUSTED":
+      return { ok: false, reason: "BALANCE_EXHAUSTED", availableUsdMicros: BigInt(value) + p.hold!, requiredUsdMicros: p.hold! };
+    case "TOO_MANY_OUTSTANDING":
+      if (r.shareBps !== undefined) return { ok: false, reason: "HOLD_SHARE_EXCEEDED", scope: r.scope as "clientIp" | "apiKey", shareBps: Number(r.shareBps), heldUsdMicros: BigInt(value) };
+      return { ok: false, reason: "TOO_MANY_OUTSTANDING", scope: r.scope as "sender" | "clientIp", limit: Number(r.limit) };
+    case "POSTOP_CHARGE_PENDING":
+      return { ok: false, reason: "POSTOP_CHARGE_PENDING" };
+    case "POSTOP_CHARGE_AT_RISK":
+      return { ok: false, reason: "POSTOP_CHARGE_AT_RISK", scope: r.scope as "project" | "apiKey", limit: String(r.limit), value };
+    case "STALE":
+      return "stale";
+    case "CONFIG_CHANGED":
+      return { ok: false, reason: "CONFIG_CHANGED" };
+    default:
+      throw new Error(`a reservation batch was refused for an unknown reason: ${err.reason}`);
+  }
 }

@@ -3,7 +3,8 @@
  * each cap counts against (strategy_usage; written by the reservations and transitions, read here).
  */
 import type { CapCheck, StrategyRules } from "../../policy/types.ts";
-import * as common from "../common.ts";
+import * as dbRows from "../rows.ts";
+import * as validation from "../validation.ts";
 import type { Dialect } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
 import type { NewStrategy, Store, Strategy, StrategyPatch, StrategyStatus, UsageTotals } from "../types.ts";
@@ -31,8 +32,8 @@ export function strategyStore(s: SqlShared) {
   const q = strategyQueries(db.dialect, s.q.usageColumns);
 
   async function getStrategy(id: string): Promise<Strategy | undefined> {
-    const row = await db.one<common.StrategyRow>(q.selectStrategy, [id]);
-    return row && common.toStrategy(row);
+    const row = await db.one<dbRows.StrategyRow>(q.selectStrategy, [id]);
+    return row && dbRows.toStrategy(row);
   }
 
   return {
@@ -40,20 +41,20 @@ export function strategyStore(s: SqlShared) {
 
     async listStrategies(projectId?: string): Promise<Strategy[]> {
       const project = projectId ?? null;
-      return (await db.all<common.StrategyRow>(q.selectStrategies, [project, project])).map(common.toStrategy);
+      return (await db.all<dbRows.StrategyRow>(q.selectStrategies, [project, project])).map(dbRows.toStrategy);
     },
 
     async updateStrategy(id: string, patch: StrategyPatch): Promise<Strategy> {
       const current = await getStrategy(id);
       if (!current) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
-      const { strategy, networksJson, rulesJson } = common.patchedStrategy(current, patch);
+      const { strategy, networksJson, rulesJson } = validation.patchedStrategy(current, patch);
       const { name, status, validFrom, validUntil } = strategy;
       await db.run(q.updateStrategy, [name, status, validFrom, validUntil, networksJson, rulesJson, id]);
       return strategy;
     },
 
     async createStrategy(input: NewStrategy): Promise<Strategy> {
-      const { strategy, networksJson, rulesJson } = common.newStrategy(input);
+      const { strategy, networksJson, rulesJson } = validation.newStrategy(input);
       try {
         await db.run(q.insertStrategy, [
           strategy.id,
@@ -76,23 +77,23 @@ export function strategyStore(s: SqlShared) {
     },
 
     async getStrategyByCode(code: string): Promise<Strategy | undefined> {
-      const row = await db.one<common.StrategyRow>(q.selectStrategyByCode, [code]);
-      return row && common.toStrategy(row);
+      const row = await db.one<dbRows.StrategyRow>(q.selectStrategyByCode, [code]);
+      return row && dbRows.toStrategy(row);
     },
 
     async setStrategyStatus(id: string, status: StrategyStatus): Promise<void> {
-      const changed = await db.run(q.updateStrategyStatus, [common.strategyStatus(status), id]);
+      const changed = await db.run(q.updateStrategyStatus, [validation.strategyStatus(status), id]);
       if (changed === 0) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
     },
 
     async setStrategyRules(id: string, rules: StrategyRules): Promise<void> {
-      const changed = await db.run(q.updateStrategyRules, [common.validRules(rules).json, id]);
+      const changed = await db.run(q.updateStrategyRules, [validation.validRules(rules).json, id]);
       if (changed === 0) throw new StoreError("NOT_FOUND", `strategy ${id} not found`);
     },
 
     async getUsage(strategyId: string, scope: CapCheck["scope"], key: string): Promise<UsageTotals> {
-      const row = common.scopeKey(scope, key);
-      return common.toUsage(await db.one<common.UsageRow>(q.selectUsage, [strategyId, row.scope, row.key]));
+      const row = validation.scopeKey(scope, key);
+      return dbRows.toUsage(await db.one<dbRows.UsageRow>(q.selectUsage, [strategyId, row.scope, row.key]));
     },
   } satisfies Partial<Store>;
 }

@@ -1,6 +1,7 @@
 /** The store's part for the ERC-20 token registry, per network: one token per address, one per symbol. */
 import { getAddress, isAddress } from "viem";
-import * as common from "../common.ts";
+import * as dbRows from "../rows.ts";
+import * as validation from "../validation.ts";
 import { asciiLower, type Dialect } from "../db/types.ts";
 import type { Store, Token } from "../types.ts";
 import { isUnique, type SqlShared } from "./shared.ts";
@@ -32,26 +33,26 @@ export function tokenStore(s: SqlShared) {
      * again and then sees (and replaces) the winner's row.
      */
     async upsertToken(token: Token): Promise<void> {
-      const { address: addr, priceSourceJson } = common.validToken(token);
+      const { address: addr, priceSourceJson } = validation.validToken(token);
       await db.transaction(
         async (tx) => {
           await tx.run(q.deleteTokenSymbolElsewhere, [token.network, asciiLower(token.symbol), addr]);
-          await tx.run(q.upsertToken, [token.network, addr, token.symbol, token.decimals, priceSourceJson, token.markupBps, token.enabled, common.nowSeconds()]);
+          await tx.run(q.upsertToken, [token.network, addr, token.symbol, token.decimals, priceSourceJson, token.markupBps, token.enabled, validation.nowSeconds()]);
         },
         (err) => isUnique(s, err),
       );
     },
 
     async listTokens(network: string): Promise<Token[]> {
-      return (await db.all<common.TokenRow>(q.selectTokens, [network])).map(common.toToken);
+      return (await db.all<dbRows.TokenRow>(q.selectTokens, [network])).map(dbRows.toToken);
     },
 
     async findToken(network: string, symbolOrAddress: string): Promise<Token | undefined> {
       if (typeof symbolOrAddress !== "string" || symbolOrAddress === "") return undefined;
       const row = isAddress(symbolOrAddress, { strict: false })
-        ? await db.one<common.TokenRow>(q.selectTokenByAddress, [network, getAddress(symbolOrAddress)])
-        : await db.one<common.TokenRow>(q.selectTokenBySymbol, [network, asciiLower(symbolOrAddress)]);
-      return row && common.toToken(row);
+        ? await db.one<dbRows.TokenRow>(q.selectTokenByAddress, [network, getAddress(symbolOrAddress)])
+        : await db.one<dbRows.TokenRow>(q.selectTokenBySymbol, [network, asciiLower(symbolOrAddress)]);
+      return row && dbRows.toToken(row);
     },
   } satisfies Partial<Store>;
 }

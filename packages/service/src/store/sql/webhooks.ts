@@ -3,10 +3,10 @@
  * deliveries, claimed under a lease by the delivery workers. Statements and row conversion: ../webhookRows.ts.
  */
 import { randomUUID } from "node:crypto";
-import * as common from "../common.ts";
+import * as validation from "../validation.ts";
 import type { Param } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
-import { WEBHOOK_QUERIES as W, dueReadLimit, pickDue, toDelivery, toEndpoint, validEndpoint, writeEvents, type DeliveryRow, type EndpointRow } from "../webhookRows.ts";
+import { WEBHOOK_QUERIES as W, dueReadLimit, pickDue, toDelivery, toEndpoint, validEndpoint, eventStatement, type DeliveryRow, type EndpointRow } from "../webhookRows.ts";
 import type { ClaimShare, WebhookBacklog, ClaimedDelivery, DeliveryOutcome, NewWebhookEndpoint, NewWebhookEvent, Store, WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint } from "../types.ts";
 import { isForeignKey, isUnique, nowMs, type SqlShared } from "./shared.ts";
 
@@ -29,7 +29,7 @@ export function webhookStore(s: SqlShared) {
         events: valid.events,
         timeout_ms: valid.timeoutMs,
         default_decision: valid.defaultDecision as EndpointRow["default_decision"],
-        created_at: common.nowSeconds(),
+        created_at: validation.nowSeconds(),
       };
       try {
         await db.run(W.insertEndpoint, [row.id, row.project_id, row.kind, row.url, row.events, input.secret, row.timeout_ms, row.default_decision, row.created_at]);
@@ -58,9 +58,8 @@ export function webhookStore(s: SqlShared) {
     },
 
     async emitWebhookEvent(event: NewWebhookEvent): Promise<number> {
-      return db.transaction((tx) =>
-        writeEvents(tx, { projectId: event.projectId, type: event.type, data: event.data, ...(event.dedupeKey === undefined ? {} : { dedupeKey: event.dedupeKey }) }, nowMs()),
-      );
+      const st = eventStatement(db.dialect, { projectId: event.projectId, type: event.type, data: event.data, ...(event.dedupeKey === undefined ? {} : { dedupeKey: event.dedupeKey }) }, nowMs());
+      return (await db.batch([st]))[0]!.length;
     },
 
     async claimWebhookDeliveries(owner: string, now: number, leaseMs: number, limit: number, share?: ClaimShare): Promise<ClaimedDelivery[]> {

@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { EIP7702_MARKER, checksumAddress, isEip7702UserOp, type Address, type Eip7702Authorization, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { safeText } from "../text/safeText.ts";
-import { RpcError } from "./errors.ts";
+import { RpcError } from "../errors.ts";
 
 // ---------------------------------------------------------------------------------------------------------
 // Limits
@@ -148,20 +148,24 @@ export function address() {
 // ---------------------------------------------------------------------------------------------------------
 // User operations
 
-export interface UserOpInputV06 {
-  sender: Address;
-  nonce: bigint;
-  initCode: Hex;
-  callData: Hex;
+/** The gas values every version's op carries, each left to the service when absent. */
+interface UserOpGasInput {
   callGasLimit?: bigint;
   verificationGasLimit?: bigint;
   preVerificationGas?: bigint;
   maxFeePerGas?: bigint;
   maxPriorityFeePerGas?: bigint;
+}
+
+export interface UserOpInputV06 extends UserOpGasInput {
+  sender: Address;
+  nonce: bigint;
+  initCode: Hex;
+  callData: Hex;
   signature: Hex;
 }
 
-export interface UserOpInputV07 {
+export interface UserOpInputV07 extends UserOpGasInput {
   /** v0.8 only: the EIP-7702 authorization tuple of a delegated-EOA sender (its address is the delegate). */
   eip7702Auth?: Eip7702Authorization;
   sender: Address;
@@ -169,11 +173,6 @@ export interface UserOpInputV07 {
   factory?: Address;
   factoryData?: Hex;
   callData: Hex;
-  callGasLimit?: bigint;
-  verificationGasLimit?: bigint;
-  preVerificationGas?: bigint;
-  maxFeePerGas?: bigint;
-  maxPriorityFeePerGas?: bigint;
   paymasterVerificationGasLimit?: bigint;
   paymasterPostOpGasLimit?: bigint;
   signature: Hex;

@@ -12,7 +12,7 @@
  */
 import type { Logger } from "pino";
 import { Redis } from "ioredis";
-import type { RateLimitConfig, RateLimitValues } from "../config/types.ts";
+import type { RateLimitConfig, RateLimitValues } from "./config/types.ts";
 
 /**
  * The default per key: well above what one replica can sign (an ERC-7677 client makes two calls per op, so a

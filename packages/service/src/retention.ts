@@ -9,11 +9,11 @@
  * sponsor path never waits on a long delete. One log line and the metrics per pass.
  */
 import type { Logger } from "pino";
-import type { ServiceMetrics } from "../metrics/metrics.ts";
-import type { PruneCounts, PruneCutoffs, Store } from "../store/types.ts";
-import { failureFields } from "../dependencies/failure.ts";
-import { tracedRoot, type TraceSpan } from "../telemetry/trace.ts";
-import { tracedStore } from "../store/traced.ts";
+import type { ServiceMetrics } from "./metrics/metrics.ts";
+import type { PruneCounts, PruneCutoffs, Store } from "./store/types.ts";
+import { failureFields } from "./dependencies/failure.ts";
+import { tracedRoot, type TraceSpan } from "./telemetry/trace.ts";
+import { tracedStore } from "./store/traced.ts";
 
 export interface RetentionSettings {
   /** Released sponsorships are deleted this many days after creation (0: kept forever). */

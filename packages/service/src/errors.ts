@@ -2,12 +2,11 @@
  * The error catalogue: every refusal the service can answer, with a stable `reason` (UPPER_SNAKE), the
  * v1 dialect's HTTP status, and the JSON-RPC 2.0 code the standard dialect uses. A handler throws
  * `RpcError`; only the envelope decides how it is rendered. A dependency that failed is answered by its name
- * (CHAIN_UNAVAILABLE, STORE_UNAVAILABLE, SIGNER_UNAVAILABLE, BUNDLER_UNAVAILABLE: 503 with a `cause`; the store's
- * StoreUnavailableError becomes STORE_UNAVAILABLE here). Anything else that is not an RpcError becomes
- * INTERNAL_ERROR with a generic message: no stack trace or internal text ever reaches a client.
+ * (CHAIN_UNAVAILABLE, STORE_UNAVAILABLE, SIGNER_UNAVAILABLE, BUNDLER_UNAVAILABLE: 503 with a `cause`;
+ * src/dependencies/failure.ts turns the store's StoreUnavailableError into STORE_UNAVAILABLE). Anything else
+ * that is not an RpcError becomes INTERNAL_ERROR with a generic message: no stack trace or internal text ever
+ * reaches a client. At the bottom of the house: it imports nothing of ours.
  */
-import { StoreUnavailableError } from "../store/unavailable.ts";
-
 export interface ReasonSpec {
   /** v1 dialect: HTTP status and envelope `code`. */
   readonly status: number;
@@ -103,19 +102,4 @@ export class RpcError extends Error {
     const { reason: _ignored, ...details } = this.details as Record<string, unknown>;
     return traceId === undefined ? { reason: this.reason, ...details } : { reason: this.reason, ...details, traceId };
   }
-}
-
-/**
- * What a client may see of a thrown value that is a deliberate answer: RpcErrors as they are, a failure of the
- * database as STORE_UNAVAILABLE with its cause (never the driver's text); undefined for anything unexpected.
- */
-export function knownClientError(error: unknown): RpcError | undefined {
-  if (error instanceof RpcError) return error;
-  if (error instanceof StoreUnavailableError) return new RpcError("STORE_UNAVAILABLE", error.message, { cause: error.cause });
-  return undefined;
-}
-
-/** What a client may see of any thrown value: known answers as they are (knownClientError), everything else INTERNAL_ERROR. */
-export function toClientError(error: unknown): RpcError {
-  return knownClientError(error) ?? new RpcError("INTERNAL_ERROR");
 }

@@ -4,7 +4,7 @@
  * the upstream's redacted label, the attempts and the last cause). With tracing off it is the very same object.
  */
 import type { NetworkChain } from "../context.ts";
-import type { ChainRpc } from "./rpc.ts";
+import type { ChainRpc } from "../chain/rpc.ts";
 import type { TraceSpan } from "../telemetry/trace.ts";
 
 export function tracedRpc(rpc: ChainRpc, span: TraceSpan): ChainRpc {

@@ -17,7 +17,7 @@
  * would cost every promise of the process (see src/timing.ts).
  */
 import type { NetworkChain, NetworkRuntime } from "../context.ts";
-import type { ChainRpc } from "./rpc.ts";
+import type { ChainRpc } from "../chain/rpc.ts";
 
 /**
  * A client's call's deadline (performance.now() time) while the call runs; undefined once it has answered, so a
@@ -71,7 +71,14 @@ export function chainWithin(chain: NetworkChain, deadline: CallDeadline): Networ
   return {
     ...chain,
     rpc: rpcWithin(rpc, deadline),
-    market: { ...market, current: () => within(market.current()), clocks: (snapshot) => within(market.clocks(snapshot)) },
+    market: {
+      ...market,
+      current: () => within(market.current()),
+      freshClocks: () => {
+        const read = market.freshClocks();
+        return read && within(read);
+      },
+    },
     blockReads: { ...blockReads, value: (key, block, read) => within(blockReads.value(key, block, read)), fresh: (key, block, read) => within(blockReads.fresh(key, block, read)) },
     deposits: { ...deposits, deposit: (...args) => within(deposits.deposit(...args)), check: (args) => within(deposits.check(args)) },
     prices: { ...prices, usd: (source) => within(prices.usd(source)) },

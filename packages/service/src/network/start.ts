@@ -7,24 +7,24 @@
 import { decodeFunctionResult, encodeFunctionData, type Abi } from "viem";
 import { ERC20PaymasterV06Artifact, VerifyingPaymasterV06Artifact } from "@paymaster/contracts/artifacts";
 import { type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
-import type { NetworkConfig } from "./config/types.ts";
-import type { NetworkChain, NetworkRuntime } from "./context.ts";
+import type { NetworkConfig } from "../config/types.ts";
+import type { NetworkChain, NetworkRuntime } from "../context.ts";
 import type { Logger } from "pino";
-import { createChainRpc, upstreamLabels, type ChainRpc } from "./chain/rpc.ts";
-import { createBundlerRpc } from "./bundler/client.ts";
-import { RpcError } from "./rpc/errors.ts";
-import type { ServiceMetrics } from "./metrics/metrics.ts";
-import type { Store } from "./store/types.ts";
-import { dependencyFailure } from "./dependencies/failure.ts";
-import { createDepositGuard } from "./sponsor/deposit.ts";
-import { createMarket, DEV_CHAIN_IDS } from "./chain/market.ts";
-import { createBlockReads } from "./chain/blockReads.ts";
-import { createPriceOracle } from "./sponsor/price.ts";
-import { openNetworkSigner } from "./signer/open.ts";
-import type { PaymasterSigner } from "./signer/signer.ts";
-import { CODE_OVERRIDE_SIMULATORS, findSimulator } from "./chain/entryPoint.ts";
-import { findProbe } from "./chain/probe.ts";
-import { SPONSOR_VERSIONS } from "./rpc/schemas.ts";
+import { createChainRpc, upstreamLabels, type ChainRpc } from "../chain/rpc.ts";
+import { createBundlerRpc } from "../bundler/client.ts";
+import { RpcError } from "../errors.ts";
+import type { ServiceMetrics } from "../metrics/metrics.ts";
+import type { Store } from "../store/types.ts";
+import { dependencyFailure } from "../dependencies/failure.ts";
+import { createDepositGuard } from "../sponsor/deposit.ts";
+import { createMarket, DEV_CHAIN_IDS, type ChainClockKind } from "../chain/market.ts";
+import { createBlockReads } from "../chain/blockReads.ts";
+import { createPriceOracle } from "../sponsor/price.ts";
+import { openNetworkSigner } from "../signer/open.ts";
+import type { PaymasterSigner } from "../signer/signer.ts";
+import { CODE_OVERRIDE_SIMULATORS, findSimulator } from "../chain/entryPoint.ts";
+import { findProbe } from "../chain/probe.ts";
+import { SPONSOR_VERSIONS } from "../wire/schemas.ts";
 
 // Both versions share the admin/view ABI (PaymasterBase, TokenChargeBase).
 const verifyingAbi = VerifyingPaymasterV06Artifact.abi as Abi;
@@ -93,7 +93,7 @@ async function checkedChain(config: NetworkConfig, rpc: ChainRpc, store: Store, 
       minPostOpGasLimit: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "minPostOpGasLimit"),
     };
   }
-  const market = createMarket(rpc, { pollMs, maxAgeMs: pollMs * 2, clockMoves: DEV_CHAIN_IDS.has(config.chainId) });
+  const market = createMarket(rpc, { pollMs, maxAgeMs: pollMs * 2, clock: chainClockKind(config) });
   const blockReads = createBlockReads();
   market.onBlock((block) => blockReads.refresh(block));
   return {
@@ -236,4 +236,10 @@ export async function startNetwork(
       bundler?.close();
     },
   };
+}
+
+/** The market's clock for the network's `chainClock` setting (src/chain/market.ts). */
+function chainClockKind(config: NetworkConfig): ChainClockKind {
+  if (config.chainClock === "wall") return "wall";
+  return DEV_CHAIN_IDS.has(config.chainId) ? "moves" : "detect";
 }

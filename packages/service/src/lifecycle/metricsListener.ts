@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { isLoopbackHost } from "../app.ts";
 import type { ServiceContext } from "../context.ts";
 import { healthBody } from "../health.ts";
-import type { ServiceMetrics } from "./metrics.ts";
+import type { ServiceMetrics } from "../metrics/metrics.ts";
 
 export interface MetricsListener {
   readonly url: string;
