@@ -41,6 +41,19 @@ export async function testRedisUrl(context: Context): Promise<string> {
   return redis;
 }
 
+/**
+ * Starts both up front and hands their URLs to the environment: the parallel run's global setup
+ * (helpers/sharedServers.ts) calls it in mocha's main process before the workers start, so each worker inherits
+ * the URLs and uses these two servers instead of starting its own. Without a Redis binary REDIS_URL stays unset,
+ * and the Redis tests skip or fail (under CI) as testRedisUrl says.
+ */
+export async function exportTestServers(): Promise<void> {
+  process.env.PAYMASTER_TEST_POSTGRES_URL = await testPostgresUrl();
+  if (process.env.REDIS_URL) return;
+  const binary = findRedisServer();
+  if (binary) process.env.REDIS_URL = await (redis ??= track(startThrowawayRedis(binary)));
+}
+
 /** Stops the throwaway servers (the root hook's afterAll). */
 export async function stopTestServers(): Promise<void> {
   const servers = started.splice(0);

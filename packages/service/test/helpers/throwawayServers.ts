@@ -174,7 +174,7 @@ export async function startThrowawayPostgres(): Promise<ThrowawayServer> {
   const port = await freeLoopbackPort();
   const server = spawnServer(
     path.join(binaries, "bin", "postgres"),
-    ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
+    ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
     { ...user, env },
   );
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
