@@ -650,6 +650,16 @@ for (const backend of BACKENDS) {
         expect((await store.getGasTank(NET, OTHER)).balanceWei).to.equal(0n);
       });
 
+      it("one reference sent many times at once moves the tank once (credit and debit)", async () => {
+        for (let round = 0; round < 5; round++) {
+          const credits = await Promise.allSettled(Array.from({ length: 16 }, () => store.creditGasTank(NET, SENDER, 1000n, `at-once:credit:${round}`)));
+          expect(credits.filter((c) => c.status === "rejected").map((c) => String((c as PromiseRejectedResult).reason)), "credits refused").to.deep.equal([]);
+          const debits = await Promise.allSettled(Array.from({ length: 16 }, () => store.debitGasTank(NET, SENDER, 400n, `at-once:debit:${round}`)));
+          expect(debits.filter((d) => d.status === "rejected").map((d) => String((d as PromiseRejectedResult).reason)), "debits refused").to.deep.equal([]);
+        }
+        expect((await store.getGasTank(NET, SENDER)).balanceWei, "5 credits of 1000 and 5 debits of 400, each once").to.equal(3000n);
+      });
+
       it("a repeated reference changes nothing; a conflicting one is refused", async () => {
         await store.creditGasTank(NET, SENDER, 1000n, "admin:deposit-1");
         const again = await store.creditGasTank(NET, SENDER, 1000n, "admin:deposit-1");

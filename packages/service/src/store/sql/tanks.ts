@@ -24,7 +24,7 @@ const UPSERT_CONSENT = `INSERT INTO gas_tank_consents (network, sender, project_
 
 const TANK_QUERIES = {
   insertCredit: `INSERT INTO gas_tank_credits (reference, network, sender, amount_wei, created_at)
-    VALUES (?, ?, ?, ?, ?) ON CONFLICT (reference) DO NOTHING`,
+    VALUES (?, ?, ?, ?, ?)`,
   selectCredit: "SELECT network, sender, amount_wei FROM gas_tank_credits WHERE reference = ?",
   refuseUsedCredit: `SELECT CASE WHEN EXISTS (SELECT 1 FROM gas_tank_credits WHERE reference = ?) THEN pm_refuse('{"reason":"DUPLICATE"}', NULL) END AS refused`,
   refuseUsedDebit: `SELECT CASE WHEN EXISTS (SELECT 1 FROM gas_tank_debits WHERE reference = ?) THEN pm_refuse('{"reason":"DUPLICATE"}', NULL) END AS refused`,
@@ -33,7 +33,7 @@ const TANK_QUERIES = {
     THEN pm_refuse('{"reason":"STALE"}', NULL) END AS refused`,
   deleteCredit: "DELETE FROM gas_tank_credits WHERE reference = ? AND change_id = ?",
   insertDebit: `INSERT INTO gas_tank_debits (reference, network, sender, amount_wei, created_at)
-    VALUES (?, ?, ?, ?, ?) ON CONFLICT (reference) DO NOTHING`,
+    VALUES (?, ?, ?, ?, ?)`,
   selectDebit: "SELECT network, sender, amount_wei FROM gas_tank_debits WHERE reference = ?",
   // Amounts are added up here, not in SQL (SQLite keeps them as TEXT): this reads the rows.
   selectTankAmounts: "SELECT network, balance_wei, reserved_wei FROM gas_tanks",
@@ -100,8 +100,9 @@ async function debitGasTank(s: SqlShared, network: string, sender: Address, amou
 /**
  * One batch: a guard that the reference is new, the credit (or debit) row, and the tank's balance moved (a
  * debit checked to leave what the tank reserves covered). Of two concurrent ones with one reference the
- * primary key lets one in; the other, like a repeat, finds the first: the same amount changes nothing, another
- * one is CONFLICT.
+ * primary key lets one in (the insert has no ON CONFLICT: on PostgreSQL both may pass the guard before either
+ * commits, and a silent no-op insert would let the second move the tank too); the other, like a repeat, finds
+ * the first: the same amount changes nothing, another one is CONFLICT.
  */
 async function adjustTank(s: SqlShared, kind: "credit" | "debit", network: string, sender: Address, amountWei: bigint, reference: string): Promise<GasTank> {
   const { db } = s;
