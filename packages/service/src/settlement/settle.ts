@@ -64,13 +64,15 @@ export async function settleEvents(input: SettleEventsInput, counts: SettleCount
       input.logger.warn(where, "UserOperationEvent of our paymaster with no sponsorship: skipped");
       return;
     }
+    if (outcome.outcome === "alreadySettled") {
+      counts.alreadySettled++; // a rescan of the reorg window, or another watcher on the same database: said before
+      return;
+    }
     const { record } = outcome;
     const charge = input.chargeOf.get(logKey(event));
     if (record.mode === "erc20" && charge === undefined) input.logger.warn({ ...where, sponsorship: record.id }, "ERC-20 sponsorship without a token charge event: settled with 0 tokens");
     else if (record.mode === "erc20" && !charge!.paid) input.logger.warn({ ...where, sponsorship: record.id, tokenAmount: charge!.tokenAmount.toString() }, "the token charge failed (TokenChargeUnpaid)");
-    if (outcome.outcome === "alreadySettled") {
-      counts.alreadySettled++;
-    } else if (outcome.outcome === "settled") {
+    if (outcome.outcome === "settled") {
       counts.settled++;
       // A released one (expired before its event was seen, or replaced) that the chain charged is settled all the same.
       if (record.status === "released") input.logger.warn({ ...where, sponsorship: record.id }, "UserOperationEvent of a released sponsorship: settled it");
