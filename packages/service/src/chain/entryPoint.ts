@@ -75,13 +75,32 @@ const SIMULATOR_ARTIFACTS = {
 } as const;
 const simulatorAbi = (version: "v0.7" | "v0.8"): Abi => SIMULATOR_ARTIFACTS[version].artifact.abi as Abi;
 /** `code` as a pre-serialized JSON value (JSON.stringify would rescan a long code string on every call). */
-export function rawJsonCode(code: string): unknown {
+function rawJsonCode(code: string): unknown {
   return (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(JSON.stringify(code));
 }
 
-function codeOverride(version: "v0.7" | "v0.8"): Simulator {
-  return Object.freeze({ kind: "override", code: rawJsonCode(SIMULATOR_ARTIFACTS[version].artifact.deployedBytecode) });
+/** A contract the service sets by state override for one call: its artifact's runtime code, and its CREATE2 address. */
+interface OverriddenContract {
+  artifact: { deployedBytecode: string };
+  deployment: { address: Address };
 }
+
+/** The contract's whole runtime code as the override: works on any node that takes state overrides. */
+export function wholeCodeOverride({ artifact }: OverriddenContract): Simulator {
+  return Object.freeze({ kind: "override", code: rawJsonCode(artifact.deployedBytecode) });
+}
+
+/**
+ * The cheapest way this chain offers to set `contract` for a call: a delegating proxy when its exact runtime code
+ * is deployed at its CREATE2 address (the local stack deploys it; anyone can on a real network), else the whole code.
+ */
+export async function findDeployedCode(rpc: ChainRpc, contract: OverriddenContract): Promise<Simulator> {
+  const code = await rpc.request<string>("eth_getCode", [contract.deployment.address, "latest"]);
+  if (code.toLowerCase() !== contract.artifact.deployedBytecode.toLowerCase()) return wholeCodeOverride(contract);
+  return Object.freeze({ kind: "deployed", code: delegatingProxyCode(contract.deployment.address) });
+}
+
+const codeOverride = (version: "v0.7" | "v0.8"): Simulator => wholeCodeOverride(SIMULATOR_ARTIFACTS[version]);
 
 /** The v0.7 simulator's whole runtime code as the override: works on any node that takes state overrides. */
 export const SIMULATOR_CODE_OVERRIDE: Simulator = codeOverride("v0.7");
@@ -91,7 +110,7 @@ export const SIMULATOR_V08_CODE_OVERRIDE: Simulator = codeOverride("v0.8");
 export const CODE_OVERRIDE_SIMULATORS: Simulators = Object.freeze({ "v0.7": SIMULATOR_CODE_OVERRIDE, "v0.8": SIMULATOR_V08_CODE_OVERRIDE });
 
 /** An EIP-1167 minimal proxy: delegates every call (with all its gas) to `target`, returning or reverting its data. */
-export function delegatingProxyCode(target: Address): Hex {
+function delegatingProxyCode(target: Address): Hex {
   return `0x363d3d373d3d3d363d73${target.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3`;
 }
 
@@ -104,11 +123,8 @@ export async function findSimulatorV07(rpc: ChainRpc): Promise<Simulator> {
 }
 
 /** findSimulatorV07 for any simulated version. */
-export async function findSimulator(rpc: ChainRpc, version: "v0.7" | "v0.8"): Promise<Simulator> {
-  const { artifact, deployment } = SIMULATOR_ARTIFACTS[version];
-  const code = await rpc.request<string>("eth_getCode", [deployment.address, "latest"]);
-  if (code.toLowerCase() !== artifact.deployedBytecode.toLowerCase()) return codeOverride(version);
-  return Object.freeze({ kind: "deployed", code: delegatingProxyCode(deployment.address) });
+export function findSimulator(rpc: ChainRpc, version: "v0.7" | "v0.8"): Promise<Simulator> {
+  return findDeployedCode(rpc, SIMULATOR_ARTIFACTS[version]);
 }
 
 function failureOf(reason: string, inner: Hex | null): SimulationFailure {
@@ -206,12 +222,6 @@ export function simulationOverride(simulators: Simulators, entryPoint: Address, 
   return override;
 }
 
-/** opOutcome(0, "") calldata per simulator: the same for every op without a read, so encoded once. */
-const OUTCOME_WITHOUT_READ = {
-  "v0.7": encodeFunctionData({ abi: simulatorAbi("v0.7"), functionName: "opOutcome", args: [ZERO, "0x"] }),
-  "v0.8": encodeFunctionData({ abi: simulatorAbi("v0.8"), functionName: "opOutcome", args: [ZERO, "0x"] }),
-} as const;
-
 /** The simulators' opOutcome(address, bytes) selector (the same in v0.7's and v0.8's). */
 const OP_OUTCOME_SELECTOR = selectorOf(simulatorAbi("v0.7"), "opOutcome");
 
@@ -219,6 +229,9 @@ const OP_OUTCOME_SELECTOR = selectorOf(simulatorAbi("v0.7"), "opOutcome");
 function opOutcomeCall(target: Address, data: Hex): Hex {
   return `0x${OP_OUTCOME_SELECTOR}${encodeParts([addressWord(target, "target"), bytesPart(data, "data")])}`;
 }
+
+/** opOutcome(0, "") calldata: the same for every op without a read, so encoded once. */
+const OUTCOME_WITHOUT_READ = opOutcomeCall(ZERO, "0x");
 
 /**
  * ExecutionResult and the opOutcome it carries, read straight off the fixed ABI layout (viem's generic
@@ -247,20 +260,20 @@ function decodeLanding(output: Hex): ExecutionResult {
  * the op (v0.7 / v0.8 through the simulator's opOutcome, which also records whether the execution succeeded).
  */
 export function simulateOpCall(simulators: Simulators, entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): SimulationCall {
-  const override = simulationOverride(simulators, entryPoint, op);
-  if (op.version === "v0.6") return { data: encodeSimulateHandleOp(op, read?.to ?? ZERO, read?.data ?? "0x"), override };
+  return { data: simulateOpData(entryPoint, op, read), override: simulationOverride(simulators, entryPoint, op) };
+}
+
+/** simulateOpCall's calldata alone (the probe sets the code once for all its calls). */
+export function simulateOpData(entryPoint: Address, op: SimulatedOp, read?: { to: Address; data: Hex }): Hex {
+  if (op.version === "v0.6") return encodeSimulateHandleOp(op, read?.to ?? ZERO, read?.data ?? "0x");
   // The EntryPoint calls itself after the op: the simulator's opOutcome(read.to, read.data).
-  const outcomeCall = read ? opOutcomeCall(read.to, read.data) : OUTCOME_WITHOUT_READ[op.version];
-  return { data: encodeSimulateHandleOp(op, entryPoint, outcomeCall), override };
+  return encodeSimulateHandleOp(op, entryPoint, read ? opOutcomeCall(read.to, read.data) : OUTCOME_WITHOUT_READ);
 }
 
 /** What a simulateOpCall answered. */
 export function simulateOpOutcome(version: EntryPointVersion, answer: CallAnswer): SimulationOutcome {
-  if (version === "v0.6") {
-    const raw = rawExecution(version, answer);
-    if (!raw.ok) return raw;
-    return { ok: true, result: { ...raw.result, accountValidationData: undefined, opSucceeded: undefined, paymasterSigFailed: false } };
-  }
+  // v0.6's EntryPoint reverts with ExecutionResult, which says nothing of the op's own success.
+  if (version === "v0.6") return executionOutcome(version, answer);
   if (!answer.ok) return { ok: false, failure: simulatorFailure(simulatorAbi(version), answer) };
   return { ok: true, result: decodeLanding(answer.data) };
 }
@@ -277,12 +290,22 @@ export async function simulateOp(rpc: ChainRpc, simulators: Simulators, entryPoi
  * simulateCalls as an eth_call: `op` must carry empty callData; the EntryPoint then calls `sender` with
  * `callData` right after validation (as the op's execution would).
  */
-export function simulateCallsCall(simulators: Simulators, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): SimulationCall {
-  return { data: encodeSimulateHandleOp(op, sender, callData), override: simulationOverride(simulators, entryPoint, op) };
+function simulateCallsCall(simulators: Simulators, entryPoint: Address, op: SimulatedOp, sender: Address, callData: Hex): SimulationCall {
+  return { data: simulateCallsData(op, sender, callData), override: simulationOverride(simulators, entryPoint, op) };
+}
+
+/** simulateCallsCall's calldata alone (the probe sets the code once for all its calls). */
+export function simulateCallsData(op: SimulatedOp, sender: Address, callData: Hex): Hex {
+  return encodeSimulateHandleOp(op, sender, callData);
 }
 
 /** What a simulateCallsCall answered. */
 export function simulateCallsOutcome(version: EntryPointVersion, answer: CallAnswer): SimulationOutcome {
+  return executionOutcome(version, answer);
+}
+
+/** simulateHandleOp's ExecutionResult as an outcome that tells nothing of the op's own success or the account's answer. */
+function executionOutcome(version: EntryPointVersion, answer: CallAnswer): SimulationOutcome {
   const raw = rawExecution(version, answer);
   if (!raw.ok) return raw;
   return { ok: true, result: { ...raw.result, accountValidationData: undefined, opSucceeded: undefined, paymasterSigFailed: false } };

@@ -20,14 +20,14 @@ import { NodeError, type ChainRpc } from "./rpc.ts";
 import { bytesAt, word } from "./abiRead.ts";
 import { addressWord, bytesPart, encodeParts, encodeSimulateValidation, selectorOf, uintWord } from "./userOpAbi.ts";
 import {
-  simulateCallsCall,
+  findDeployedCode,
+  simulateCallsData,
   simulateCallsOutcome,
-  simulateOpCall,
+  simulateOpData,
   simulateOpOutcome,
   simulationOverride,
-  delegatingProxyCode,
   entryPointFailure,
-  rawJsonCode,
+  wholeCodeOverride,
   type CallAnswer,
   type SimulatedOp,
   type SimulationFailure,
@@ -40,18 +40,18 @@ import {
 export const PROBE_ADDRESS: Address = `0x${keccak256(stringToHex("@paymaster/contracts:SponsorProbe")).slice(-40)}`;
 const probeAbi = SponsorProbeArtifact.abi as Abi;
 
+const SPONSOR_PROBE = { artifact: SponsorProbeArtifact, deployment: SponsorProbeDeployment };
+
 /** The probe's whole runtime code as the override: works on any node that takes state overrides. */
-export const PROBE_CODE_OVERRIDE: Simulator = Object.freeze({ kind: "override", code: rawJsonCode(SponsorProbeArtifact.deployedBytecode) });
+export const PROBE_CODE_OVERRIDE: Simulator = wholeCodeOverride(SPONSOR_PROBE);
 
 /**
  * How the probe's code reaches PROBE_ADDRESS: a 45-byte delegating proxy when SponsorProbe is deployed at its
  * CREATE2 address (the local stack deploys it; anyone can elsewhere, as the simulators), else its whole code
  * (~3.7 kB, which the node reads on every call: about 0.3 ms, measured).
  */
-export async function findProbe(rpc: ChainRpc): Promise<Simulator> {
-  const code = await rpc.request<string>("eth_getCode", [SponsorProbeDeployment.address, "latest"]);
-  if (code.toLowerCase() !== SponsorProbeArtifact.deployedBytecode.toLowerCase()) return PROBE_CODE_OVERRIDE;
-  return Object.freeze({ kind: "deployed", code: delegatingProxyCode(SponsorProbeDeployment.address) });
+export function findProbe(rpc: ChainRpc): Promise<Simulator> {
+  return findDeployedCode(rpc, SPONSOR_PROBE);
 }
 const PROBE_SELECTOR = selectorOf(probeAbi, "probe");
 
@@ -116,7 +116,7 @@ export class ProbeRefused extends Error {
 export async function probeSponsorship(rpc: ChainRpc, simulators: Simulators, probe: Simulator, input: ProbeInput): Promise<ProbeResult> {
   const { run, erc20 } = input;
   const readAfter = erc20 ? { to: PROBE_ADDRESS, data: holdingsCall(erc20.token, input.sender, input.paymaster) } : undefined;
-  const calls = (r: ProbeRun) => probeCalls(simulators, input, r, readAfter);
+  const calls = (r: ProbeRun) => probeCalls(input, r, readAfter);
   const data = `0x${PROBE_SELECTOR}${encodeParts([
     addressWord(input.paymaster, "paymaster"),
     addressWord(input.signer, "signer"),
@@ -147,11 +147,11 @@ interface ProbeCall {
 }
 
 /** The calls of one run, in order: the variant's validation (isolated), the op, and (v0.6) its calls alone. */
-function probeCalls(simulators: Simulators, input: ProbeInput, run: ProbeRun, readAfter: { to: Address; data: Hex } | undefined): ProbeCall[] {
+function probeCalls(input: ProbeInput, run: ProbeRun, readAfter: { to: Address; data: Hex } | undefined): ProbeCall[] {
   const target = input.entryPoint;
-  const simulation: ProbeCall = { target, data: simulateOpCall(simulators, target, run.op, readAfter).data, isolated: false };
+  const simulation: ProbeCall = { target, data: simulateOpData(target, run.op, readAfter), isolated: false };
   const calls = run.variant === undefined ? [simulation] : [{ target, data: encodeSimulateValidation(run.variant), isolated: true }, simulation];
-  if (run.withoutCalls) calls.push({ target, data: simulateCallsCall(simulators, target, run.withoutCalls, input.sender, input.callData).data, isolated: false });
+  if (run.withoutCalls) calls.push({ target, data: simulateCallsData(run.withoutCalls, input.sender, input.callData), isolated: false });
   return calls;
 }
 

@@ -68,8 +68,6 @@ import { upstreamLabels, type ChainRpcState, type FailureCause, type RpcObserver
 
 export { NodeError, type JsonRpcErrorBody };
 export { UpstreamError, upstreamLabels, type FailureCause, type RpcObserver } from "./upstreams.ts";
-export { BACKOFF, MIN_ATTEMPT_MS, STATED_WAIT_MS } from "./coolDowns.ts";
-export { SLOW_ANSWER_MS } from "./transport.ts";
 
 export interface CallOptions {
   /** Per attempt (overrides the client's). */
