@@ -4,7 +4,7 @@
  */
 import { checkEventTypes } from "../webhooks/admin.ts";
 import { eventBody, eventBodyParts, newEventId, subscribes } from "../webhooks/events.ts";
-import type { Dialect, Queryer, Statement } from "./db/types.ts";
+import type { Dialect, Statement } from "./db/types.ts";
 import { StoreError } from "./errors.ts";
 import {
   type ClaimShare,
@@ -25,14 +25,6 @@ export const WEBHOOK_QUERIES = {
   selectApproval: `SELECT ${ENDPOINT_COLUMNS}, secret FROM webhook_endpoints WHERE project_id = ? AND kind = 'approval'`,
   deleteEndpointEvents: "DELETE FROM webhook_events WHERE endpoint_id = ?",
   deleteEndpoint: "DELETE FROM webhook_endpoints WHERE id = ?",
-  // Subscribers of one project, or of every project (NULL).
-  selectSubscribers: `SELECT id, project_id, events FROM webhook_endpoints
-    WHERE kind = 'events' AND (CAST(? AS TEXT) IS NULL OR project_id = ?) ORDER BY created_at, id`,
-  lastSeq: "SELECT MAX(seq) AS seq FROM webhook_events WHERE endpoint_id = ? AND sponsorship_id = ?",
-  insertEvent: `INSERT INTO webhook_events (id, endpoint_id, project_id, type, sponsorship_id, seq, dedupe_key, payload, status,
-      attempts, next_attempt_ms, created_ms)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)
-    ON CONFLICT (endpoint_id, dedupe_key) DO NOTHING`,
   // Due, not leased, and not behind an earlier pending event of the same sponsorship for the same endpoint; at most
   // `perEndpoint` per endpoint, ranked so each endpoint's first due event comes before any endpoint's second:
   // one endpoint's backlog never fills a claim (src/webhooks/worker.ts keeps tenants apart with it).
@@ -235,10 +227,4 @@ export function knownEndpointEvents(event: OutboxEvent, endpoints: readonly Know
       const payload = eventBody(id, event.type, e.projectId, Math.floor(nowMs / 1000), event.data);
       return { sql: KNOWN_ENDPOINT_EVENT, params: [id, e.id, e.projectId, event.type, sponsorship, sponsorship, e.id, sponsorship, event.dedupeKey ?? null, payload, nowMs, nowMs] };
     });
-}
-
-/** Writes an event's outbox rows inside the caller's transaction; answers how many were written (0: none subscribed, or already told). */
-export async function writeEvents(tx: Queryer, d: Dialect, event: OutboxEvent, nowMs: number): Promise<number> {
-  const st = eventStatement(d, event, nowMs);
-  return (await tx.all(st.sql, st.params)).length;
 }

@@ -47,21 +47,9 @@ function billingQueries(d: Dialect) {
       ON CONFLICT (project_id) DO UPDATE SET enabled = excluded.enabled, markup_bps = excluded.markup_bps,
         fee_usd_micros = excluded.fee_usd_micros, alert_below_usd_micros = excluded.alert_below_usd_micros,
         updated_at = excluded.updated_at`,
-    selectAlertThreshold: "SELECT alert_below_usd_micros FROM billing_plans WHERE project_id = ?",
     selectAccount: `SELECT project_id, ${ACCOUNT_COLUMNS} FROM billing_accounts WHERE project_id = ?`,
     selectAccounts: `SELECT project_id, ${ACCOUNT_COLUMNS} FROM billing_accounts ORDER BY project_id`,
-    // Creates the row if missing, and locks it either way (ON CONFLICT DO UPDATE locks the existing row).
-    upsertLockAccount: `INSERT INTO billing_accounts (project_id, balance_usd_micros, held_usd_micros, last_seq, last_at, low_alerted, updated_at)
-      VALUES (?, '0', '0', 0, 0, ?, ?)
-      ON CONFLICT (project_id) DO UPDATE SET updated_at = billing_accounts.updated_at
-      RETURNING project_id, ${ACCOUNT_COLUMNS}`,
-    updateAccount: `UPDATE billing_accounts SET balance_usd_micros = ?, held_usd_micros = ?, last_seq = ?, last_at = ?,
-        low_alerted = ?, updated_at = ?
-      WHERE project_id = ?`,
-    insertEntry: `INSERT INTO billing_ledger (${ENTRY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     selectByReference: `SELECT ${ENTRY_COLUMNS} FROM billing_ledger WHERE reference = ? AND sponsorship_id IS NULL`,
-    // A sponsorship's latest entry: a debit while it stands settled, the adjustment that undid it after a reorg.
-    selectLastOfSponsorship: `SELECT ${ENTRY_COLUMNS} FROM billing_ledger WHERE sponsorship_id = ? ORDER BY seq DESC LIMIT 1`,
     selectEntries: `SELECT ${ENTRY_COLUMNS} FROM billing_ledger WHERE project_id = ? AND at >= ? AND at < ? AND seq > ?
       ORDER BY seq LIMIT ?`,
     // Entries are stamped in order (at never decreases with seq): the last one before `since` holds the opening balance.
