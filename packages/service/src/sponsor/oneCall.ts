@@ -9,7 +9,8 @@
  * op is simulated before its signature leaves (the fallback, counted by reason in
  * paymaster_one_call_fallbacks_total). Pure.
  */
-import { ChargeMode, ENTRY_POINT_ADDRESSES, type Address, type EntryPointVersion } from "@paymaster/shared";
+import { ChargeMode, ENTRY_POINT_ADDRESSES, UINT256_MAX, type Address, type EntryPointVersion } from "@paymaster/shared";
+import { MAX_VALIDITY_WINDOW_SECONDS } from "./validityWindow.ts";
 import type { ProbeFindings } from "./probe.ts";
 import type { Holdings } from "../chain/probe.ts";
 
@@ -36,9 +37,6 @@ export interface OneCallInput {
   token: { chargeMode: ChargeMode; maxTokenCost: bigint } | null;
 }
 
-/** The paymasters' longest validity window (PaymasterBase.MAX_VALIDITY_WINDOW): a longer one fails like a bad signature. */
-const MAX_VALIDITY_WINDOW = 86_400;
-const UINT256_MAX = (1n << 256n) - 1n;
 
 export function oneCallVerdict({ version, entryPoint, window, findings, token }: OneCallInput): OneCallVerdict {
   const fallback = (reason: FallbackReason): OneCallVerdict => ({ oneCall: false, reason });
@@ -46,7 +44,7 @@ export function oneCallVerdict({ version, entryPoint, window, findings, token }:
   // The argument reads the canonical EntryPoint's code (v0.6 simulates on the EntryPoint itself).
   if (entryPoint.toLowerCase() !== ENTRY_POINT_ADDRESSES[version].toLowerCase()) return fallback("entry_point");
   if (!findings.signerAccepted) return fallback("signer");
-  if (window.validUntil === 0 || window.validUntil > window.validAfter + MAX_VALIDITY_WINDOW) return fallback("window");
+  if (window.validUntil === 0 || window.validUntil > window.validAfter + MAX_VALIDITY_WINDOW_SECONDS) return fallback("window");
   if (!findings.accountAgnostic) return fallback("account");
   if (!findings.executionSucceeded) return fallback("execution");
   if (token === null) return { oneCall: true };

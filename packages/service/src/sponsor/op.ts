@@ -15,6 +15,8 @@ import {
   maxGasCostV06,
   maxGasCostV07,
   packUserOpV07,
+  preChargeGasCostV06,
+  preChargeGasCostV07,
   type Address,
   type Hex,
   type UserOperationV06,
@@ -33,6 +35,16 @@ export interface GasValues {
   /** v0.7 only (0 for v0.6). */
   paymasterVerificationGasLimit: bigint;
   paymasterPostOpGasLimit: bigint;
+}
+
+/** buildOp for the op without its calls (empty callData): what simulates the calls alone, right after validation. */
+export function buildOpWithoutCalls(request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): SimulatedOp {
+  return buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, paymasterData);
+}
+
+/** The wei an ERC-20 paymaster pre-charges `op` for (`postOpGas`: v0.6's charged postOp gas). */
+export function preChargeWeiOf(op: SimulatedOp, postOpGas: bigint): bigint {
+  return op.version === "v0.6" ? preChargeGasCostV06(op.userOp, postOpGas) : preChargeGasCostV07(op.userOp);
 }
 
 /** The version's op with the given gas values and paymaster data (paymasterData excludes the address). */

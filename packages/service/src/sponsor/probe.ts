@@ -12,14 +12,14 @@
  * charge of 1 unit; so the sender's holdings read after it tell what the op itself did with the token
  * (docs/pipeline.md, "One round trip").
  */
-import { ChargeMode, STUB_SIGNATURE, preChargeGasCostV06, preChargeGasCostV07, type EntryPointVersion, type Hex } from "@paymaster/shared";
-import { simulateOp, type SimulatedOp, type SimulationOutcome } from "../chain/entryPoint.ts";
+import { ChargeMode, EXCHANGE_RATE_SCALE, STUB_SIGNATURE, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { simulateOp, type SimulationOutcome } from "../chain/entryPoint.ts";
 import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
 import { tracedChain } from "../network/tracedChain.ts";
 import { chainWait } from "../timing.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
 import type { NetworkConfig } from "../config/types.ts";
-import { buildOp, paymasterDataFor, type GasValues } from "./op.ts";
+import { buildOp, buildOpWithoutCalls, paymasterDataFor, paymasterOf, preChargeWeiOf, type GasValues } from "./op.ts";
 import { callsRefusal, readHoldings, type SenderHoldings } from "./simulation.ts";
 import type { Target } from "./steps/target.ts";
 
@@ -93,7 +93,7 @@ async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): P
   const made = result.preCharge && erc20 ? erc20.preCharge : run;
   return {
     outcome: result.simulation,
-    paymasterData: paymasterDataOf(made.op),
+    paymasterData: paymasterOf(made.op).paymasterData,
     ...(result.holdings ? { holdings: result.holdings.before } : {}),
     findings: findingsOf(result),
   };
@@ -107,7 +107,7 @@ function probeRun(target: Target, gas: GasValues, chargeMode: ChargeMode, rate: 
   // The variant's rate is the op's: at twice the price its pre-charge reaches the same cap of 2 units.
   const variantData = paymasterDataFor(target, rate, chargeMode, VARIANT_SIGNATURE, PROBE_MAX_TOKEN_CHARGE);
   const run: ProbeRun = { op: buildOp(request, gas, target.paymaster, data), variant: buildOp(request, variantGas, target.paymaster, variantData) };
-  if (request.version === "v0.6") run.withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gas, target.paymaster, data);
+  if (request.version === "v0.6") run.withoutCalls = buildOpWithoutCalls(request, gas, target.paymaster, data);
   return run;
 }
 
@@ -120,12 +120,9 @@ function probeRun(target: Target, gas: GasValues, chargeMode: ChargeMode, rate: 
 function probeRate(target: Target, gas: GasValues): bigint {
   if (target.mode.mode !== "erc20") return 0n;
   const op = buildOp(target.request, gas, target.paymaster, paymasterDataFor(target, 1n, ChargeMode.PreCharge, STUB_SIGNATURE, PROBE_MAX_TOKEN_CHARGE));
-  const preChargeWei = op.version === "v0.6" ? preChargeGasCostV06(op.userOp, target.postOpGas) : preChargeGasCostV07(op.userOp);
-  return EXCHANGE_RATE_SCALE / preChargeWei + 1n;
+  // EXCHANGE_RATE_SCALE: tokenCost's scale, an exchange rate is token units per 1e18 wei.
+  return EXCHANGE_RATE_SCALE / preChargeWeiOf(op, target.postOpGas) + 1n;
 }
-
-/** tokenCost's scale: an exchange rate is token units per 1e18 wei. */
-const EXCHANGE_RATE_SCALE = 10n ** 18n;
 
 function findingsOf(result: ProbeResult): ProbeFindings {
   const { simulation, variant, calls } = result;
@@ -165,9 +162,6 @@ export function estimateChargeMode(holdings: SenderHoldings | undefined): Charge
   return holdings === undefined || holdings.allowance === 0n ? ChargeMode.InPostOp : ChargeMode.PreCharge;
 }
 
-function paymasterDataOf(op: SimulatedOp): Hex {
-  return op.version === "v0.6" ? (`0x${op.userOp.paymasterAndData.slice(42)}` as Hex) : op.userOp.paymasterData!;
-}
 
 // ---- the node's refusal, remembered: a node without state overrides refuses every probe.
 /** How long a refusal keeps the probe off for the network's version before it is tried again. */

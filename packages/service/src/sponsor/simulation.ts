@@ -9,7 +9,7 @@ import type { SponsorRequest } from "../wire/schemas.ts";
 import { RpcError } from "../errors.ts";
 import { simulateCalls, type SimulationFailure, type SimulationOutcome } from "../chain/entryPoint.ts";
 import { chainWait, type Timing } from "../timing.ts";
-import { buildOp, type GasValues } from "./op.ts";
+import { buildOpWithoutCalls, type GasValues } from "./op.ts";
 import { tracedChain } from "../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
 import type { Target } from "./steps/target.ts";
@@ -50,7 +50,7 @@ export async function tokenRead(chain: NetworkChain, token: Address, functionNam
  * Returns when the calls succeed.
  */
 export async function refuseRevertingCalls(timing: Timing | undefined, chain: NetworkChain, entryPoint: Address, request: SponsorRequest, gas: GasValues, paymaster: Address, paymasterData: Hex): Promise<void> {
-  const withoutCalls = buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as SponsorRequest, gas, paymaster, paymasterData);
+  const withoutCalls = buildOpWithoutCalls(request, gas, paymaster, paymasterData);
   const calls = await chainWait(timing, () => simulateCalls(chain.rpc, chain.simulator, entryPoint, withoutCalls, request.userOp.sender, request.userOp.callData));
   const refusal = callsRefusal(calls);
   if (refusal) throw refusal;

@@ -15,7 +15,7 @@ import type { SimulatedOp } from "../../chain/entryPoint.ts";
 import { tracedChain } from "../../network/tracedChain.ts";
 import { chainWait } from "../../timing.ts";
 import { NO_SPAN, traced, type TraceSpan } from "../../telemetry/trace.ts";
-import { buildOp, gasOf, paymasterOf, type GasValues } from "../op.ts";
+import { buildOpWithoutCalls, gasOf, paymasterOf, type GasValues } from "../op.ts";
 import { refuseProbe } from "../probe.ts";
 import { callsRefusal } from "../simulation.ts";
 import { chargeToken } from "./tokenCharge.ts";
@@ -80,6 +80,5 @@ export async function chargeLanding({ target, gas, cost, price, paymasterData }:
 function signedRun(target: Target, op: SimulatedOp): ProbeRun {
   if (op.version !== "v0.6") return { op };
   const { paymaster, paymasterData } = paymasterOf(op);
-  const request = target.request;
-  return { op, withoutCalls: buildOp({ ...request, userOp: { ...request.userOp, callData: "0x" } } as typeof request, gasOf(op), paymaster, paymasterData) };
+  return { op, withoutCalls: buildOpWithoutCalls(target.request, gasOf(op), paymaster, paymasterData) };
 }

@@ -3,8 +3,8 @@
  * the token's rate), under the given charge mode. Pure; raises nothing. The stub answers with it as is; every
  * other method goes on to the charge step (balance, allowance, charge mode).
  */
-import { ChargeMode, preChargeGasCostV06, preChargeGasCostV07, tokenCost, type Address, type Hex } from "@paymaster/shared";
-import { buildOp, type GasValues } from "../op.ts";
+import { ChargeMode, tokenCost, type Address, type Hex } from "@paymaster/shared";
+import { buildOp, preChargeWeiOf, type GasValues } from "../op.ts";
 import type { Target } from "./target.ts";
 import type { TokenPrice } from "./tokenPrice.ts";
 
@@ -29,8 +29,7 @@ export interface TokenQuoteInput {
 export function quoteToken({ target, gas, price, chargeMode, paymasterData }: TokenQuoteInput): TokenQuote {
   if (target.mode.mode !== "erc20") throw new TypeError("quoteToken outside ERC-20 mode");
   const token = target.mode.token;
-  const op = buildOp(target.request, gas, target.paymaster, paymasterData);
-  const preChargeWei = op.version === "v0.6" ? preChargeGasCostV06(op.userOp, target.postOpGas) : preChargeGasCostV07(op.userOp);
+  const preChargeWei = preChargeWeiOf(buildOp(target.request, gas, target.paymaster, paymasterData), target.postOpGas);
   return {
     symbol: token.symbol,
     address: token.address,
