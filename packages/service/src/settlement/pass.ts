@@ -81,8 +81,7 @@ async function catchUp(state: WatcherState, start: bigint, resumed: boolean, res
   try {
     let previousHash: Hex | null = null;
     if (resumed) {
-      cursor = await checkReorg(state, cursor, result.head, result);
-      previousHash = await cursorHash(state);
+      ({ cursor, hash: previousHash } = await checkReorg(state, cursor, result.head, result));
     }
     firstScanned = cursor + 1n;
     const range = rangeSize(state);
@@ -106,12 +105,6 @@ async function catchUp(state: WatcherState, start: bigint, resumed: boolean, res
 function rangeSize(state: WatcherState): bigint {
   const { logBlockRange } = state.options;
   return BigInt(state.watched.depositAddress === undefined ? logBlockRange : Math.min(logBlockRange, DEPOSIT_BLOCK_RANGE));
-}
-
-/** The stored cursor block's hash, or null when none is stored. */
-async function cursorHash(state: WatcherState): Promise<Hex | null> {
-  const hash = await state.store.getCursor(state.names.hash);
-  return hash === undefined ? null : (`0x${hash.toString(16).padStart(64, "0")}` as Hex);
 }
 
 /** One range: scan, settle, credit, then the cursor moves to `to`; answers `to`'s hash. */

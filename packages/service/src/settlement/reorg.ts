@@ -33,8 +33,11 @@ async function stillThere(header: Headers, blockNumber: bigint, blockHash: Hex):
   return block !== null && block.hash === blockHash.toLowerCase();
 }
 
-/** Undoes what a reorg removed; returns the cursor to continue from (moved back to rescan the window after one). */
-export async function checkReorg(state: WatcherState, cursor: bigint, head: bigint, result: TickResult): Promise<bigint> {
+/**
+ * Undoes what a reorg removed; returns the cursor to continue from (moved back to rescan the window after one)
+ * and its block's hash as stored (what the next range's first block must follow).
+ */
+export async function checkReorg(state: WatcherState, cursor: bigint, head: bigint, result: TickResult): Promise<{ cursor: bigint; hash: Hex }> {
   const header = headerCache(state.rpc);
   const depth = BigInt(state.options.reorgDepth);
   const windowStart = cursor - depth + 1n > 0n ? cursor - depth + 1n : 0n;
@@ -46,7 +49,7 @@ export async function checkReorg(state: WatcherState, cursor: bigint, head: bigi
   const checkFrom = reorg ? windowStart : cursor + 1n;
   await unsettleRemoved(state, header, checkFrom, result);
   if (state.watched.watchesDeposits || reorg) await revertRemovedDeposits(state, header, checkFrom, result);
-  if (!reorg) return cursor;
+  if (!reorg) return { cursor, hash: `0x${storedHash.toString(16).padStart(64, "0")}` as Hex };
   return rewind(state, header, { cursor, windowStart, head }, result);
 }
 
@@ -83,8 +86,8 @@ async function revertRemovedDeposits(state: WatcherState, header: Headers, check
   }
 }
 
-/** Moves the cursor below the reorg window; returns it. */
-async function rewind(state: WatcherState, header: Headers, at: { cursor: bigint; windowStart: bigint; head: bigint }, result: TickResult): Promise<bigint> {
+/** Moves the cursor below the reorg window; returns it and its block's hash. */
+async function rewind(state: WatcherState, header: Headers, at: { cursor: bigint; windowStart: bigint; head: bigint }, result: TickResult): Promise<{ cursor: bigint; hash: Hex }> {
   // The fork point is somewhere in the window (or the reorg is deeper than reorgDepth, which this cannot
   // see): rescan the whole window, which is idempotent for whatever did not change.
   let rewound = at.windowStart > 0n ? at.windowStart - 1n : 0n;
@@ -94,5 +97,5 @@ async function rewind(state: WatcherState, header: Headers, at: { cursor: bigint
   await setCursor(state, rewound, rewoundHeader.hash);
   result.reorg = { from: rewound + 1n };
   state.logger.warn({ cursor: at.cursor.toString(), rescanFrom: (rewound + 1n).toString() }, "chain reorganisation detected: rescanning");
-  return rewound;
+  return { cursor: rewound, hash: rewoundHeader.hash };
 }
