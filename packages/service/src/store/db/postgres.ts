@@ -419,20 +419,30 @@ class PostgresDb implements Db {
   }
 
   /** One statement on `client`, watched: see #silent. */
-  async #query<R>(client: PoolClient, sql: string, params: readonly Param[]): Promise<pg.QueryResult<R & pg.QueryResultRow>> {
+  #query<R>(client: PoolClient, sql: string, params: readonly Param[]): Promise<pg.QueryResult<R & pg.QueryResultRow>> {
     // BEGIN, COMMIT and ROLLBACK go as plain text (the simple protocol), everything else as a named statement.
     const s = TRANSACTION_CONTROL.has(sql) ? { text: sql } : statement(sql);
+    const doing = sql === "COMMIT" ? "committing (the outcome is unknown)" : undefined;
+    return this.#watched(client, doing, () => client.query<R & pg.QueryResultRow>({ ...s, values: params as unknown[] }));
+  }
+
+  /**
+   * What `send` asks of `client`, watched: cut by #silent past queryTimeoutMs; an answer (an error of the
+   * statement's own included) keeps the database heard from; a transport's error marks the connection broken;
+   * a failure is the store's (#failure, `doing` saying what was under way).
+   */
+  async #watched<T>(client: PoolClient, doing: string | undefined, send: () => Promise<T>): Promise<T> {
     const flight: InFlight = { startedAt: performance.now(), client, timer: undefined, killed: false };
     flight.timer = setTimeout(() => this.#silent(flight), this.#settings.queryTimeoutMs).unref();
     this.#inflight.add(flight);
     try {
-      const result = await client.query<R & pg.QueryResultRow>({ ...s, values: params as unknown[] });
+      const result = await send();
       this.#lastAnswerAt = performance.now();
       return result;
     } catch (err) {
       if (transportError(err)) this.#broken.add(client);
       else this.#lastAnswerAt = performance.now();
-      throw this.#failure(err, flight.killed, sql === "COMMIT" ? "committing (the outcome is unknown)" : undefined, flight.expired);
+      throw this.#failure(err, flight.killed, doing, flight.expired);
     } finally {
       clearTimeout(flight.timer);
       this.#inflight.delete(flight);
@@ -579,29 +589,13 @@ class PostgresDb implements Db {
 
   /** The statements as one exchange on `client` (./pgBatch.ts): one round trip, one transaction. Watched as one query (#silent). */
   async #exchange(client: PoolClient, statements: readonly Statement[]): Promise<unknown[][]> {
-    const flight: InFlight = { startedAt: performance.now(), client, timer: undefined, killed: false };
-    flight.timer = setTimeout(() => this.#silent(flight), this.#settings.queryTimeoutMs).unref();
-    this.#inflight.add(flight);
+    const named = statements.map((st) => ({ ...statement(st.sql), values: st.params as unknown[] }));
+    const send = () => new Promise<unknown[][]>((resolve, reject) => void client.query(new PgBatch(named, TYPES, (err, rows) => (err ? reject(err) : resolve(rows!))) as unknown as pg.QueryConfig));
     try {
-      const rows = await new Promise<unknown[][]>((resolve, reject) => {
-        const named = statements.map((st) => ({ ...statement(st.sql), values: st.params as unknown[] }));
-        void client.query(new PgBatch(named, TYPES, (err, rows) => (err ? reject(err) : resolve(rows!))) as unknown as pg.QueryConfig);
-      });
-      this.#lastAnswerAt = performance.now();
-      return rows;
-    } catch (err) {
-      if (sqlState(err) === BATCH_REFUSAL) {
-        this.#lastAnswerAt = performance.now();
-        const { message, detail } = err as pg.DatabaseError;
-        throw new Refusal(message, detail ?? null);
-      }
-      if (transportError(err)) this.#broken.add(client);
-      else this.#lastAnswerAt = performance.now();
       // The COMMIT left with the rest: a broken connection leaves the outcome unknown.
-      throw this.#failure(err, flight.killed, "running a batch (its outcome is unknown if the connection broke)", flight.expired);
-    } finally {
-      clearTimeout(flight.timer);
-      this.#inflight.delete(flight);
+      return await this.#watched(client, "running a batch (its outcome is unknown if the connection broke)", send);
+    } catch (err) {
+      throw refusalOf(err) ?? err; // a statement's pm_refuse is the database's answer (#failure passes it through)
     }
   }
 
@@ -647,9 +641,15 @@ async function batchInside(tx: Tx, statements: readonly Statement[]): Promise<un
     return rows;
   } catch (err) {
     await tx.run("ROLLBACK TO SAVEPOINT pm_batch");
-    if (sqlState(err) === BATCH_REFUSAL) throw new Refusal((err as pg.DatabaseError).message, (err as pg.DatabaseError).detail ?? null);
-    throw err;
+    throw refusalOf(err) ?? err;
   }
+}
+
+/** A statement's pm_refuse (SQLSTATE PM001) as the Refusal callers catch; undefined for any other error. */
+function refusalOf(err: unknown): Refusal | undefined {
+  if (sqlState(err) !== BATCH_REFUSAL) return undefined;
+  const { message, detail } = err as pg.DatabaseError;
+  return new Refusal(message, detail ?? null);
 }
 
 /** Applies the migrations the database has not seen yet, in one transaction under an advisory lock. */
