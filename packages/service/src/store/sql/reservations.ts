@@ -23,11 +23,12 @@ import * as dbRows from "../rows.ts";
 import * as validation from "../validation.ts";
 import { Refusal, type Dialect, type Param, type Statement } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
-import { releasedData, sponsorshipData } from "../../webhooks/events.ts";
+import { sponsorshipData } from "../../webhooks/events.ts";
 import { eventStatement, knownEndpointEvents } from "../webhookRows.ts";
 import type { NewSponsorship, ReserveResult, SponsorshipRecord, Store } from "../types.ts";
 import { counterMove, growingUsage, usageRowsMove, type RowChecks } from "./statements.ts";
 import { factsOf, guardStatements, nowMs, type SqlShared, type SponsorshipFactsRow } from "./shared.ts";
+import { releaseRow, releasedEvent } from "./transitions.ts";
 
 /**
  * Attempts before concurrent reservations of the same op that keep replacing each other give up (CONFLICT): each
@@ -43,8 +44,6 @@ const RESERVATION_SQL = {
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
     VALUES (?, ?, ?, ?, ?, ?)`,
-  replace: `UPDATE sponsorships SET status = 'released', release_reason = 'replaced', updated_at = ?, change_id = ?
-    WHERE id = ? AND status IN ('reserved', 'signed')`,
   // First in the batch: a refusal here costs nothing, no row is touched yet.
   configGuard: `SELECT CASE WHEN version <> ? THEN pm_refuse('{"reason":"CONFIG_CHANGED"}', NULL) END AS refused FROM config_version WHERE id = 1`,
 } as const;
@@ -298,13 +297,12 @@ function signedEvent(d: Dialect, p: Plan): Statement[] {
 
 /** The replaced sponsorship's release, under a guard that it is still the one read (and still open). */
 function replacement(parts: ReservationParts, previous: SponsorshipFactsRow, changeId: string, now: number): Statement[] {
-  const released = dbRows.toSponsorship({ ...previous, status: "released", release_reason: "replaced" });
+  const event = releasedEvent(previous.status, "replaced");
+  const released = () => dbRows.toSponsorship({ ...previous, status: "released", release_reason: "replaced" });
   return [
-    { sql: parts.q.replace, params: [now, changeId, previous.id] },
+    releaseRow(previous.id, "replaced", { now, changeId }),
     ...guardStatements(parts.s, [previous.id], changeId),
-    ...(previous.status === "signed"
-      ? [eventStatement(parts.s.db.dialect, { projectId: previous.project_id, type: "sponsorship.released", data: releasedData(released, "replaced"), sponsorshipId: previous.id }, nowMs())]
-      : []),
+    ...(event ? [eventStatement(parts.s.db.dialect, { ...event(released()), projectId: previous.project_id, sponsorshipId: previous.id }, nowMs())] : []),
   ];
 }
 

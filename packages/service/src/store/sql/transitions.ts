@@ -198,16 +198,21 @@ function eventOf(d: Dialect, row: SponsorshipFactsRow, change: Change): Statemen
 }
 
 function release(reason: dbRows.ReleaseReason): Decide {
-  return ({ row }, { now, changeId }) =>
-    row.status === "reserved" || row.status === "signed"
-      ? {
-          to: "closed",
-          after: "released",
-          statements: [{ sql: TRANSITION_SQL.release, params: [reason, now, changeId, row.id] }],
-          // Only a signature handed out is news to the project: an unsigned reservation leaves quietly.
-          ...(row.status === "signed" ? { event: (r: SponsorshipRecord) => ({ type: "sponsorship.released" as const, data: releasedData(r, reason) }) } : {}),
-        }
-      : undefined;
+  return ({ row }, at) => {
+    if (row.status !== "reserved" && row.status !== "signed") return undefined;
+    const event = releasedEvent(row.status, reason);
+    return { to: "closed", after: "released", statements: [releaseRow(row.id, reason, at)], ...(event ? { event } : {}) };
+  };
+}
+
+/** The release of an open (reserved or signed) sponsorship's row, for `reason`. Also a reservation's replaced one. */
+export function releaseRow(id: string, reason: dbRows.ReleaseReason, { now, changeId }: { now: number; changeId: string }): Statement {
+  return { sql: TRANSITION_SQL.release, params: [reason, now, changeId, id] };
+}
+
+/** A release's event: only a signature handed out is news to the project (an unsigned reservation leaves quietly). */
+export function releasedEvent(status: string, reason: dbRows.ReleaseReason): ((r: SponsorshipRecord) => Pick<OutboxEvent, "type" | "data">) | undefined {
+  return status === "signed" ? (r) => ({ type: "sponsorship.released", data: releasedData(r, reason) }) : undefined;
 }
 
 /** See accounting.ts: a signed one settles; so does a released one that was signed (its signature landed anyway). */
