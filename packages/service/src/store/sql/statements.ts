@@ -49,14 +49,8 @@ type UsageColumn = (typeof USAGE_FIELDS)[number][0];
  * arithmetic is a function call each). Parameters: the row's key, the new row's values and `now`, each moving
  * column's delta, the ops delta and `now`, then each check's limit and refusal.
  */
-function usageSql(d: Dialect, moving: readonly UsageColumn[], caps: { wei: boolean; usd: boolean; ops: boolean }): string {
-  const total = d.plus("reserved_wei", "spent_wei");
-  const usd = d.plus("reserved_usd_micros", "spent_usd_micros");
-  const checks = [
-    ...(caps.wei ? [`WHEN ${d.greater(total, "?")} THEN pm_refuse(?, CAST(${total} AS TEXT))`] : []),
-    ...(caps.usd ? [`WHEN ${d.greater(usd, "?")} THEN pm_refuse(?, CAST(${usd} AS TEXT))`] : []),
-    ...(caps.ops ? ["WHEN ops > ? THEN pm_refuse(?, CAST(ops AS TEXT))"] : []),
-  ];
+function usageSql(d: Dialect, moving: readonly UsageColumn[], caps: CapPresence): string {
+  const checks = capClauses(d, caps, "");
   return `INSERT INTO strategy_usage (strategy_id, scope, key, reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops, updated_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (strategy_id, scope, key) DO UPDATE SET ${moving.map((c) => `${c} = ${d.plusFloor0(`strategy_usage.${c}`, "?")}, `).join("")}ops = ${d.greatest("strategy_usage.ops + ?", "0")}, updated_at = ?
@@ -64,6 +58,37 @@ function usageSql(d: Dialect, moving: readonly UsageColumn[], caps: { wei: boole
 }
 
 const usageSqls = new Map<string, string>();
+
+/** Which of a usage row's caps a statement checks. */
+interface CapPresence {
+  wei: boolean;
+  usd: boolean;
+  ops: boolean;
+}
+
+function capPresence(caps: CapCheck | undefined): CapPresence {
+  return { wei: caps?.maxWei !== undefined, usd: caps?.maxUsdMicros !== undefined, ops: caps?.maxOps !== undefined };
+}
+
+/**
+ * The RETURNING CASE's clauses that refuse a usage row over its caps (each a limit and a refusal parameter);
+ * `where` picks the row first in a multi-row upsert (its key's parameters before each clause's).
+ */
+function capClauses(d: Dialect, caps: CapPresence, where: string): string[] {
+  const total = d.plus("reserved_wei", "spent_wei");
+  const usd = d.plus("reserved_usd_micros", "spent_usd_micros");
+  return [
+    ...(caps.wei ? [`WHEN ${where}${d.greater(total, "?")} THEN pm_refuse(?, CAST(${total} AS TEXT))`] : []),
+    ...(caps.usd ? [`WHEN ${where}${d.greater(usd, "?")} THEN pm_refuse(?, CAST(${usd} AS TEXT))`] : []),
+    ...(caps.ops ? [`WHEN ${where}ops > ? THEN pm_refuse(?, CAST(ops AS TEXT))`] : []),
+  ];
+}
+
+/** capClauses' parameters for `caps`: per clause, `rowKey` (see capClauses' `where`), the limit and its refusal. */
+function capParams(caps: CapCheck | undefined, has: CapPresence, rowKey: readonly Param[]): Param[] {
+  const refusal = (kind: string, limit: bigint | number): Param[] => [...rowKey, limit, capRefusal(`${caps!.rulePrefix}.${kind}`, limit)];
+  return [...(has.wei ? refusal("maxWei", caps!.maxWei!) : []), ...(has.usd ? refusal("maxUsd", caps!.maxUsdMicros!) : []), ...(has.ops ? refusal("maxOps", caps!.maxOps!) : [])];
+}
 
 /** A cap's refusal token, made once per (rule, limit): every reservation carries one per cap it checks. */
 const capRefusals = new Map<string, string>();
@@ -79,20 +104,17 @@ function capRefusal(rule: string, limit: bigint | number): string {
 
 function usageMove(d: Dialect, row: UsageKey, by: Amounts, now: number, caps: CapCheck | undefined): Statement {
   const moving = USAGE_FIELDS.filter(([, field]) => by[field] !== 0n);
-  const has = { wei: caps?.maxWei !== undefined, usd: caps?.maxUsdMicros !== undefined, ops: caps?.maxOps !== undefined };
+  const has = capPresence(caps);
   const shape = `${d.name}:${moving.map(([c]) => c).join(",")}:${has.wei}${has.usd}${has.ops}`;
   let sql = usageSqls.get(shape);
   if (sql === undefined) usageSqls.set(shape, (sql = usageSql(d, moving.map(([c]) => c), has)));
-  const refusal = (kind: string, limit: bigint | number): Param[] => [limit, capRefusal(`${caps!.rulePrefix}.${kind}`, limit)];
   return {
     sql,
     params: [
       row.strategyId, row.scope, row.key,
       floor0(by.reservedWei), floor0(by.spentWei), floor0(by.reservedUsdMicros), floor0(by.spentUsdMicros), floor0(by.count), now,
       ...moving.map(([, field]) => by[field]), by.count, now,
-      ...(has.wei ? refusal("maxWei", caps!.maxWei!) : []),
-      ...(has.usd ? refusal("maxUsd", caps!.maxUsdMicros!) : []),
-      ...(has.ops ? refusal("maxOps", caps!.maxOps!) : []),
+      ...capParams(caps, has, []),
     ],
   };
 }
@@ -102,15 +124,8 @@ function usageMove(d: Dialect, row: UsageKey, by: Amounts, now: number, caps: Ca
  * multi-row upsert whose RETURNING finds each row's own caps by its (scope, key). One statement, however many caps
  * the strategy has, so a capped reservation costs about what an uncapped one does.
  */
-function usageRowsSql(d: Dialect, moving: readonly UsageColumn[], rows: readonly { wei: boolean; usd: boolean; ops: boolean }[]): string {
-  const total = d.plus("reserved_wei", "spent_wei");
-  const usd = d.plus("reserved_usd_micros", "spent_usd_micros");
-  const row = "scope = ? AND key = ?";
-  const checks = rows.flatMap((caps) => [
-    ...(caps.wei ? [`WHEN ${row} AND ${d.greater(total, "?")} THEN pm_refuse(?, CAST(${total} AS TEXT))`] : []),
-    ...(caps.usd ? [`WHEN ${row} AND ${d.greater(usd, "?")} THEN pm_refuse(?, CAST(${usd} AS TEXT))`] : []),
-    ...(caps.ops ? [`WHEN ${row} AND ops > ? THEN pm_refuse(?, CAST(ops AS TEXT))`] : []),
-  ]);
+function usageRowsSql(d: Dialect, moving: readonly UsageColumn[], rows: readonly CapPresence[]): string {
+  const checks = rows.flatMap((caps) => capClauses(d, caps, "scope = ? AND key = ? AND "));
   return `INSERT INTO strategy_usage (strategy_id, scope, key, reserved_wei, spent_wei, reserved_usd_micros, spent_usd_micros, ops, updated_at)
       VALUES ${rows.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}
       ON CONFLICT (strategy_id, scope, key) DO UPDATE SET ${moving.map((c) => `${c} = ${d.plus(`strategy_usage.${c}`, `excluded.${c}`)}, `).join("")}ops = strategy_usage.ops + excluded.ops, updated_at = excluded.updated_at
@@ -126,7 +141,7 @@ export function growingUsage(moves: readonly Move[]): boolean {
 export function usageRowsMove(d: Dialect, moves: readonly Move[], now: number, capsOf: (row: Move["row"]) => CapCheck | undefined): Statement {
   const moving = USAGE_FIELDS.filter(([, field]) => moves.some((m) => m.by[field] !== 0n));
   const caps = moves.map((m) => capsOf(m.row));
-  const has = caps.map((c) => ({ wei: c?.maxWei !== undefined, usd: c?.maxUsdMicros !== undefined, ops: c?.maxOps !== undefined }));
+  const has = caps.map(capPresence);
   const shape = `${d.name}:rows:${moving.map(([c]) => c).join(",")}:${has.map((h) => `${+h.wei}${+h.usd}${+h.ops}`).join("/")}`;
   let sql = usageSqls.get(shape);
   if (sql === undefined) usageSqls.set(shape, (sql = usageRowsSql(d, moving.map(([c]) => c), has)));
@@ -135,10 +150,8 @@ export function usageRowsMove(d: Dialect, moves: readonly Move[], now: number, c
     return [key.strategyId, key.scope, key.key, by.reservedWei, by.spentWei, by.reservedUsdMicros, by.spentUsdMicros, by.count, now];
   });
   const checks = moves.flatMap(({ row }, i) => {
-    const c = caps[i];
     const { scope, key } = row as UsageKey;
-    const refusal = (kind: string, limit: bigint | number): Param[] => [scope, key, limit, capRefusal(`${c!.rulePrefix}.${kind}`, limit)];
-    return [...(has[i]!.wei ? refusal("maxWei", c!.maxWei!) : []), ...(has[i]!.usd ? refusal("maxUsd", c!.maxUsdMicros!) : []), ...(has[i]!.ops ? refusal("maxOps", c!.maxOps!) : [])];
+    return capParams(caps[i], has[i]!, [scope, key]);
   });
   return { sql, params: [...values, ...checks] };
 }
