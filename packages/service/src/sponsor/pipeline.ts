@@ -141,10 +141,18 @@ async function chargeAndCommit(quoted: Quoted, price: TokenPrice): Promise<Charg
       const token = await traced(trace, "step.chargeToken", chargeToken, { ...quoted, price, holdings, paymasterData: stubPaymasterData(quoted.target, price, ChargeMode.PreCharge) });
       return { committed: await signAndCommit({ ...quoted, token }), token };
     }
-    const target = await correctedDelegate(quoted.delegate, refusal);
-    if (target === undefined) throw refusal;
-    return land({ ...quoted, target });
+    return againForReadDelegate(quoted, refusal, land);
   }
+}
+
+/**
+ * After the simulation refused a signature: `again` for the delegate the sender's code read names, when the one
+ * signed for was a guess the read contradicts (src/sponsor/steps/delegate.ts correctedDelegate); else the refusal stands.
+ */
+async function againForReadDelegate<T>(quoted: Quoted, refusal: unknown, again: (q: Quoted) => Promise<T>): Promise<T> {
+  const target = await correctedDelegate(quoted.delegate, refusal);
+  if (target === undefined) throw refusal;
+  return again({ ...quoted, target });
 }
 
 /**
@@ -162,9 +170,7 @@ async function signAndCommit(quoted: Quoted): Promise<Committed> {
   try {
     return await commit(quoted, true);
   } catch (refusal) {
-    const target = await correctedDelegate(quoted.delegate, refusal);
-    if (target === undefined) throw refusal;
-    return commit({ ...quoted, target }, true);
+    return againForReadDelegate(quoted, refusal, (q) => commit(q, true));
   }
 }
 
@@ -219,8 +225,10 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   const client = clientGas(target);
   // The estimate's probe reads the sender's token holdings in its one call, and so does the final simulation's
   // (chargeLanding) when an ERC-20 sponsorship with the client's gas is signed; otherwise the price step reads them.
-  const probing = needsSimulation(client.gas) && probeUsable(target);
-  const deferCharge = signs && !needsSimulation(client.gas) && target.mode.mode === "erc20" && call.network.config.skipFinalSimulation !== true && probeUsable(target);
+  const estimates = needsSimulation(client.gas);
+  const usable = probeUsable(target);
+  const probing = estimates && usable;
+  const deferCharge = signs && !estimates && target.mode.mode === "erc20" && call.network.config.skipFinalSimulation !== true && usable;
   const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: !probing && !deferCharge });
   checkCaps({ target, gas: client.gas }); // the client's own values first: an over-cap limit must never reach the simulation
   const estimateData = stubPaymasterData(target, price, ChargeMode.PreCharge);

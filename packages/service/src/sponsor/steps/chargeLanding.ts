@@ -46,11 +46,12 @@ export interface ChargeLanded {
 export async function chargeLanding({ target, gas, cost, price, paymasterData }: ChargeLandingInput, span: TraceSpan = NO_SPAN): Promise<ChargeLanded> {
   if (target.mode.mode !== "erc20") throw new TypeError("chargeLanding outside ERC-20 mode");
   const { request, entry, chain, call } = target;
-  const quoteFor = (chargeMode: ChargeMode) => quoteToken({ target, gas, price, chargeMode, paymasterData });
-  const maxTokenCost = quoteFor(ChargeMode.PreCharge).maxTokenCost;
+  // One quote: the charge mode changes nothing else of it (the maximum token cost is the pre-charge's either way).
+  const preChargeQuote = quoteToken({ target, gas, price, chargeMode: ChargeMode.PreCharge, paymasterData });
+  const maxTokenCost = preChargeQuote.maxTokenCost;
   const [preCharged, chargedInPostOp] = await Promise.all([
-    signLanding({ target, gas, cost, token: quoteFor(ChargeMode.PreCharge) }),
-    signLanding({ target, gas, cost, token: quoteFor(ChargeMode.InPostOp) }),
+    signLanding({ target, gas, cost, token: preChargeQuote }),
+    signLanding({ target, gas, cost, token: { ...preChargeQuote, chargeMode: ChargeMode.InPostOp } }),
   ]);
   const input = {
     entryPoint: entry.entryPoint,
