@@ -14,7 +14,7 @@
  */
 import { ChargeMode, EXCHANGE_RATE_SCALE, STUB_SIGNATURE, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { simulateOp, type SimulationOutcome } from "../chain/entryPoint.ts";
-import { ProbeRefused, probeSponsorship, type Holdings, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
+import { ProbeRefused, probeSponsorship, type Holdings, type ProbeInput, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
 import { tracedChain } from "../network/tracedChain.ts";
 import { chainWait } from "../timing.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
@@ -75,21 +75,35 @@ export async function simulateEstimate({ target, gas, chargeMode }: EstimateSimu
     try {
       return await probeEstimate(target, gas, span);
     } catch (error) {
-      if (!(error instanceof ProbeRefused)) throw error;
-      refuseProbe(target, error);
+      if (!(error instanceof ProbeRefused)) throw error; // a refusal is remembered (runProbe): the plain path below
     }
   }
   return plainEstimate(target, gas, chargeMode, span);
 }
 
+/**
+ * The probe's one call for `target`'s op: `run`, and in ERC-20 mode `erc20`'s run charged up front (the sender's
+ * holdings select one), timed as a chain wait and traced. A node's refusal is remembered for the network and
+ * version (refuseProbe), then raised: the caller takes the path without the probe.
+ */
+export async function runProbe(target: Target, run: ProbeRun, erc20: ProbeInput["erc20"], span: TraceSpan): Promise<ProbeResult> {
+  const { request, entry, chain, call } = target;
+  const input: ProbeInput = { entryPoint: entry.entryPoint, paymaster: target.paymaster, signer: chain.signer.address, sender: request.userOp.sender, callData: request.userOp.callData, run, ...(erc20 ? { erc20 } : {}) };
+  try {
+    return await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input));
+  } catch (error) {
+    if (error instanceof ProbeRefused) refuseProbe(target, error);
+    throw error;
+  }
+}
+
 async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): Promise<EstimateRun> {
-  const { request, entry, paymaster, mode, chain, call } = target;
+  const { mode } = target;
   const rate = probeRate(target, gas);
   const runFor = (chargeMode: ChargeMode) => probeRun(target, gas, chargeMode, rate);
   const run = runFor(ChargeMode.InPostOp);
   const erc20 = mode.mode === "erc20" ? { token: mode.token.address, preChargeFrom: 1n, preCharge: runFor(ChargeMode.PreCharge) } : undefined;
-  const input = { entryPoint: entry.entryPoint, paymaster, signer: chain.signer.address, sender: request.userOp.sender, callData: request.userOp.callData, run, ...(erc20 ? { erc20 } : {}) };
-  const result = await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input));
+  const result = await runProbe(target, run, erc20, span);
   const made = result.preCharge && erc20 ? erc20.preCharge : run;
   return {
     outcome: result.simulation,
@@ -176,7 +190,7 @@ export function probeUsable(target: Target): boolean {
 }
 
 /** Remembers that the node refused the probe for the target's network and version (one warning per 10 minutes). */
-export function refuseProbe(target: Target, error: ProbeRefused): void {
+function refuseProbe(target: Target, error: ProbeRefused): void {
   const versions = refusedUntil.get(target.call.network.config) ?? new Map<EntryPointVersion, number>();
   versions.set(target.request.version, Date.now() + PROBE_RETRY_MS);
   refusedUntil.set(target.call.network.config, versions);

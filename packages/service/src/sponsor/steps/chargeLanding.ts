@@ -10,13 +10,11 @@
  * when the node took no state overrides (the pipeline then reads the holdings and simulates apart).
  */
 import { ChargeMode, type Hex } from "@paymaster/shared";
-import { probeSponsorship, ProbeRefused, type ProbeRun } from "../../chain/probe.ts";
+import type { ProbeRun } from "../../chain/probe.ts";
 import type { SimulatedOp } from "../../chain/entryPoint.ts";
-import { tracedChain } from "../../network/tracedChain.ts";
-import { chainWait } from "../../timing.ts";
 import { NO_SPAN, traced, type TraceSpan } from "../../telemetry/trace.ts";
 import { buildOpWithoutCalls, gasOf, paymasterOf, type GasValues } from "../op.ts";
-import { refuseProbe } from "../probe.ts";
+import { runProbe } from "../probe.ts";
 import { callsRefusal } from "../simulation.ts";
 import { chargeToken } from "./tokenCharge.ts";
 import { commitSponsorship, type Committed } from "./commit.ts";
@@ -45,7 +43,6 @@ export interface ChargeLanded {
 
 export async function chargeLanding({ target, gas, cost, price, paymasterData }: ChargeLandingInput, span: TraceSpan = NO_SPAN): Promise<ChargeLanded> {
   if (target.mode.mode !== "erc20") throw new TypeError("chargeLanding outside ERC-20 mode");
-  const { request, entry, chain, call } = target;
   // One quote: the charge mode changes nothing else of it (the maximum token cost is the pre-charge's either way).
   const preChargeQuote = quoteToken({ target, gas, price, chargeMode: ChargeMode.PreCharge, paymasterData });
   const maxTokenCost = preChargeQuote.maxTokenCost;
@@ -53,19 +50,8 @@ export async function chargeLanding({ target, gas, cost, price, paymasterData }:
     signLanding({ target, gas, cost, token: preChargeQuote }),
     signLanding({ target, gas, cost, token: { ...preChargeQuote, chargeMode: ChargeMode.InPostOp } }),
   ]);
-  const input = {
-    entryPoint: entry.entryPoint,
-    paymaster: target.paymaster,
-    signer: chain.signer.address,
-    sender: request.userOp.sender,
-    callData: request.userOp.callData,
-    run: signedRun(target, chargedInPostOp),
-    erc20: { token: target.mode.token.address, preChargeFrom: maxTokenCost, preCharge: signedRun(target, preCharged) },
-  };
-  const result = await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input)).catch((error: unknown) => {
-    if (error instanceof ProbeRefused) refuseProbe(target, error);
-    throw error;
-  });
+  const erc20 = { token: target.mode.token.address, preChargeFrom: maxTokenCost, preCharge: signedRun(target, preCharged) };
+  const result = await runProbe(target, signedRun(target, chargedInPostOp), erc20, span);
   const { before, after } = result.holdings!;
   const token = await traced(span, "step.chargeToken", chargeToken, { target, gas, price, holdings: before, paymasterData });
   // The charge step's rule is the probe's (the allowance against the maximum token cost): the mode simulated is the one decided.
