@@ -82,7 +82,7 @@ export async function startService(config: ServiceConfig, options: StartOptions 
   const started = await startNetworks(config, { store, logger, metrics, tracing, ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }) });
   logNetworkSimulation(started, logger, metrics);
   const core = buildContext(config, options, { store, logger, metrics, started });
-  const listeners = await startListeners(core, options.admin);
+  const listeners = await startListeners(core, options.admin, tracing);
   const watch = options.watch ?? config.watch ?? true;
   logListening(core, listeners, watch);
   const loops = startBackgroundLoops(core, watch);
@@ -213,14 +213,15 @@ interface Listeners {
 
 /**
  * The JSON-RPC app, then the metrics listener (when configured) and the admin API (when given). One that cannot
- * listen stops the start-up: what is up so far is closed.
+ * listen (the JSON-RPC port taken, say) stops the start-up: what is up so far is closed, the traces flushed.
  */
-async function startListeners(core: ServiceCore, admin: AdminApiOptions | undefined): Promise<Listeners> {
+async function startListeners(core: ServiceCore, admin: AdminApiOptions | undefined, tracing: boolean): Promise<Listeners> {
   const { service, config, store, logger } = core;
   const ownListener = (url: string) => core.destinations.ownPorts.add(Number(new URL(url).port));
-  const listeners: Listeners = { server: await listen(createApp(service, METHODS), { host: config.host, port: config.port }) };
-  ownListener(listeners.server.url);
+  const listeners: Partial<Listeners> = {};
   try {
+    listeners.server = await listen(createApp(service, METHODS), { host: config.host, port: config.port });
+    ownListener(listeners.server.url);
     if (config.metrics) {
       listeners.metricsListener = await startMetricsListener(service, core.metrics, config.metrics);
       ownListener(listeners.metricsListener.url);
@@ -230,21 +231,22 @@ async function startListeners(core: ServiceCore, admin: AdminApiOptions | undefi
       ownListener(listeners.adminServer.url);
     }
   } catch (error) {
-    await closeAfterFailedListener(core, listeners);
+    await closeAfterFailedListener(core, listeners, tracing);
     throw error;
   }
   const { adminServer } = listeners;
   if (adminServer) logger.info({ url: adminServer.url, console: `${adminServer.url}/console/` }, "admin API and console listening");
-  return listeners;
+  return listeners as Listeners;
 }
 
-/** A listener could not start: the ones up, the networks, the rate limiter and the store are closed. */
-async function closeAfterFailedListener(core: ServiceCore, listeners: Listeners): Promise<void> {
-  await listeners.server.close();
+/** A listener could not start: the ones up, the networks, the rate limiter and the store are closed; the traces flushed. */
+async function closeAfterFailedListener(core: ServiceCore, listeners: Partial<Listeners>, tracing: boolean): Promise<void> {
+  await listeners.server?.close();
   await listeners.metricsListener?.close();
   for (const s of core.started) s.stop();
   await core.rateLimiter.close();
   await core.store.close();
+  if (tracing) await stopTracing().catch((error: unknown) => core.logger.warn({ err: error }, "could not flush the last traces"));
 }
 
 /** The start-up line: where the service listens, its networks, whether it watches, its rate limits. */
