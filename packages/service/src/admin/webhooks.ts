@@ -21,7 +21,12 @@ function view(endpoint: WebhookEndpoint): Omit<WebhookEndpoint, "secret"> {
  * ("https://hooks.example/…"), since a receiver's path or query often holds its own token.
  */
 export function webhookUrlFor(principal: Principal, url: string): string {
-  return isRole(principal) && roleIncludes(principal, "operator") ? url : redactUrl(url);
+  return seesWebhookUrls(principal) ? url : redactUrl(url);
+}
+
+/** Whether `principal` sees webhook URLs whole (an operator or admin: a receiver's token may sit in the path or query). */
+export function seesWebhookUrls(principal: Principal): boolean {
+  return isRole(principal) && roleIncludes(principal, "operator");
 }
 
 export const createWebhook = mutation("operator", async function createWebhook(
