@@ -13,13 +13,13 @@
  * (docs/pipeline.md, "One round trip").
  */
 import { ChargeMode, EXCHANGE_RATE_SCALE, STUB_SIGNATURE, type EntryPointVersion, type Hex } from "@paymaster/shared";
-import { simulateOp, type SimulationOutcome } from "../chain/entryPoint.ts";
+import { simulateOp, type SimulatedOp, type SimulationOutcome } from "../chain/entryPoint.ts";
 import { ProbeRefused, probeSponsorship, type Holdings, type ProbeInput, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
 import { tracedChain } from "../network/tracedChain.ts";
 import { chainWait } from "../timing.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
 import type { NetworkConfig } from "../config/types.ts";
-import { buildOp, buildOpWithoutCalls, paymasterDataFor, paymasterOf, preChargeWeiOf, type GasValues } from "./op.ts";
+import { buildOp, buildOpWithoutCalls, paymasterDataFor, preChargeWeiOf, type GasValues } from "./op.ts";
 import { callsRefusal, readHoldings, type SenderHoldings } from "./simulation.ts";
 import type { Target } from "./steps/target.ts";
 
@@ -40,8 +40,8 @@ export const PROBE_MAX_TOKEN_CHARGE = 2n;
 /** What the estimate's simulation found. */
 export interface EstimateRun {
   outcome: SimulationOutcome;
-  /** The paymaster data it ran (ERC-20: of the charge mode the sender's allowance selected). */
-  paymasterData: Hex;
+  /** The op it ran (ERC-20: charged in the mode the sender's allowance selected). */
+  op: SimulatedOp;
   /** ERC-20 mode: the sender's balance and allowance to the paymaster before the op. */
   holdings?: SenderHoldings;
   /** Set when it ran through the probe: what oneCall.ts decides on. */
@@ -107,7 +107,7 @@ async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): P
   const made = result.preCharge && erc20 ? erc20.preCharge : run;
   return {
     outcome: result.simulation,
-    paymasterData: paymasterOf(made.op).paymasterData,
+    op: made.op,
     ...(result.holdings ? { holdings: result.holdings.before } : {}),
     findings: findingsOf(result),
   };
@@ -168,7 +168,7 @@ async function plainEstimate(target: Target, gas: GasValues, known: ChargeMode |
   const op = buildOp(request, gas, paymaster, paymasterData);
   const traced = tracedChain(chain, span);
   const outcome = await chainWait(call.timing, () => simulateOp(traced.rpc, chain.simulator, entry.entryPoint, op));
-  return { outcome, paymasterData, ...(holdings ? { holdings } : {}) };
+  return { outcome, op, ...(holdings ? { holdings } : {}) };
 }
 
 /** The charge mode an estimate runs in: at a 1-wei price any allowance covers a pre-charge. */

@@ -16,7 +16,7 @@ import { chainWait } from "../../timing.ts";
 import { tracedChain } from "../../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { limitsFromSimulation, preVerificationGas } from "../gas.ts";
-import { buildOp, type GasValues } from "../op.ts";
+import { buildOp, paymasterOf, type GasValues } from "../op.ts";
 import { refuseRevertingCalls, simulationError } from "../simulation.ts";
 import { ACCEPTED_SIGNATURE_GAS, simulateEstimate, type EstimateRun } from "../probe.ts";
 import type { Target } from "./target.ts";
@@ -95,8 +95,8 @@ async function measure(target: Target, gas: GasValues, chargeMode: ChargeMode | 
   // v0.7 tells whether the op's calls ran through: a revert is refused here already (with its revert data),
   // whether or not the final simulation runs.
   const chain = tracedChain(target.chain, span);
-  if (run.outcome.result.opSucceeded === false) await refuseRevertingCalls(call.timing, chain, entry.entryPoint, request, generous, paymaster, run.paymasterData);
-  const measured = limitsFromSimulation(buildOp(request, generous, paymaster, run.paymasterData), run.outcome.result, target.minPostOpGasLimit);
+  if (run.outcome.result.opSucceeded === false) await refuseRevertingCalls(call.timing, chain, entry.entryPoint, request, generous, paymaster, paymasterOf(run.op).paymasterData);
+  const measured = limitsFromSimulation(run.op, run.outcome.result, target.minPostOpGasLimit);
   if (gas.callGasLimit === 0n) gas.callGasLimit = measured.callGasLimit;
   if (gas.verificationGasLimit === 0n) gas.verificationGasLimit = measured.verificationGasLimit;
   return run;
