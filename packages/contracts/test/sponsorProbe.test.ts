@@ -3,6 +3,7 @@
 // with eth_call, as the service does.
 import { expect } from "chai";
 import { AbiCoder, Interface, ZeroAddress } from "ethers";
+import { eip7702DelegationCode } from "@paymaster/shared";
 import { SponsorProbe__factory, type SponsorProbe } from "../types/ethers-contracts/index.ts";
 import { ethers, loadStack, type Stack } from "./helpers/stack.ts";
 
@@ -37,7 +38,25 @@ describe("SponsorProbe", () => {
     await (await usdc.mint(sender!.address, 9n)).wait();
     await (await usdc.connect(sender!).approve(paymaster, 4n)).wait();
     const call = probe.readBefore.staticCall(paymaster, stack.signer.address, await usdc.getAddress(), sender!.address);
-    await expect(call).to.be.revertedWithCustomError(probe, "ReadBefore").withArgs(true, [9n, 4n, await usdc.balanceOf(paymaster)]);
+    await expect(call).to.be.revertedWithCustomError(probe, "ReadBefore").withArgs(true, [9n, 4n, await usdc.balanceOf(paymaster)], ZeroAddress);
+  });
+
+  it("reads the EIP-7702 delegate the sender's code names, as the paymasters hash it: none for an EOA, a contract, or 23 bytes without the prefix", async () => {
+    const stack = await loadStack();
+    const probe = await deployProbe(stack);
+    const paymaster = await stack.v["v0.8"].verifying.getAddress();
+    const [, eoa, plain, odd] = await ethers.getSigners();
+    const delegate = "0x00000000000000000000000000000000000d1e6a";
+    await ethers.provider.send("hardhat_setCode", [eoa!.address, eip7702DelegationCode(delegate)]);
+    await ethers.provider.send("hardhat_setCode", [odd!.address, `0xef0000${delegate.slice(2)}`]); // 23 bytes, another prefix
+    const delegateOf = async (sender: string) => (await probe.probe.staticCall(paymaster, stack.signer.address, ZeroAddress, sender, 0n, [], [])).senderDelegate;
+    expect((await delegateOf(eoa!.address)).toLowerCase()).to.equal(delegate);
+    expect(await delegateOf(plain!.address)).to.equal(ZeroAddress);
+    expect(await delegateOf(odd!.address)).to.equal(ZeroAddress);
+    expect(await delegateOf(paymaster)).to.equal(ZeroAddress);
+    // readBefore's revert carries it too (inside the reverted frame: the sender's account is cold again after it).
+    const read = probe.readBefore.staticCall(paymaster, stack.signer.address, ZeroAddress, eoa!.address);
+    await expect(read).to.be.revertedWithCustomError(probe, "ReadBefore").withArgs(true, [0n, 0n, 0n], ethers.getAddress(delegate));
   });
 
   it("tells whether the paymaster accepts the signer; a paymaster that does not answer accepts no one", async () => {

@@ -58,11 +58,11 @@ function delta(after: Counts, before: Counts): Record<string, number> {
   return out;
 }
 
-/** eth_call attempts the service has made so far. */
-async function ethCalls(running: RunningService): Promise<number> {
+/** The service's chain requests of `method` (eth_call by default) so far. */
+async function ethCalls(running: RunningService, method = "eth_call"): Promise<number> {
   const text = await running.service.metrics!.registry.metrics();
   let total = 0;
-  for (const m of text.matchAll(/^paymaster_rpc_requests_total\{[^}]*method="eth_call"[^}]*\} (\d+)/gm)) total += Number(m[1]);
+  for (const m of text.matchAll(/^paymaster_rpc_requests_total\{[^}]*method="([\w]+)"[^}]*\} (\d+)/gm)) if (m[1] === method) total += Number(m[2]);
   return total;
 }
 
@@ -143,6 +143,30 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
           counted.push((await ethCalls(running)) - before);
         }
         expect(Math.min(...counted), `${version} ${mode}: eth_calls for one sponsorship (${counted.join(", ")})`).to.equal(1);
+      }
+    }
+  });
+
+  it("a deployed sender's or delegated EOA's pm_sponsorUserOperation reads no code of its own: the probe reads the delegate the hash binds, and every op lands", async () => {
+    const running = embedded.running;
+    const senders = [...(["v0.6", "v0.7", "v0.8"] as const).map((version) => ({ version, kind: "deployed" as const })), { version: "v0.8" as const, kind: "delegated" as const }];
+    for (const { version, kind } of senders) {
+      for (const mode of ["sponsor", "erc20"] as const) {
+        const { wallet, nonce } = await senderOf(version, kind, mode === "erc20");
+        if (mode === "erc20") await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+        const label = `${version} ${kind} ${mode}`;
+        // The fewest of up to three requests counts (the service's periodic reads may fall in a request's window).
+        const counted: { calls: number; codeReads: number }[] = [];
+        for (let n = nonce; counted.length < 3 && !counted.some((c) => c.calls === 1); n++) {
+          const before = { calls: await quiet(running), codeReads: await ethCalls(running, "eth_getCode") };
+          await sponsorAndLand(wallet, wireOp(wallet, executeCallData(wallet.owner.address), { deploy: false, nonce: n }), mode).catch((error: Error) => {
+            throw new Error(`${label}: ${error.message}`);
+          });
+          // Landing the op (the bench's handleOps) reads nothing through the service: its counters are the request's.
+          counted.push({ calls: (await ethCalls(running)) - before.calls, codeReads: (await ethCalls(running, "eth_getCode")) - before.codeReads });
+        }
+        expect(Math.min(...counted.map((c) => c.calls)), `${label}: eth_calls (${JSON.stringify(counted)})`).to.equal(1);
+        expect(counted.map((c) => c.codeReads), `${label}: eth_getCode per sponsorship`).to.deep.equal(counted.map(() => 0));
       }
     }
   });

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.23;
 
+import {InitCodeHash} from "../core/InitCodeHash.sol";
+
 /// @title SponsorProbe
 /// @notice Everything a paymaster service reads and simulates for one sponsorship, in ONE eth_call: whether the
 ///         paymaster accepts the service's signer, the sender's token holdings (ERC-20 mode), then the op's
 ///         simulations, run in the charge mode those holdings select. The service's estimate and its check that
-///         the signed op will land then cost one round trip to the node instead of two or three.
+///         the signed op will land then cost one round trip to the node instead of two or three. It also reads
+///         the EIP-7702 delegate the sender's code names (the paymaster hash binds it), so a sponsorship of a
+///         deployed sender needs no eth_getCode of its own.
 /// @dev Never deployed: it runs at an address of the service's choosing through an eth_call state override
 ///      (its runtime code set there), beside the EntryPoint (or its simulator) it calls. It holds no state and
 ///      trusts nothing it is given: every call is made as given, and what it returns is read by the service only.
@@ -36,7 +40,7 @@ contract SponsorProbe {
     error Isolated(bool success, bytes data);
 
     /// @notice How `readBefore` ends: always, with what it read.
-    error ReadBefore(bool signerAccepted, Holdings holdings);
+    error ReadBefore(bool signerAccepted, Holdings holdings, address senderDelegate);
 
     /// @notice The paymaster's view of the sponsorship's parties, then the calls the sender's allowance selects.
     /// @param paymaster Whose `isSigner(signer)` is read.
@@ -50,6 +54,8 @@ contract SponsorProbe {
     /// @return before The sender's holdings before any call (zeros without a token).
     /// @return preCharge Whether `preChargeCalls` were made.
     /// @return results Each call's outcome, in order.
+    /// @return senderDelegate The delegate the sender's code names before any call (InitCodeHash.eip7702Delegate,
+    ///         as the paymasters read it; address(0) when its code is not an EIP-7702 delegation).
     function probe(
         address paymaster,
         address signer,
@@ -58,8 +64,11 @@ contract SponsorProbe {
         uint256 preChargeFrom,
         Call[] calldata preChargeCalls,
         Call[] calldata otherCalls
-    ) external returns (bool signerAccepted, Holdings memory before, bool preCharge, Result[] memory results) {
-        (signerAccepted, before) = _readBeforeIsolated(paymaster, signer, token, sender);
+    )
+        external
+        returns (bool signerAccepted, Holdings memory before, bool preCharge, Result[] memory results, address senderDelegate)
+    {
+        (signerAccepted, before, senderDelegate) = _readBeforeIsolated(paymaster, signer, token, sender);
         preCharge = token != address(0) && before.allowance >= preChargeFrom;
         Call[] calldata calls = preCharge ? preChargeCalls : otherCalls;
         results = new Result[](calls.length);
@@ -77,12 +86,12 @@ contract SponsorProbe {
         h.spenderBalance = _readWord(token, abi.encodeWithSignature("balanceOf(address)", spender));
     }
 
-    /// @notice isSigner(signer) and the sender's holdings, then a revert with them (ReadBefore): the accounts and
+    /// @notice isSigner(signer), the sender's holdings and its EIP-7702 delegate, then a revert with them (ReadBefore): the accounts and
     ///         slots it read are cold again for the calls after it (EIP-2929 undoes a reverted frame's accesses),
     ///         so the simulations cost what they will on chain, not less.
     function readBefore(address paymaster, address signer, address token, address sender) external view {
         bool accepted = _readWord(paymaster, abi.encodeWithSignature("isSigner(address)", signer)) == 1;
-        revert ReadBefore(accepted, holdings(token, sender, paymaster));
+        revert ReadBefore(accepted, holdings(token, sender, paymaster), InitCodeHash.eip7702Delegate(sender));
     }
 
     /// @notice Makes the call and reverts with its outcome (Isolated): nothing it changed remains.
@@ -111,12 +120,12 @@ contract SponsorProbe {
     function _readBeforeIsolated(address paymaster, address signer, address token, address sender)
         private
         view
-        returns (bool accepted, Holdings memory h)
+        returns (bool accepted, Holdings memory h, address senderDelegate)
     {
         try this.readBefore(paymaster, signer, token, sender) {}
         catch (bytes memory reason) {
             if (reason.length >= 4 && bytes4(reason) == ReadBefore.selector) {
-                (accepted, h) = abi.decode(_errorArguments(reason), (bool, Holdings));
+                (accepted, h, senderDelegate) = abi.decode(_errorArguments(reason), (bool, Holdings, address));
             }
         }
     }

@@ -9,7 +9,9 @@
  *      discarded: the account's validation must cost the same and answer the same as the op's;
  *   4. the op simulated as it would land (simulateHandleOp: validation, execution, postOp), then, in ERC-20
  *      mode, the same holdings read right after it;
- *   5. v0.6: the op's calls alone (its EntryPoint does not tell whether the execution succeeded).
+ *   5. v0.6: the op's calls alone (its EntryPoint does not tell whether the execution succeeded);
+ *   6. the EIP-7702 delegate the sender's code names before the op (read with 1 and 2), which the paymaster
+ *      hash binds: a deployed sender's sponsorship needs no eth_getCode of its own (src/sponsor/steps/delegate.ts).
  * v0.6 needs the override for the probe alone; v0.7 / v0.8 already simulate through one. A node that refuses
  * the call (no state overrides, another gas cap) raises ProbeRefused, and the caller takes the path without it.
  */
@@ -17,7 +19,7 @@ import { decodeErrorResult, keccak256, stringToHex, type Abi } from "viem";
 import { EntryPointV06Artifact, SponsorProbeArtifact, SponsorProbeDeployment } from "@paymaster/contracts/artifacts";
 import { type Address, type Hex } from "@paymaster/shared";
 import { NodeError, type ChainRpc } from "./rpc.ts";
-import { bytesAt, word } from "./abiRead.ts";
+import { addressAt, bytesAt, word } from "./abiRead.ts";
 import { addressWord, bytesPart, encodeParts, encodeSimulateValidation, selectorOf, uintWord } from "./userOpAbi.ts";
 import {
   findDeployedCode,
@@ -102,6 +104,11 @@ export interface ProbeResult {
   simulation: SimulationOutcome;
   /** v0.6: the op's calls alone. */
   calls?: SimulationOutcome;
+  /**
+   * The delegate the sender's code named before the op (undefined: its code is no EIP-7702 delegation), read
+   * at the block the simulations ran on; trusted only when `signerAccepted` (the reads' frame answered).
+   */
+  senderDelegate: Address | undefined;
 }
 
 /** The node did not run the probe (it takes no state overrides, or refused the call otherwise). */
@@ -173,8 +180,8 @@ function holdingsAt(hex: Hex, base: number): Holdings {
 }
 
 /**
- * probe's return: (bool signerAccepted, Holdings before, bool preCharge, Result[] results), each Result a
- * (bool success, bytes data) of one call of the run that was made, in probeCalls' order.
+ * probe's return: (bool signerAccepted, Holdings before, bool preCharge, Result[] results, address senderDelegate),
+ * each Result a (bool success, bytes data) of one call of the run that was made, in probeCalls' order.
  */
 function decodeProbe(output: Hex, input: ProbeInput): ProbeResult {
   const preCharge = word(output, 4) === 1n;
@@ -194,6 +201,7 @@ function decodeProbe(output: Hex, input: ProbeInput): ProbeResult {
     signerAccepted: word(output, 0) === 1n,
     preCharge,
     simulation,
+    senderDelegate: addressAt(output, 6),
     ...(checked ? { variant: validationOutcome(version, answers[0]!) } : {}),
     ...(run.withoutCalls ? { calls: simulateCallsOutcome(version, answers.at(-1)!) } : {}),
   };

@@ -23,7 +23,7 @@ import type { FailingVerdicts, ResolvedMode } from "./policy.ts";
 import { paymasterAndDataOf, paymasterDataFor, type GasValues } from "./op.ts";
 import { resolveTarget, type Target } from "./steps/target.ts";
 import { cheapPolicy } from "./steps/cheapPolicy.ts";
-import { correctedDelegate, delegateToSign, detectDelegate, judgesDelegates, type DelegateToSign } from "./steps/delegate.ts";
+import { correctedDelegate, delegateFromProbe, delegateToSign, detectDelegate, judgesDelegates, type DelegateToSign } from "./steps/delegate.ts";
 import { tokenPrice, type TokenPrice } from "./steps/tokenPrice.ts";
 import { clientGas } from "./steps/clientGas.ts";
 import { checkCaps } from "./steps/caps.ts";
@@ -215,19 +215,21 @@ interface Quoted {
 async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts, signs: boolean, clocks?: ChainClocks, clockCheck?: WindowCheck): Promise<Quoted> {
   const trace = call.trace;
   const resolved = await resolve(request, call, clocks, clockCheck);
-  // The sender's code read starts now; only rules on 7702 delegates wait for it here. Otherwise the hash is the
-  // first to need it, so the read overlaps the price and estimate steps' chain calls, and when the final
-  // simulation checks the signature, that simulation too (delegateToSign).
-  const delegated = traced(trace, "step.detectDelegate", signs ? detectForSigning : detectWithoutSigning, resolved);
-  delegated.catch(() => undefined); // a failed read is raised where it is awaited, never unhandled meanwhile
-  let target = judgesDelegates(resolved) ? await delegated : resolved;
-  const verdicts = cheapPolicy({ target, failing });
-  const client = clientGas(target);
+  const client = clientGas(resolved); // the client's gas never depends on the sender's delegate
   // The estimate's probe reads the sender's token holdings in its one call, and so does the final simulation's
   // (chargeLanding) when an ERC-20 sponsorship with the client's gas is signed; otherwise the price step reads them.
   const estimates = needsSimulation(client.gas);
-  const usable = probeUsable(target);
+  const usable = probeUsable(resolved);
   const probing = estimates && usable;
+  // The sender's code: read by the estimate's probe in its one call when it runs and no rule on 7702 delegates
+  // needs it first (delegateFromProbe). Else its own read starts now; only those rules wait for it here, otherwise
+  // the hash is the first to need it, so the read overlaps the price and estimate steps' chain calls, and when the
+  // final simulation checks the signature, that simulation too (delegateToSign).
+  const codeInProbe = signs && probing && !judgesDelegates(resolved);
+  const delegated = codeInProbe ? undefined : traced(trace, "step.detectDelegate", signs ? detectForSigning : detectWithoutSigning, resolved);
+  delegated?.catch(() => undefined); // a failed read is raised where it is awaited, never unhandled meanwhile
+  let target = judgesDelegates(resolved) ? await delegated! : resolved;
+  const verdicts = cheapPolicy({ target, failing });
   const deferCharge = signs && !estimates && target.mode.mode === "erc20" && call.network.config.skipFinalSimulation !== true && usable;
   const price = await traced(trace, "step.tokenPrice", tokenPrice, { target, holdings: !probing && !deferCharge });
   checkCaps({ target, gas: client.gas }); // the client's own values first: an over-cap limit must never reach the simulation
@@ -243,7 +245,12 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
       : await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, holdings: holdingsOf(price, run), paymasterData: estimateData }));
   const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
-  const delegate = signs ? await delegateToSign(target, delegated) : { target: await delegated };
+  const delegate =
+    delegated === undefined
+      ? await delegateFromProbe(target, run?.findings?.senderCode, (t) => traced(trace, "step.detectDelegate", detectForSigning, t))
+      : signs
+        ? await delegateToSign(target, delegated)
+        : { target: await delegated };
   return { target: delegate.target, gas, token, cost, verdicts, delegate, estimated: run !== undefined, findings: run?.findings, ...(deferCharge && price ? { deferredCharge: price } : {}) };
 }
 

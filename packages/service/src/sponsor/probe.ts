@@ -12,7 +12,7 @@
  * charge of 1 unit; so the sender's holdings read after it tell what the op itself did with the token
  * (docs/pipeline.md, "One round trip").
  */
-import { ChargeMode, EXCHANGE_RATE_SCALE, STUB_SIGNATURE, type EntryPointVersion, type Hex } from "@paymaster/shared";
+import { ChargeMode, EXCHANGE_RATE_SCALE, STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { simulateOp, type SimulatedOp, type SimulationOutcome } from "../chain/entryPoint.ts";
 import { ProbeRefused, probeSponsorship, type Holdings, type ProbeInput, type ProbeResult, type ProbeRun } from "../chain/probe.ts";
 import { tracedChain } from "../network/tracedChain.ts";
@@ -59,6 +59,8 @@ export interface ProbeFindings {
   preCharge: boolean;
   /** ERC-20 mode: the sender's holdings before the op and right after it (undefined when it failed). */
   holdings?: { before: Holdings; after: Holdings | undefined };
+  /** The EIP-7702 delegate the sender's code named (undefined: none); absent when the probe's reads did not answer. */
+  senderCode?: { delegate: Address | undefined };
 }
 
 export interface EstimateSimulationInput {
@@ -143,7 +145,9 @@ function findingsOf(result: ProbeResult): ProbeFindings {
   const executed = simulation.ok ? simulation.result : undefined;
   const accountAgnostic = executed !== undefined && variant?.ok === true && sameValidation(variant, executed);
   const executionSucceeded = executed !== undefined && (calls !== undefined ? callsRefusal(calls) === undefined : executed.opSucceeded === true);
-  return { signerAccepted: result.signerAccepted, accountAgnostic, executionSucceeded, preCharge: result.preCharge, ...(result.holdings ? { holdings: result.holdings } : {}) };
+  // The reads' frame answered when it told that the paymaster accepts the signer: only then is its code read trusted.
+  const senderCode = result.signerAccepted ? { senderCode: { delegate: result.senderDelegate } } : {};
+  return { signerAccepted: result.signerAccepted, accountAgnostic, executionSucceeded, preCharge: result.preCharge, ...(result.holdings ? { holdings: result.holdings } : {}), ...senderCode };
 }
 
 /**

@@ -74,6 +74,17 @@ export async function delegateToSign(target: Target, detected: Promise<Target>):
 }
 
 /**
+ * The delegate to sign for when the estimate's probe was to read the sender's code (ProbeFindings.senderCode, at
+ * the block its simulations ran on): the delegate it read, remembered as a code read's is. When the probe could not
+ * tell (the node refused it for this call, or its reads' frame did not answer), `read` reads the code now.
+ */
+export async function delegateFromProbe(target: Target, senderCode: { delegate: Address | undefined } | undefined, read: (target: Target) => Promise<Target>): Promise<DelegateToSign> {
+  if (senderCode === undefined || !codeNamesDelegate(target)) return { target: await read(target) };
+  rememberDelegate(target.chain, target.request.userOp.sender, senderCode.delegate);
+  return { target: withDelegate(target, senderCode.delegate) };
+}
+
+/**
  * After the final simulation refused a signature: the target to sign again for when that signature's delegate
  * was a guess the code read contradicts; undefined when the refusal stands (no guess, another refusal than the
  * signature's, or the read names the same delegate). The read's own error is raised when it failed.
