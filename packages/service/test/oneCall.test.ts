@@ -147,6 +147,33 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
     }
   });
 
+  it("pm_estimateUserOperationGas makes ONE eth_call too when the probe decided (was two: the probe, then the landing check), in every version and mode", async () => {
+    const running = embedded.running;
+    for (const version of ["v0.6", "v0.7", "v0.8"] as const) {
+      for (const mode of ["sponsor", "erc20"] as const) {
+        const wallet = await newWallet(embedded, version);
+        if (mode === "erc20") await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
+        const callData = mode === "erc20" ? approveCallData(usdc, paymasterOf(version, "erc20")) : executeCallData(wallet.owner.address);
+        const estimate = () => call(embedded.endpoint, "pm_estimateUserOperationGas", [wireOp(wallet, callData), extraFor(version, mode)]);
+        expect((await estimate()).status).to.equal(200); // warms the per-block reads
+        const counted: number[] = [];
+        while (counted.length < 3 && !counted.includes(1)) {
+          const before = await quiet(running);
+          const { status, body } = await estimate();
+          expect(status, JSON.stringify(body)).to.equal(200);
+          counted.push((await ethCalls(running)) - before);
+        }
+        expect(Math.min(...counted), `${version} ${mode}: eth_calls for one estimate (${counted.join(", ")})`).to.equal(1);
+        // The values it answered land when the op is sponsored with them (the signing request decides again).
+        const { body } = await estimate();
+        const gas = body.data.userOpResponse;
+        const extra = Object.fromEntries(["callGasLimit", "verificationGasLimit", "preVerificationGas"].map((f) => [f, `0x${BigInt(gas[f]).toString(16)}`]));
+        expect(Object.values(extra).every((v) => BigInt(v) > 0n), JSON.stringify(gas)).to.equal(true);
+        await sponsorAndLand(wallet, wireOp(wallet, callData, { extra }), mode);
+      }
+    }
+  });
+
   it("a deployed sender's or delegated EOA's pm_sponsorUserOperation reads no code of its own: the probe reads the delegate the hash binds, and every op lands", async () => {
     const running = embedded.running;
     const senders = [...(["v0.6", "v0.7", "v0.8"] as const).map((version) => ({ version, kind: "deployed" as const })), { version: "v0.8" as const, kind: "delegated" as const }];

@@ -30,7 +30,7 @@ import { checkCaps } from "./steps/caps.ts";
 import { estimateGas, needsSimulation } from "./steps/estimate.ts";
 import { estimateChargeMode, probeUsable, type EstimateRun, type ProbeFindings } from "./probe.ts";
 
-import { oneCallVerdict } from "./oneCall.ts";
+import { oneCallVerdict, type OneCallVerdict } from "./oneCall.ts";
 import { quoteToken, type TokenQuote } from "./steps/tokenQuote.ts";
 import { chargeToken } from "./steps/tokenCharge.ts";
 import { maxCost, type MaxCost } from "./steps/maxCost.ts";
@@ -95,13 +95,16 @@ export async function dryRunPipeline(request: SponsorRequest, call: CallContext)
 }
 
 /**
- * pm_estimateUserOperationGas: the op's gas and cost, checked by the final simulation (unsigned). On a chain whose
- * clock moves, once more on fresh clocks when its simulation met them outside the window (src/sponsor/chainClock.ts).
+ * pm_estimateUserOperationGas: the op's gas and cost, checked by the final simulation (unsigned) unless the estimate's
+ * one simulation already decided that the op signed with them lands (oneCallVerdict: then the same op with stub
+ * data lands too, its signature aside). On a chain whose clock moves, once more on fresh clocks when its simulation
+ * met them outside the window (src/sponsor/chainClock.ts).
  */
 export function estimatePipeline(request: SponsorRequest, call: CallContext): Promise<PipelineResult> {
   return onTheChainsClock(call, async (clocks) => {
     const quoted = await quote(request, call, "refuse", false, clocks);
-    if (call.network.config.skipFinalSimulation !== true) await traced(call.trace, "step.checkLanding", checkLanding, { ...quoted, op: quoted.cost.op, signed: false });
+    const decided = quoted.estimated && verdictOf(quoted).oneCall;
+    if (call.network.config.skipFinalSimulation !== true && !decided) await traced(call.trace, "step.checkLanding", checkLanding, { ...quoted, op: quoted.cost.op, signed: false });
     return pipelineResult(quoted);
   });
 }
@@ -179,17 +182,24 @@ async function signAndCommit(quoted: Quoted): Promise<Committed> {
  * the client's gas (that simulation is the request's one chain call); after an estimate, unless its one
  * simulation decided (oneCallVerdict), counted either way.
  */
-function needsFinalSimulation({ target, token, findings, estimated }: Quoted): boolean {
+function needsFinalSimulation(quoted: Quoted): boolean {
+  const { target, estimated } = quoted;
   const network = target.call.network.config;
   if (network.skipFinalSimulation === true) return false;
   if (!estimated) return true;
-  const { request, entry, window, mode } = target;
-  const verdict = oneCallVerdict({ version: request.version, entryPoint: entry.entryPoint, window, findings, token });
+  const { request, mode } = target;
+  const verdict = verdictOf(quoted);
   const labels = { network: network.name, mode: mode.mode, version: request.version };
   const metrics = target.call.service.metrics;
   if (verdict.oneCall) metrics?.oneCallSponsorships.inc(labels);
   else metrics?.oneCallFallbacks.inc({ ...labels, reason: verdict.reason });
   return !verdict.oneCall;
+}
+
+/** Whether the estimate's one simulation decided that the op, signed with the quoted gas, lands (src/sponsor/oneCall.ts). Pure. */
+function verdictOf({ target, token, findings }: Quoted): OneCallVerdict {
+  const { request, entry, window } = target;
+  return oneCallVerdict({ version: request.version, entryPoint: entry.entryPoint, window, findings, token });
 }
 
 /** What every method but the stub decides before its own last steps. */
