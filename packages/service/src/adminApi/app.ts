@@ -25,6 +25,7 @@ import { AdminError, RoleRefused, requireActor, type FieldIssue } from "../admin
 import { declaresRole, requiredRoleOf, roleIncludes, ROLES, type Role } from "../admin/roles.ts";
 import { listen, type RunningServer } from "../app.ts";
 import { sendSiteFile } from "../console/static.ts";
+import { repeatedWarnings, type RepeatedWarning } from "../dependencies/repeatedWarnings.ts";
 import { dependencyFailure } from "../dependencies/failure.ts";
 import type { ServiceContext } from "../context.ts";
 import { readBody } from "../rpc/body.ts";
@@ -126,7 +127,7 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ad
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
   const state: AdminAppState = { deps, options, now, signIns: memoryBuckets(), permitted: new Map() };
 
-  app.use(answerErrors(deps.logger));
+  app.use(answerErrors(deps.logger, repeatedWarnings(deps.logger, now)));
   app.use(requestShape(options));
   // The public list: every other request needs a principal (gate.ts).
   const publicRouter = createPublicRouter(state);
@@ -147,7 +148,7 @@ export function createAdminApp(deps: AdminApiDeps, options: AdminApiOptions): Ad
  * The first middleware: no caching and no sniffing on every answer, a 404 naming the request no route took,
  * and every error answered as `{ error: { code, message, … } }` with its status.
  */
-function answerErrors(logger: Logger) {
+function answerErrors(logger: Logger, unavailable: RepeatedWarning) {
   return async (ctx: Context, next: Next) => {
     ctx.set("Cache-Control", "no-store");
     ctx.set("X-Content-Type-Options", "nosniff");
@@ -155,7 +156,7 @@ function answerErrors(logger: Logger) {
       await next();
       if (ctx.body === undefined && ctx.status === 404) throw new HttpError("NOT_FOUND", `no admin route ${ctx.method} ${ctx.path.slice(0, 200)} (see ${OPENAPI_PATH})`);
     } catch (err) {
-      const error = errorAnswer(err, ctx, logger);
+      const error = errorAnswer(err, ctx, logger, unavailable);
       ctx.status = STATUS[error.code];
       if (error.code === "UNAUTHORIZED") ctx.set("WWW-Authenticate", 'Bearer realm="paymaster-admin"');
       ctx.body = { error };
@@ -164,19 +165,20 @@ function answerErrors(logger: Logger) {
 }
 
 /** An error as the answer's `error` member: its code and message (issues, required role, failed dependency when it has them). */
-function errorAnswer(err: unknown, ctx: Context, logger: Logger): { code: Code; message: string } {
+function errorAnswer(err: unknown, ctx: Context, logger: Logger, unavailable: RepeatedWarning): { code: Code; message: string } {
   let code: Code;
   let message: string;
   let issues: readonly FieldIssue[] | undefined;
   // A dependency that failed (the database, a chain RPC): 503 with its name and cause, to every role alike.
-  // The driver's words (its host, database, user) go to the log only: a token is no licence to the network's layout.
+  // The driver's words (its host, database, user) go to the log only: a token is no licence to the network's layout;
+  // one line per outage (src/dependencies/repeatedWarnings.ts), not one per answer.
   const failure = dependencyFailure(err);
   if (err instanceof AdminError) [code, message, issues] = [err.code, err.message, err.issues];
   else if (err instanceof HttpError || err instanceof GateError) [code, message] = [err.code, err.message];
   else if (err instanceof RpcError && err.reason === "BODY_TOO_LARGE") [code, message] = ["BODY_TOO_LARGE", err.message];
   else if (failure) {
     [code, message] = ["UNAVAILABLE", failure.message];
-    logger.warn({ path: ctx.path, actor: ctx.state.actor, reason: failure.reason, cause: failure.cause, detail: failure.detail }, "admin API: a dependency is unavailable");
+    unavailable(failure, { path: ctx.path, actor: ctx.state.actor }, "admin API: a dependency is unavailable");
   } else {
     logger.error({ err, path: ctx.path }, "admin API: internal error");
     [code, message] = ["INTERNAL", "internal error (see the service log)"];

@@ -4,7 +4,7 @@
  * (CHAIN_UNAVAILABLE, STORE_UNAVAILABLE, SIGNER_UNAVAILABLE, BUNDLER_UNAVAILABLE) with a `cause` from a bounded
  * set; the client gets that name, that cause and a sentence (503 / -32002), never the driver's text; so does every
  * role of the admin API (the driver's text names hosts, databases, users); the operator gets it as `detail` in
- * the log (the admin API logs it with each 503) and in the CLI's line. A failure is logged where its state
+ * the log (the admin API logs it with the first 503 of an outage, then once a minute: repeatedWarnings.ts) and in the CLI's line. A failure is logged where its state
  * changes (the store's health, the RPC client, the signer, each background loop), once, never as a stack per
  * request.
  *
