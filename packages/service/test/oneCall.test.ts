@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { encodeAbiParameters, encodeFunctionData, erc20Abi, maxUint256, type Abi } from "viem";
+import { encodeAbiParameters, encodeFunctionData, erc20Abi, maxUint256, toHex, type Abi } from "viem";
 import { PaymasterDataAccountArtifact, PaymasterDataAccountFactoryArtifact } from "@paymaster/contracts/artifacts";
 import { ChargeMode, STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
@@ -25,6 +25,7 @@ import { openSponsorshipReader } from "./helpers/sponsorships.ts";
 import {
   call,
   chainRequest,
+  until,
   clientGasFields,
   fundTank,
   handleOps,
@@ -174,19 +175,22 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
     }
   });
 
-  it("a deployed sender's or delegated EOA's pm_sponsorUserOperation reads no code of its own: the probe reads the delegate the hash binds, and every op lands", async () => {
+  it("a deployed sender's or delegated EOA's sponsorship reads no code of its own, gas estimated or the client's: the probe reads the delegate the hash binds, and every op lands", async () => {
     const running = embedded.running;
     const senders = [...(["v0.6", "v0.7", "v0.8"] as const).map((version) => ({ version, kind: "deployed" as const })), { version: "v0.8" as const, kind: "delegated" as const }];
+    const clientGas = await clientGasFields(embedded);
     for (const { version, kind } of senders) {
-      for (const mode of ["sponsor", "erc20"] as const) {
+      for (const [mode, gas] of [["sponsor", "estimated"], ["erc20", "estimated"], ["sponsor", "client"], ["user", "client"], ["erc20", "client"]] as const) {
         const { wallet, nonce } = await senderOf(version, kind, mode === "erc20");
         if (mode === "erc20") await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
-        const label = `${version} ${kind} ${mode}`;
+        if (mode === "user") await fundTank(running.service.store, wallet.sender, 10n ** 17n, embedded.projectId);
+        const label = `${version} ${kind} ${mode}, gas ${gas}`;
         // The fewest of up to three requests counts (the service's periodic reads may fall in a request's window).
         const counted: { calls: number; codeReads: number }[] = [];
         for (let n = nonce; counted.length < 3 && !counted.some((c) => c.calls === 1); n++) {
           const before = { calls: await quiet(running), codeReads: await ethCalls(running, "eth_getCode") };
-          await sponsorAndLand(wallet, wireOp(wallet, executeCallData(wallet.owner.address), { deploy: false, nonce: n }), mode).catch((error: Error) => {
+          const extra = gas === "client" ? clientGas : {};
+          await sponsorAndLand(wallet, wireOp(wallet, executeCallData(wallet.owner.address), { deploy: false, nonce: n, extra }), mode).catch((error: Error) => {
             throw new Error(`${label}: ${error.message}`);
           });
           // Landing the op (the bench's handleOps) reads nothing through the service: its counters are the request's.
@@ -200,6 +204,13 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
 
   it("ERC-20 with the client's gas: ONE eth_call too (was the holdings read, then the final simulation); signed for the mode the allowance selects, every op lands", async () => {
     const running = embedded.running;
+    // "5 units" must cover less than an op's cost: at the dev chain's first base fee (1 gwei) it does; the blocks
+    // the earlier tests mined have lowered the base fee since (empty blocks), so it is set back, and the test waits
+    // for the service's market snapshot to see it (the client's fee is checked against it).
+    await chainRequest(embedded, "hardhat_setNextBlockBaseFeePerGas", [toHex(10n ** 9n)]);
+    await chainRequest(embedded, "hardhat_mine", ["0x1"]);
+    const market = running.service.networks.get("local")!.chain!.market;
+    await until("the service's snapshot sees the 1 gwei base fee", async () => (await market.current()).baseFeePerGas >= 10n ** 9n);
     for (const version of ["v0.6", "v0.7", "v0.8"] as const) {
       // Charged in postOp (a fresh account approving in its own calls), pre-charged (approved before), and an
       // allowance covering less than the op's cost (charged in postOp, the op approving in full).

@@ -23,7 +23,7 @@ import type { FailingVerdicts, ResolvedMode } from "./policy.ts";
 import { paymasterAndDataOf, paymasterDataFor, type GasValues } from "./op.ts";
 import { resolveTarget, type Target } from "./steps/target.ts";
 import { cheapPolicy } from "./steps/cheapPolicy.ts";
-import { correctedDelegate, delegateFromProbe, delegateToSign, detectDelegate, judgesDelegates, type DelegateToSign } from "./steps/delegate.ts";
+import { correctedDelegate, delegateForProbedLanding, delegateFromProbe, delegateToSign, detectDelegate, judgesDelegates, type DelegateToSign } from "./steps/delegate.ts";
 import { tokenPrice, type TokenPrice } from "./steps/tokenPrice.ts";
 import { clientGas } from "./steps/clientGas.ts";
 import { checkCaps } from "./steps/caps.ts";
@@ -135,7 +135,8 @@ async function sponsorOnce(request: SponsorRequest, call: CallContext, clocks: C
  */
 async function chargeAndCommit(quoted: Quoted, price: TokenPrice): Promise<ChargeLanded> {
   const trace = quoted.target.call.trace;
-  const land = (q: Quoted) => traced(trace, "step.chargeLanding", chargeLanding, { ...q, price, paymasterData: stubPaymasterData(q.target, price, ChargeMode.PreCharge) });
+  const land = (q: Quoted) =>
+    traced(trace, "step.chargeLanding", chargeLanding, { ...q, price, paymasterData: stubPaymasterData(q.target, price, ChargeMode.PreCharge), senderCode: q.delegate.senderCode });
   try {
     return await land(quoted);
   } catch (refusal) {
@@ -168,8 +169,8 @@ async function againForReadDelegate<T>(quoted: Quoted, refusal: unknown, again: 
 async function signAndCommit(quoted: Quoted): Promise<Committed> {
   const trace = quoted.target.call.trace;
   const commit = async (q: Quoted, simulate: boolean) =>
-    traced(trace, "step.commitSponsorship", commitSponsorship, { ...q, simulate, landing: await traced(trace, "step.signLanding", signLanding, q) });
-  if (!needsFinalSimulation(quoted)) return commit({ ...quoted, target: quoted.delegate.read ? await quoted.delegate.read : quoted.target }, false);
+    traced(trace, "step.commitSponsorship", commitSponsorship, { ...q, simulate, landing: await traced(trace, "step.signLanding", signLanding, q), senderCode: q.delegate.senderCode });
+  if (!needsFinalSimulation(quoted)) return commit({ ...quoted, target: quoted.delegate.read ? await quoted.delegate.read() : quoted.target }, false);
   try {
     return await commit(quoted, true);
   } catch (refusal) {
@@ -235,7 +236,9 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
   // needs it first (delegateFromProbe). Else its own read starts now; only those rules wait for it here, otherwise
   // the hash is the first to need it, so the read overlaps the price and estimate steps' chain calls, and when the
   // final simulation checks the signature, that simulation too (delegateToSign).
-  const codeInProbe = signs && probing && !judgesDelegates(resolved);
+  // With the client's gas, the final simulation of the signed op runs through the probe and reads the code there:
+  // signed for the delegate last read for the sender, the simulation checks it (delegateForProbedLanding).
+  const codeInProbe = signs && usable && !judgesDelegates(resolved) && (estimates || call.network.config.skipFinalSimulation !== true);
   const delegated = codeInProbe ? undefined : traced(trace, "step.detectDelegate", signs ? detectForSigning : detectWithoutSigning, resolved);
   delegated?.catch(() => undefined); // a failed read is raised where it is awaited, never unhandled meanwhile
   let target = judgesDelegates(resolved) ? await delegated! : resolved;
@@ -255,9 +258,12 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
       : await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, holdings: holdingsOf(price, run), paymasterData: estimateData }));
   const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
+  const readApart = (t: Target) => traced(trace, "step.detectDelegate", detectForSigning, t);
   const delegate =
     delegated === undefined
-      ? await delegateFromProbe(target, run?.findings?.senderCode, (t) => traced(trace, "step.detectDelegate", detectForSigning, t))
+      ? estimates
+        ? await delegateFromProbe(target, run?.findings?.senderCode, readApart)
+        : await delegateForProbedLanding(target, readApart)
       : signs
         ? await delegateToSign(target, delegated)
         : { target: await delegated };

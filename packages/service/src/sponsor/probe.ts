@@ -19,7 +19,7 @@ import { tracedChain } from "../network/tracedChain.ts";
 import { chainWait } from "../timing.ts";
 import { NO_SPAN, type TraceSpan } from "../telemetry/trace.ts";
 import type { NetworkConfig } from "../config/types.ts";
-import { buildOp, buildOpWithoutCalls, paymasterDataFor, preChargeWeiOf, type GasValues } from "./op.ts";
+import { buildOp, buildOpWithoutCalls, gasOf, paymasterDataFor, paymasterOf, preChargeWeiOf, type GasValues } from "./op.ts";
 import { callsRefusal, readHoldings, type SenderHoldings } from "./simulation.ts";
 import type { Target } from "./steps/target.ts";
 
@@ -113,6 +113,13 @@ async function probeEstimate(target: Target, gas: GasValues, span: TraceSpan): P
     ...(result.holdings ? { holdings: result.holdings.before } : {}),
     findings: findingsOf(result),
   };
+}
+
+/** The probe's run for a signed op: simulated as it will land (no account check: what runs is what is signed); v0.6 with its calls alone beside. */
+export function signedRun(target: Target, op: SimulatedOp): ProbeRun {
+  if (op.version !== "v0.6") return { op };
+  const { paymaster, paymasterData } = paymasterOf(op);
+  return { op, withoutCalls: buildOpWithoutCalls(target.request, gasOf(op), paymaster, paymasterData) };
 }
 
 /** One charge mode's run: the op, the account check (its variant), and (v0.6) the op without its calls. */

@@ -5,23 +5,27 @@
  * alone. Bounded: the senders seen longest ago are forgotten first.
  */
 import type { Address } from "@paymaster/shared";
-import type { NetworkChain } from "../context.ts";
+import type { NetworkConfig } from "../config/types.ts";
 
 /** Senders remembered per network. */
 export const REMEMBERED_SENDERS = 10_000;
 
-/** Per network: sender (lowercase) -> the delegate its code named (undefined: not a delegation). */
-const delegates = new WeakMap<NetworkChain, Map<string, Address | undefined>>();
+/**
+ * Per network (its configuration, which lives as long as the network: a call sees the network's chain through a
+ * view of its own, src/network/callDeadline.ts, so the view is no key): sender (lowercase) -> the delegate its code
+ * named (undefined: not a delegation).
+ */
+const delegates = new WeakMap<NetworkConfig, Map<string, Address | undefined>>();
 
 /** The delegate `sender`'s code named when last read; undefined when it named none, or was never read. */
-export function lastDelegate(chain: NetworkChain, sender: Address): Address | undefined {
-  return delegates.get(chain)?.get(sender.toLowerCase());
+export function lastDelegate(network: NetworkConfig, sender: Address): Address | undefined {
+  return delegates.get(network)?.get(sender.toLowerCase());
 }
 
 /** What a code read of `sender` found. */
-export function rememberDelegate(chain: NetworkChain, sender: Address, delegate: Address | undefined): void {
-  let known = delegates.get(chain);
-  if (known === undefined) delegates.set(chain, (known = new Map()));
+export function rememberDelegate(network: NetworkConfig, sender: Address, delegate: Address | undefined): void {
+  let known = delegates.get(network);
+  if (known === undefined) delegates.set(network, (known = new Map()));
   const key = sender.toLowerCase();
   known.delete(key); // re-inserted last: the most recently seen
   known.set(key, delegate);

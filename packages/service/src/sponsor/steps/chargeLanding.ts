@@ -9,12 +9,10 @@
  * and the op is reserved. Raises the charge step's, the landing's and the reserve step's errors; ProbeRefused
  * when the node took no state overrides (the pipeline then reads the holdings and simulates apart).
  */
-import { ChargeMode, type Hex } from "@paymaster/shared";
-import type { ProbeRun } from "../../chain/probe.ts";
-import type { SimulatedOp } from "../../chain/entryPoint.ts";
+import { ChargeMode, type Address, type Hex } from "@paymaster/shared";
 import { NO_SPAN, traced, type TraceSpan } from "../../telemetry/trace.ts";
-import { buildOpWithoutCalls, gasOf, paymasterOf, type GasValues } from "../op.ts";
-import { runProbe } from "../probe.ts";
+import type { GasValues } from "../op.ts";
+import { runProbe, signedRun } from "../probe.ts";
 import { callsRefusal } from "../simulation.ts";
 import { chargeToken } from "./tokenCharge.ts";
 import { commitSponsorship, type Committed } from "./commit.ts";
@@ -33,6 +31,8 @@ export interface ChargeLandingInput {
   price: TokenPrice;
   /** Stub paymaster data of the final length (prices the maximum token cost). */
   paymasterData: Hex;
+  /** Where the probe reports the sender's code (src/sponsor/steps/delegate.ts). */
+  senderCode?: ((delegate: Address | undefined) => void) | undefined;
 }
 
 export interface ChargeLanded {
@@ -41,7 +41,7 @@ export interface ChargeLanded {
   token: TokenQuote;
 }
 
-export async function chargeLanding({ target, gas, cost, price, paymasterData }: ChargeLandingInput, span: TraceSpan = NO_SPAN): Promise<ChargeLanded> {
+export async function chargeLanding({ target, gas, cost, price, paymasterData, senderCode }: ChargeLandingInput, span: TraceSpan = NO_SPAN): Promise<ChargeLanded> {
   if (target.mode.mode !== "erc20") throw new TypeError("chargeLanding outside ERC-20 mode");
   // One quote: the charge mode changes nothing else of it (the maximum token cost is the pre-charge's either way).
   const preChargeQuote = quoteToken({ target, gas, price, chargeMode: ChargeMode.PreCharge, paymasterData });
@@ -52,6 +52,7 @@ export async function chargeLanding({ target, gas, cost, price, paymasterData }:
   ]);
   const erc20 = { token: target.mode.token.address, preChargeFrom: maxTokenCost, preCharge: signedRun(target, preCharged) };
   const result = await runProbe(target, signedRun(target, chargedInPostOp), erc20, span);
+  if (result.signerAccepted) senderCode?.(result.senderDelegate); // the reads' frame answered: its code read stands
   const { before, after } = result.holdings!;
   const token = await traced(span, "step.chargeToken", chargeToken, { target, gas, price, holdings: before, paymasterData });
   // The charge step's rule is the probe's (the allowance against the maximum token cost): the mode simulated is the one decided.
@@ -63,9 +64,3 @@ export async function chargeLanding({ target, gas, cost, price, paymasterData }:
   return { committed, token };
 }
 
-/** The probe's run for a signed op: simulated as it will land; v0.6 with its calls alone beside. */
-function signedRun(target: Target, op: SimulatedOp): ProbeRun {
-  if (op.version !== "v0.6") return { op };
-  const { paymaster, paymasterData } = paymasterOf(op);
-  return { op, withoutCalls: buildOpWithoutCalls(target.request, gasOf(op), paymaster, paymasterData) };
-}

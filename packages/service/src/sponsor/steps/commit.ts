@@ -7,7 +7,7 @@
  * the reservation, the window is checked against the chain's fresh clocks (Target.clockCheck).
  * Raises the landing step's and the reserve step's errors.
  */
-import type { Hex } from "@paymaster/shared";
+import type { Address, Hex } from "@paymaster/shared";
 import type { SimulatedOp } from "../../chain/entryPoint.ts";
 import { landedFields } from "../op.ts";
 import { checkLanding } from "./landing.ts";
@@ -25,6 +25,8 @@ export interface CommitInput {
   token: TokenQuote | null;
   /** Simulate the signed op before reserving it. */
   simulate: boolean;
+  /** Where that simulation reports the sender's code when it reads it (src/sponsor/steps/delegate.ts). */
+  senderCode?: ((delegate: Address | undefined) => void) | undefined;
 }
 
 /** What the answer carries once the signature may leave. */
@@ -34,8 +36,8 @@ export interface Committed {
   paymasterAndData: Hex;
 }
 
-export async function commitSponsorship({ target, landing, cost, token, simulate }: CommitInput, span: TraceSpan = NO_SPAN): Promise<Committed> {
-  if (simulate) await traced(span, "step.checkLanding", checkLanding, { target, op: landing, token, signed: true });
+export async function commitSponsorship({ target, landing, cost, token, simulate, senderCode }: CommitInput, span: TraceSpan = NO_SPAN): Promise<Committed> {
+  if (simulate) await traced(span, "step.checkLanding", checkLanding, { target, op: landing, token, signed: true, senderCode });
   const { userOpHash, paymasterAndData } = landedFields(landing, target.entry.entryPoint, target.call.network.config.chainId);
   await target.clockCheck(target.window); // the chain's clock still inside the window (read beside the chain call)
   const reservation = await traced(span, "step.reserve", reserve, { target, cost, token, userOpHash, paymasterAndData });

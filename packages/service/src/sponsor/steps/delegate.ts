@@ -35,14 +35,14 @@ export async function detectDelegate(target: Target, signs: boolean, span: Trace
   const authorized = authorizedDelegate(target);
   if (authorized !== undefined) {
     // The sender's code once this op lands: its next op (without the authorization) is first guessed so.
-    rememberDelegate(chain, request.userOp.sender, authorized);
+    rememberDelegate(call.network.config, request.userOp.sender, authorized);
     return { ...target, eip7702Delegate: authorized };
   }
   if ((!signs && !judgesDelegates(target)) || !codeNamesDelegate(target)) return target;
   const sender = request.userOp.sender;
   const code = await chainWait(call.timing, () => tracedRpc(chain.rpc, span).request<Hex>("eth_getCode", [sender, "latest"]));
   const delegate: Address | undefined = eip7702DelegateOfCode(code);
-  rememberDelegate(chain, sender, delegate);
+  rememberDelegate(call.network.config, sender, delegate);
   return withDelegate(target, delegate);
 }
 
@@ -54,8 +54,10 @@ function withDelegate(target: Target, delegate: Address | undefined): Target {
 /** The target to sign for, and (when its delegate is a guess) the code read it is to be checked against. */
 export interface DelegateToSign {
   target: Target;
-  /** The code read still in flight: set only when `target`'s delegate is the one last read for the sender. */
-  read?: Promise<Target>;
+  /** The code read (in flight, or made when asked): set only when `target`'s delegate is the one last read for the sender. */
+  read?: () => Promise<Target>;
+  /** Set when the final simulation is to read the sender's code itself (the probe): what it read there goes here. */
+  senderCode?: (delegate: Address | undefined) => void;
 }
 
 const NOT_YET = Symbol("not yet read");
@@ -70,7 +72,28 @@ export async function delegateToSign(target: Target, detected: Promise<Target>):
   // A read already back wins the race (its reaction was queued first): then nothing is guessed.
   const back = await Promise.race([detected, Promise.resolve(NOT_YET)]);
   if (back !== NOT_YET) return { target: back };
-  return { target: withDelegate(target, lastDelegate(target.chain, target.request.userOp.sender)), read: detected };
+  return { target: withDelegate(target, lastDelegate(target.call.network.config, target.request.userOp.sender)), read: () => detected };
+}
+
+/**
+ * The delegate to sign for when the final simulation runs through the sponsorship probe, which reads the sender's
+ * code in the same call (the client's gas, no rule on delegates): the one last read for the sender, checked by that
+ * simulation; the probe's read (`senderCode`, remembered as any code read is) corrects a guess the simulation refused
+ * (correctedDelegate). When the probe did not read it (the node refused the probe for this call), `readApart` reads
+ * the code then.
+ */
+export async function delegateForProbedLanding(target: Target, readApart: (target: Target) => Promise<Target>): Promise<DelegateToSign> {
+  if (!codeNamesDelegate(target)) return { target: await readApart(target) }; // its authorization, or nothing to read
+  const sender = target.request.userOp.sender;
+  let probed: { delegate: Address | undefined } | undefined;
+  return {
+    target: withDelegate(target, lastDelegate(target.call.network.config, sender)),
+    read: () => (probed ? Promise.resolve(withDelegate(target, probed.delegate)) : readApart(target)),
+    senderCode: (delegate) => {
+      probed = { delegate };
+      rememberDelegate(target.call.network.config, sender, delegate);
+    },
+  };
 }
 
 /**
@@ -80,7 +103,7 @@ export async function delegateToSign(target: Target, detected: Promise<Target>):
  */
 export async function delegateFromProbe(target: Target, senderCode: { delegate: Address | undefined } | undefined, read: (target: Target) => Promise<Target>): Promise<DelegateToSign> {
   if (senderCode === undefined || !codeNamesDelegate(target)) return { target: await read(target) };
-  rememberDelegate(target.chain, target.request.userOp.sender, senderCode.delegate);
+  rememberDelegate(target.call.network.config, target.request.userOp.sender, senderCode.delegate);
   return { target: withDelegate(target, senderCode.delegate) };
 }
 
@@ -91,7 +114,7 @@ export async function delegateFromProbe(target: Target, senderCode: { delegate: 
  */
 export async function correctedDelegate(signed: DelegateToSign, refusal: unknown): Promise<Target | undefined> {
   if (signed.read === undefined || !(refusal instanceof RpcError) || refusal.reason !== "SIMULATION_FAILED" || refusal.details["aaCode"] !== "AA34") return undefined;
-  const read = await signed.read;
+  const read = await signed.read();
   return read.eip7702Delegate?.toLowerCase() === signed.target.eip7702Delegate?.toLowerCase() ? undefined : read;
 }
 

@@ -3,8 +3,10 @@
  * and paymaster data, the op's calls, postOp): the EntryPoint accepts it, our signature verifies (v0.7+ report
  * it), its calls do not revert, and in ERC-20 mode the paymaster's token balance grew (the fee stays in the
  * paymaster until swept, so the charge shows there). v0.7's simulator reports the execution outcome, so the
- * calls run again alone only to explain a failure; v0.6's EntryPoint has no such hook, so there the calls'
- * run goes alongside (same latency).
+ * calls run again alone only to explain a failure; v0.6's EntryPoint has no such hook, so there the calls run
+ * alone after it. Made through the sponsorship probe when the node takes it (one eth_call that also reads what
+ * ERC-20 mode's check needs and the sender's code, which the signing pipeline then needs no read of its own for);
+ * else as plain calls side by side (same latency).
  * Raises SIMULATION_FAILED (AAxx; AA34 when signed and our signature does not verify), PAYMASTER_DEPOSIT_LOW
  * (AA31), EXECUTION_REVERTED and TOKEN_ALLOWANCE_INSUFFICIENT (ERC-20: the paymaster could not charge).
  */
@@ -15,7 +17,10 @@ import { chainWait } from "../../timing.ts";
 import { tracedChain } from "../../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { gasOf, paymasterOf } from "../op.ts";
-import { refuseRevertingCalls, simulationError, tokenRead } from "../simulation.ts";
+import { callsRefusal, refuseRevertingCalls, simulationError, tokenRead } from "../simulation.ts";
+import { probeUsable, runProbe, signedRun } from "../probe.ts";
+import { ProbeRefused } from "../../chain/probe.ts";
+import type { Address } from "@paymaster/shared";
 import type { Target } from "./target.ts";
 import type { TokenQuote } from "./tokenQuote.ts";
 
@@ -26,9 +31,39 @@ export interface LandingInput {
   token: TokenQuote | null;
   /** The op carries our real signature: a signature the paymaster refuses is an error then. */
   signed: boolean;
+  /** Where the sender's code is reported when the simulation read it (the probe; src/sponsor/steps/delegate.ts). */
+  senderCode?: ((delegate: Address | undefined) => void) | undefined;
 }
 
-export async function checkLanding({ target, op, token, signed }: LandingInput, span: TraceSpan = NO_SPAN): Promise<void> {
+export async function checkLanding(input: LandingInput, span: TraceSpan = NO_SPAN): Promise<void> {
+  if (probeUsable(input.target)) {
+    try {
+      return await probedLanding(input, span);
+    } catch (error) {
+      if (!(error instanceof ProbeRefused)) throw error; // a refusal is remembered (runProbe): the plain calls below
+    }
+  }
+  return plainLanding(input, span);
+}
+
+/**
+ * Through the sponsorship probe: the op as it will land, in ERC-20 mode the paymaster's token balance read around
+ * it, v0.6 its calls alone after it, and the sender's code, all in ONE eth_call (the plain path: the simulation,
+ * beside it v0.6's calls and the balance read, and the signing pipeline's code read).
+ */
+async function probedLanding({ target, op, token, signed, senderCode }: LandingInput, span: TraceSpan): Promise<void> {
+  const run = signedRun(target, op);
+  // The token's holdings are read before and after the op; a pre-charge from an allowance of 0 up runs `run` always.
+  const erc20 = target.mode.mode === "erc20" ? { token: target.mode.token.address, preChargeFrom: 0n, preCharge: run } : undefined;
+  const result = await runProbe(target, run, erc20, span);
+  if (result.signerAccepted) senderCode?.(result.senderDelegate); // the reads' frame answered: its code read stands
+  const holdings = result.holdings;
+  const charged = () => holdings?.after !== undefined && holdings.after.paymasterBalance > holdings.before.paymasterBalance;
+  await judgeLanding({ target, op, token, signed, landing: result.simulation, callsRefusal: result.calls && callsRefusal(result.calls), charged }, span);
+}
+
+/** Without the probe (a node that refused it): the simulation, and beside it v0.6's calls and ERC-20 mode's balance read. */
+async function plainLanding({ target, op, token, signed }: LandingInput, span: TraceSpan): Promise<void> {
   const { call, request, mode } = target;
   const chain = tracedChain(target.chain, span);
   const entryPoint = target.entry.entryPoint;
