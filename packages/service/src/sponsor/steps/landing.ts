@@ -36,7 +36,7 @@ export interface LandingInput {
 }
 
 export async function checkLanding(input: LandingInput, span: TraceSpan = NO_SPAN): Promise<void> {
-  if (probeUsable(input.target)) {
+  if (probeSavesACall(input) && probeUsable(input.target)) {
     try {
       return await probedLanding(input, span);
     } catch (error) {
@@ -44,6 +44,16 @@ export async function checkLanding(input: LandingInput, span: TraceSpan = NO_SPA
     }
   }
   return plainLanding(input, span);
+}
+
+/**
+ * Whether the probe folds into the one call what would be a request of its own: the sender's code (the pipeline
+ * asks for it), v0.6's calls alone, or ERC-20 mode's balance read. Otherwise (v0.7+, Sponsor or User Sponsor mode,
+ * an op that deploys its sender or names its delegate) the plain simulation is the one call, without the probe's
+ * reads around it.
+ */
+function probeSavesACall({ target, op, senderCode }: LandingInput): boolean {
+  return senderCode !== undefined || op.version === "v0.6" || target.mode.mode === "erc20";
 }
 
 /**
