@@ -116,5 +116,36 @@ describe("paymaster start: one command, the same everywhere", function () {
         expect(exit.code, "drained and exited 0").to.equal(0);
       }
     });
+
+  });
+});
+
+describe("stopping on a signal (src/lifecycle/serve.ts stopOnSignals), in a process of its own", function () {
+  this.timeout(30_000);
+  const fixture = new URL("./fixtures/signals.ts", import.meta.url).pathname;
+  /** Starts the fixture with a drain of `drainMs`; resolves once it is ready, with its exit. */
+  async function stopping(drainMs: number) {
+    const { child } = await startProcess([fixture, String(drainMs)], { ...process.env }, /^ready/);
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    return { child, exited };
+  }
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("one Ctrl-C that reaches it twice (the terminal's group signal, then pnpm passing it on) still drains and exits 0", async () => {
+    const { child, exited } = await stopping(800);
+    child.kill("SIGINT");
+    await pause(50); // the wrapper's copy comes a moment later (two signals sent at once merge into one)
+    child.kill("SIGINT");
+    expect(await exited, "drained, not cut short by the copy (was exit 1)").to.equal(0);
+  });
+
+  it("a second signal a while later still exits at once, with 1", async () => {
+    const { child, exited } = await stopping(10_000);
+    child.kill("SIGTERM");
+    await pause(1_300);
+    const sent = performance.now();
+    child.kill("SIGTERM");
+    expect(await exited).to.equal(1);
+    expect(performance.now() - sent, "at once, not after the drain").to.be.below(5_000);
   });
 });

@@ -55,13 +55,23 @@ export async function serve(configFile: string | undefined, watch: boolean, io: 
   return running.close;
 }
 
-/** Drains and exits on SIGINT/SIGTERM; a second signal exits at once. */
+/**
+ * How long a repeat of the first signal is the same request: Ctrl-C in a terminal signals the whole foreground
+ * process group, and a wrapper in it (pnpm, npm) passes the same signal on to the service as well, so one Ctrl-C
+ * arrives twice within milliseconds. A person's second Ctrl-C comes later.
+ */
+export const REPEATED_SIGNAL_MS = 1_000;
+
+/** Drains and exits on SIGINT/SIGTERM; a second signal (after REPEATED_SIGNAL_MS) exits at once. */
 export function stopOnSignals(close: () => Promise<void>, io: StartIo): void {
-  let stopping = false;
+  let stoppingSince: number | undefined;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
-      if (stopping) process.exit(1);
-      stopping = true;
+      if (stoppingSince !== undefined) {
+        if (performance.now() - stoppingSince < REPEATED_SIGNAL_MS) return; // the same request, passed on by a wrapper
+        process.exit(1);
+      }
+      stoppingSince = performance.now();
       io.out(`\n${signal}: shutting down (draining in-flight requests)`);
       close().then(
         () => process.exit(0),
