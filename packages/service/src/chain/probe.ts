@@ -105,10 +105,11 @@ export interface ProbeResult {
   /** v0.6: the op's calls alone. */
   calls?: SimulationOutcome;
   /**
-   * The delegate the sender's code named before the op (undefined: its code is no EIP-7702 delegation), read
-   * at the block the simulations ran on; trusted only when `signerAccepted` (the reads' frame answered).
+   * The delegate the sender's code named before the op (undefined: its code is no EIP-7702 delegation), read at
+   * the block the simulations ran on; absent when the reads' frame did not answer (it tells `signerAccepted` true
+   * only when it did, so a false one leaves the read untrusted).
    */
-  senderDelegate: Address | undefined;
+  senderCode?: { delegate: Address | undefined };
 }
 
 /** The node did not run the probe (it takes no state overrides, or refused the call otherwise). */
@@ -197,11 +198,13 @@ function decodeProbe(output: Hex, input: ProbeInput): ProbeResult {
   const version = run.op.version;
   const checked = run.variant !== undefined;
   const simulation = simulateOpOutcome(version, answers[checked ? 1 : 0]!);
+  const signerAccepted = word(output, 0) === 1n;
   const result: ProbeResult = {
-    signerAccepted: word(output, 0) === 1n,
+    signerAccepted,
+    // The reads' frame answered when it told that the paymaster accepts the signer: only then is its code read trusted.
+    ...(signerAccepted ? { senderCode: { delegate: addressAt(output, 6) } } : {}),
     preCharge,
     simulation,
-    senderDelegate: addressAt(output, 6),
     ...(checked ? { variant: validationOutcome(version, answers[0]!) } : {}),
     ...(run.withoutCalls ? { calls: simulateCallsOutcome(version, answers.at(-1)!) } : {}),
   };

@@ -152,9 +152,14 @@ function findingsOf(result: ProbeResult): ProbeFindings {
   const executed = simulation.ok ? simulation.result : undefined;
   const accountAgnostic = executed !== undefined && variant?.ok === true && sameValidation(variant, executed);
   const executionSucceeded = executed !== undefined && (calls !== undefined ? callsRefusal(calls) === undefined : executed.opSucceeded === true);
-  // The reads' frame answered when it told that the paymaster accepts the signer: only then is its code read trusted.
-  const senderCode = result.signerAccepted ? { senderCode: { delegate: result.senderDelegate } } : {};
-  return { signerAccepted: result.signerAccepted, accountAgnostic, executionSucceeded, preCharge: result.preCharge, ...(result.holdings ? { holdings: result.holdings } : {}), ...senderCode };
+  return {
+    signerAccepted: result.signerAccepted,
+    accountAgnostic,
+    executionSucceeded,
+    preCharge: result.preCharge,
+    ...(result.holdings ? { holdings: result.holdings } : {}),
+    ...(result.senderCode ? { senderCode: result.senderCode } : {}),
+  };
 }
 
 /**

@@ -13,10 +13,9 @@ import { ChargeMode, type Address, type Hex } from "@paymaster/shared";
 import { NO_SPAN, traced, type TraceSpan } from "../../telemetry/trace.ts";
 import type { GasValues } from "../op.ts";
 import { runProbe, signedRun } from "../probe.ts";
-import { callsRefusal } from "../simulation.ts";
 import { chargeToken } from "./tokenCharge.ts";
 import { commitSponsorship, type Committed } from "./commit.ts";
-import { judgeLanding } from "./landing.ts";
+import { judgeProbedLanding } from "./landing.ts";
 import type { MaxCost } from "./maxCost.ts";
 import { signLanding } from "./sign.ts";
 import type { Target } from "./target.ts";
@@ -52,14 +51,13 @@ export async function chargeLanding({ target, gas, cost, price, paymasterData, s
   ]);
   const erc20 = { token: target.mode.token.address, preChargeFrom: maxTokenCost, preCharge: signedRun(target, preCharged) };
   const result = await runProbe(target, signedRun(target, chargedInPostOp), erc20, span);
-  if (result.signerAccepted) senderCode?.(result.senderDelegate); // the reads' frame answered: its code read stands
-  const { before, after } = result.holdings!;
+  if (result.senderCode) senderCode?.(result.senderCode.delegate);
+  const { before } = result.holdings!;
   const token = await traced(span, "step.chargeToken", chargeToken, { target, gas, price, holdings: before, paymasterData });
   // The charge step's rule is the probe's (the allowance against the maximum token cost): the mode simulated is the one decided.
   const landing = token.chargeMode === ChargeMode.PreCharge ? preCharged : chargedInPostOp;
   if (result.preCharge !== (token.chargeMode === ChargeMode.PreCharge)) throw new Error("chargeLanding: the probe simulated another charge mode than the charge step decided");
-  const charged = () => after !== undefined && after.paymasterBalance > before.paymasterBalance;
-  await judgeLanding({ target, op: landing, token, signed: true, landing: result.simulation, callsRefusal: result.calls && callsRefusal(result.calls), charged }, span);
+  await judgeProbedLanding({ target, op: landing, token, signed: true, result }, span);
   const committed = await traced(span, "step.commitSponsorship", commitSponsorship, { target, landing, cost, token, simulate: false });
   return { committed, token };
 }

@@ -19,7 +19,7 @@ import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { gasOf, paymasterOf } from "../op.ts";
 import { callsRefusal, refuseRevertingCalls, simulationError, tokenRead } from "../simulation.ts";
 import { probeUsable, runProbe, signedRun } from "../probe.ts";
-import { ProbeRefused } from "../../chain/probe.ts";
+import { ProbeRefused, type ProbeResult } from "../../chain/probe.ts";
 import type { Address } from "@paymaster/shared";
 import type { Target } from "./target.ts";
 import type { TokenQuote } from "./tokenQuote.ts";
@@ -66,7 +66,16 @@ async function probedLanding({ target, op, token, signed, senderCode }: LandingI
   // The token's holdings are read before and after the op; a pre-charge from an allowance of 0 up runs `run` always.
   const erc20 = target.mode.mode === "erc20" ? { token: target.mode.token.address, preChargeFrom: 0n, preCharge: run } : undefined;
   const result = await runProbe(target, run, erc20, span);
-  if (result.signerAccepted) senderCode?.(result.senderDelegate); // the reads' frame answered: its code read stands
+  if (result.senderCode) senderCode?.(result.senderCode.delegate);
+  await judgeProbedLanding({ target, op, token, signed, result }, span);
+}
+
+/**
+ * The verdict on a probe's simulation of `op` as it will land (probedLanding's, and chargeLanding's for the charge
+ * mode it selected): judgeLanding on its outcome, v0.6's calls alone, and ERC-20 mode's charge seen in the
+ * paymaster's token balance the probe read around the op.
+ */
+export async function judgeProbedLanding({ target, op, token, signed, result }: Omit<LandingJudgement, "landing" | "callsRefusal" | "charged"> & { result: ProbeResult }, span: TraceSpan = NO_SPAN): Promise<void> {
   const holdings = result.holdings;
   const charged = () => holdings?.after !== undefined && holdings.after.paymasterBalance > holdings.before.paymasterBalance;
   await judgeLanding({ target, op, token, signed, landing: result.simulation, callsRefusal: result.calls && callsRefusal(result.calls), charged }, span);
