@@ -37,6 +37,20 @@ interface Replicas {
   close(): Promise<void>;
 }
 
+/** A project, its API key and a strategy (its code `prefix` and a random tail), made in `store`: whom the reservations are for. */
+interface Sponsor {
+  projectId: string;
+  apiKeyId: string;
+  strategyId: string;
+}
+
+async function sponsorIn(store: Store, name: string, prefix: string): Promise<Sponsor> {
+  const project = await store.createProject(name);
+  const key = await store.createApiKey(project.id);
+  const strategy = await store.createStrategy({ projectId: project.id, code: `${prefix}${Math.random().toString(36).slice(2, 8)}`, name: name.slice(0, 1) });
+  return { projectId: project.id, apiKeyId: key.apiKey.id, strategyId: strategy.id };
+}
+
 async function replicas(backend: "sqlite" | "postgres"): Promise<Replicas> {
   if (backend === "sqlite") {
     const file = path.join(mkdtempSync(path.join(tmpdir(), "store-scale-")), "db.sqlite");
@@ -128,13 +142,10 @@ for (const backend of ["sqlite", "postgres"] as const) {
 
     describe("caps, bounds, balances and tanks at their edge: two replicas, 64 in flight each", () => {
       let r: Replicas;
-      let ids: { projectId: string; apiKeyId: string; strategyId: string };
+      let ids: Sponsor;
       beforeEach(async () => {
         r = await replicas(backend);
-        const project = await r.a.createProject("scale");
-        const key = await r.a.createApiKey(project.id);
-        const strategy = await r.a.createStrategy({ projectId: project.id, code: `S${Math.random().toString(36).slice(2, 8)}`, name: "s" });
-        ids = { projectId: project.id, apiKeyId: key.apiKey.id, strategyId: strategy.id };
+        ids = await sponsorIn(r.a, "scale", "S");
       });
       afterEach(() => r.close());
 
@@ -297,13 +308,10 @@ for (const backend of ["sqlite", "postgres"] as const) {
     if (backend === "postgres") {
       describe("round trips to the database, counted on the wire", () => {
         let r: Replicas;
-        let ids: { projectId: string; apiKeyId: string; strategyId: string };
+        let ids: Sponsor;
         beforeEach(async () => {
           r = await replicas(backend);
-          const project = await r.b.createProject("trips");
-          const key = await r.b.createApiKey(project.id);
-          const strategy = await r.b.createStrategy({ projectId: project.id, code: `T${Math.random().toString(36).slice(2, 8)}`, name: "t" });
-          ids = { projectId: project.id, apiKeyId: key.apiKey.id, strategyId: strategy.id };
+          ids = await sponsorIn(r.b, "trips", "T");
         });
         afterEach(() => r.close());
 
