@@ -186,8 +186,9 @@ describe("EIP-7702 senders (v0.8, embedded local chain, real HTTP)", function ()
   }
 
   // Behind a node 30 ms away, a data call (the client's gas: no estimate) reaches its signature before the
-  // sender's code read is back: the op is signed for the delegate last read for the sender (here the one its
-  // first op's authorization named), and the final simulation checks it (src/sponsor/steps/delegate.ts).
+  // sender's code read is back: the op is signed for the delegate last read for the sender (here none: its first
+  // op's authorization is a claim, not a read, and is not remembered), and the final simulation checks it
+  // (src/sponsor/steps/delegate.ts).
   async function behindSlowNode(skipFinalSimulation: boolean) {
     const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(embedded.stack.chain.url).port) });
     proxy.setDelay(15);

@@ -27,6 +27,7 @@ import {
   chainRequest,
   until,
   clientGasFields,
+  eip7702AuthWire,
   fundTank,
   handleOps,
   mint,
@@ -200,6 +201,30 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         expect(counted.map((c) => c.codeReads), `${label}: eth_getCode per sponsorship`).to.deep.equal(counted.map(() => 0));
       }
     }
+  });
+
+  // The delegate memory (src/sponsor/senderDelegates.ts) guesses a delegated EOA's delegate for a signature made
+  // before the probe reads the code. An authorization is anyone's claim about any sender: were it remembered, a
+  // stranger's request naming another delegate for the victim would make the victim's next data call sign for it,
+  // be refused by the probe's simulation (AA34), and sign again: two eth_calls instead of one, at the stranger's will.
+  it("a stranger's request naming another delegate in an authorization for a delegated EOA does not cost that EOA's next data call a second eth_call", async () => {
+    const running = embedded.running;
+    const v08 = embedded.stack.manifest.entryPoints["v0.8"];
+    const { wallet, nonce } = await senderOf("v0.8", "delegated", false);
+    const clientGas = await clientGasFields(embedded);
+    const dataCall = (n: bigint) => sponsorAndLand(wallet, wireOp(wallet, executeCallData(wallet.owner.address), { deploy: false, nonce: n, extra: clientGas }), "sponsor");
+    await dataCall(nonce); // the probe reads the victim's code: the memory now holds its real delegate
+    const stranger = { ...wallet.authorization!, address: "0x00000000000000000000000000000000000b0a7d" as Address };
+    const counted: number[] = [];
+    for (let n = nonce + 1n; counted.length < 3 && !counted.includes(1); n++) {
+      const claim = { ...wireOp(wallet, executeCallData(wallet.owner.address), { deploy: false, nonce: n }), factory: "0x7702", factoryData: "0x", eip7702Auth: eip7702AuthWire(stranger) };
+      const stub = await call(embedded.endpoint, "pm_getPaymasterStubData", [claim, v08.entryPoint, toHex(embedded.stack.chain.chainId), { strategy_code: embedded.strategyCode }]);
+      expect(stub.status, JSON.stringify(stub.body)).to.equal(200);
+      const before = await quiet(running);
+      await dataCall(n);
+      counted.push((await ethCalls(running)) - before);
+    }
+    expect(Math.min(...counted), `eth_calls per data call after a stranger's claim (${JSON.stringify(counted)})`).to.equal(1);
   });
 
   it("ERC-20 with the client's gas: ONE eth_call too (was the holdings read, then the final simulation); signed for the mode the allowance selects, every op lands", async () => {

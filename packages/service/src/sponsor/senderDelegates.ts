@@ -2,7 +2,9 @@
  * The EIP-7702 delegate each sender's code named when it was last read, per network: the delegate step's
  * guess for the next signature of that sender, so that the signature need not wait for the code read (the
  * final simulation checks the guess; src/sponsor/steps/delegate.ts). Only a guess: nothing is decided on it
- * alone. Bounded: the senders seen longest ago are forgotten first.
+ * alone. Only what the chain said is kept (code reads, the probe's), never a delegate a request names in its
+ * authorization: anyone may send any authorization for any sender, and a remembered claim would cost that sender's
+ * next request a second round trip. Bounded: the senders seen longest ago are forgotten first.
  */
 import type { Address } from "@paymaster/shared";
 import type { NetworkConfig } from "../config/types.ts";

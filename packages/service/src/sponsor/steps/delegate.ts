@@ -33,11 +33,11 @@ import type { Target } from "./target.ts";
 export async function detectDelegate(target: Target, signs: boolean, span: TraceSpan = NO_SPAN): Promise<Target> {
   const { request, chain, call } = target;
   const authorized = authorizedDelegate(target);
-  if (authorized !== undefined) {
-    // The sender's code once this op lands: its next op (without the authorization) is first guessed so.
-    rememberDelegate(call.network.config, request.userOp.sender, authorized);
-    return { ...target, eip7702Delegate: authorized };
-  }
+  // An authorization is the client's claim, not a read of the chain (the service does not apply or verify it), so
+  // it is not remembered: a request naming any delegate for someone else's sender would make that sender's next
+  // guess wrong. A freshly delegated EOA's first op without it is guessed from the last read (none), and the
+  // final simulation's read corrects that once.
+  if (authorized !== undefined) return { ...target, eip7702Delegate: authorized };
   if ((!signs && !judgesDelegates(target)) || !codeNamesDelegate(target)) return target;
   const sender = request.userOp.sender;
   const code = await chainWait(call.timing, () => tracedRpc(chain.rpc, span).request<Hex>("eth_getCode", [sender, "latest"]));
