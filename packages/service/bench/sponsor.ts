@@ -58,7 +58,7 @@ import { throwawayDatabase } from "./postgres.ts";
 import { startRpcDistance } from "./forwarder.ts";
 import { startDbDistance } from "./dbDistance.ts";
 import { criticalPath, describeAddedDelay, describePaths, type PathCount } from "./criticalPath.ts";
-import { startOtlpReceiver } from "../test/helpers/otlpReceiver.ts";
+import { startOtlpReceiver, type ReceivedSpan } from "../test/helpers/otlpReceiver.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -315,6 +315,21 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** Where a sequential request's time goes, step by step: each span name's p50 duration and how often it ran per call. */
+function stepTimes(spans: readonly ReceivedSpan[]): string {
+  const calls = Math.max(1, spans.filter((s) => s.kind === 2).length);
+  const byName = new Map<string, number[]>();
+  for (const span of spans) {
+    const list = byName.get(span.name) ?? [];
+    list.push(Number(span.endNs - span.startNs) / 1e6);
+    byName.set(span.name, list);
+  }
+  const rows = [...byName.entries()].map(([name, ms]) => ({ name, p50: ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)]!, perCall: ms.length / calls }));
+  rows.sort((a, b) => b.p50 - a.p50);
+  const lines = rows.map((r) => `  ${r.name.padEnd(44)} p50 ${r.p50.toFixed(3).padStart(8)} ms  ${r.perCall.toFixed(2)} per call`);
+  return [`the sequential phase's spans (${calls} calls), by p50 duration:`, ...lines].join("\n");
+}
+
 function report(label: string, phase: Phase): { ownP50: number; serviceCpuMs: number } {
   const { samples, seconds } = phase;
   const col = (f: (s: Sample) => number) => samples.map(f);
@@ -344,13 +359,16 @@ try {
   if (replicas.length > 1) console.log(`${replicas.length} service replicas on one database; requests alternate between them`);
   if (values.caps) console.log("the strategy has caps (global, daily, per sender; never reached)");
   await run(60, 4); // warm-up: JIT, connections, caches
+  const sequentialFrom = BigInt(Date.now()) * 1_000_000n;
   report("concurrency 1 (no queueing)", await run(Math.min(400, requests), 1));
+  const sequentialTo = BigInt(Date.now()) * 1_000_000n;
   const loaded = report(`concurrency ${concurrency}`, await run(requests, concurrency));
   if (receiver) {
     // The batch processor exports every 5 s: wait for the last requests' spans before counting.
     await new Promise((resolve) => setTimeout(resolve, 5_500));
     const roots = receiver.spans.filter((s) => s.kind === 2).length;
     console.log(`\ntraces: ${receiver.spans.length} spans received for ${roots} calls (${(receiver.spans.length / Math.max(1, roots)).toFixed(1)} spans per call, settlement passes included)`);
+    console.log(stepTimes(receiver.spans.filter((s) => s.startNs >= sequentialFrom && s.endNs <= sequentialTo)));
   }
   console.log(`\nissue 13 goals at concurrency ${concurrency}: service own time p50 ${loaded.ownP50.toFixed(3)} ms (goal < 0.5 ms); service CPU per request ${loaded.serviceCpuMs.toFixed(3)} ms (goal < 1.5 ms per sponsorship)`);
 } finally {

@@ -18,6 +18,9 @@ export interface ReceivedSpan {
   traceState: string;
   /** Its links: the span contexts it points to, each with the tracestate the link carries ("" when none). */
   links: { traceId: string; spanId: string; traceState: string }[];
+  /** When it started and ended (Unix nanoseconds, the service's clock). */
+  startNs: bigint;
+  endNs: bigint;
 }
 
 export interface OtlpReceiver {
@@ -77,6 +80,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               resource,
               traceState: span.traceState ?? "",
               links: ((span.links ?? []) as { traceId: string; spanId: string; traceState?: string }[]).map((l) => ({ traceId: l.traceId, spanId: l.spanId, traceState: l.traceState ?? "" })),
+              startNs: BigInt(span.startTimeUnixNano ?? 0),
+              endNs: BigInt(span.endTimeUnixNano ?? 0),
             });
           }
         }
