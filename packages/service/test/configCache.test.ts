@@ -1,5 +1,5 @@
 // The config version (store migration 10: triggers bump it on every change of projects, API keys, strategies
-// and webhook endpoints) and the request path's lookups kept per version (src/store/configCache.ts), on SQLite
+// and webhook endpoints; 15 billing plans; 18 tokens) and the request path's lookups kept per version (src/store/configCache.ts), on SQLite
 // and PostgreSQL: two store instances on one database stand for two replicas (or the CLI next to the service).
 import { expect } from "chai";
 import { mkdtempSync } from "node:fs";
@@ -14,11 +14,12 @@ import { createTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 import { sponsorshipInput } from "./helpers/sponsorships.ts";
 
 const SENDER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as Address;
+const USDC = { network: "local", symbol: "USDC", address: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" as Address, decimals: 6, priceSource: { type: "fixed", usd: "1.00" }, markupBps: 0, enabled: true } as const;
 
 /** `store` with a count of the lookups that reach it (the database behind it is real). */
 function counting(store: Store): { store: Store; reads: () => number } {
   let reads = 0;
-  const counted = new Set(["findApiKeyWithProject", "getStrategyByCode", "getApprovalEndpoint"]);
+  const counted = new Set(["findApiKeyWithProject", "getStrategyByCode", "getApprovalEndpoint", "findToken"]);
   const proxy = new Proxy(store, {
     get(target, name, receiver) {
       const value = Reflect.get(target, name, receiver);
@@ -57,7 +58,7 @@ for (const backend of ["sqlite", "postgres"] as const) {
       database = undefined;
     });
 
-    it("every change of a project, key, strategy or webhook endpoint bumps it; sponsorships, usage and tanks do not", async () => {
+    it("every change of a project, key, strategy, webhook endpoint or token bumps it; sponsorships, usage and tanks do not", async () => {
       const bumps = async (change: () => Promise<unknown>): Promise<number> => {
         const before = await replicaA.configVersion();
         await change();
@@ -80,6 +81,8 @@ for (const backend of ["sqlite", "postgres"] as const) {
       expect(await bumps(() => replicaB.deleteWebhookEndpoint(endpointId))).to.be.greaterThan(0);
       expect(await bumps(() => replicaB.revokeApiKey(keyId))).to.be.greaterThan(0);
       expect(await bumps(() => replicaB.setProjectStatus(projectId, "disabled"))).to.be.greaterThan(0);
+      expect(await bumps(() => replicaB.upsertToken(USDC))).to.be.greaterThan(0);
+      expect(await bumps(() => replicaB.upsertToken({ ...USDC, enabled: false }))).to.be.greaterThan(0);
 
       // The request path's own writes leave it alone (else the cache would start over on every sponsorship).
       await replicaB.setProjectStatus(projectId, "active");
@@ -111,8 +114,9 @@ for (const backend of ["sqlite", "postgres"] as const) {
         expect((await lookups.strategyByCode("S1"))?.status).to.equal("enabled");
         expect(await lookups.approvalEndpoint(project.id)).to.equal(undefined);
         expect(await lookups.apiKey("pk_unknown_key")).to.equal(undefined);
+        expect(await lookups.token("local", "USDC")).to.equal(undefined);
       }
-      expect(reads(), "4 lookups read once, then served under the same version").to.equal(4);
+      expect(reads(), "5 lookups read once, then served under the same version").to.equal(5);
 
       // Cached values are frozen: one request cannot change what the next one reads.
       const cached = (await (await cache.current()).strategyByCode("S1"))!;
@@ -129,6 +133,18 @@ for (const backend of ["sqlite", "postgres"] as const) {
       const lookups = await cache.current();
       expect((await lookups.apiKey(other.plaintext))?.projectStatus).to.equal("disabled");
       expect((await lookups.apiKey(key.plaintext))?.projectStatus).to.equal("disabled");
+    });
+
+    it("a token is looked up once per version, by symbol in any ASCII case or address; another replica's change is seen on the next request", async () => {
+      const { store, reads } = counting(replicaA);
+      const cache = createConfigCache(store);
+      await replicaB.upsertToken(USDC);
+      for (const asked of ["USDC", "usdc", "uSdC"]) expect((await (await cache.current()).token("local", asked))?.address).to.equal(USDC.address);
+      expect(await (await cache.current()).token("other", "USDC"), "another network's").to.equal(undefined);
+      expect(reads(), "one read for the symbol in every case, one for the other network").to.equal(2);
+      expect((await (await cache.current()).token("local", USDC.address.toLowerCase()))?.symbol).to.equal("USDC");
+      await replicaB.upsertToken({ ...USDC, enabled: false });
+      expect((await (await cache.current()).token("local", "usdc"))?.enabled, "disabled elsewhere: seen at once").to.equal(false);
     });
   });
 }

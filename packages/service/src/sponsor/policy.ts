@@ -146,7 +146,10 @@ export async function resolveMode(
     return { mode: "sponsor", strategy };
   }
   if (request.token !== undefined) {
-    const token = await store.findToken(call.network.config.name, request.token);
+    const lookups = lookupsOf(call);
+    const network = call.network.config.name;
+    // As for a strategy: unknown under lookups that may be a moment old, the version as it is now decides.
+    const token = (await lookups.token(network, request.token)) ?? (await (await lookups.fresh()).token(network, request.token));
     if (!token || !token.enabled) {
       const supported = (await store.listTokens(call.network.config.name)).filter((t) => t.enabled).map((t) => t.symbol);
       throw new RpcError("TOKEN_NOT_SUPPORTED", `Token ${JSON.stringify(request.token)} is not supported on ${call.network.config.name}`, {

@@ -1,15 +1,15 @@
 /**
  * What a request looks up about its caller — the API key with its project's status, the strategy it names,
- * the project's approval endpoint, billing plan and events endpoints — kept per config version (Store.configVersion: a counter that
- * database triggers bump in the transaction of every change to projects, API keys, strategies, webhook endpoints
- * and billing plans).
+ * the project's approval endpoint, billing plan and events endpoints, the ERC-20 token it pays with — kept per
+ * config version (Store.configVersion: a counter that database triggers bump in the transaction of every change
+ * to projects, API keys, strategies, webhook endpoints, billing plans and tokens).
  *
  * The lookups of one version are read once and kept (frozen: no request can change what another one reads); a
  * different version drops them all. When the version is read again:
  * - at most `maxAgeMs` after it was last read (the service's `database.configMaxAgeMs`: 1 s with PostgreSQL, where
  *   a read is a round trip; 0 with SQLite, where it is a function call), and at once after this process changed
  *   the configuration itself (Store.configWrites);
- * - before a key or a strategy is answered as unknown (`fresh`): a key created anywhere works on its first use;
+ * - before a key, a strategy or a token is answered as unknown (`fresh`): one created anywhere works on its first use;
  * - by the reservation itself: a sponsorship is reserved under the version its request decided with, and refused
  *   (ConfigChanged) if the version moved since — the request then runs again with fresh lookups. So whatever
  *   signs and holds money is decided on the configuration as it is (a key revoked, a strategy paused anywhere
@@ -18,7 +18,8 @@
  * version read each, never a lookup.
  */
 import { apiKeyLookupHash } from "./apiKeys.ts";
-import type { ApiKey, ProjectStatus, Store, Strategy, WebhookEndpoint } from "./types.ts";
+import type { ApiKey, ProjectStatus, Store, Strategy, Token, WebhookEndpoint } from "./types.ts";
+import { asciiLower } from "./db/types.ts";
 import type { BillingPlan } from "../billing/ledger.ts";
 
 export type KeyWithProject = { apiKey: ApiKey; projectStatus: ProjectStatus };
@@ -35,6 +36,8 @@ export interface ConfigLookups {
   billingPlan(projectId: string): Promise<BillingPlan | undefined>;
   /** The project's events endpoints (what a sponsorship's webhook events go to). */
   eventEndpoints(projectId: string): Promise<readonly WebhookEndpoint[]>;
+  /** The network's token by symbol (any ASCII case) or address (Store.findToken). */
+  token(network: string, symbolOrAddress: string): Promise<Token | undefined>;
   /** The lookups under the version as it is now (one read of it): what "unknown" is answered from. */
   fresh(): Promise<ConfigLookups>;
 }
@@ -72,6 +75,7 @@ export function directLookups(store: Store): ConfigLookups {
     approvalEndpoint: (projectId) => store.getApprovalEndpoint(projectId),
     billingPlan: (projectId) => store.getBillingPlan(projectId),
     eventEndpoints: async (projectId) => (await store.listWebhookEndpoints(projectId)).filter((e) => e.kind === "events"),
+    token: (network, symbolOrAddress) => store.findToken(network, symbolOrAddress),
     fresh: async () => lookups,
   };
   return lookups;
@@ -117,6 +121,10 @@ function memoized(store: Store, version: number, maxEntries: number, fresh: () =
   const approvalEndpoint = remember(lookups.approvalEndpoint);
   const billingPlan = remember(lookups.billingPlan);
   const eventEndpoints = remember(lookups.eventEndpoints);
+  const token = remember((key) => {
+    const split = key.indexOf("\n");
+    return lookups.token(key.slice(0, split), key.slice(split + 1));
+  });
   return {
     version,
     // By the key's lookup hash, so no plaintext key is kept in memory.
@@ -128,6 +136,8 @@ function memoized(store: Store, version: number, maxEntries: number, fresh: () =
     approvalEndpoint: (projectId) => approvalEndpoint(projectId),
     billingPlan: (projectId) => billingPlan(projectId),
     eventEndpoints: (projectId) => eventEndpoints(projectId),
+    // Keyed as the store matches (a symbol in any ASCII case, an address in any case): one entry per token asked.
+    token: (network, symbolOrAddress) => token(`${network}\n${symbolOrAddress}`, `${network}\n${asciiLower(symbolOrAddress)}`),
     fresh,
   };
 }

@@ -768,6 +768,17 @@ export function sharedMigrations(d: Dialect): Migration[] {
         }
       `,
     },
+    {
+      version: 18,
+      name: "tokens are configuration: every change bumps config_version",
+      // An ERC-20 sponsorship looked its token up in the database on every request: one more round trip before
+      // the chain call with a database 2.4 ms away. Tokens change only by the operator's hand (upsertToken), so
+      // they are cached per config version like keys and strategies (store/configCache.ts), and the reservation's
+      // config guard refuses an op decided on a token row that changed since.
+      sql: `
+        ${configVersionTriggers(d, "tokens")}
+      `,
+    },
   ];
 }
 
