@@ -837,6 +837,29 @@ for (const backend of BACKENDS) {
         await store.setTokenChargeUnpaid("missing", true); // ignored
       });
 
+      it("a reservation's required checks (requires) refuse in its own batch and write nothing: the tank's consent, an unpaid postOp charge", async () => {
+        const ids = await owner();
+        await store.creditGasTank(NET, SENDER, 10n ** 18n, "test");
+        const user = (nonce: bigint) => op(ids, { mode: "user", nonce, strategyId: null, requires: { tankConsent: true } });
+        expect(await store.reserveSponsorship(user(1n))).to.deep.equal({ ok: false, reason: "GAS_TANK_NOT_ALLOWED" });
+        await store.setGasTankConsent({ network: NET, sender: SENDER, projectId: ids.projectId, allowed: true, changedBy: "test" });
+        expect((await store.reserveSponsorship(user(1n))).ok, "allowed").to.equal(true);
+        await store.setGasTankConsent({ network: NET, sender: SENDER, projectId: ids.projectId, allowed: false, changedBy: "test" });
+        expect(await store.reserveSponsorship(user(2n)), "withdrawn").to.deep.equal({ ok: false, reason: "GAS_TANK_NOT_ALLOWED" });
+        expect((await store.getGasTank(NET, SENDER)).reservedWei, "only the allowed one holds the tank").to.equal(op(ids).maxCostWei);
+
+        const erc20 = (nonce: bigint, sender: Address) => op(ids, { mode: "erc20", nonce, sender, token: USDC, exchangeRate: 1n, maxTokenCost: 1n, postOpCharge: true, requires: { noUnpaidCharge: true } });
+        const first = await store.reserveSponsorship(erc20(3n, OTHER));
+        if (!first.ok) throw new Error("expected ok");
+        await store.releaseSponsorship(first.record.id);
+        await store.setTokenChargeUnpaid(first.record.id, true);
+        const before = await backend.count("SELECT COUNT(*) AS n FROM sponsorships");
+        expect(await store.reserveSponsorship(erc20(4n, OTHER))).to.deep.equal({ ok: false, reason: "TOKEN_CHARGE_UNPAID" });
+        expect(await backend.count("SELECT COUNT(*) AS n FROM sponsorships"), "a refusal writes nothing").to.equal(before);
+        expect((await store.reserveSponsorship(erc20(4n, SENDER))).ok, "another sender").to.equal(true);
+        expect((await store.reserveSponsorship({ ...erc20(5n, OTHER), postOpCharge: false, requires: {} })).ok, "pre-charge is not refused").to.equal(true);
+      });
+
       it("postOp-charge risk per project and per key: outstanding maxima + unpaid within the window, summed exactly", async () => {
         const ids = await owner();
         const other = (await store.createApiKey(ids.projectId, "other")).apiKey.id;

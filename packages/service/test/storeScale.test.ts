@@ -345,6 +345,22 @@ for (const backend of ["sqlite", "postgres"] as const) {
           expect(await trips(() => r.a.releaseExpired(2_100_000_000, 0)), "every open one at once: the read of the expired ones, the batch").to.equal(2);
           expect((await r.b.getUsage(ids.strategyId, "global", "")).ops, "3 settled and the replaced one's op counted once, none open").to.equal(3);
         });
+
+        it("a User Sponsor reservation that checks the tank's consent, and an ERC-20 postOp-charge one that checks for an unpaid charge, are one each", async () => {
+          const configVersion = await r.b.configVersion();
+          await r.b.creditGasTank("local", SENDER, 10n ** 18n, "trips");
+          await r.b.setGasTankConsent({ network: "local", sender: SENDER, projectId: ids.projectId, allowed: true, changedBy: "test" });
+          const user = (nonce: bigint) => sponsorshipInput(ids, { mode: "user", strategyId: null, sender: SENDER, nonce, userOpHash: hash(), configVersion, webhookEndpoints: [], requires: { tankConsent: true } });
+          const erc20 = (nonce: bigint) =>
+            sponsorshipInput(ids, { mode: "erc20", strategyId: null, nonce, userOpHash: hash(), token: SENDER, exchangeRate: 1n, maxTokenCost: 1n, postOpCharge: true, configVersion, webhookEndpoints: [], requires: { noUnpaidCharge: true } });
+          await r.a.reserveSponsorship(user(0n)); // the pool's connection and its prepared statements
+          for (const [label, input] of [["user", user(1n)], ["erc20", erc20(2n)]] as const) {
+            r.proxy!.roundTrips(true);
+            const reserved = await r.a.reserveSponsorship(input);
+            expect(reserved.ok, `${label}: ${reserved.ok ? "" : reserved.reason}`).to.equal(true);
+            expect(r.proxy!.roundTrips(), label).to.equal(1);
+          }
+        });
       });
     }
   });

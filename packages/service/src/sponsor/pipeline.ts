@@ -225,7 +225,7 @@ interface Quoted {
  */
 async function quote(request: SponsorRequest, call: CallContext, failing: FailingVerdicts, signs: boolean, clocks?: ChainClocks, clockCheck?: WindowCheck): Promise<Quoted> {
   const trace = call.trace;
-  const resolved = await resolve(request, call, clocks, clockCheck);
+  const resolved = await resolve(request, call, clocks, clockCheck, signs);
   const client = clientGas(resolved); // the client's gas never depends on the sender's delegate
   // The estimate's probe reads the sender's token holdings in its one call, and so does the final simulation's
   // (chargeLanding) when an ERC-20 sponsorship with the client's gas is signed; otherwise the price step reads them.
@@ -281,8 +281,8 @@ function holdingsOf(price: TokenPrice, run: EstimateRun | undefined): SenderHold
  * The first step, resolveTarget, whose answer names what the call's root span carries: the EntryPoint
  * version and the mode (sponsor, erc20, user-sponsor).
  */
-async function resolve(request: SponsorRequest, call: CallContext, clocks?: ChainClocks, clockCheck?: WindowCheck): Promise<Target> {
-  const target = await traced(call.trace, "step.resolveTarget", resolveTarget, { request, call, clocks, clockCheck });
+async function resolve(request: SponsorRequest, call: CallContext, clocks?: ChainClocks, clockCheck?: WindowCheck, signs = false): Promise<Target> {
+  const target = await traced(call.trace, "step.resolveTarget", resolveTarget, { request, call, clocks, clockCheck, signs });
   call.trace?.set("paymaster.entry_point_version", request.version);
   call.trace?.set("paymaster.mode", target.mode.mode);
   return target;

@@ -130,9 +130,14 @@ export async function capVerdicts(
   return verdicts;
 }
 
+/**
+ * The request's mode. User Sponsor mode: the tank's consent is read here, unless `consent` is "reservation" (the
+ * request signs: its reservation's batch checks the consent in the same round trip, NewSponsorship.requires).
+ */
 export async function resolveMode(
   call: CallContext,
   request: { strategyCode?: string; token?: string; sender: Address },
+  consent: "read" | "reservation" = "read",
 ): Promise<ResolvedMode> {
   const store = call.service.store;
   if (request.strategyCode !== undefined) {
@@ -158,7 +163,7 @@ export async function resolveMode(
     }
     return { mode: "erc20", token };
   }
-  await requireTankConsent(call, request.sender);
+  if (consent === "read") await requireTankConsent(call, request.sender);
   return { mode: "user" };
 }
 
@@ -168,10 +173,15 @@ export async function resolveMode(
  * Deny by default: without this, any key of any project could hold a stranger's tank with reservations.
  */
 async function requireTankConsent(call: CallContext, sender: Address): Promise<void> {
+  if (await call.service.store.gasTankAllows(call.network.config.name, sender, call.apiKey.projectId)) return;
+  throw tankNotAllowed(call, sender);
+}
+
+/** GAS_TANK_NOT_ALLOWED, whether the consent read or the reservation's batch (its tankConsent check) found it missing. */
+export function tankNotAllowed(call: CallContext, sender: Address): RpcError {
   const network = call.network.config.name;
   const projectId = call.apiKey.projectId;
-  if (await call.service.store.gasTankAllows(network, sender, projectId)) return;
-  throw new RpcError(
+  return new RpcError(
     "GAS_TANK_NOT_ALLOWED",
     `The gas tank of ${sender} on ${network} has not allowed this API key's project (${projectId}): its owner signs a consent (pm_gasTankConsentRequest, then pm_setGasTankConsent) or the operator allows it`,
     { sender, projectId },

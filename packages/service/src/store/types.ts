@@ -208,6 +208,13 @@ export type NewSponsorship = Omit<SponsorshipRecord, "id" | "userOpHash" | "paym
    */
   postOpCharge?: boolean;
   /**
+   * Checks made in the reservation's own batch (no round trip of their own), each refusing with nothing written:
+   * `tankConsent` (User Sponsor mode) the sender's gas tank allowed the project (GAS_TANK_NOT_ALLOWED);
+   * `noUnpaidCharge` (with postOpCharge) no postOp charge of the sender on the network went unpaid
+   * (TOKEN_CHARGE_UNPAID).
+   */
+  requires?: { tankConsent?: boolean; noUnpaidCharge?: boolean };
+  /**
    * With postOpCharge: the USD the paymaster may have at risk in postOp-charge mode (outstanding postOp-charge
    * sponsorships' maximum costs + charges that went unpaid since `sinceSeconds`), per project and per API key,
    * this op counted (THREAT_MODEL.md, N-4: fresh senders each leaving one charge unpaid).
@@ -263,6 +270,10 @@ export type ReserveResult =
   /** input.billingShares would be exceeded: what the (key, client address)'s or the key's open sponsorships would hold (USD micros). */
   /** input.configVersion is not the version any more: the request decided on a configuration that changed. */
   | { ok: false; reason: "CONFIG_CHANGED" }
+  /** input.requires.tankConsent: the sender's gas tank has not allowed the project. */
+  | { ok: false; reason: "GAS_TANK_NOT_ALLOWED" }
+  /** input.requires.noUnpaidCharge: a postOp charge of the sender on the network went unpaid. */
+  | { ok: false; reason: "TOKEN_CHARGE_UNPAID" }
   | { ok: false; reason: "HOLD_SHARE_EXCEEDED"; scope: "clientIp" | "apiKey"; shareBps: number; heldUsdMicros: bigint }
   /** input.billing: the project's available balance (balance - held, USD micros) is below this op's hold. */
   | { ok: false; reason: "BALANCE_EXHAUSTED"; availableUsdMicros: bigint; requiredUsdMicros: bigint };

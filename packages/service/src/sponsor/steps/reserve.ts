@@ -21,6 +21,8 @@ import type { MaxCost } from "./maxCost.ts";
 import type { Target } from "./target.ts";
 import type { TokenQuote } from "./tokenQuote.ts";
 import { postOpChargeRisk } from "../postOpRisk.ts";
+import { tankNotAllowed } from "../policy.ts";
+import { unpaidCharge } from "./tokenCharge.ts";
 import { outstandingBounds } from "../outstanding.ts";
 import { billingBasis, type BillingTerms } from "../../billing/charge.ts";
 import { ConfigChanged, lookupsOf } from "../../store/configCache.ts";
@@ -77,6 +79,8 @@ export async function reserve({ target, cost, token, userOpHash, paymasterAndDat
         // At most one outstanding postOp-charge sponsorship per sender, and a bound per project and key on what
         // such sponsorships put at risk (fresh senders each leaving a charge unpaid).
         postOpCharge,
+        // Checked in the batch, whether or not read before (Target.signs): exact at the moment it is written.
+        requires: { tankConsent: mode.mode === "user", noUnpaidCharge: postOpCharge },
         ...(postOpCharge ? { postOpChargeRisk: postOpChargeRisk(call.service.config, target.now) } : {}),
         // Open reservations per sender and per browser key's client address: no one holds others' money with
         // ops nobody signs.
@@ -151,6 +155,8 @@ export function reservationRefusal(refused: Exclude<Reservation, { ok: true }>, 
       { scope: refused.scope, shareOfBalance: `${refused.shareBps / 100}%`, retryAfterSeconds: target.call.service.config.signatureTtlSeconds },
     );
   }
+  if (refused.reason === "GAS_TANK_NOT_ALLOWED") return tankNotAllowed(target.call, target.request.userOp.sender);
+  if (refused.reason === "TOKEN_CHARGE_UNPAID") return unpaidCharge(target, token!.maxTokenCost);
   if (refused.reason === "POSTOP_CHARGE_PENDING") {
     return new RpcError("POSTOP_CHARGE_PENDING", undefined, { token: token!.symbol, paymaster: target.paymaster, required: token!.maxTokenCost.toString() });
   }

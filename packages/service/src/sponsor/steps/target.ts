@@ -42,6 +42,12 @@ export interface Target {
    * request's chain call, whichever step makes it.
    */
   readonly clockCheck: WindowCheck;
+  /**
+   * The request signs (pm_sponsorUserOperation, pm_getPaymasterData): it ends in the reservation, whose batch checks
+   * the gas tank's consent and an unpaid token charge (NewSponsorship.requires) in its one round trip, so neither is
+   * read before. Requests that sign nothing read them.
+   */
+  readonly signs?: boolean;
 }
 
 export interface TargetInput {
@@ -51,11 +57,13 @@ export interface TargetInput {
   clocks?: ChainClocks | undefined;
   /** The check of the window against the chain's fresh clocks (absent: none). */
   clockCheck?: WindowCheck | undefined;
+  /** Target.signs. */
+  signs?: boolean;
 }
 
 const NO_POSTOP = { postOpGas: 0n, minPostOpGasLimit: 0n } as const;
 
-export async function resolveTarget({ request, call, clocks, clockCheck = NO_CHECK }: TargetInput): Promise<Target> {
+export async function resolveTarget({ request, call, clocks, clockCheck = NO_CHECK, signs = false }: TargetInput): Promise<Target> {
   const { service, network } = call;
   const chain = readyChain(network);
   const entry = network.entryPoint(request.version);
@@ -66,7 +74,7 @@ export async function resolveTarget({ request, call, clocks, clockCheck = NO_CHE
   }
   const market = await chainWait(call.timing, () => chain.market.current());
   const now = Math.max(service.now(), market.timestamp);
-  const mode = await resolveMode(call, { ...request, sender: request.userOp.sender });
+  const mode = await resolveMode(call, { ...request, sender: request.userOp.sender }, signs ? "reservation" : "read");
   const erc20 = mode.mode === "erc20" ? chain.erc20[request.version]! : NO_POSTOP;
   return {
     request,
@@ -83,5 +91,6 @@ export async function resolveTarget({ request, call, clocks, clockCheck = NO_CHE
     // The ERC-20 paymaster refuses a postOp gas limit below its worst-case postOp (v0.6: verificationGasLimit).
     minPostOpGasLimit: erc20.minPostOpGasLimit,
     clockCheck,
+    signs,
   };
 }

@@ -39,10 +39,17 @@ export async function chargeToken({ target, gas, price, holdings, paymasterData 
   const { maxTokenCost } = quote;
   const chargeMode = holdings.allowance >= maxTokenCost ? ChargeMode.PreCharge : ChargeMode.InPostOp;
   // Charging in postOp trusts the op's own calls to leave the allowance in place, which a sender can defeat
-  // for free (THREAT_MODEL.md, item 3): one whose postOp charge went unpaid gets pre-charge only.
+  // for free (THREAT_MODEL.md, item 3): one whose postOp charge went unpaid gets pre-charge only. A signing
+  // request's reservation checks it in its own batch (requires.noUnpaidCharge): no round trip here.
   const { call, request } = target;
-  if (chargeMode === ChargeMode.InPostOp && (await serviceStore(call.service, span).hasUnpaidTokenCharge(call.network.config.name, request.userOp.sender))) {
-    throw new RpcError("TOKEN_CHARGE_UNPAID", undefined, { token: token.symbol, paymaster: target.paymaster, required: maxTokenCost.toString() });
+  if (chargeMode === ChargeMode.InPostOp && target.signs !== true && (await serviceStore(call.service, span).hasUnpaidTokenCharge(call.network.config.name, request.userOp.sender))) {
+    throw unpaidCharge(target, maxTokenCost);
   }
   return { ...quote, chargeMode };
+}
+
+/** TOKEN_CHARGE_UNPAID, whether the read above or the reservation's batch (its noUnpaidCharge check) found the unpaid charge. */
+export function unpaidCharge(target: Target, maxTokenCost: bigint): RpcError {
+  const token = target.mode.mode === "erc20" ? target.mode.token.symbol : "";
+  return new RpcError("TOKEN_CHARGE_UNPAID", undefined, { token, paymaster: target.paymaster, required: maxTokenCost.toString() });
 }

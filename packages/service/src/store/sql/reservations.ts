@@ -46,6 +46,11 @@ const RESERVATION_SQL = {
     VALUES (?, ?, ?, ?, ?, ?)`,
   // First in the batch: a refusal here costs nothing, no row is touched yet.
   configGuard: `SELECT CASE WHEN version <> ? THEN pm_refuse('{"reason":"CONFIG_CHANGED"}', NULL) END AS refused FROM config_version WHERE id = 1`,
+  // NewSponsorship.requires: checks of rows the reservation does not move, next in the batch (nothing touched yet).
+  tankConsentGuard: `SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM gas_tank_consents WHERE network = ? AND sender = ? AND project_id = ? AND allowed = ?)
+    THEN pm_refuse('{"reason":"GAS_TANK_NOT_ALLOWED"}', NULL) END AS refused`,
+  unpaidChargeGuard: `SELECT CASE WHEN EXISTS (SELECT 1 FROM token_charge_flags WHERE network = ? AND sender = ? AND unpaid = ?)
+    THEN pm_refuse('{"reason":"TOKEN_CHARGE_UNPAID"}', NULL) END AS refused`,
 } as const;
 
 
@@ -188,6 +193,7 @@ function reservationBatch(parts: ReservationParts, p: Plan, previous: Previous |
   const version = p.input.configVersion;
   return [
     ...(version === undefined ? [] : [{ sql: parts.q.configGuard, params: [version] }]),
+    ...requiredStatements(parts, p),
     ...(previous ? replacement(parts, previous.row, changeId, p.now) : []),
     ...recordStatements(parts, p, changeId),
     ...counterStatements(parts, p, previous?.facts),
@@ -276,6 +282,15 @@ function recordStatements(parts: ReservationParts, p: Plan, changeId: string): S
   return [{ sql: parts.q.insertSponsorship, params: values }];
 }
 
+/** NewSponsorship.requires: the guards of rows the reservation does not move. */
+function requiredStatements(parts: ReservationParts, p: Plan): Statement[] {
+  const { record, input } = p;
+  return [
+    ...(input.requires?.tankConsent === true ? [{ sql: parts.q.tankConsentGuard, params: [record.network, record.sender, record.projectId, true] }] : []),
+    ...(input.requires?.noUnpaidCharge === true ? [{ sql: parts.q.unpaidChargeGuard, params: [record.network, record.sender, true] }] : []),
+  ];
+}
+
 /** After the counters: the op's postOp-charge flag and its sponsorship.signed events. */
 function afterCounters(parts: ReservationParts, p: Plan): Statement[] {
   const { record } = p;
@@ -352,6 +367,10 @@ function refusalOf(err: Refusal, p: Plan): Exclude<ReserveResult, { ok: true }> 
       return "stale";
     case "CONFIG_CHANGED":
       return { ok: false, reason: "CONFIG_CHANGED" };
+    case "GAS_TANK_NOT_ALLOWED":
+      return { ok: false, reason: "GAS_TANK_NOT_ALLOWED" };
+    case "TOKEN_CHARGE_UNPAID":
+      return { ok: false, reason: "TOKEN_CHARGE_UNPAID" };
     default:
       throw new Error(`a reservation batch was refused for an unknown reason: ${err.reason}`);
   }
