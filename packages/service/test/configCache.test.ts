@@ -82,7 +82,9 @@ for (const backend of ["sqlite", "postgres"] as const) {
       expect(await bumps(() => replicaB.revokeApiKey(keyId))).to.be.greaterThan(0);
       expect(await bumps(() => replicaB.setProjectStatus(projectId, "disabled"))).to.be.greaterThan(0);
       expect(await bumps(() => replicaB.upsertToken(USDC))).to.be.greaterThan(0);
+      expect(await bumps(() => replicaB.upsertToken({ ...USDC, address: USDC.address.toLowerCase() as Address })), "the same token again (a replica's start): nothing written").to.equal(0);
       expect(await bumps(() => replicaB.upsertToken({ ...USDC, enabled: false }))).to.be.greaterThan(0);
+      expect(await bumps(() => replicaB.upsertToken({ ...USDC, enabled: false, priceSource: { type: "fixed", usd: "1.01" } }))).to.be.greaterThan(0);
 
       // The request path's own writes leave it alone (else the cache would start over on every sponsorship).
       await replicaB.setProjectStatus(projectId, "active");

@@ -1,4 +1,5 @@
 /** The store's part for the ERC-20 token registry, per network: one token per address, one per symbol. */
+import { isDeepStrictEqual } from "node:util";
 import { getAddress, isAddress } from "viem";
 import * as dbRows from "../rows.ts";
 import * as validation from "../validation.ts";
@@ -34,8 +35,13 @@ export function tokenStore(s: SqlShared) {
      */
     async upsertToken(token: Token): Promise<void> {
       const { address: addr, priceSourceJson } = validation.validToken(token);
+      const wanted: Token = { network: token.network, address: addr, symbol: token.symbol, decimals: token.decimals, priceSource: JSON.parse(priceSourceJson) as Token["priceSource"], markupBps: token.markupBps, enabled: token.enabled };
       await db.transaction(
         async (tx) => {
+          // Unchanged: nothing is written, so the config version (which every write of tokens bumps, migration 18)
+          // stays, and the replicas keep their lookups: each start of a replica upserts its configured tokens.
+          const current = await tx.one<dbRows.TokenRow>(q.selectTokenBySymbol, [token.network, asciiLower(token.symbol)]);
+          if (current !== undefined && isDeepStrictEqual(dbRows.toToken(current), wanted)) return;
           await tx.run(q.deleteTokenSymbolElsewhere, [token.network, asciiLower(token.symbol), addr]);
           await tx.run(q.upsertToken, [token.network, addr, token.symbol, token.decimals, priceSourceJson, token.markupBps, token.enabled, validation.nowSeconds()]);
         },
