@@ -10,8 +10,7 @@ if [ "$(id -u)" != "0" ]; then
   echo "podman-ready: it needs root (rootful podman; podman is installed with apt-get)" >&2
   exit 3
 fi
-bash ../../scripts/ensure-debian-packages.sh /usr/bin/podman "the container image tests" \
-  podman buildah debootstrap uidmap fuse-overlayfs slirp4netns runc containernetworking-plugins catatonit golang-github-containers-common
+bash scripts/podman-packages.sh
 rc=$?
 if [ "$rc" -eq 3 ]; then
   echo "podman-ready: podman is not installed and could not be" >&2
