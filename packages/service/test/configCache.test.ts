@@ -19,7 +19,7 @@ const USDC = { network: "local", symbol: "USDC", address: "0x036CbD53842c5426634
 /** `store` with a count of the lookups that reach it (the database behind it is real). */
 function counting(store: Store): { store: Store; reads: () => number } {
   let reads = 0;
-  const counted = new Set(["findApiKeyWithProject", "getStrategyByCode", "getApprovalEndpoint", "findToken"]);
+  const counted = new Set(["findApiKeyWithProject", "getStrategyByCode", "getApprovalEndpoint", "findToken", "listTokens"]);
   const proxy = new Proxy(store, {
     get(target, name, receiver) {
       const value = Reflect.get(target, name, receiver);
@@ -145,8 +145,10 @@ for (const backend of ["sqlite", "postgres"] as const) {
       expect(await (await cache.current()).token("other", "USDC"), "another network's").to.equal(undefined);
       expect(reads(), "one read for the symbol in every case, one for the other network").to.equal(2);
       expect((await (await cache.current()).token("local", USDC.address.toLowerCase()))?.symbol).to.equal("USDC");
+      expect((await (await cache.current()).tokens("local")).map((t) => t.symbol)).to.deep.equal(["USDC"]);
       await replicaB.upsertToken({ ...USDC, enabled: false });
       expect((await (await cache.current()).token("local", "usdc"))?.enabled, "disabled elsewhere: seen at once").to.equal(false);
+      expect((await (await cache.current()).tokens("local")).map((t) => t.enabled), "and in the list").to.deep.equal([false]);
     });
   });
 }

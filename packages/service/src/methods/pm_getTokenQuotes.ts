@@ -54,7 +54,7 @@ export const pm_getTokenQuotes = defineMethod({
   name: "pm_getTokenQuotes",
   params: quoteParamsSchema,
   async handler(params, call) {
-    const { network, service } = call;
+    const { network } = call;
     const entry = network.entryPoint(params.version);
     if (!entry) {
       throw new RpcError("UNSUPPORTED_ENTRYPOINT_VERSION", `${network.config.name} does not serve EntryPoint ${params.version}`, { supported: network.versions });
@@ -63,9 +63,9 @@ export const pm_getTokenQuotes = defineMethod({
     const name = network.config.name;
 
     let tokens: Token[];
+    const lookups = lookupsOf(call);
     if (params.tokens) {
       tokens = [];
-      const lookups = lookupsOf(call);
       for (const wanted of params.tokens) {
         const token = (await lookups.token(name, wanted)) ?? (await (await lookups.fresh()).token(name, wanted));
         if (!token || !token.enabled) {
@@ -74,7 +74,7 @@ export const pm_getTokenQuotes = defineMethod({
         if (!tokens.some((t) => t.address === token.address)) tokens.push(token);
       }
     } else {
-      tokens = (await service.store.listTokens(name)).filter((t) => t.enabled);
+      tokens = (await lookups.tokens(name)).filter((t) => t.enabled);
     }
 
     // The user operation, checked like pm_sponsorUserOperation's (issues reported under params[0].userOp).

@@ -139,7 +139,6 @@ export async function resolveMode(
   request: { strategyCode?: string; token?: string; sender: Address },
   consent: "read" | "reservation" = "read",
 ): Promise<ResolvedMode> {
-  const store = call.service.store;
   if (request.strategyCode !== undefined) {
     const lookups = lookupsOf(call);
     // Unknown under lookups that may be a moment old: a strategy just created anywhere is known under the version as it is now.
@@ -156,7 +155,7 @@ export async function resolveMode(
     // As for a strategy: unknown under lookups that may be a moment old, the version as it is now decides.
     const token = (await lookups.token(network, request.token)) ?? (await (await lookups.fresh()).token(network, request.token));
     if (!token || !token.enabled) {
-      const supported = (await store.listTokens(call.network.config.name)).filter((t) => t.enabled).map((t) => t.symbol);
+      const supported = (await lookups.tokens(network)).filter((t) => t.enabled).map((t) => t.symbol);
       throw new RpcError("TOKEN_NOT_SUPPORTED", `Token ${JSON.stringify(request.token)} is not supported on ${call.network.config.name}`, {
         supported,
       });

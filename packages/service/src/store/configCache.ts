@@ -38,6 +38,8 @@ export interface ConfigLookups {
   eventEndpoints(projectId: string): Promise<readonly WebhookEndpoint[]>;
   /** The network's token by symbol (any ASCII case) or address (Store.findToken). */
   token(network: string, symbolOrAddress: string): Promise<Token | undefined>;
+  /** The network's tokens, enabled or not (Store.listTokens). */
+  tokens(network: string): Promise<readonly Token[]>;
   /** The lookups under the version as it is now (one read of it): what "unknown" is answered from. */
   fresh(): Promise<ConfigLookups>;
 }
@@ -76,6 +78,7 @@ export function directLookups(store: Store): ConfigLookups {
     billingPlan: (projectId) => store.getBillingPlan(projectId),
     eventEndpoints: async (projectId) => (await store.listWebhookEndpoints(projectId)).filter((e) => e.kind === "events"),
     token: (network, symbolOrAddress) => store.findToken(network, symbolOrAddress),
+    tokens: (network) => store.listTokens(network),
     fresh: async () => lookups,
   };
   return lookups;
@@ -121,6 +124,7 @@ function memoized(store: Store, version: number, maxEntries: number, fresh: () =
   const approvalEndpoint = remember(lookups.approvalEndpoint);
   const billingPlan = remember(lookups.billingPlan);
   const eventEndpoints = remember(lookups.eventEndpoints);
+  const tokens = remember(lookups.tokens);
   const token = remember((key) => {
     const split = key.indexOf("\n");
     return lookups.token(key.slice(0, split), key.slice(split + 1));
@@ -138,6 +142,7 @@ function memoized(store: Store, version: number, maxEntries: number, fresh: () =
     eventEndpoints: (projectId) => eventEndpoints(projectId),
     // Keyed as the store matches (a symbol in any ASCII case, an address in any case): one entry per token asked.
     token: (network, symbolOrAddress) => token(`${network}\n${symbolOrAddress}`, `${network}\n${asciiLower(symbolOrAddress)}`),
+    tokens: (network) => tokens(network),
     fresh,
   };
 }
