@@ -258,16 +258,22 @@ async function quote(request: SponsorRequest, call: CallContext, failing: Failin
       : await traced(trace, "step.chargeToken", chargeToken, { target, gas, price, holdings: holdingsOf(price, run), paymasterData: estimateData }));
   const cost = await traced(trace, "step.maxCost", maxCost, { target, gas, paymasterData: stubPaymasterData(target, price, token?.chargeMode), nativeUsd: price?.nativeUsd });
   verdicts.push(...gasPolicy({ target, gas, cost, failing }));
-  const readApart = (t: Target) => traced(trace, "step.detectDelegate", detectForSigning, t);
-  const delegate =
-    delegated === undefined
-      ? estimates
-        ? await delegateFromProbe(target, run?.findings?.senderCode, readApart)
-        : await delegateForProbedLanding(target, readApart)
-      : signs
-        ? await delegateToSign(target, delegated)
-        : { target: await delegated };
+  const delegate = await delegateFor(target, { delegated, signs, estimates, probed: run?.findings?.senderCode });
   return { target: delegate.target, gas, token, cost, verdicts, delegate, estimated: run !== undefined, findings: run?.findings, ...(deferCharge && price ? { deferredCharge: price } : {}) };
+}
+
+/**
+ * The delegate step's answer for the quote (src/sponsor/steps/delegate.ts): with a code read of its own in flight
+ * (`delegated`), the read (or, when signing, the last-read guess beside it); without one, the probe's read — the
+ * estimate's (`probed`) or, with the client's gas, the final simulation's to come.
+ */
+async function delegateFor(
+  target: Target,
+  { delegated, signs, estimates, probed }: { delegated: Promise<Target> | undefined; signs: boolean; estimates: boolean; probed: { delegate: Address | undefined } | undefined },
+): Promise<DelegateToSign> {
+  if (delegated !== undefined) return signs ? delegateToSign(target, delegated) : { target: await delegated };
+  const readApart = (t: Target) => traced(target.call.trace, "step.detectDelegate", detectForSigning, t);
+  return estimates ? delegateFromProbe(target, probed, readApart) : delegateForProbedLanding(target, readApart);
 }
 
 /** ERC-20 mode: the sender's holdings, read by the price step, else by the estimate's simulation (one of them always does). */
