@@ -83,16 +83,28 @@ export async function simulateEstimate({ target, gas, chargeMode }: EstimateSimu
   return plainEstimate(target, gas, chargeMode, span);
 }
 
+/** Where a simulation that reads the sender's code (the probe) reports the EIP-7702 delegate it named (src/sponsor/steps/delegate.ts). */
+export type SenderCodeSink = (delegate: Address | undefined) => void;
+
 /**
  * The probe's one call for `target`'s op: `run`, and in ERC-20 mode `erc20`'s run charged up front (the sender's
- * holdings select one), timed as a chain wait and traced. A node's refusal is remembered for the network and
- * version (refuseProbe), then raised: the caller takes the path without the probe.
+ * holdings select one), timed as a chain wait and traced; the sender's code it read goes to `senderCode` (when
+ * its reads' frame answered). A node's refusal is remembered for the network and version (refuseProbe), then
+ * raised: the caller takes the path without the probe.
  */
-export async function runProbe(target: Target, run: ProbeRun, erc20: ProbeInput["erc20"], span: TraceSpan): Promise<ProbeResult> {
+export async function runProbe(
+  target: Target,
+  run: ProbeRun,
+  erc20: ProbeInput["erc20"],
+  span: TraceSpan,
+  senderCode?: SenderCodeSink | undefined,
+): Promise<ProbeResult> {
   const { request, entry, chain, call } = target;
   const input: ProbeInput = { entryPoint: entry.entryPoint, paymaster: target.paymaster, signer: chain.signer.address, sender: request.userOp.sender, callData: request.userOp.callData, run, ...(erc20 ? { erc20 } : {}) };
   try {
-    return await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input));
+    const result = await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input));
+    if (result.senderCode) senderCode?.(result.senderCode.delegate); // the code read goes where the caller asked (delegate.ts)
+    return result;
   } catch (error) {
     if (error instanceof ProbeRefused) refuseProbe(target, error);
     throw error;

@@ -9,10 +9,10 @@
  * and the op is reserved. Raises the charge step's, the landing's and the reserve step's errors; ProbeRefused
  * when the node took no state overrides (the pipeline then reads the holdings and simulates apart).
  */
-import { ChargeMode, type Address, type Hex } from "@paymaster/shared";
+import { ChargeMode, type Hex } from "@paymaster/shared";
 import { NO_SPAN, traced, type TraceSpan } from "../../telemetry/trace.ts";
 import type { GasValues } from "../op.ts";
-import { runProbe, signedRun } from "../probe.ts";
+import { runProbe, signedRun, type SenderCodeSink } from "../probe.ts";
 import { chargeToken } from "./tokenCharge.ts";
 import { commitSponsorship, type Committed } from "./commit.ts";
 import { judgeProbedLanding } from "./landing.ts";
@@ -31,7 +31,7 @@ export interface ChargeLandingInput {
   /** Stub paymaster data of the final length (prices the maximum token cost). */
   paymasterData: Hex;
   /** Where the probe reports the sender's code (src/sponsor/steps/delegate.ts). */
-  senderCode?: ((delegate: Address | undefined) => void) | undefined;
+  senderCode?: SenderCodeSink | undefined;
 }
 
 export interface ChargeLanded {
@@ -50,8 +50,7 @@ export async function chargeLanding({ target, gas, cost, price, paymasterData, s
     signLanding({ target, gas, cost, token: { ...preChargeQuote, chargeMode: ChargeMode.InPostOp } }),
   ]);
   const erc20 = { token: target.mode.token.address, preChargeFrom: maxTokenCost, preCharge: signedRun(target, preCharged) };
-  const result = await runProbe(target, signedRun(target, chargedInPostOp), erc20, span);
-  if (result.senderCode) senderCode?.(result.senderCode.delegate);
+  const result = await runProbe(target, signedRun(target, chargedInPostOp), erc20, span, senderCode);
   const { before } = result.holdings!;
   const token = await traced(span, "step.chargeToken", chargeToken, { target, gas, price, holdings: before, paymasterData });
   // The charge step's rule is the probe's (the allowance against the maximum token cost): the mode simulated is the one decided.

@@ -7,7 +7,8 @@
  * the reservation, the window is checked against the chain's fresh clocks (Target.clockCheck).
  * Raises the landing step's and the reserve step's errors.
  */
-import type { Address, Hex } from "@paymaster/shared";
+import type { Hex } from "@paymaster/shared";
+import type { SenderCodeSink } from "../probe.ts";
 import type { SimulatedOp } from "../../chain/entryPoint.ts";
 import { landedFields } from "../op.ts";
 import { checkLanding } from "./landing.ts";
@@ -26,7 +27,7 @@ export interface CommitInput {
   /** Simulate the signed op before reserving it. */
   simulate: boolean;
   /** Where that simulation reports the sender's code when it reads it (src/sponsor/steps/delegate.ts). */
-  senderCode?: ((delegate: Address | undefined) => void) | undefined;
+  senderCode?: SenderCodeSink | undefined;
 }
 
 /** What the answer carries once the signature may leave. */

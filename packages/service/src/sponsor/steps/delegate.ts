@@ -25,6 +25,7 @@ import { tracedRpc } from "../../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { lastDelegate, rememberDelegate } from "../senderDelegates.ts";
 import type { Target } from "./target.ts";
+import type { SenderCodeSink } from "../probe.ts";
 
 /**
  * The op's target with the delegate its sender runs, when the request signs (`signs`: the paymaster hash needs
@@ -57,7 +58,7 @@ export interface DelegateToSign {
   /** The code read (in flight, or made when asked): set only when `target`'s delegate is the one last read for the sender. */
   read?: () => Promise<Target>;
   /** Set when the final simulation is to read the sender's code itself (the probe): what it read there goes here. */
-  senderCode?: (delegate: Address | undefined) => void;
+  senderCode?: SenderCodeSink;
 }
 
 const NOT_YET = Symbol("not yet read");

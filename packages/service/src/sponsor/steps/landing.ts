@@ -18,9 +18,8 @@ import { tracedChain } from "../../network/tracedChain.ts";
 import { NO_SPAN, type TraceSpan } from "../../telemetry/trace.ts";
 import { gasOf, paymasterOf } from "../op.ts";
 import { callsRefusal, refuseRevertingCalls, simulationError, tokenRead } from "../simulation.ts";
-import { probeUsable, runProbe, signedRun } from "../probe.ts";
+import { probeUsable, runProbe, signedRun, type SenderCodeSink } from "../probe.ts";
 import { ProbeRefused, type ProbeResult } from "../../chain/probe.ts";
-import type { Address } from "@paymaster/shared";
 import type { Target } from "./target.ts";
 import type { TokenQuote } from "./tokenQuote.ts";
 
@@ -32,7 +31,7 @@ export interface LandingInput {
   /** The op carries our real signature: a signature the paymaster refuses is an error then. */
   signed: boolean;
   /** Where the sender's code is reported when the simulation read it (the probe; src/sponsor/steps/delegate.ts). */
-  senderCode?: ((delegate: Address | undefined) => void) | undefined;
+  senderCode?: SenderCodeSink | undefined;
 }
 
 export async function checkLanding(input: LandingInput, span: TraceSpan = NO_SPAN): Promise<void> {
@@ -65,8 +64,7 @@ async function probedLanding({ target, op, token, signed, senderCode }: LandingI
   const run = signedRun(target, op);
   // The token's holdings are read before and after the op; a pre-charge from an allowance of 0 up runs `run` always.
   const erc20 = target.mode.mode === "erc20" ? { token: target.mode.token.address, preChargeFrom: 0n, preCharge: run } : undefined;
-  const result = await runProbe(target, run, erc20, span);
-  if (result.senderCode) senderCode?.(result.senderCode.delegate);
+  const result = await runProbe(target, run, erc20, span, senderCode);
   await judgeProbedLanding({ target, op, token, signed, result }, span);
 }
 
