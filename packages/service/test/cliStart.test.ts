@@ -116,7 +116,6 @@ describe("paymaster start: one command, the same everywhere", function () {
         expect(exit.code, "drained and exited 0").to.equal(0);
       }
     });
-
   });
 });
 
