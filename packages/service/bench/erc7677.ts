@@ -590,6 +590,8 @@ function printRoundTripGoals(ours: string, peer: string | undefined, delayMs: nu
     const lines: string[] = [];
     const erc = row(ours, "ERC-7677 stub + data", round);
     if (erc) lines.push(`ERC-7677 stub + data seq p50 ${erc.seqP50.toFixed(1)} ms (goal <= one round trip + 5 = ${delayMs + 5} ms): ${verdict(erc.seqP50 <= delayMs + 5)}`);
+    // What the goal leaves once this host's node and loopback hops have taken theirs: the goal is absolute, the floor is not.
+    if (erc?.floorP50 !== undefined) lines.push(`  the floor before any service work (the same plain eth_call through a bare forwarder in the service's process) ${erc.floorP50.toFixed(1)} ms: the goal leaves ${(delayMs + 5 - erc.floorP50).toFixed(1)} ms for the client's HTTP hop and the service's own work`);
     for (const path of Object.values(SPONSOR_PATH)) {
       const r = row(ours, path, round);
       if (!r) continue;
