@@ -16,9 +16,9 @@ import { approveCallData, embeddedConfig, executeCallData } from "../src/local/e
 import { localNetworkConfig } from "../src/config/local.ts";
 import { startService, type RunningService } from "../src/server.ts";
 import { simulateOp, type SimulatedOp } from "../src/chain/entryPoint.ts";
-import { PROBE_CODE_OVERRIDE, probeSponsorship } from "../src/chain/probe.ts";
+import { PROBE_ADDRESS, PROBE_CODE_OVERRIDE, probeSponsorship } from "../src/chain/probe.ts";
 import { oneCallVerdict, type OneCallInput } from "../src/sponsor/oneCall.ts";
-import { ACCEPTED_SIGNATURE_GAS } from "../src/sponsor/probe.ts";
+import { ACCEPTED_SIGNATURE_GAS, PROBE_REFUSALS_IN_A_ROW } from "../src/sponsor/probe.ts";
 import type { SponsorMode } from "../src/policy/types.ts";
 import { prng } from "./helpers/prng.ts";
 import { openSponsorshipReader } from "./helpers/sponsorships.ts";
@@ -103,6 +103,19 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
     ...(version === "v0.6" ? {} : { version }),
     ...(mode === "sponsor" ? { strategy_code: embedded.strategyCode } : mode === "erc20" ? { token: "USDC" } : {}),
   });
+
+  /** A service of its own for `version` alone, reaching the chain through `front`, its log lines kept. */
+  async function serviceBehind(front: { url: string }, version: EntryPointVersion): Promise<{ running: RunningService; logs: Record<string, any>[] }> {
+    const logs: Record<string, any>[] = [];
+    const { createLogger } = await import("../src/log.ts");
+    const logger = createLogger("info", { write: (line: string) => void logs.push(JSON.parse(line)) });
+    const network = { ...localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: front.url, signerKey: embedded.stack.signer.privateKey }), entryPoints: { [version]: embedded.stack.manifest.entryPoints[version] } };
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-behind-front-")), "data");
+    return { running: await startService(embeddedConfig(network, dataDir, 0, "info"), { logger, pollMs: 100, watch: false }), logs };
+  }
+
+  /** The warnings that the probe was left off. */
+  const probeWarnings = (logs: Record<string, any>[]) => logs.filter((l) => String(l.msg).startsWith("the node refused the sponsorship probe"));
 
   /** Sponsors `wire` for `wallet` in `mode`, signs it as the owner and lands it; returns the sponsor answer. */
   async function sponsorAndLand(wallet: Wallet, wire: ReturnType<typeof wireOp>, mode: SponsorMode): Promise<any> {
@@ -477,17 +490,13 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
 
     it("probe_unavailable: a node that takes no state overrides (v0.6 simulates without one): plain calls, the ops land, one warning", async () => {
       const front = await startOverrideRefusingFront(embedded.stack.chain.url);
-      const logs: Record<string, any>[] = [];
-      const { createLogger } = await import("../src/log.ts");
-      const logger = createLogger("info", { write: (line: string) => void logs.push(JSON.parse(line)) });
-      const network = { ...localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: front.url, signerKey: embedded.stack.signer.privateKey }), entryPoints: { "v0.6": embedded.stack.manifest.entryPoints["v0.6"] } };
-      const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-noverride-")), "data");
-      const running = await startService(embeddedConfig(network, dataDir, 0, "info"), { logger, pollMs: 100, watch: false });
+      const { running, logs } = await serviceBehind(front, "v0.6");
       try {
         const { v1: endpoint } = await projectEndpoints(running.service.store, running.url, "no overrides", "NOOVERRIDE");
         // First an ERC-20 op with the client's gas (its probe refused: the holdings read, then the final
-        // simulation), then ops whose gas the service estimates (the probe is not asked again).
-        for (const [mode, clientGas] of [["erc20", true], ["sponsor", false], ["erc20", false]] as const) {
+        // simulation), then ops whose gas the service estimates: refused PROBE_REFUSALS_IN_A_ROW times in a row,
+        // the probe is not asked again.
+        for (const [mode, clientGas] of [["erc20", true], ["sponsor", false], ["erc20", false], ["sponsor", false]] as const) {
           const wallet = await newWallet(embedded, "v0.6");
           if (mode === "erc20") await mint(embedded, "USDC", wallet.sender, 1_000n * 10n ** 6n);
           const calls = mode === "erc20" ? approveCallData(usdc, paymasterOf("v0.6", "erc20")) : executeCallData(wallet.owner.address);
@@ -499,9 +508,37 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
           expect(outcome.reverted, outcome.failedOp).to.equal(false);
         }
         const counts = await oneCallCounts(running);
-        expect(Object.fromEntries(counts.fallbacks)).to.deep.equal({ "sponsor v0.6 probe_unavailable": 1, "erc20 v0.6 probe_unavailable": 1 });
-        expect(front.refused, "the probe was asked once, then left alone").to.equal(1);
-        expect(logs.filter((l) => String(l.msg).startsWith("the node refused the sponsorship probe"))).to.have.length(1);
+        expect(Object.fromEntries(counts.fallbacks)).to.deep.equal({ "sponsor v0.6 probe_unavailable": 2, "erc20 v0.6 probe_unavailable": 1 });
+        expect(front.refused, "the probe was asked until refused 3 times in a row, then left alone").to.equal(PROBE_REFUSALS_IN_A_ROW);
+        expect(probeWarnings(logs)).to.have.length(1);
+      } finally {
+        await running.close();
+        await front.close();
+      }
+    });
+
+    it("errors in passing on the probe (the node's EVM timing out) cost the requests that met them their one call: two, an answer, two more never switch it off, no warning", async () => {
+      // The probe's calls 1, 2, 4 and 5 refused: never 3 in a row, as the count starts again at an answer.
+      const front = await startOverrideRefusingFront(embedded.stack.chain.url, { refuseProbeCalls: [1, 2, 4, 5], error: { code: -32000, message: "execution aborted (timeout = 5s)" } });
+      const { running, logs } = await serviceBehind(front, "v0.7");
+      try {
+        const { v1: endpoint } = await projectEndpoints(running.service.store, running.url, "passing errors", "PASSING");
+        // A fresh v0.7 account's sponsorship: its probe (the estimate), then, when that was refused, the plain
+        // estimate and the final simulation, which asks no probe (nothing for it to fold in).
+        const sponsorAndLandHere = async () => {
+          const wallet = await newWallet(embedded, "v0.7");
+          const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+          const { status, body } = await call(endpoint, "pm_sponsorUserOperation", [wire, { version: "v0.7", strategy_code: "PASSING" }]);
+          expect(status, JSON.stringify(body)).to.equal(200);
+          const outcome = await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data)));
+          expect(outcome.reverted, outcome.failedOp).to.equal(false);
+        };
+        for (let i = 0; i < 6; i++) await sponsorAndLandHere();
+        const counts = await oneCallCounts(running);
+        expect(Object.fromEntries(counts.fallbacks), "the four that met an error").to.deep.equal({ "sponsor v0.7 probe_unavailable": 4 });
+        expect(Object.fromEntries(counts.oneCall), "the others, decided by their probe").to.deep.equal({ "sponsor v0.7": 2 });
+        expect([front.probeCalls, front.refused], "every request asked the probe").to.deep.equal([6, 4]);
+        expect(probeWarnings(logs)).to.deep.equal([]);
       } finally {
         await running.close();
         await front.close();
@@ -532,19 +569,31 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
 });
 
 /** An RPC front on 127.0.0.1 that refuses any eth_call carrying a state override, as a node without them does; `refused`: how many. */
-async function startOverrideRefusingFront(chainUrl: string): Promise<{ url: string; readonly refused: number; close(): Promise<void> }> {
+/**
+ * A front to the chain that answers eth_calls with a state override (a third parameter) with a JSON-RPC error, as a
+ * node without state overrides does; with `refuseProbeCalls`, only those calls to the probe (1-based, in the order
+ * they come), with `error`'s body, and every other call is forwarded: errors in passing.
+ */
+async function startOverrideRefusingFront(
+  chainUrl: string,
+  { refuseProbeCalls, error = { code: -32602, message: "too many arguments, want at most 2" } }: { refuseProbeCalls?: readonly number[]; error?: { code: number; message: string } } = {},
+): Promise<{ url: string; readonly refused: number; readonly probeCalls: number; close(): Promise<void> }> {
   const target = new URL(chainUrl);
   let refused = 0;
+  let probeCalls = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       const body = Buffer.concat(chunks);
       const parsed = JSON.parse(body.toString("utf8")) as { id: unknown; method: string; params?: unknown[] };
-      if (parsed.method === "eth_call" && (parsed.params?.length ?? 0) > 2) {
+      const overrides = parsed.method === "eth_call" && (parsed.params?.length ?? 0) > 2;
+      const probe = overrides && String((parsed.params![0] as { to?: unknown }).to).toLowerCase() === PROBE_ADDRESS.toLowerCase();
+      if (probe) probeCalls++;
+      if (overrides && (refuseProbeCalls === undefined || (probe && refuseProbeCalls.includes(probeCalls)))) {
         refused++;
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: parsed.id, error: { code: -32602, message: "too many arguments, want at most 2" } }));
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: parsed.id, error }));
         return;
       }
       const upstream = request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": body.length } }, (answer) => {
@@ -560,6 +609,9 @@ async function startOverrideRefusingFront(chainUrl: string): Promise<{ url: stri
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     get refused() {
       return refused;
+    },
+    get probeCalls() {
+      return probeCalls;
     },
     async close() {
       server.closeAllConnections();

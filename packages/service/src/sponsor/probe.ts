@@ -77,7 +77,7 @@ export async function simulateEstimate({ target, gas, chargeMode }: EstimateSimu
     try {
       return await probeEstimate(target, gas, span);
     } catch (error) {
-      if (!(error instanceof ProbeRefused)) throw error; // a refusal is remembered (runProbe): the plain path below
+      if (!(error instanceof ProbeRefused)) throw error; // a refusal is counted (runProbe): the plain path below
     }
   }
   return plainEstimate(target, gas, chargeMode, span);
@@ -89,8 +89,8 @@ export type SenderCodeSink = (delegate: Address | undefined) => void;
 /**
  * The probe's one call for `target`'s op: `run`, and in ERC-20 mode `erc20`'s run charged up front (the sender's
  * holdings select one), timed as a chain wait and traced; the sender's code it read goes to `senderCode` (when
- * its reads' frame answered). A node's refusal is remembered for the network and version (refuseProbe), then
- * raised: the caller takes the path without the probe.
+ * its reads' frame answered). A node's refusal is counted for the network and version (refuseProbe: refused
+ * PROBE_REFUSALS_IN_A_ROW times in a row, the probe is left off), then raised: the caller takes the path without it.
  */
 export async function runProbe(
   target: Target,
@@ -103,6 +103,7 @@ export async function runProbe(
   const input: ProbeInput = { entryPoint: entry.entryPoint, paymaster: target.paymaster, signer: chain.signer.address, sender: request.userOp.sender, callData: request.userOp.callData, run, ...(erc20 ? { erc20 } : {}) };
   try {
     const result = await chainWait(call.timing, () => probeSponsorship(tracedChain(chain, span).rpc, chain.simulator, chain.probe, input));
+    probeAnswered(target);
     if (result.senderCode) senderCode?.(result.senderCode.delegate); // the code read goes where the caller asked (delegate.ts)
     return result;
   } catch (error) {
@@ -205,25 +206,56 @@ export function estimateChargeMode(holdings: SenderHoldings | undefined): Charge
 }
 
 
-// ---- the node's refusal, remembered: a node without state overrides refuses every probe.
-/** How long a refusal keeps the probe off for the network's version before it is tried again. */
+// ---- the node's refusals, counted: a node without state overrides refuses every probe, an error in passing only one.
+/** How long the probe stays off for the network's version, once left off, before it is tried again. */
 export const PROBE_RETRY_MS = 10 * 60_000;
+/**
+ * Refusals in a row (no probe answered between them) that leave the probe off: a node without state overrides
+ * refuses every one, while an error a node gives in passing (its EVM's timeout under load, a lagging node behind a
+ * load balancer) must not double every sponsorship's chain calls for ten minutes, least of all when the provider is
+ * already struggling. Each refused request takes the path without the probe by itself either way. Once off, the
+ * first try after PROBE_RETRY_MS that is refused again leaves it off again (the count stands until a probe answers).
+ */
+export const PROBE_REFUSALS_IN_A_ROW = 3;
+
+/** The probe's standing on one network's version: refusals since the last answer, and until when it is off. */
+interface ProbeStanding {
+  refusals: number;
+  offUntil: number;
+}
+
 // By the network's configuration: a call sees its network's chain through a view of its own (src/network/callDeadline.ts).
-const refusedUntil = new WeakMap<NetworkConfig, Map<EntryPointVersion, number>>();
+const standings = new WeakMap<NetworkConfig, Map<EntryPointVersion, ProbeStanding>>();
+
+/** The target's network and version's standing, made on first use. */
+function standingOf(target: Target): ProbeStanding {
+  const versions = standings.get(target.call.network.config) ?? new Map<EntryPointVersion, ProbeStanding>();
+  standings.set(target.call.network.config, versions);
+  const standing = versions.get(target.request.version) ?? { refusals: 0, offUntil: 0 };
+  versions.set(target.request.version, standing);
+  return standing;
+}
 
 /** Whether the probe may be tried for the target's network and version. */
 export function probeUsable(target: Target): boolean {
-  const until = refusedUntil.get(target.call.network.config)?.get(target.request.version);
-  return until === undefined || Date.now() >= until;
+  const standing = standings.get(target.call.network.config)?.get(target.request.version);
+  return standing === undefined || Date.now() >= standing.offUntil;
 }
 
-/** Remembers that the node refused the probe for the target's network and version (one warning per 10 minutes). */
+/** The node answered a probe: the refusals before it were errors in passing. */
+function probeAnswered(target: Target): void {
+  const standing = standings.get(target.call.network.config)?.get(target.request.version);
+  if (standing !== undefined) standing.refusals = 0;
+}
+
+/** Counts the node's refusal; at PROBE_REFUSALS_IN_A_ROW, leaves the probe off for 10 minutes (one warning each time). */
 function refuseProbe(target: Target, error: ProbeRefused): void {
-  const versions = refusedUntil.get(target.call.network.config) ?? new Map<EntryPointVersion, number>();
-  versions.set(target.request.version, Date.now() + PROBE_RETRY_MS);
-  refusedUntil.set(target.call.network.config, versions);
+  const standing = standingOf(target);
+  standing.refusals++;
+  if (standing.refusals < PROBE_REFUSALS_IN_A_ROW) return;
+  standing.offUntil = Date.now() + PROBE_RETRY_MS;
   target.call.service.logger.warn(
-    { network: target.call.network.config.name, version: target.request.version, err: error.message },
+    { network: target.call.network.config.name, version: target.request.version, refusals: standing.refusals, err: error.message },
     "the node refused the sponsorship probe (state overrides?): sponsorships estimate and simulate apart for the next 10 minutes",
   );
 }

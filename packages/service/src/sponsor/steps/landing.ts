@@ -39,7 +39,7 @@ export async function checkLanding(input: LandingInput, span: TraceSpan = NO_SPA
     try {
       return await probedLanding(input, span);
     } catch (error) {
-      if (!(error instanceof ProbeRefused)) throw error; // a refusal is remembered (runProbe): the plain calls below
+      if (!(error instanceof ProbeRefused)) throw error; // a refusal is counted (runProbe): the plain calls below
     }
   }
   return plainLanding(input, span);
