@@ -9,8 +9,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "chai";
-import { encodeAbiParameters, encodeFunctionData, erc20Abi, maxUint256, toHex, type Abi } from "viem";
-import { PaymasterDataAccountArtifact, PaymasterDataAccountFactoryArtifact } from "@paymaster/contracts/artifacts";
+import { encodeAbiParameters, encodeFunctionData, erc20Abi, getAbiItem, maxUint256, toFunctionSelector, toHex, type Abi, type AbiFunction } from "viem";
+import { PaymasterDataAccountArtifact, PaymasterDataAccountFactoryArtifact, SponsorProbeArtifact } from "@paymaster/contracts/artifacts";
 import { ChargeMode, STUB_SIGNATURE, type Address, type EntryPointVersion, type Hex } from "@paymaster/shared";
 import { approveCallData, embeddedConfig, executeCallData } from "../src/local/embedded.ts";
 import { localNetworkConfig } from "../src/config/local.ts";
@@ -112,6 +112,25 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
     const network = { ...localNetworkConfig({ manifest: embedded.stack.manifest, rpcUrl: front.url, signerKey: embedded.stack.signer.privateKey }), entryPoints: { [version]: embedded.stack.manifest.entryPoints[version] } };
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), "paymaster-behind-front-")), "data");
     return { running: await startService(embeddedConfig(network, dataDir, 0, "info"), { logger, pollMs: 100, watch: false }), logs };
+  }
+
+  /** `body` run on a service of its own for `version` behind a front to the chain with `options`; both closed after it, whatever happens. */
+  async function behindFront(
+    options: Parameters<typeof startOverrideRefusingFront>[1],
+    version: EntryPointVersion,
+    body: (s: { front: Awaited<ReturnType<typeof startOverrideRefusingFront>>; running: RunningService; logs: Record<string, any>[] }) => Promise<void>,
+  ): Promise<void> {
+    const front = await startOverrideRefusingFront(embedded.stack.chain.url, options);
+    try {
+      const { running, logs } = await serviceBehind(front, version);
+      try {
+        await body({ front, running, logs });
+      } finally {
+        await running.close();
+      }
+    } finally {
+      await front.close();
+    }
   }
 
   /** The warnings that the probe was left off. */
@@ -489,9 +508,7 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
     });
 
     it("probe_unavailable: a node that takes no state overrides (v0.6 simulates without one): plain calls, the ops land, one warning", async () => {
-      const front = await startOverrideRefusingFront(embedded.stack.chain.url);
-      const { running, logs } = await serviceBehind(front, "v0.6");
-      try {
+      await behindFront({}, "v0.6", async ({ front, running, logs }) => {
         const { v1: endpoint } = await projectEndpoints(running.service.store, running.url, "no overrides", "NOOVERRIDE");
         // First an ERC-20 op with the client's gas (its probe refused: the holdings read, then the final
         // simulation), then ops whose gas the service estimates: refused PROBE_REFUSALS_IN_A_ROW times in a row,
@@ -511,17 +528,12 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         expect(Object.fromEntries(counts.fallbacks)).to.deep.equal({ "sponsor v0.6 probe_unavailable": 2, "erc20 v0.6 probe_unavailable": 1 });
         expect(front.refused, "the probe was asked until refused 3 times in a row, then left alone").to.equal(PROBE_REFUSALS_IN_A_ROW);
         expect(probeWarnings(logs)).to.have.length(1);
-      } finally {
-        await running.close();
-        await front.close();
-      }
+      });
     });
 
     it("errors in passing on the probe (the node's EVM timing out) cost the requests that met them their one call: two, an answer, two more never switch it off, no warning", async () => {
       // The probe's calls 1, 2, 4 and 5 refused: never 3 in a row, as the count starts again at an answer.
-      const front = await startOverrideRefusingFront(embedded.stack.chain.url, { refuseProbeCalls: [1, 2, 4, 5], error: { code: -32000, message: "execution aborted (timeout = 5s)" } });
-      const { running, logs } = await serviceBehind(front, "v0.7");
-      try {
+      await behindFront({ refuses: (kind, n) => kind === "probe" && [1, 2, 4, 5].includes(n), error: { code: -32000, message: "execution aborted (timeout = 5s)" } }, "v0.7", async ({ front, running, logs }) => {
         const { v1: endpoint } = await projectEndpoints(running.service.store, running.url, "passing errors", "PASSING");
         // A fresh v0.7 account's sponsorship: its probe (the estimate), then, when that was refused, the plain
         // estimate and the final simulation, which asks no probe (nothing for it to fold in).
@@ -539,10 +551,62 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
         expect(Object.fromEntries(counts.oneCall), "the others, decided by their probe").to.deep.equal({ "sponsor v0.7": 2 });
         expect([front.probeCalls, front.refused], "every request asked the probe").to.deep.equal([6, 4]);
         expect(probeWarnings(logs)).to.deep.equal([]);
-      } finally {
-        await running.close();
-        await front.close();
+      });
+    });
+
+    it("a node that ignores state overrides (answers the probe's call as a call to an empty address): the probe counts as refused, never a 500; v0.6 ops land", async () => {
+      await behindFront({ ignore: true }, "v0.6", async ({ front, running, logs }) => {
+        const { v1: endpoint } = await projectEndpoints(running.service.store, running.url, "overrides ignored", "IGNORED");
+        for (let i = 0; i <= PROBE_REFUSALS_IN_A_ROW; i++) {
+          const wallet = await newWallet(embedded, "v0.6");
+          const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+          const { status, body } = await call(endpoint, "pm_sponsorUserOperation", [wire, { strategy_code: "IGNORED" }]);
+          expect(status, JSON.stringify(body)).to.equal(200);
+          const outcome = await handleOps(embedded, await signAsOwner(embedded, wallet, opFromResponse(wallet, wire, body.data)));
+          expect(outcome.reverted, outcome.failedOp).to.equal(false);
+        }
+        expect(Object.fromEntries((await oneCallCounts(running)).fallbacks)).to.deep.equal({ "sponsor v0.6 probe_unavailable": PROBE_REFUSALS_IN_A_ROW + 1 });
+        expect(front.probeCalls, "asked until refused 3 times in a row (the estimate's, then the landing's), then left alone").to.equal(PROBE_REFUSALS_IN_A_ROW);
+        expect(probeWarnings(logs)).to.have.length(1);
+      });
+    });
+
+    it("a v0.7 or v0.8 network on a node without state overrides (refusing or ignoring them): the service does not start, and says why", async () => {
+      for (const ignore of [false, true]) {
+        const front = await startOverrideRefusingFront(embedded.stack.chain.url, { ignore });
+        try {
+          for (const version of ["v0.7", "v0.8"] as const) {
+            let started: Awaited<ReturnType<typeof serviceBehind>> | undefined;
+            let refusal: unknown;
+            try {
+              started = await serviceBehind(front, version);
+            } catch (error) {
+              refusal = error;
+            }
+            await started?.running.close();
+            expect(refusal, `${version}, ${ignore ? "ignored" : "refused"}`).to.be.instanceOf(Error);
+            expect((refusal as Error).message).to.match(new RegExp(`network local: the RPC endpoint does not take eth_call state overrides \\(it ${ignore ? "ignored the override \\(the call answered 0 bytes, not 96\\)" : "refused the call with an override: too many arguments"}.*EntryPoint ${version} simulations need`));
+          }
+        } finally {
+          await front.close();
+        }
       }
+    });
+
+    it("an error in passing on the start-up's override check is no verdict: the network is not ready, then ready at the next try, and sponsors", async () => {
+      await behindFront({ refuses: (kind, n) => kind === "check" && n === 1, error: { code: -32000, message: "execution aborted (timeout = 5s)" } }, "v0.7", async ({ running, logs }) => {
+        const ready = async () => (await fetch(`${running.url}/ready`)).status === 200;
+        expect(await ready(), "not ready after the error").to.equal(false);
+        let waited = 0;
+        while (!(await ready()) && waited < 10_000) waited += await new Promise<number>((resolve) => setTimeout(() => resolve(100), 100));
+        expect(await ready(), "ready at the next try").to.equal(true);
+        const wallet = await newWallet(embedded, "v0.7");
+        const wire = wireOp(wallet, executeCallData(wallet.owner.address));
+        const { v1: endpoint } = await projectEndpoints(running.service.store, running.url, "start-up error", "STARTUP");
+        const { status, body } = await call(endpoint, "pm_sponsorUserOperation", [wire, { version: "v0.7", strategy_code: "STARTUP" }]);
+        expect(status, JSON.stringify(body)).to.equal(200);
+        expect(logs.filter((l) => l.msg === "network not ready: its RPC does not answer; retrying until it does").map((l) => l.problem)).to.deep.equal(["the RPC does not answer (execution aborted (timeout = 5s))"]);
+      });
     });
   });
 
@@ -569,18 +633,28 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
 });
 
 /** An RPC front on 127.0.0.1 that refuses any eth_call carrying a state override, as a node without them does; `refused`: how many. */
+/** What an eth_call with a state override is, to the front: the sponsorship probe, the start-up's check that overrides work, or another (a simulation). */
+type OverrideCall = "probe" | "check" | "other";
+const PROBE_CALL = toFunctionSelector(getAbiItem({ abi: SponsorProbeArtifact.abi as Abi, name: "probe" }) as AbiFunction);
+const HOLDINGS_CALL = toFunctionSelector(getAbiItem({ abi: SponsorProbeArtifact.abi as Abi, name: "holdings" }) as AbiFunction);
+
 /**
  * A front to the chain that answers eth_calls with a state override (a third parameter) with a JSON-RPC error, as a
- * node without state overrides does; with `refuseProbeCalls`, only those calls to the probe (1-based, in the order
- * they come), with `error`'s body, and every other call is forwarded: errors in passing.
+ * node without state overrides does; with `refuses`, only the calls it names (by kind, and the call's 1-based count
+ * among its kind), with `error`'s body, every other call forwarded: errors in passing. `ignore`: refuses nothing and
+ * forwards such calls without their overrides, as a node that ignores the parameter answers.
  */
 async function startOverrideRefusingFront(
   chainUrl: string,
-  { refuseProbeCalls, error = { code: -32602, message: "too many arguments, want at most 2" } }: { refuseProbeCalls?: readonly number[]; error?: { code: number; message: string } } = {},
+  {
+    refuses,
+    error = { code: -32602, message: "too many arguments, want at most 2" },
+    ignore = false,
+  }: { refuses?: (kind: OverrideCall, n: number) => boolean; error?: { code: number; message: string }; ignore?: boolean } = {},
 ): Promise<{ url: string; readonly refused: number; readonly probeCalls: number; close(): Promise<void> }> {
   const target = new URL(chainUrl);
   let refused = 0;
-  let probeCalls = 0;
+  const counts: Record<OverrideCall, number> = { probe: 0, check: 0, other: 0 };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -588,20 +662,22 @@ async function startOverrideRefusingFront(
       const body = Buffer.concat(chunks);
       const parsed = JSON.parse(body.toString("utf8")) as { id: unknown; method: string; params?: unknown[] };
       const overrides = parsed.method === "eth_call" && (parsed.params?.length ?? 0) > 2;
-      const probe = overrides && String((parsed.params![0] as { to?: unknown }).to).toLowerCase() === PROBE_ADDRESS.toLowerCase();
-      if (probe) probeCalls++;
-      if (overrides && (refuseProbeCalls === undefined || (probe && refuseProbeCalls.includes(probeCalls)))) {
+      const { to, data } = (parsed.params?.[0] ?? {}) as { to?: string; data?: string };
+      const kind: OverrideCall = to?.toLowerCase() !== PROBE_ADDRESS.toLowerCase() ? "other" : data?.startsWith(PROBE_CALL) ? "probe" : data?.startsWith(HOLDINGS_CALL) ? "check" : "other";
+      if (overrides) counts[kind]++;
+      if (overrides && !ignore && (refuses === undefined || refuses(kind, counts[kind]))) {
         refused++;
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify({ jsonrpc: "2.0", id: parsed.id, error }));
         return;
       }
-      const upstream = request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": body.length } }, (answer) => {
+      const sent = overrides && ignore ? Buffer.from(JSON.stringify({ ...parsed, params: parsed.params!.slice(0, 2) })) : body;
+      const upstream = request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": sent.length } }, (answer) => {
         res.writeHead(answer.statusCode ?? 502, { "content-type": "application/json" });
         answer.pipe(res);
       });
       upstream.on("error", () => res.destroy());
-      upstream.end(body);
+      upstream.end(sent);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -611,7 +687,7 @@ async function startOverrideRefusingFront(
       return refused;
     },
     get probeCalls() {
-      return probeCalls;
+      return counts.probe;
     },
     async close() {
       server.closeAllConnections();

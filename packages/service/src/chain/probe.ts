@@ -55,6 +55,29 @@ export const PROBE_CODE_OVERRIDE: Simulator = wholeCodeOverride(SPONSOR_PROBE);
 export function findProbe(rpc: ChainRpc): Promise<Simulator> {
   return findDeployedCode(rpc, SPONSOR_PROBE);
 }
+
+/** A node's error message that refuses the override parameter itself (geth: "too many arguments, want at most 2"). */
+const PARAMETER_REFUSED = /overrid|argument|param|not supported|unsupported|unknown field/i;
+
+/**
+ * Why the node does not take eth_call state overrides, or undefined when it does (the pre-flight: EntryPoint v0.7
+ * and v0.8 simulations run the simulator at the EntryPoint's address by one). The probe's `holdings` for token 0,
+ * its code set by `probe`, answers three zero words and reads nothing; a node that refuses the parameter answers an
+ * error, one that ignores it runs an address without code and answers nothing.
+ */
+export async function stateOverridesRefusal(rpc: ChainRpc, probe: Simulator): Promise<string | undefined> {
+  let answer: Hex;
+  try {
+    answer = await rpc.request<Hex>("eth_call", [{ to: PROBE_ADDRESS, data: holdingsCall(ZERO, ZERO, ZERO) }, "latest", { [PROBE_ADDRESS]: { code: probe.code } }]);
+  } catch (error) {
+    // The parameter refused (invalid params, or a message naming it) is the node's verdict; any other error is one in
+    // passing, which the start-up check meets again at its next try (src/network/start.ts).
+    if (error instanceof NodeError && (error.code === -32602 || PARAMETER_REFUSED.test(error.message))) return `it refused the call with an override: ${error.message.slice(0, 200)}`;
+    throw error;
+  }
+  return answer === `0x${"0".repeat(3 * 64)}` ? undefined : `it ignored the override (the call answered ${typeof answer === "string" ? Math.max(0, (answer.length - 2) / 2) : 0} bytes, not 96)`;
+}
+
 const PROBE_SELECTOR = selectorOf(probeAbi, "probe");
 
 /** A token holder's balance, its allowance to the paymaster, and the paymaster's own balance of the token. */
@@ -142,7 +165,25 @@ export async function probeSponsorship(rpc: ChainRpc, simulators: Simulators, pr
     if (error instanceof NodeError) throw new ProbeRefused(error.message.slice(0, 200));
     throw error;
   }
-  return decodeProbe(output, input);
+  return decodedAnswer(output, input);
+}
+
+/** The words of the probe's answer before its dynamic parts: signerAccepted, Holdings (3), preCharge, the results' offset, senderDelegate. */
+const ANSWER_HEAD_WORDS = 7;
+
+/**
+ * The probe's answer decoded, or ProbeRefused when it is not one: a node that ignores state overrides (takes the
+ * parameter and drops it) runs the call on an address without code, which answers nothing, and must count as a
+ * refusal (the path without the probe), not fail every sponsorship.
+ */
+function decodedAnswer(output: Hex, input: ProbeInput): ProbeResult {
+  const refused = (why: string) => new ProbeRefused(`the probe's answer ${why}: does the node ignore state overrides?`);
+  if (typeof output !== "string" || output.length < 2 + ANSWER_HEAD_WORDS * 64) throw refused(`has ${typeof output === "string" ? Math.max(0, (output.length - 2) / 2) : 0} bytes`);
+  try {
+    return decodeProbe(output, input);
+  } catch (error) {
+    throw refused(`does not decode (${String((error as Error)?.message ?? error).slice(0, 120)})`);
+  }
 }
 
 const ZERO: Address = "0x0000000000000000000000000000000000000000";

@@ -22,8 +22,8 @@ import { createBlockReads } from "../chain/blockReads.ts";
 import { createPriceOracle } from "../sponsor/price.ts";
 import { openNetworkSigner } from "../signer/open.ts";
 import type { PaymasterSigner } from "../signer/signer.ts";
-import { CODE_OVERRIDE_SIMULATORS, findSimulator } from "../chain/entryPoint.ts";
-import { findProbe } from "../chain/probe.ts";
+import { CODE_OVERRIDE_SIMULATORS, findSimulator, type Simulator } from "../chain/entryPoint.ts";
+import { findProbe, stateOverridesRefusal } from "../chain/probe.ts";
 import { SPONSOR_VERSIONS } from "../wire/schemas.ts";
 
 // Both versions share the admin/view ABI (PaymasterBase, TokenChargeBase).
@@ -93,23 +93,32 @@ async function checkedChain(config: NetworkConfig, rpc: ChainRpc, store: Store, 
       minPostOpGasLimit: await view<bigint>(rpc, entry.erc20Paymaster, erc20Abi, "minPostOpGasLimit"),
     };
   }
+  const simulator = Object.freeze({
+    "v0.7": base.versions.includes("v0.7") ? await findSimulator(rpc, "v0.7") : CODE_OVERRIDE_SIMULATORS["v0.7"],
+    "v0.8": base.versions.includes("v0.8") ? await findSimulator(rpc, "v0.8") : CODE_OVERRIDE_SIMULATORS["v0.8"],
+  });
+  const probe = await withStateOverrides(config, rpc, base.versions, await findProbe(rpc));
+  // Last, once every read passed: the market polls the chain from here on (a check failing after it would leave
+  // a poller behind at every retry).
   const market = createMarket(rpc, { pollMs, maxAgeMs: pollMs * 2, clock: chainClockKind(config) });
   const blockReads = createBlockReads();
   market.onBlock((block) => blockReads.refresh(block));
-  return {
-    rpc,
-    market,
-    blockReads,
-    prices: createPriceOracle(rpc),
-    signer,
-    erc20,
-    deposits: createDepositGuard(rpc, store, config.name, blockReads),
-    simulator: Object.freeze({
-      "v0.7": base.versions.includes("v0.7") ? await findSimulator(rpc, "v0.7") : CODE_OVERRIDE_SIMULATORS["v0.7"],
-      "v0.8": base.versions.includes("v0.8") ? await findSimulator(rpc, "v0.8") : CODE_OVERRIDE_SIMULATORS["v0.8"],
-    }),
-    probe: await findProbe(rpc),
-  };
+  return { rpc, market, blockReads, prices: createPriceOracle(rpc), signer, erc20, deposits: createDepositGuard(rpc, store, config.name, blockReads), simulator, probe };
+}
+
+/**
+ * The probe's code, once the node is known to take eth_call state overrides where the network's versions need them
+ * (v0.7 and v0.8 simulate through one: without them every sponsorship would be refused as a failed simulation).
+ * A v0.6 network runs without them (the probe's refusals switch it off: src/sponsor/probe.ts).
+ */
+async function withStateOverrides(config: NetworkConfig, rpc: ChainRpc, versions: readonly EntryPointVersion[], probe: Simulator): Promise<Simulator> {
+  const needing = versions.filter((v) => v !== "v0.6");
+  if (needing.length === 0) return probe;
+  const refusal = await stateOverridesRefusal(rpc, probe);
+  if (refusal === undefined) return probe;
+  throw new PreflightError(
+    `network ${config.name}: the RPC endpoint does not take eth_call state overrides (${refusal}), which EntryPoint ${needing.join(" and ")} simulations need: use a node or provider that takes them (geth, Reth, Erigon, Nethermind and the major providers do), or serve v0.6 alone on this endpoint`,
+  );
 }
 
 /** Whether `isSigner(signer)` holds on `paymaster` (the alert "signer key not in the contract's signer set"). */
@@ -219,7 +228,10 @@ export async function startNetwork(
     return undefined;
   };
   runtime.problem = () => failing(true);
-  await attempt(true);
+  await closedOnFailure(attempt(true), () => {
+    rpc.close();
+    bundler?.close();
+  });
   return {
     runtime,
     rpc,
@@ -236,6 +248,16 @@ export async function startNetwork(
       bundler?.close();
     },
   };
+}
+
+/** `first` awaited; when it fails (a verdict stops the start), `close` first: nothing of the network stays open (its connections, the bundler's). */
+async function closedOnFailure(first: Promise<void>, close: () => void): Promise<void> {
+  try {
+    await first;
+  } catch (error) {
+    close();
+    throw error;
+  }
 }
 
 /** The market's clock for the network's `chainClock` setting (src/chain/market.ts). */
