@@ -531,6 +531,18 @@ describe("one chain round trip per sponsorship (the estimate's probe decides; em
       });
     });
 
+    it("a burst of sponsorships on a node without state overrides: the refusals of probes in flight when it went off make one warning, not one each", async () => {
+      await behindFront({}, "v0.6", async ({ front, running, logs }) => {
+        const { v1: endpoint } = await projectEndpoints(running.service.store, running.url, "burst", "BURST");
+        const wallets = [];
+        for (let i = 0; i < 8; i++) wallets.push(await newWallet(embedded, "v0.6"));
+        const answers = await Promise.all(wallets.map((wallet) => call(endpoint, "pm_sponsorUserOperation", [wireOp(wallet, executeCallData(wallet.owner.address)), { strategy_code: "BURST" }])));
+        expect(answers.map((a) => a.status)).to.deep.equal(wallets.map(() => 200));
+        expect(front.refused, "every probe of the burst was in flight before the first refusal came back").to.be.greaterThan(PROBE_REFUSALS_IN_A_ROW);
+        expect(probeWarnings(logs)).to.have.length(1);
+      });
+    });
+
     it("errors in passing on the probe (the node's EVM timing out) cost the requests that met them their one call: two, an answer, two more never switch it off, no warning", async () => {
       // The probe's calls 1, 2, 4 and 5 refused: never 3 in a row, as the count starts again at an answer.
       await behindFront({ refuses: (kind, n) => kind === "probe" && [1, 2, 4, 5].includes(n), error: { code: -32000, message: "execution aborted (timeout = 5s)" } }, "v0.7", async ({ front, running, logs }) => {

@@ -248,11 +248,14 @@ function probeAnswered(target: Target): void {
   if (standing !== undefined) standing.refusals = 0;
 }
 
-/** Counts the node's refusal; at PROBE_REFUSALS_IN_A_ROW, leaves the probe off for 10 minutes (one warning each time). */
+/**
+ * Counts the node's refusal; at PROBE_REFUSALS_IN_A_ROW, leaves the probe off for 10 minutes (one warning each time).
+ * Refusals of probes still in flight when it went off change nothing: a burst of them is one warning, not one each.
+ */
 function refuseProbe(target: Target, error: ProbeRefused): void {
   const standing = standingOf(target);
   standing.refusals++;
-  if (standing.refusals < PROBE_REFUSALS_IN_A_ROW) return;
+  if (standing.refusals < PROBE_REFUSALS_IN_A_ROW || Date.now() < standing.offUntil) return;
   standing.offUntil = Date.now() + PROBE_RETRY_MS;
   target.call.service.logger.warn(
     { network: target.call.network.config.name, version: target.request.version, refusals: standing.refusals, err: error.message },
