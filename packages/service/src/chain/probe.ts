@@ -75,7 +75,12 @@ export async function stateOverridesRefusal(rpc: ChainRpc, probe: Simulator): Pr
     if (error instanceof NodeError && (error.code === -32602 || PARAMETER_REFUSED.test(error.message))) return `it refused the call with an override: ${error.message.slice(0, 200)}`;
     throw error;
   }
-  return answer === `0x${"0".repeat(3 * 64)}` ? undefined : `it ignored the override (the call answered ${typeof answer === "string" ? Math.max(0, (answer.length - 2) / 2) : 0} bytes, not 96)`;
+  return answer === `0x${"0".repeat(3 * 64)}` ? undefined : `it ignored the override (the call answered ${answeredBytes(answer)} bytes, not 96)`;
+}
+
+/** How many bytes a node's eth_call answer holds (0 for one that is not a hex string). */
+function answeredBytes(answer: unknown): number {
+  return typeof answer === "string" ? Math.max(0, (answer.length - 2) / 2) : 0;
 }
 
 const PROBE_SELECTOR = selectorOf(probeAbi, "probe");
@@ -178,7 +183,7 @@ const ANSWER_HEAD_WORDS = 7;
  */
 function decodedAnswer(output: Hex, input: ProbeInput): ProbeResult {
   const refused = (why: string) => new ProbeRefused(`the probe's answer ${why}: does the node ignore state overrides?`);
-  if (typeof output !== "string" || output.length < 2 + ANSWER_HEAD_WORDS * 64) throw refused(`has ${typeof output === "string" ? Math.max(0, (output.length - 2) / 2) : 0} bytes`);
+  if (answeredBytes(output) < ANSWER_HEAD_WORDS * 32) throw refused(`has ${answeredBytes(output)} bytes`);
   try {
     return decodeProbe(output, input);
   } catch (error) {

@@ -24,7 +24,7 @@ import { dryRunPipeline } from "../sponsor/pipeline.ts";
 import { exchangeRate } from "../sponsor/price.ts";
 import { chainWait } from "../timing.ts";
 import type { Token } from "../store/types.ts";
-import { lookupsOf } from "../store/configCache.ts";
+import { knownNow, lookupsOf } from "../store/configCache.ts";
 
 const TOKENS_MAX = 20;
 
@@ -67,7 +67,7 @@ export const pm_getTokenQuotes = defineMethod({
     if (params.tokens) {
       tokens = [];
       for (const wanted of params.tokens) {
-        const token = (await lookups.token(name, wanted)) ?? (await (await lookups.fresh()).token(name, wanted));
+        const token = await knownNow(lookups, (l) => l.token(name, wanted));
         if (!token || !token.enabled) {
           throw new RpcError("TOKEN_NOT_SUPPORTED", `Token ${JSON.stringify(wanted.slice(0, 64))} is not supported on ${name}`, { token: wanted.slice(0, 64) });
         }

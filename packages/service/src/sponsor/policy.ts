@@ -10,7 +10,7 @@ import type { SponsorMode } from "../policy/types.ts";
 import type { CapCheck, RuleVerdict, StrategyRules } from "../policy/types.ts";
 import { formatUsdMicros } from "../policy/rules.ts";
 import type { Address } from "@paymaster/shared";
-import { lookupsOf } from "../store/configCache.ts";
+import { knownNow, lookupsOf } from "../store/configCache.ts";
 
 export type ResolvedMode =
   | { mode: "sponsor"; strategy: Strategy }
@@ -139,24 +139,24 @@ export async function resolveMode(
   request: { strategyCode?: string; token?: string; sender: Address },
   consent: "read" | "reservation" = "read",
 ): Promise<ResolvedMode> {
-  if (request.strategyCode !== undefined) {
+  const { strategyCode, token: wantedToken } = request;
+  if (strategyCode !== undefined) {
     const lookups = lookupsOf(call);
     // Unknown under lookups that may be a moment old: a strategy just created anywhere is known under the version as it is now.
-    const strategy = (await lookups.strategyByCode(request.strategyCode)) ?? (await (await lookups.fresh()).strategyByCode(request.strategyCode));
+    const strategy = await knownNow(lookups, (l) => l.strategyByCode(strategyCode));
     // Another project's strategy is reported as unknown: its existence is not the caller's business.
     if (!strategy || strategy.projectId !== call.apiKey.projectId) {
-      throw new RpcError("STRATEGY_NOT_FOUND", `Unknown strategy ${JSON.stringify(request.strategyCode)} for this API key's project`);
+      throw new RpcError("STRATEGY_NOT_FOUND", `Unknown strategy ${JSON.stringify(strategyCode)} for this API key's project`);
     }
     return { mode: "sponsor", strategy };
   }
-  if (request.token !== undefined) {
+  if (wantedToken !== undefined) {
     const lookups = lookupsOf(call);
     const network = call.network.config.name;
-    // As for a strategy: unknown under lookups that may be a moment old, the version as it is now decides.
-    const token = (await lookups.token(network, request.token)) ?? (await (await lookups.fresh()).token(network, request.token));
+    const token = await knownNow(lookups, (l) => l.token(network, wantedToken));
     if (!token || !token.enabled) {
       const supported = (await lookups.tokens(network)).filter((t) => t.enabled).map((t) => t.symbol);
-      throw new RpcError("TOKEN_NOT_SUPPORTED", `Token ${JSON.stringify(request.token)} is not supported on ${call.network.config.name}`, {
+      throw new RpcError("TOKEN_NOT_SUPPORTED", `Token ${JSON.stringify(wantedToken)} is not supported on ${network}`, {
         supported,
       });
     }

@@ -44,6 +44,14 @@ export interface ConfigLookups {
   fresh(): Promise<ConfigLookups>;
 }
 
+/**
+ * What `read` finds under `lookups`, else under the version as it is now (`fresh`, one read of it): a strategy or a
+ * token created anywhere a moment ago is known on its first use, while a known one costs no read of the version.
+ */
+export async function knownNow<T>(lookups: ConfigLookups, read: (l: ConfigLookups) => Promise<T | undefined>): Promise<T | undefined> {
+  return (await read(lookups)) ?? (await read(await lookups.fresh()));
+}
+
 export interface ConfigCache {
   /** The lookups under the version last read, reading it again when it is older than the cache's max age. */
   current(): Promise<ConfigLookups>;
