@@ -319,7 +319,8 @@ for (const dialect of DIALECTS) {
       await hook.waitFor(() => hook.delivered().length === 1, 5_000);
       expect(hook.delivered()[0]!.id).to.equal(dead!.id);
       expect(hook.delivered()[0]!.body, "the same bytes").to.equal(hook.requests[0]!.body);
-      await new Promise((r) => setTimeout(r, 100));
+      // The receiver's answer is in before the worker writes it down: wait for the row, bounded.
+      for (let i = 0; i < 100 && (await store.getWebhookDelivery(dead!.id))?.status !== "delivered"; i++) await new Promise((r) => setTimeout(r, 50));
       expect(await store.getWebhookDelivery(dead!.id)).to.include({ status: "delivered", attempts: 1, lastError: null });
       expect(await listDeadLetters(store, ids.projectId)).to.deep.equal([]);
       await replayDelivery(store, "evt_unknown").then(() => expect.fail("replayed an unknown id"), (e) => expect(e.code).to.equal("NOT_FOUND"));
