@@ -292,6 +292,14 @@ for (const { backend, run } of BACKENDS) {
       const none = await run(["project", "list", "--database", path.join(dir, "nothing.sqlite")], {});
       expect(none.code).to.equal(2);
       expect(none.stderr).to.match(/no database at .*nothing\.sqlite/);
+      // A configuration the CLI cannot use: one problem a line, as at start (it printed a literal "\n" before them).
+      const broken = path.join(dir, "broken.json");
+      writeFileSync(broken, "{ networks: [");
+      for (const [file, problem] of [[path.join(dir, "absent.json"), /cannot read the configuration file: ENOENT/], [broken, /the configuration file is not valid JSON/]] as const) {
+        const r = await run(["--config", file, "project", "list"], {});
+        expect(r.code, r.stderr).to.equal(2);
+        expect(r.stderr).to.match(new RegExp(`^paymaster: invalid configuration \\(.*\\):\\n  - ${problem.source}`));
+      }
     });
   });
 }

@@ -104,7 +104,12 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
       io.err(`paymaster: cannot start: ${escapeForTerminal(err.message, { keepNewlines: true })}`);
       return err.exitCode;
     }
-    if (err instanceof UsageError || err instanceof ConfigError) {
+    if (err instanceof ConfigError) {
+      // One problem a line, as at start (it printed a literal "\n" between them).
+      io.err(`paymaster: ${escapeForTerminal(err.message, { keepNewlines: true })}`);
+      return 2;
+    }
+    if (err instanceof UsageError) {
       io.err(`paymaster: ${escapeForTerminal(err.message)}`);
       return 2;
     }
