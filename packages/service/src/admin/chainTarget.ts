@@ -18,6 +18,7 @@ import { loadConfig, networkEnvVar, redactUrl } from "../config/load.ts";
 import type { NetworkConfig, ServiceConfig } from "../config/types.ts";
 import { configuredSignerAddresses } from "../signer/open.ts";
 import { AdminError } from "./context.ts";
+import { DEFAULT_DEPLOYMENTS_DIR } from "./deployments.ts";
 
 export interface PaymasterRef {
   label: string;
@@ -51,8 +52,6 @@ export function paymastersOf(entryPoints: Partial<Record<EntryPointVersion, { en
   ]);
 }
 
-/** The default folder for deployment outputs: deployments/ at the current directory. */
-export const DEFAULT_DEPLOYMENTS_DIR = "deployments";
 
 export async function chainTarget(
   options: { network: string; config?: string; deployments?: string },

@@ -6,15 +6,30 @@
  */
 import { createInterface } from "node:readline/promises";
 import type { Command } from "commander";
-import { parseEther } from "ethers";
+import { parseEther } from "viem/utils";
 import { ENTRY_POINT_VERSIONS, isEntryPointVersion, type EntryPointVersion } from "@paymaster/shared";
 import { AdminError } from "../../admin/context.ts";
-import { addressOption, chainTarget, DEFAULT_DEPLOYMENTS_DIR, deployerWallet, ownerWallet, type ChainTarget } from "../../admin/chainTarget.ts";
-import { deployPaymasters, type DeployOptions, type DeployResult } from "../../admin/deploy.ts";
-import { tokenSignerAddress } from "../../admin/tokenSigner.ts";
-import { addStake, listSigner, paymasterStatus, setSigner, topUpDeposits, unstake, withdrawDeposit, type PaymasterStatus } from "../../admin/paymasters.ts";
+import type { ChainTarget } from "../../admin/chainTarget.ts";
+import { DEFAULT_DEPLOYMENTS_DIR } from "../../admin/deployments.ts";
+import type { DeployOptions, DeployResult } from "../../admin/deploy.ts";
+import type { PaymasterStatus } from "../../admin/paymasters.ts";
 import { record, table } from "../output.ts";
 import type { RunChain } from "../run.ts";
+
+/**
+ * The on-chain admin code (ethers, the contracts' deploy helpers): loaded when an on-chain command runs, so that
+ * every other command line starts without it (it was a third of `paymaster project list`'s start-up).
+ */
+export async function onChain() {
+  const [target, deploy, paymasters, tokenSigner] = await Promise.all([
+    import("../../admin/chainTarget.ts"),
+    import("../../admin/deploy.ts"),
+    import("../../admin/paymasters.ts"),
+    import("../../admin/tokenSigner.ts"),
+  ]);
+  return { ...target, ...deploy, ...paymasters, ...tokenSigner };
+}
+type OnChain = Awaited<ReturnType<typeof onChain>>;
 
 /** An amount of native currency: "<n>" wei, or "<decimal>eth". */
 export function parseAmount(value: string, option: string): bigint {
@@ -109,14 +124,15 @@ function registerDeploy(program: Command, runChain: RunChain): void {
     .option("--dry-run", "print every transaction with gas and cost; send nothing")
     .action((o: DeployOpts) =>
       runChain(o, async (target, env, out, log) => {
-        const result = await deployPaymasters(target, deployerWallet(target, env), deployOptions(o, log));
+        const chain = await onChain();
+        const result = await chain.deployPaymasters(target, chain.deployerWallet(target, env), deployOptions(o, log, chain.addressOption));
         out.print(deploySummary(result, o.dryRun === true), deployText);
       }),
     );
 }
 
 /** The deploy flags as deployPaymasters takes them (a bad one is an INVALID_INPUT naming it). */
-function deployOptions(o: DeployOpts, log: (line: string) => void): DeployOptions {
+function deployOptions(o: DeployOpts, log: (line: string) => void, addressOption: OnChain["addressOption"]): DeployOptions {
   return {
     treasury: addressOption(o.treasury, "--treasury"),
     stakeWei: parseAmount(o.stake, "--stake"),
@@ -174,6 +190,7 @@ function registerStatus(program: Command, runChain: RunChain): void {
     .option("--min-deposit <amount>", "warn below this deposit (default: the network's depositAlertWei)")
     .action((o: NetworkOpts & { minDeposit?: string }) =>
       runChain(o, async (target, _env, out) => {
+        const { paymasterStatus } = await onChain();
         const rows = await paymasterStatus(target, { ...(o.paymaster ? { paymaster: o.paymaster } : {}), ...(o.minDeposit ? { minDepositWei: parseAmount(o.minDeposit, "--min-deposit") } : {}) });
         out.print(rows, statusText);
       }),
@@ -187,6 +204,7 @@ function registerDeposit(program: Command, runChain: RunChain): void {
     .requiredOption("--to <amount>", "the deposit to reach, wei or e.g. 1eth")
     .action((o: NetworkOpts & { to: string }) =>
       runChain(o, async (target, env, out) => {
+        const { topUpDeposits, deployerWallet } = await onChain();
         const sent = await topUpDeposits(target, deployerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), targetWei: parseAmount(o.to, "--to") });
         out.print(sent, sentText);
       }),
@@ -203,6 +221,7 @@ function registerWithdraw(program: Command, runChain: RunChain): void {
     .option("--yes", "do not ask for confirmation")
     .action((o: NetworkOpts & { paymaster: string; amount: string; recipient: string }) =>
       runChain(o, async (target, env, out, _log, confirm) => {
+        const { addressOption, ownerWallet, withdrawDeposit } = await onChain();
         const amountWei = parseAmount(o.amount, "--amount");
         const to = addressOption(o.recipient, "--recipient");
         await confirm(`Withdraw ${amountWei} wei of ${o.paymaster}'s deposit on ${target.network} to ${to}?`);
@@ -219,6 +238,7 @@ function registerStake(program: Command, runChain: RunChain): void {
     .option("--unstake-delay <seconds>", "at least 86400", "86400")
     .action((o: NetworkOpts & { amount: string; unstakeDelay: string }) =>
       runChain(o, async (target, env, out) => {
+        const { addStake, ownerWallet } = await onChain();
         const unstakeDelaySec = parseSeconds(o.unstakeDelay, "--unstake-delay");
         if (unstakeDelaySec < 86_400) throw new AdminError("INVALID_INPUT", "--unstake-delay: below one day (86400 s), which bundlers require of a staked paymaster");
         const sent = await addStake(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), amountWei: parseAmount(o.amount, "--amount"), unstakeDelaySec });
@@ -235,6 +255,7 @@ function registerUnstake(program: Command, runChain: RunChain): void {
     .option("--yes", "do not ask for confirmation")
     .action((o: NetworkOpts & { withdrawTo?: string }) =>
       runChain(o, async (target, env, out, _log, confirm) => {
+        const { addressOption, ownerWallet, unstake } = await onChain();
         const withdrawTo = o.withdrawTo ? addressOption(o.withdrawTo, "--withdraw-to") : undefined;
         await confirm(
           withdrawTo
@@ -253,6 +274,7 @@ function registerSignerList(signer: Command, runChain: RunChain): void {
     .option("--address <address>", "check this address instead")
     .action((o: NetworkOpts & { address?: string }) =>
       runChain(o, async (target, _env, out) => {
+        const { addressOption, listSigner } = await onChain();
         const addresses = o.address ? [addressOption(o.address, "--address")] : target.serviceSigners;
         if (addresses.length === 0) throw new AdminError("INVALID_INPUT", "no signer to check: set the network's signer keys (as for the service) or give --address");
         const rows = (await Promise.all(addresses.map((a) => listSigner(target, a, o.paymaster)))).flatMap((r, i) => r.map((row) => ({ signer: addresses[i], ...row })));
@@ -273,14 +295,16 @@ function registerSignerAdd(signer: Command, runChain: RunChain): void {
     .option("--import-key-file <file>", "with --pkcs11: import the private key in <file> into the token first (keeps its address; never extractable)")
     .action((o: SignerAddOpts) =>
       runChain(o, async (target, env, out, log) => {
-        const address = signerToAdd(o, target, log);
+        const chain = await onChain();
+        const address = signerToAdd(o, target, log, chain);
+        const { setSigner, ownerWallet } = chain;
         out.print(await setSigner(target, ownerWallet(target, env), { ...(o.paymaster ? { paymaster: o.paymaster } : {}), signer: address as `0x${string}`, accept: true }), sentText);
       }),
     );
 }
 
 /** The address signer add accepts: --address, or the token's key (found, created or imported); contradictory flags are refused. */
-function signerToAdd(o: SignerAddOpts, target: ChainTarget, log: (line: string) => void): string {
+function signerToAdd(o: SignerAddOpts, target: ChainTarget, log: (line: string) => void, { addressOption, tokenSignerAddress }: OnChain): string {
   if ((o.address === undefined) === (o.pkcs11 !== true)) throw new AdminError("INVALID_INPUT", "give --address or --pkcs11 (exactly one)");
   if ((o.create || o.importKeyFile !== undefined) && !o.pkcs11) throw new AdminError("INVALID_INPUT", "--create and --import-key-file go with --pkcs11");
   if (o.create && o.importKeyFile !== undefined) throw new AdminError("INVALID_INPUT", "give --create or --import-key-file, not both");
@@ -297,6 +321,7 @@ function registerSignerRemove(signer: Command, runChain: RunChain): void {
     .requiredOption("--address <address>", "the signer's address")
     .action((o: NetworkOpts & { address: string }) =>
       runChain(o, async (target, env, out) => {
+        const { addressOption, ownerWallet, setSigner } = await onChain();
         const address = addressOption(o.address, "--address");
         if (target.serviceSigners[0] === address) {
           throw new AdminError("INVALID_INPUT", `--address ${address} is the key the service signs with for ${target.network}: put the new key first in its signer keys (or label the token's new key), wait signatureTtlSeconds, then remove this one`);
@@ -308,6 +333,7 @@ function registerSignerRemove(signer: Command, runChain: RunChain): void {
 
 /** Opens the chain target of a command and closes it whatever happens. */
 export async function withChainTarget<T>(options: { network: string; config?: string; deployments?: string }, env: NodeJS.ProcessEnv, body: (target: ChainTarget) => Promise<T>): Promise<T> {
+  const { chainTarget } = await import("../../admin/chainTarget.ts");
   const target = await chainTarget(options, env);
   try {
     return await body(target);
