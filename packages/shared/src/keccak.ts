@@ -3,7 +3,7 @@
 // viem's pure-JS keccak (noble). Both give identical results (test/keccak.test.ts).
 import { createRequire } from "node:module";
 import path from "node:path";
-import { keccak256 as keccak256Viem } from "viem";
+import { keccak256 as keccak256Viem } from "viem/utils";
 import type { Hex } from "./types.ts";
 
 /** The addon's raw sponge (keccak/src/addon.cc); its own JS wrapper is a Transform stream per hash, too heavy here. */

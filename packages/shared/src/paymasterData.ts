@@ -1,7 +1,7 @@
 // paymasterData and paymasterAndData of the four paymaster contracts (docs/paymaster-data.md):
 // fixed-width, packed big-endian fields, exact lengths. Encoders and strict decoders mirror the
 // contracts' parsing so the service never signs data the contracts would refuse.
-import { concat, getAddress } from "viem";
+import { concat, getAddress } from "viem/utils";
 import { assertAddress, assertHexBytes, byteLength, sliceBytes, uintDigits, type ErrorFactory } from "./bytes.ts";
 import { PaymasterDataError } from "./errors.ts";
 import type { Address, EntryPointVersion, Hex } from "./types.ts";

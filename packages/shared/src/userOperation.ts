@@ -1,7 +1,7 @@
 // User operation codecs: v0.7's unpacked ERC-7769 form <-> the on-chain PackedUserOperation, and the
 // domain (bigint) forms <-> the JSON-RPC wire forms (hex strings). Packing mirrors EntryPoint v0.7's
 // UserOperationLib (high 128 bits first); unpacking refuses what the EntryPoint could not parse.
-import { getAddress } from "viem";
+import { getAddress } from "viem/utils";
 import {
   assertAddress,
   assertHexBytes,

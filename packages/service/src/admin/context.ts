@@ -10,7 +10,7 @@
  * whichever door called it. Secrets (key plaintexts) never go into it.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { getAddress, isAddress } from "viem";
+import { getAddress, isAddress } from "viem/utils";
 import type { Address } from "@paymaster/shared";
 import type { ServiceConfig } from "../config/types.ts";
 import type { ServiceContext } from "../context.ts";

@@ -1,5 +1,5 @@
 /** Strategies: create and update from a document, enable / disable, list, show, usage against every cap. */
-import { getAddress } from "viem";
+import { getAddress } from "viem/utils";
 import type { Address } from "@paymaster/shared";
 import { capChecks, formatUsdMicros, utcDayKey } from "../policy/rules.ts";
 import { serializeRules } from "../policy/schema.ts";

@@ -6,7 +6,7 @@
  */
 import { BlockList, isIPv4, isIPv6 } from "node:net";
 import { z } from "zod";
-import { getAddress, isAddress } from "viem";
+import { getAddress, isAddress } from "viem/utils";
 import { privateKeyToAddress } from "viem/accounts";
 import {
   ENTRY_POINT_ADDRESSES,

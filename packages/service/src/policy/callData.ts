@@ -21,9 +21,9 @@ import {
   getAddress,
   parseAbiParameters,
   toFunctionSelector,
-  type AbiParameter,
   type DecodeAbiParametersReturnType,
-} from "viem";
+} from "viem/utils";
+import type { AbiParameter } from "viem";
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 
 /** One call the account makes. */

@@ -10,7 +10,7 @@
  * operations that make no calls. Verdicts of the sender lists report the list's size, not its entries (a
  * refusal goes to the caller, who has no business learning who else is listed).
  */
-import { getAddress } from "viem";
+import { getAddress } from "viem/utils";
 import type { Address, EntryPointVersion, Hex } from "@paymaster/shared";
 import { decodeAccountCalls, type AccountCall } from "./callData.ts";
 import type { CapCheck, RuleVerdict, StrategyRules } from "./types.ts";

@@ -9,7 +9,7 @@
  * `null`. Issues carry their path (see formatRulesIssues / parseStrategyRules).
  */
 import { z } from "zod";
-import { getAddress, isAddress } from "viem";
+import { getAddress, isAddress } from "viem/utils";
 import type { Address, Hex } from "@paymaster/shared";
 import type { Cap, StrategyRules } from "./types.ts";
 

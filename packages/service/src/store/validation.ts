@@ -4,7 +4,7 @@
  * checksummed, hashes lowercase, amounts as bigints no larger than uint256.
  */
 import { randomUUID } from "node:crypto";
-import { getAddress, isAddress } from "viem";
+import { getAddress, isAddress } from "viem/utils";
 import type { Address, Hex } from "@paymaster/shared";
 
 import { parseStrategyRules, serializeRules } from "../policy/schema.ts";

@@ -1,6 +1,6 @@
 /** The store's part for the ERC-20 token registry, per network: one token per address, one per symbol. */
 import { isDeepStrictEqual } from "node:util";
-import { getAddress, isAddress } from "viem";
+import { getAddress, isAddress } from "viem/utils";
 import * as dbRows from "../rows.ts";
 import * as validation from "../validation.ts";
 import { asciiLower, type Dialect } from "../db/types.ts";
