@@ -62,7 +62,8 @@ export function reportStoreHealth(health: StoreHealth, logger: Logger, metrics?:
       return;
     }
     const fields = { cause: now.cause, scope: now.scope, detail: now.detail };
-    if (now.scope === "writes") log.warn(fields, "store cannot write: sponsorships get 503 STORE_UNAVAILABLE until a write succeeds");
+    if (now.cause === "schema_too_new") log.error(fields, "a newer version of the service migrated the database: this replica reserves and signs nothing until it runs that version (not ready)");
+    else if (now.scope === "writes") log.warn(fields, "store cannot write: sponsorships get 503 STORE_UNAVAILABLE until a write succeeds");
     else log.warn(fields, "store unavailable: requests get 503 STORE_UNAVAILABLE; probing until it answers");
   });
 }

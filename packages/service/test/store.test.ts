@@ -15,6 +15,8 @@ import { ConfigError } from "../src/config/errors.ts";
 import { buildConfig, redactConfig } from "../src/config/load.ts";
 import { openStore } from "../src/store/index.ts";
 import { isStoreError, StoreError } from "../src/store/errors.ts";
+import { StoreUnavailableError } from "../src/store/unavailable.ts";
+import { describeStoreState } from "../src/store/health.ts";
 import { POSTGRES_DIALECT } from "../src/store/db/postgres.ts";
 import { SQLITE_DIALECT } from "../src/store/db/sqlite.ts";
 import { migrationsFor, POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, type Migration } from "../src/store/migrations.ts";
@@ -432,6 +434,30 @@ for (const backend of BACKENDS) {
         const err = await rejection(backend.open());
         expect(isStoreError(err, "SCHEMA_TOO_NEW")).to.equal(true);
         expect((err as Error).message).to.match(/999/);
+      });
+
+      it("a replica already running when a newer build migrates the database reserves nothing (a rolling upgrade)", async () => {
+        const ids = await owner();
+        const before = await store.reserveSponsorship(op(ids, { mode: "sponsor", nonce: 1n }));
+        expect(before.ok).to.equal(true);
+        const rows = () => backend.count("SELECT COUNT(*) AS n FROM sponsorships");
+        const held = () => backend.count("SELECT COUNT(*) AS n FROM holds");
+        const [sponsorships, holds] = [await rows(), await held()];
+        // Another process, a newer build, migrates the database while this store stays open.
+        await backend.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)");
+        const err = await rejection(store.reserveSponsorship(op(ids, { mode: "sponsor", nonce: 2n })));
+        expect(err).to.be.instanceOf(StoreUnavailableError);
+        expect((err as StoreUnavailableError).cause).to.equal("schema_too_new");
+        expect((err as Error).message).to.match(/migrated by a newer version of the service: upgrade this replica/);
+        expect([await rows(), await held()], "nothing written").to.deep.equal([sponsorships, holds]);
+        // /ready goes red (a load balancer drains the replica), for good: no probe, no answer brings it back.
+        expect(store.health.state()).to.include({ up: false, scope: "writes", cause: "schema_too_new" });
+        expect(describeStoreState(store.health.state())).to.match(/^migrated by a newer version of the service \(schema_too_new\) since .*: this replica reserves nothing; upgrade it$/);
+        // Reads and what was signed before still answer: only new holds and signatures stop.
+        expect((await store.getSponsorship(before.ok ? before.record.id : ""))?.status).to.equal("signed");
+        await backend.exec("DELETE FROM schema_migrations WHERE version = 999");
+        expect((await store.reserveSponsorship(op(ids, { mode: "sponsor", nonce: 2n }))).ok, "the migration undone by hand: reserves").to.equal(true);
+        expect(store.health.state().up, "red until a restart").to.equal(false);
       });
 
       it("applies a known migration the database lacks even below its highest (migrations merged in another order)", async () => {

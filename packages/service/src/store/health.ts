@@ -9,6 +9,9 @@
  *   down, scope "writes"   reads answer but writes fail (disk_full, read_only): a read-only probe would stay green
  *
  * A failure of load (busy: no free connection, a lock held elsewhere) fails its request but changes nothing here.
+ * One state is for good: "writes", cause schema_too_new (`outdated`), once a newer version of the service migrated
+ * the database under this running one; only a restart on the new version ends it, so no probe runs and no answer
+ * brings it up.
  * While down, a probe runs every PROBE_MS (a read, or a write while only writes fail) so the state comes back up
  * without traffic and without a restart; any statement that answers (a write, while writes failed) brings it up too.
  */
@@ -35,6 +38,8 @@ export interface StoreHealth {
   onChange(listener: (now: StoreState, before: StoreState) => void): void;
   /** Called for every statement that failed for want of the database (load included): the metrics count them. */
   onFailure(listener: (cause: StoreCause) => void): void;
+  /** A newer version of the service migrated the database: this process reserves nothing from now on (for good). */
+  outdated(detail: string): void;
 }
 
 /** How often a store that is down is probed. */
@@ -45,6 +50,7 @@ const UP: StoreState = Object.freeze({ up: true });
 /** "the database refuses connections (refused) since 12:00:01Z", for /ready and the status pages. */
 export function describeStoreState(state: StoreState): string | undefined {
   if (state.up) return undefined;
+  if (state.cause === "schema_too_new") return `migrated by a newer version of the service (schema_too_new) since ${new Date(state.since).toISOString()}: this replica reserves nothing; upgrade it`;
   const what = state.scope === "writes" ? "writes fail" : "unavailable";
   return `${what} (${state.cause}) since ${new Date(state.since).toISOString()}`;
 }
@@ -83,7 +89,7 @@ export class StoreAvailability implements StoreHealth {
   /** A statement answered; `wrote`: it changed the database (a write, a COMMIT after writes). The hot path: one check when up. */
   answered(wrote: boolean): void {
     if (this.#state.up) return;
-    if (this.#state.scope === "writes" && !wrote) return;
+    if ((this.#state.scope === "writes" && !wrote) || this.#state.cause === "schema_too_new") return;
     this.#set(UP);
   }
 
@@ -97,6 +103,13 @@ export class StoreAvailability implements StoreHealth {
     if (!now.up && (now.scope === "all" || now.scope === scope) && now.cause === error.cause) return;
     if (!now.up && now.scope === "all" && scope === "writes") return;
     this.#set({ up: false, scope, cause: error.cause, since: now.up ? Date.now() : now.since, detail: error.detail });
+  }
+
+  outdated(detail: string): void {
+    const now = this.#state;
+    if (!now.up && now.cause === "schema_too_new") return;
+    this.count("schema_too_new");
+    this.#set({ up: false, scope: "writes", cause: "schema_too_new", since: Date.now(), detail });
   }
 
   /** A statement failed for want of the database, counted only (its driver checks before changing the state). */
@@ -120,6 +133,10 @@ export class StoreAvailability implements StoreHealth {
     const before = this.#state;
     this.#state = next;
     if (next.up) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    } else if (next.cause === "schema_too_new") {
+      // For good: nothing to probe (a probe's answer would bring it up).
       clearInterval(this.#timer);
       this.#timer = undefined;
     } else if (this.#timer === undefined && !this.#closed) {

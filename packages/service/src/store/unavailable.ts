@@ -31,7 +31,9 @@ export type StoreCause =
   /** The disk failed to read or write. */
   | "io"
   /** The database file is damaged. */
-  | "corrupt";
+  | "corrupt"
+  /** A newer version of the service migrated the database (a rolling upgrade): this replica signs nothing until it is upgraded. */
+  | "schema_too_new";
 
 /** Causes under which reading still works: the store is up for reads, down for writes. */
 export const WRITE_CAUSES: ReadonlySet<StoreCause> = new Set(["disk_full", "read_only"]);
@@ -52,6 +54,7 @@ const WHAT: Record<StoreCause, string> = {
   read_only: "accepts reads only",
   io: "has a disk error",
   corrupt: "is damaged",
+  schema_too_new: "was migrated by a newer version of the service: upgrade this replica",
 };
 
 export class StoreUnavailableError extends Error {

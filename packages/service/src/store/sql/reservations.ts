@@ -21,8 +21,10 @@ import { holdRows, holdsText, linksText, movesOf, rowId, type CounterRow, type F
 import * as accounting from "../accounting.ts";
 import * as dbRows from "../rows.ts";
 import * as validation from "../validation.ts";
-import { Refusal, type Dialect, type Param, type Statement } from "../db/types.ts";
+import { Refusal, type Db, type Dialect, type Param, type Statement } from "../db/types.ts";
 import { StoreError } from "../errors.ts";
+import { migrationsFor } from "../migrations.ts";
+import { StoreUnavailableError } from "../unavailable.ts";
 import { sponsorshipData } from "../../webhooks/events.ts";
 import { eventStatement, knownEndpointEvents } from "../webhookRows.ts";
 import type { NewSponsorship, ReserveResult, SponsorshipRecord, Store } from "../types.ts";
@@ -44,7 +46,10 @@ const RESERVATION_SQL = {
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   insertPostOpCharge: `INSERT INTO token_charge_flags (sponsorship_id, network, sender, postop_charge, unpaid, updated_at)
     VALUES (?, ?, ?, ?, ?, ?)`,
-  // First in the batch: a refusal here costs nothing, no row is touched yet.
+  // First in the batch: a replica older than the database's schema (a newer build migrated it during a rolling
+  // upgrade) holds and signs nothing, since its statements may no longer keep the counters the newer schema keeps.
+  schemaGuard: `SELECT CASE WHEN EXISTS (SELECT 1 FROM schema_migrations WHERE version > ?) THEN pm_refuse('{"reason":"SCHEMA_TOO_NEW"}', NULL) END AS refused`,
+  // Next, the same: a refusal here costs nothing, no row is touched yet.
   configGuard: `SELECT CASE WHEN version <> ? THEN pm_refuse('{"reason":"CONFIG_CHANGED"}', NULL) END AS refused FROM config_version WHERE id = 1`,
   // NewSponsorship.requires: checks of rows the reservation does not move, next in the batch (nothing touched yet).
   tankConsentGuard: `SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM gas_tank_consents WHERE network = ? AND sender = ? AND project_id = ? AND allowed = ?)
@@ -97,7 +102,8 @@ interface Previous {
 
 /** The reservation's statements, rendered once for the database's dialect. */
 function reservationQueries(s: SqlShared) {
-  return { ...RESERVATION_SQL, atRiskProject: atRiskSql(s, "project_id"), atRiskKey: atRiskSql(s, "api_key_id"), share: shareSql(s) };
+  const knownSchema = Math.max(...migrationsFor(s.db.dialect).map((m) => m.version));
+  return { ...RESERVATION_SQL, knownSchema, atRiskProject: atRiskSql(s, "project_id"), atRiskKey: atRiskSql(s, "api_key_id"), share: shareSql(s) };
 }
 
 /** What every step of a reservation runs on: the store's shared parts and the reservation's own statements. */
@@ -142,7 +148,7 @@ async function attemptReservation(parts: ReservationParts, p: Plan, previous: Pr
     return { ok: true, record: p.record, replaced: previous?.row.id ?? null };
   } catch (err) {
     if (err instanceof Refusal) {
-      const refused = refusalOf(err, p);
+      const refused = refusalOf(err, p, parts.s.db);
       if (refused !== "stale" && refused.reason === "CAP_EXCEEDED") await capReached(parts.s, p, refused);
       return refused;
     }
@@ -184,7 +190,7 @@ function holdsOf(record: SponsorshipRecord, input: NewSponsorship, hold: bigint 
 }
 
 /**
- * The whole batch: the config guard first (a refusal there costs nothing), the replaced one's release, the record,
+ * The whole batch: the schema and config guards first (a refusal there costs nothing), the replaced one's release, the record,
  * the counters with their checks, then the postOp flag and the events.
  */
 function reservationBatch(parts: ReservationParts, p: Plan, previous: Previous | undefined): Statement[] {
@@ -192,6 +198,7 @@ function reservationBatch(parts: ReservationParts, p: Plan, previous: Previous |
   const changeId = previous ? randomUUID() : p.record.id;
   const version = p.input.configVersion;
   return [
+    { sql: parts.q.schemaGuard, params: [parts.q.knownSchema] },
     ...(version === undefined ? [] : [{ sql: parts.q.configGuard, params: [version] }]),
     ...requiredStatements(parts, p),
     ...(previous ? replacement(parts, previous.row, changeId, p.now) : []),
@@ -343,7 +350,7 @@ async function activeOp(s: SqlShared, op: Param[]): Promise<Previous | undefined
 }
 
 /** A refused batch as the reservation's answer ("stale": a guard saw a concurrent change; run it again). */
-function refusalOf(err: Refusal, p: Plan): Exclude<ReserveResult, { ok: true }> | "stale" {
+function refusalOf(err: Refusal, p: Plan, db: Db): Exclude<ReserveResult, { ok: true }> | "stale" {
   const r = JSON.parse(err.reason) as Record<string, string | number>;
   const value = err.value ?? "0";
   switch (r.reason) {
@@ -367,6 +374,11 @@ function refusalOf(err: Refusal, p: Plan): Exclude<ReserveResult, { ok: true }> 
       return "stale";
     case "CONFIG_CHANGED":
       return { ok: false, reason: "CONFIG_CHANGED" };
+    case "SCHEMA_TOO_NEW": {
+      const detail = "the database records a migration this build does not know: a newer version of the service migrated it";
+      db.health.outdated(detail); // /ready goes red for good: a load balancer drains this replica
+      throw new StoreUnavailableError("schema_too_new", detail);
+    }
     case "GAS_TANK_NOT_ALLOWED":
       return { ok: false, reason: "GAS_TANK_NOT_ALLOWED" };
     case "TOKEN_CHARGE_UNPAID":
