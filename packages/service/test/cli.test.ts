@@ -7,7 +7,12 @@ import { expect } from "chai";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import pg from "pg";
 import { openStore } from "../src/store/index.ts";
+import { openPostgresDb, POSTGRES_DIALECT } from "../src/store/db/postgres.ts";
+import { openSqliteDb, SQLITE_DIALECT } from "../src/store/db/sqlite.ts";
+import { migrationsFor, POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from "../src/store/migrations.ts";
 import type { Store } from "../src/store/types.ts";
 import { createTestDatabase, runCli, runCliInProcess, type CliResult } from "./helpers/cli.ts";
 import { startTestService } from "./helpers/rpcService.ts";
@@ -299,6 +304,57 @@ for (const { backend, run } of BACKENDS) {
         const r = await run(["--config", file, "project", "list"], {});
         expect(r.code, r.stderr).to.equal(2);
         expect(r.stderr).to.match(new RegExp(`^paymaster: invalid configuration \\(.*\\):\\n  - ${problem.source}`));
+      }
+    });
+
+    it("a database of an older version: the command line migrates it only with --migrate (the older replicas would stop signing)", async () => {
+      // A database as an older version left it: its first migrations only.
+      const legacy = { dir: mkdtempSync(path.join(tmpdir(), "pm-cli-legacy-")), env: {} as Record<string, string>, drop: undefined as (() => Promise<void>) | undefined };
+      const legacyConfig = path.join(legacy.dir, "paymaster.json");
+      writeFileSync(legacyConfig, JSON.stringify({ databasePath: path.join(legacy.dir, "db.sqlite"), networks: [network("local")] }));
+      let applied: () => Promise<number>;
+      if (backend === "PostgreSQL") {
+        const db = await createTestDatabase("paymaster_cli_legacy");
+        legacy.drop = db.drop;
+        legacy.env.DATABASE_URL = db.url;
+        await (await openPostgresDb(db.url, POSTGRES_MIGRATIONS, 1_700_000_000)).close();
+        applied = async () => {
+          const client = new pg.Client({ connectionString: db.url });
+          await client.connect();
+          try {
+            return Number((await client.query("SELECT COUNT(*) AS n FROM schema_migrations")).rows[0].n);
+          } finally {
+            await client.end();
+          }
+        };
+      } else {
+        await openSqliteDb(path.join(legacy.dir, "db.sqlite"), SQLITE_MIGRATIONS, 1_700_000_000).close();
+        applied = async () => {
+          const db = new DatabaseSync(path.join(legacy.dir, "db.sqlite"), { readOnly: true });
+          try {
+            return Number((db.prepare("SELECT COUNT(*) AS n FROM schema_migrations").get() as { n: number }).n);
+          } finally {
+            db.close();
+          }
+        };
+      }
+      const legacyCount = (backend === "PostgreSQL" ? POSTGRES_MIGRATIONS : SQLITE_MIGRATIONS).length;
+      const all = migrationsFor(backend === "PostgreSQL" ? POSTGRES_DIALECT : SQLITE_DIALECT);
+      try {
+        const refused = await run(["--config", legacyConfig, "project", "list"], legacy.env);
+        expect(refused.code, refused.stderr).to.equal(1);
+        expect(refused.stderr).to.match(
+          new RegExp(`^paymaster: the database's schema is at migration ${legacyCount} and this version's at ${Math.max(...all.map((m) => m.version))}: migrating it would stop the replicas of the older version that run on it from signing\\. Start this version's service first \\(its first replica migrates the database\\), or give --migrate`),
+        );
+        expect(await applied(), "nothing migrated").to.equal(legacyCount);
+        const migrated = await run(["--config", legacyConfig, "--migrate", "project", "list"], legacy.env);
+        expect(migrated.code, migrated.stderr).to.equal(0);
+        expect(await applied()).to.equal(all.length);
+        // Up to date: every command works without the flag.
+        expect((await run(["--config", legacyConfig, "project", "list"], legacy.env)).code).to.equal(0);
+      } finally {
+        await legacy.drop?.();
+        rmSync(legacy.dir, { recursive: true, force: true });
       }
     });
   });

@@ -24,11 +24,16 @@ export interface GlobalOptions {
   config?: string;
   database?: string;
   json?: boolean;
+  /** Bring an existing database's schema up to this version's (without it: only a new database is set up). */
+  migrate?: boolean;
 }
 
 /** Opens the store for one command; `close` must be called. */
 export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv): Promise<{ ctx: AdminContext; close(): Promise<void> }> {
   const config = await loadConfig({ argv: options.config === undefined ? [] : ["--config", options.config], env, purpose: "admin" });
+  // The running service's replicas stop signing once a newer version migrates their database: a command line of a
+  // newer version than the service's migrates nothing unless asked (store/migrations.ts, MigrationPolicy).
+  const migrations = options.migrate === true ? "apply" : "new-only";
   let store;
   let networks: string[];
   let applicationExpiryDays: number | undefined;
@@ -36,17 +41,17 @@ export async function openAdmin(options: GlobalOptions, env: NodeJS.ProcessEnv):
   if (config === undefined) {
     const databasePath = path.resolve(options.database ?? EMBEDDED_DATABASE_PATH);
     if (env.DATABASE_URL) {
-      store = await openStore({ databasePath, databaseUrl: env.DATABASE_URL });
+      store = await openStore({ databasePath, databaseUrl: env.DATABASE_URL }, migrations);
     } else {
       if (!existsSync(databasePath)) {
         throw new UsageError(`no database at ${databasePath}: give --config <file> (or PAYMASTER_CONFIG), or start the embedded stack (pnpm start)`);
       }
-      store = await openStore({ databasePath });
+      store = await openStore({ databasePath }, migrations);
     }
     networks = ["local"];
   } else {
     if (options.database !== undefined) throw new UsageError("--database is for the embedded stack only (the configuration names the database)");
-    store = await openStore(config);
+    store = await openStore(config, migrations);
     networks = config.networks.map((n) => n.name);
     applicationExpiryDays = config.applicationExpiryDays;
     const ownPorts = [config.port, config.metrics?.port].filter((port): port is number => port !== undefined && port !== 0);

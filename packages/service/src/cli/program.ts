@@ -9,6 +9,7 @@ import { Command, CommanderError } from "commander";
 import { AdminError, requireSafeText, type AdminContext } from "../admin/context.ts";
 import { ConfigError } from "../config/errors.ts";
 import { dependencyFailure } from "../dependencies/failure.ts";
+import { isStoreError } from "../store/errors.ts";
 import { driverDetail } from "../store/unavailable.ts";
 import { openAdmin, UsageError, type GlobalOptions } from "./context.ts";
 import { escapeForTerminal } from "../text/safeText.ts";
@@ -44,6 +45,7 @@ export function buildProgram(io: Io): Command {
     .option("--config <file>", "the service's configuration file (default: $PAYMASTER_CONFIG; DATABASE_URL from the environment)")
     .option("--database <file>", "without a configuration: the embedded stack's SQLite file")
     .option("--json", "print JSON instead of text")
+    .option("--migrate", "bring an existing database's schema up to this version's (else only the service does; docs/operations.md, upgrading)")
     .showHelpAfterError("(paymaster --help lists the commands)")
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, "")), writeErr: (s) => io.err(s.replace(/\n$/, "")) })
@@ -112,6 +114,10 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
     if (err instanceof UsageError) {
       io.err(`paymaster: ${escapeForTerminal(err.message)}`);
       return 2;
+    }
+    if (isStoreError(err, "SCHEMA_TOO_OLD")) {
+      io.err(`paymaster: ${escapeForTerminal(err.message)}. Start this version's service first (its first replica migrates the database), or give --migrate`);
+      return 1;
     }
     if (err instanceof AdminError) {
       io.err(`paymaster: ${escapeForTerminal(err.message)}`);

@@ -17,7 +17,9 @@ export type StoreErrorCode =
   /** A malformed argument (bad address, negative amount, unknown enum value). */
   | "INVALID_INPUT"
   /** The database was written by a newer version of the service. */
-  | "SCHEMA_TOO_NEW";
+  | "SCHEMA_TOO_NEW"
+  /** The database has migrations this build would apply, and its opener asked not to (MigrationPolicy "new-only"). */
+  | "SCHEMA_TOO_OLD";
 
 export class StoreError extends Error {
   override name = "StoreError";

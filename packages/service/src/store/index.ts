@@ -5,6 +5,7 @@
  */
 import { openPostgresStore } from "./postgres.ts";
 import { openSqliteStore } from "./sqlite.ts";
+import type { MigrationPolicy } from "./migrations.ts";
 import type { DatabaseSettings } from "./settings.ts";
 import type { Store } from "./types.ts";
 
@@ -13,7 +14,10 @@ export { StoreError, isStoreError, type StoreErrorCode } from "./errors.ts";
 export { openSqliteStore } from "./sqlite.ts";
 export { openPostgresStore } from "./postgres.ts";
 
-export async function openStore(config: { databasePath: string; databaseUrl?: string | undefined; database?: Partial<DatabaseSettings> | undefined }): Promise<Store> {
-  if (config.databaseUrl !== undefined && config.databaseUrl !== "") return openPostgresStore(config.databaseUrl, config.database);
-  return openSqliteStore(config.databasePath);
+export async function openStore(
+  config: { databasePath: string; databaseUrl?: string | undefined; database?: Partial<DatabaseSettings> | undefined },
+  migrations: MigrationPolicy = "apply",
+): Promise<Store> {
+  if (config.databaseUrl !== undefined && config.databaseUrl !== "") return openPostgresStore(config.databaseUrl, config.database, migrations);
+  return openSqliteStore(config.databasePath, migrations);
 }

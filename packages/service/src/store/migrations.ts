@@ -834,7 +834,7 @@ function configVersionTriggers(d: Dialect, table: string): string {
  * merged in another order) still runs. A recorded version this service does not know means a newer (or another)
  * build wrote the database: SCHEMA_TOO_NEW, nothing applied.
  */
-export function pendingMigrations(migrations: readonly Migration[], applied: readonly number[]): Migration[] {
+export function pendingMigrations(migrations: readonly Migration[], applied: readonly number[], policy: MigrationPolicy = "apply"): Migration[] {
   const known = new Set(migrations.map((m) => m.version));
   const unknown = applied.filter((v) => !known.has(v));
   if (unknown.length > 0) {
@@ -844,8 +844,23 @@ export function pendingMigrations(migrations: readonly Migration[], applied: rea
     );
   }
   const done = new Set(applied);
-  return migrations.filter((m) => !done.has(m.version));
+  const pending = migrations.filter((m) => !done.has(m.version));
+  if (policy === "new-only" && applied.length > 0 && pending.length > 0) {
+    throw new StoreError(
+      "SCHEMA_TOO_OLD",
+      `the database's schema is at migration ${Math.max(...applied)} and this version's at ${Math.max(...pending.map((m) => m.version))}: migrating it would stop the replicas of the older version that run on it from signing`,
+    );
+  }
+  return pending;
 }
+
+/**
+ * Whether opening a database may bring its schema up to this build's: "apply" (the service: its first replica of a
+ * new version migrates), or "new-only" (the operator CLI: a new database is set up, but one with migrations applied
+ * and some pending is refused with SCHEMA_TOO_OLD, since the replicas of the older version running on it would stop
+ * signing the moment it is migrated: docs/operations.md, "Upgrading replicas that share a database").
+ */
+export type MigrationPolicy = "apply" | "new-only";
 
 /** Every migration of one database, in order. */
 export function migrationsFor(d: Dialect): readonly Migration[] {

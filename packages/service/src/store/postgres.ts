@@ -5,7 +5,7 @@
  */
 import * as validation from "./validation.ts";
 import { openPostgresDb, POSTGRES_DIALECT } from "./db/postgres.ts";
-import { migrationsFor } from "./migrations.ts";
+import { migrationsFor, type MigrationPolicy } from "./migrations.ts";
 import type { DatabaseSettings } from "./settings.ts";
 import { WRITE_PROBE } from "./sql/cursors.ts";
 import { sqlStore } from "./sqlStore.ts";
@@ -15,8 +15,9 @@ export { POSTGRES_MIGRATIONS } from "./migrations.ts";
 
 /**
  * Opens the PostgreSQL store at `url` (postgres://user:password@host:port/database?…), applying any pending
- * migration; `settings`: how long it waits on the database (the configuration's `database`, ./settings.ts).
+ * migration (unless `migrations` is "new-only": ./migrations.ts); `settings`: how long it waits on the database
+ * (the configuration's `database`, ./settings.ts).
  */
-export async function openPostgresStore(url: string, settings: Partial<DatabaseSettings> = {}): Promise<Store> {
-  return sqlStore(await openPostgresDb(url, migrationsFor(POSTGRES_DIALECT), validation.nowSeconds(), { settings, writeProbe: WRITE_PROBE }));
+export async function openPostgresStore(url: string, settings: Partial<DatabaseSettings> = {}, migrations: MigrationPolicy = "apply"): Promise<Store> {
+  return sqlStore(await openPostgresDb(url, migrationsFor(POSTGRES_DIALECT), validation.nowSeconds(), { settings, writeProbe: WRITE_PROBE, migrations }));
 }

@@ -4,12 +4,12 @@
  */
 import * as validation from "./validation.ts";
 import { openSqliteDb, SQLITE_DIALECT } from "./db/sqlite.ts";
-import { migrationsFor } from "./migrations.ts";
+import { migrationsFor, type MigrationPolicy } from "./migrations.ts";
 import { WRITE_PROBE } from "./sql/cursors.ts";
 import { sqlStore } from "./sqlStore.ts";
 import type { Store } from "./types.ts";
 
-/** Opens (creating and migrating as needed) the SQLite store at `file`; ":memory:" keeps everything in memory. */
-export function openSqliteStore(file: string): Store {
-  return sqlStore(openSqliteDb(file, migrationsFor(SQLITE_DIALECT), validation.nowSeconds(), WRITE_PROBE));
+/** Opens (creating and migrating as needed, unless `migrations` is "new-only") the SQLite store at `file`; ":memory:" keeps everything in memory. */
+export function openSqliteStore(file: string, migrations: MigrationPolicy = "apply"): Store {
+  return sqlStore(openSqliteDb(file, migrationsFor(SQLITE_DIALECT), validation.nowSeconds(), WRITE_PROBE, migrations));
 }

@@ -27,7 +27,7 @@ import pg from "pg";
 import type { PoolClient } from "pg";
 
 import { StoreAvailability, type StoreHealth } from "../health.ts";
-import { pendingMigrations, type Migration } from "../migrations.ts";
+import { pendingMigrations, type Migration, type MigrationPolicy } from "../migrations.ts";
 import { DATABASE_DEFAULTS, type DatabaseSettings } from "../settings.ts";
 import { driverDetail, isStoreUnavailable, StoreUnavailableError, type StoreCause } from "../unavailable.ts";
 import type { Leadership, ProbeStatement } from "./types.ts";
@@ -610,9 +610,9 @@ class PostgresDb implements Db {
   }
 
   /** Runs the migrations on a connection of the pool (at open). */
-  async migrate(migrations: readonly Migration[], now: number): Promise<void> {
+  async migrate(migrations: readonly Migration[], now: number, policy: MigrationPolicy): Promise<void> {
     try {
-      await migrate(this.#pool, migrations, now);
+      await migrate(this.#pool, migrations, now, policy);
     } catch (err) {
       throw this.#failure(err, false, "migrating");
     }
@@ -653,7 +653,7 @@ function refusalOf(err: unknown): Refusal | undefined {
 }
 
 /** Applies the migrations the database has not seen yet, in one transaction under an advisory lock. */
-async function migrate(pool: pg.Pool, migrations: readonly Migration[], now: number): Promise<void> {
+async function migrate(pool: pg.Pool, migrations: readonly Migration[], now: number, policy: MigrationPolicy): Promise<void> {
   const client = await pool.connect();
   let broken = false;
   try {
@@ -669,7 +669,7 @@ async function migrate(pool: pg.Pool, migrations: readonly Migration[], now: num
         applied_at  BIGINT NOT NULL
       )`);
       const { rows } = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
-      for (const m of pendingMigrations(migrations, rows.map((r) => Number(r.version)))) {
+      for (const m of pendingMigrations(migrations, rows.map((r) => Number(r.version)), policy)) {
         await client.query(m.sql);
         await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
           m.version,
@@ -698,11 +698,11 @@ export async function openPostgresDb(
   url: string,
   migrations: readonly Migration[],
   now: number,
-  options: { settings?: Partial<DatabaseSettings>; writeProbe?: ProbeStatement } = {},
+  options: { settings?: Partial<DatabaseSettings>; writeProbe?: ProbeStatement; migrations?: MigrationPolicy } = {},
 ): Promise<Db> {
   const db = new PostgresDb(url, { ...DATABASE_DEFAULTS, ...options.settings }, options.writeProbe);
   try {
-    await db.migrate(migrations, now);
+    await db.migrate(migrations, now, options.migrations ?? "apply");
     return db;
   } catch (err) {
     await db.close();

@@ -26,7 +26,7 @@ import path from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "../../runtime/sqlite.ts";
 
 import { StoreAvailability } from "../health.ts";
-import { pendingMigrations, type Migration } from "../migrations.ts";
+import { pendingMigrations, type Migration, type MigrationPolicy } from "../migrations.ts";
 import { driverDetail, StoreUnavailableError, type StoreCause } from "../unavailable.ts";
 import type { Leadership, ProbeStatement } from "./types.ts";
 import { AmbientTx, joinAmountParts, Refusal, type AmountPart, type Db, type Dialect, type Param, type Queryer, type Statement, type Tx, type Violation } from "./types.ts";
@@ -350,7 +350,7 @@ class SqliteDb implements Db {
   }
 
   /** Applies the migrations the file has not seen yet, all in one write transaction (safe against a concurrent opener). */
-  migrate(migrations: readonly Migration[], now: number): void {
+  migrate(migrations: readonly Migration[], now: number, policy: MigrationPolicy): void {
     this.#db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version     INTEGER PRIMARY KEY,
     name        TEXT NOT NULL,
@@ -360,7 +360,7 @@ class SqliteDb implements Db {
     try {
       const applied = (this.#db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => Number(r.version));
       const record = this.#db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
-      for (const m of pendingMigrations(migrations, applied)) {
+      for (const m of pendingMigrations(migrations, applied, policy)) {
         this.#db.exec(m.sql);
         record.run(m.version, m.name, now);
       }
@@ -402,7 +402,7 @@ function handle(db: SqliteDb): Db {
  * Opens (creating as needed) the SQLite file and applies `migrations`; ":memory:" keeps everything in memory.
  * `writeProbe`: a harmless write, tried while writes fail (a full disk) to see them work again.
  */
-export function openSqliteDb(file: string, migrations: readonly Migration[], now: number, writeProbe?: ProbeStatement): Db {
+export function openSqliteDb(file: string, migrations: readonly Migration[], now: number, writeProbe?: ProbeStatement, policy: MigrationPolicy = "apply"): Db {
   const key = file === ":memory:" || file.startsWith("file:") ? undefined : path.resolve(file);
   const open = key === undefined ? undefined : shared.get(key);
   if (open) return handle(open);
@@ -416,7 +416,7 @@ export function openSqliteDb(file: string, migrations: readonly Migration[], now
              PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES};`);
     registerFunctions(raw);
     const db = new SqliteDb(raw, writeProbe);
-    db.migrate(migrations, now);
+    db.migrate(migrations, now, policy);
     if (key !== undefined) shared.set(key, db);
     return handle(db);
   } catch (err) {
