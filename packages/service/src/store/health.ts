@@ -99,6 +99,8 @@ export class StoreAvailability implements StoreHealth {
     if (LOAD_CAUSES.has(error.cause)) return;
     const scope: StoreScope = WRITE_CAUSES.has(error.cause) ? "writes" : "all";
     const now = this.#state;
+    // Outdated is for good: an outage on top of it would, once over, bring the replica up again.
+    if (!now.up && now.cause === "schema_too_new") return;
     // A write failing while nothing at all can be reached says nothing new.
     if (!now.up && (now.scope === "all" || now.scope === scope) && now.cause === error.cause) return;
     if (!now.up && now.scope === "all" && scope === "writes") return;
