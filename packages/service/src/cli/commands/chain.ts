@@ -17,17 +17,20 @@ import { record, table } from "../output.ts";
 import type { RunChain } from "../run.ts";
 
 /**
- * The on-chain admin code (ethers, the contracts' deploy helpers): loaded when an on-chain command runs, so that
- * every other command line starts without it (it was a third of `paymaster project list`'s start-up).
+ * The on-chain admin code (ethers, the contracts' deploy helpers), for every on-chain command here and in token.ts
+ * and depositContract.ts: loaded when one of them runs, so that every other command line starts without it (it was
+ * a third of `paymaster project list`'s start-up).
  */
 export async function onChain() {
-  const [target, deploy, paymasters, tokenSigner] = await Promise.all([
+  const [target, deploy, paymasters, tokenSigner, tokens, depositContract] = await Promise.all([
     import("../../admin/chainTarget.ts"),
     import("../../admin/deploy.ts"),
     import("../../admin/paymasters.ts"),
     import("../../admin/tokenSigner.ts"),
+    import("../../admin/tokens.ts"),
+    import("../../admin/depositContract.ts"),
   ]);
-  return { ...target, ...deploy, ...paymasters, ...tokenSigner };
+  return { ...target, ...deploy, ...paymasters, ...tokenSigner, ...tokens, ...depositContract };
 }
 type OnChain = Awaited<ReturnType<typeof onChain>>;
 

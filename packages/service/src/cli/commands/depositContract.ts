@@ -6,13 +6,7 @@
 import type { Command } from "commander";
 import { record } from "../output.ts";
 import type { RunChain } from "../run.ts";
-import { parseAmount, withNetwork } from "./chain.ts";
-
-/** The deposit contract's admin code and the owner's wallet (ethers), loaded when one of these commands runs (see onChain in chain.ts). */
-async function depositContractAdmin() {
-  const [{ addressOption, ownerWallet }, admin] = await Promise.all([import("../../admin/chainTarget.ts"), import("../../admin/depositContract.ts")]);
-  return { addressOption, ownerWallet, ...admin };
-}
+import { onChain, parseAmount, withNetwork } from "./chain.ts";
 
 export function registerDepositContract(program: Command, runChain: RunChain): void {
   const group = program.command("deposit-contract").description("the gas-tank deposit contract (GasTankDeposit) where smart accounts fund their tanks");
@@ -20,7 +14,7 @@ export function registerDepositContract(program: Command, runChain: RunChain): v
     .description("its address, the ether it holds, its owner, and whether the service credits its deposits")
     .action((o: { network: string; deployments?: string }) =>
       runChain(o, async (target, _env, out) => {
-        const { depositContractStatus } = await depositContractAdmin();
+        const { depositContractStatus } = await onChain();
         out.print(await depositContractStatus(target), ({ warnings, ...rest }) => [record(rest), ...warnings.map((w) => `WARNING ${w}`)].join("\n"));
       }),
     );
@@ -31,7 +25,7 @@ export function registerDepositContract(program: Command, runChain: RunChain): v
     .option("--yes", "do not ask for confirmation")
     .action((o: { network: string; deployments?: string; amount: string; recipient: string; yes?: boolean }) =>
       runChain(o, async (target, env, out, _log, confirm) => {
-        const { addressOption, ownerWallet, withdrawFromDepositContract } = await depositContractAdmin();
+        const { addressOption, ownerWallet, withdrawFromDepositContract } = await onChain();
         const amountWei = parseAmount(o.amount, "--amount");
         const to = addressOption(o.recipient, "--recipient");
         await confirm(`Withdraw ${amountWei} wei from the gas-tank deposit contract on ${target.network} to ${to}?`);
@@ -45,7 +39,7 @@ export function registerDepositContract(program: Command, runChain: RunChain): v
     .option("--yes", "do not ask for confirmation")
     .action((o: { network: string; deployments?: string; paymaster: string; amount: string; yes?: boolean }) =>
       runChain(o, async (target, env, out, _log, confirm) => {
-        const { fundPaymasterFromDepositContract, ownerWallet } = await depositContractAdmin();
+        const { fundPaymasterFromDepositContract, ownerWallet } = await onChain();
         const amountWei = parseAmount(o.amount, "--amount");
         await confirm(`Move ${amountWei} wei from the gas-tank deposit contract on ${target.network} into ${o.paymaster}'s EntryPoint deposit?`);
         out.print(await fundPaymasterFromDepositContract(target, ownerWallet(target, env), { paymaster: o.paymaster, amountWei }), record);

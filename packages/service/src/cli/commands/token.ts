@@ -7,15 +7,10 @@ import type { Command } from "commander";
 import type { listTokenSupport } from "../../admin/tokens.ts";
 import { table } from "../output.ts";
 import type { RunChain } from "../run.ts";
-import { withNetwork } from "./chain.ts";
+import { onChain, withNetwork } from "./chain.ts";
 
 type TokenOpts = { network: string; deployments?: string; paymaster?: string };
 
-/** The token admin code and the owner's wallet (ethers), loaded when a token command runs (see onChain in chain.ts). */
-async function tokenAdmin() {
-  const [{ ownerWallet }, tokens] = await Promise.all([import("../../admin/chainTarget.ts"), import("../../admin/tokens.ts")]);
-  return { ownerWallet, ...tokens };
-}
 
 const supportText = (rows: Awaited<ReturnType<typeof listTokenSupport>>) =>
   table(rows.map((r) => ({ paymaster: r.paymaster, token: r.symbol ?? "-", address: r.token, allowed: r.allowed ? "allowed" : "NOT ALLOWED" })));
@@ -28,7 +23,7 @@ export function registerToken(program: Command, runChain: RunChain): void {
     .option("--token <symbol|address>", "this token instead of the configured ones")
     .action((o: TokenOpts & { token?: string }) =>
       runChain(o, async (target, _env, out) => {
-        const { listTokenSupport, resolveToken } = await tokenAdmin();
+        const { listTokenSupport, resolveToken } = await onChain();
         const tokens = o.token === undefined ? undefined : [resolveToken(target, o.token)];
         out.print(await listTokenSupport(target, { ...(o.paymaster ? { paymaster: o.paymaster } : {}), ...(tokens ? { tokens } : {}) }), supportText);
       }),
@@ -42,7 +37,7 @@ export function registerToken(program: Command, runChain: RunChain): void {
       .argument("<token>", "a configured token's symbol, or an address")
       .action((token: string, o: TokenOpts) =>
         runChain(o, async (target, env, out) => {
-          const { listTokenSupport, ownerWallet, resolveToken, setTokenSupport } = await tokenAdmin();
+          const { listTokenSupport, ownerWallet, resolveToken, setTokenSupport } = await onChain();
           const ref = resolveToken(target, token);
           const sent = await setTokenSupport(target, ownerWallet(target, env), { token: ref, allow, ...(o.paymaster ? { paymaster: o.paymaster } : {}) });
           const after = await listTokenSupport(target, { tokens: [ref], ...(o.paymaster ? { paymaster: o.paymaster } : {}) });
