@@ -47,10 +47,15 @@ export const PROBE_MS = 200;
 
 const UP: StoreState = Object.freeze({ up: true });
 
+/** The state that is for good: a newer version of the service migrated the database under this one (`outdated`). */
+function isOutdated(state: StoreState): boolean {
+  return !state.up && state.cause === "schema_too_new";
+}
+
 /** "the database refuses connections (refused) since 12:00:01Z", for /ready and the status pages. */
 export function describeStoreState(state: StoreState): string | undefined {
   if (state.up) return undefined;
-  if (state.cause === "schema_too_new") return `migrated by a newer version of the service (schema_too_new) since ${new Date(state.since).toISOString()}: this replica reserves nothing; upgrade it`;
+  if (isOutdated(state)) return `migrated by a newer version of the service (schema_too_new) since ${new Date(state.since).toISOString()}: this replica reserves nothing; upgrade it`;
   const what = state.scope === "writes" ? "writes fail" : "unavailable";
   return `${what} (${state.cause}) since ${new Date(state.since).toISOString()}`;
 }
@@ -89,7 +94,7 @@ export class StoreAvailability implements StoreHealth {
   /** A statement answered; `wrote`: it changed the database (a write, a COMMIT after writes). The hot path: one check when up. */
   answered(wrote: boolean): void {
     if (this.#state.up) return;
-    if ((this.#state.scope === "writes" && !wrote) || this.#state.cause === "schema_too_new") return;
+    if ((this.#state.scope === "writes" && !wrote) || isOutdated(this.#state)) return;
     this.#set(UP);
   }
 
@@ -100,7 +105,7 @@ export class StoreAvailability implements StoreHealth {
     const scope: StoreScope = WRITE_CAUSES.has(error.cause) ? "writes" : "all";
     const now = this.#state;
     // Outdated is for good: an outage on top of it would, once over, bring the replica up again.
-    if (!now.up && now.cause === "schema_too_new") return;
+    if (isOutdated(now)) return;
     // A write failing while nothing at all can be reached says nothing new.
     if (!now.up && (now.scope === "all" || now.scope === scope) && now.cause === error.cause) return;
     if (!now.up && now.scope === "all" && scope === "writes") return;
@@ -108,8 +113,7 @@ export class StoreAvailability implements StoreHealth {
   }
 
   outdated(detail: string): void {
-    const now = this.#state;
-    if (!now.up && now.cause === "schema_too_new") return;
+    if (isOutdated(this.#state)) return;
     this.count("schema_too_new");
     this.#set({ up: false, scope: "writes", cause: "schema_too_new", since: Date.now(), detail });
   }
@@ -137,7 +141,7 @@ export class StoreAvailability implements StoreHealth {
     if (next.up) {
       clearInterval(this.#timer);
       this.#timer = undefined;
-    } else if (next.cause === "schema_too_new") {
+    } else if (isOutdated(next)) {
       // For good: nothing to probe (a probe's answer would bring it up).
       clearInterval(this.#timer);
       this.#timer = undefined;
